@@ -1,0 +1,35 @@
+"""speclib: the cost model of "The economics of speculative decoding"
+(F. Finn, 2026) as sympy-derived closed forms, with presets and figures.
+
+Public API (all broadcast over numpy arrays; ``model=`` and ``hardware=``
+default to DeepSeek-V4-Flash on one B200, as in the paper)::
+
+    experts_activated(B, k, E)
+    expected_committed(alpha, gamma)
+    attention_intensity(T, S, model=None, variant=None)
+    marginal_cost(B, S, c_draft, model=None, hardware=None)
+    speedup(alpha, gamma, B, S, c_draft, model=None, hardware=None)
+    optimal_gamma(alpha, B, S, c_draft, model=None, hardware=None, gamma_max=64)
+    presets.hardware(name), presets.model(name)
+"""
+from . import acceptance, attention, cost, moe, presets, speculation
+from .acceptance import expected_committed
+from .attention import attention_intensity
+from .cost import marginal_cost
+from .moe import experts_activated
+from .speculation import optimal_gamma, speedup
+
+__all__ = [
+    "acceptance",
+    "attention",
+    "attention_intensity",
+    "cost",
+    "expected_committed",
+    "experts_activated",
+    "marginal_cost",
+    "moe",
+    "optimal_gamma",
+    "presets",
+    "speculation",
+    "speedup",
+]

@@ -1,0 +1,83 @@
+"""Input checks shared by every public function.
+
+Every public entry point validates its arguments here so that a user gets one
+clear ``ValueError`` naming the parameter and its allowed range, instead of a
+NaN, an inf or a silently clipped value further down.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _describe(lo, hi, lo_open, hi_open) -> str:
+    left = "(" if lo_open else "["
+    right = ")" if hi_open else "]"
+    lo_s = "-inf" if lo is None else f"{lo:g}"
+    hi_s = "inf" if hi is None else f"{hi:g}"
+    return f"{left}{lo_s}, {hi_s}{right}"
+
+
+def checked_array(
+    name: str,
+    value,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    integer: bool = False,
+) -> np.ndarray:
+    """Return ``value`` as a float array after checking it lies in the range.
+
+    ``lo``/``hi`` of ``None`` mean unbounded; ``*_open`` makes that end exclusive.
+    Raises ``ValueError`` naming ``name`` and the allowed range otherwise.
+    """
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number or an array of numbers; got {value!r}") from None
+    allowed = _describe(lo, hi, lo_open, hi_open)
+    kind = "an integer" if integer else "a number"
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be {kind} in {allowed}; got a NaN or infinite value")
+    bad = np.zeros(arr.shape, dtype=bool)
+    if lo is not None:
+        bad |= (arr <= lo) if lo_open else (arr < lo)
+    if hi is not None:
+        bad |= (arr >= hi) if hi_open else (arr > hi)
+    if integer:
+        bad |= arr != np.round(arr)
+    if np.any(bad):
+        first = arr[bad].flat[0]
+        raise ValueError(f"{name} must be {kind} in {allowed}; got {first:g}")
+    return arr
+
+
+def checked_int(name: str, value, *, lo: int | None = None, hi: int | None = None) -> int:
+    """A scalar integer in [lo, hi]."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
+        raise ValueError(f"{name} must be an integer; got {value!r}")
+    if isinstance(value, (float, np.floating)) and (not math.isfinite(value) or value != int(value)):
+        raise ValueError(f"{name} must be an integer; got {value!r}")
+    ivalue = int(value)
+    if (lo is not None and ivalue < lo) or (hi is not None and ivalue > hi):
+        raise ValueError(f"{name} must be an integer in {_describe(lo, hi, False, False)}; got {ivalue}")
+    return ivalue
+
+
+def checked_choice(name: str, value, choices) -> str:
+    """A case-insensitive string among ``choices``; returns the canonical spelling."""
+    if isinstance(value, str):
+        for choice in choices:
+            if value.strip().lower() == choice.lower():
+                return choice
+    raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+
+
+def scalar_or_array(arr: np.ndarray):
+    """Give a Python float back for 0-d results, an array otherwise."""
+    return float(arr) if np.ndim(arr) == 0 else arr

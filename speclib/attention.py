@@ -1,0 +1,141 @@
+"""The attention roofline: arithmetic intensity of T query tokens over S
+context tokens, and the constants (m_c, m_q, f) an architecture implies.
+
+Covers MLA in its decode (MQA, absorbed) form, DeepSeek-V4's HCA and CSA
+variants (main attention and indexer), GQA/MHA, and the crossover at which
+MLA's up-projected (MHA) form would become the cheaper one.
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from ._checks import checked_array, checked_choice, scalar_or_array
+
+T = sp.Symbol("T", positive=True)  # query tokens per sequence (verify width)
+S = sp.Symbol("S", positive=True)  # context tokens attended over
+m_c = sp.Symbol("m_c", positive=True)  # bytes read per context token
+m_q = sp.Symbol("m_q", positive=True)  # bytes read per query token
+f = sp.Symbol("f", positive=True)  # FLOPs per query-context pair
+R = sp.Symbol("R", positive=True)  # ridge of the attention precision
+
+#: FLOPs over bytes for one sequence: the KV read is paid once however many
+#: query tokens ride along, the query bytes once per query token.
+intensity_expr = f * T * S / (m_c * S + m_q * T)
+
+#: Long-context limit: the query bytes stop mattering.
+intensity_long_context_expr = sp.limit(intensity_expr, S, sp.oo)
+
+#: Verify width at which the long-context intensity meets the ridge.
+compute_bound_width_expr = sp.solve(sp.Eq(intensity_long_context_expr, R), T)[0]
+
+# --- constants from architecture numbers -----------------------------------
+n_h = sp.Symbol("n_h", positive=True)  # query heads
+d_c = sp.Symbol("d_c", positive=True)  # MLA latent (kv_lora_rank) width
+d_r = sp.Symbol("d_r", positive=True)  # MLA shared rope-key width
+b_kv = sp.Symbol("b_kv", positive=True)  # bytes per cached element
+b_q = sp.Symbol("b_q", positive=True)  # bytes per query element
+n_kv = sp.Symbol("n_kv", positive=True)  # KV heads (GQA)
+d_h = sp.Symbol("d_h", positive=True)  # head width (GQA)
+d_n = sp.Symbol("d_n", positive=True)  # per-head no-rope key width, MLA up-projected form
+d_v = sp.Symbol("d_v", positive=True)  # per-head value width, MLA up-projected form
+
+# MLA, absorbed (MQA) form: one latent + rope key per context token shared by
+# all heads; each head brings its own query of latent+rope width; per pair the
+# score runs over d_c + d_r and the value over d_c, 2 FLOP per MAC.
+mla_context_bytes_expr = (d_c + d_r) * b_kv
+mla_query_bytes_expr = n_h * (d_c + d_r) * b_q
+mla_flops_per_pair_expr = 2 * n_h * ((d_c + d_r) + d_c)
+
+# GQA: K and V per KV head per context token; one query per head; score and
+# value each d_h wide. MHA is n_kv = n_h, MQA n_kv = 1.
+gqa_context_bytes_expr = 2 * n_kv * d_h * b_kv
+gqa_query_bytes_expr = n_h * d_h * b_q
+gqa_flops_per_pair_expr = 2 * n_h * (d_h + d_h)
+
+# CSA's lightning indexer: n_h heads score one shared d_h-wide key per
+# compressed position; score only, no value product.
+indexer_context_bytes_expr = d_h * b_kv
+indexer_query_bytes_expr = n_h * d_h * b_q
+indexer_flops_per_pair_expr = 2 * n_h * d_h
+
+#: m_q/m_c for MLA: the "fat query" asymmetry.
+mla_query_context_ratio_expr = sp.simplify(mla_query_bytes_expr / mla_context_bytes_expr)
+
+# --- MLA's two forms --------------------------------------------------------
+# MQA form FLOPs for T queries over S positions versus the MHA form, which first
+# up-projects every cached latent to per-head K (d_n, plus the shared rope key)
+# and V (d_v) and then runs ordinary per-head attention. Both are compute-bound
+# in the range where the choice matters, so FLOPs decide.
+mqa_form_flops_expr = T * S * mla_flops_per_pair_expr
+mha_form_flops_expr = S * 2 * d_c * n_h * (d_n + d_v) + T * S * 2 * n_h * ((d_n + d_r) + d_v)
+#: Verify width past which the up-projected (MHA) form is cheaper.
+mha_form_crossover_expr = sp.simplify(sp.solve(sp.Eq(mqa_form_flops_expr, mha_form_flops_expr), T)[0])
+
+_intensity = sp.lambdify((T, S, m_c, m_q, f), intensity_expr, "numpy")
+
+#: Variant names accepted by :func:`attention_intensity`.
+VARIANTS = ("mla", "hca", "csa", "indexer", "gqa")
+
+
+def intensity_from_constants(T, S, context_bytes, query_bytes, flops_per_pair):
+    """AI(T, S) for explicit constants (m_c, m_q, f); broadcasts."""
+    T_arr = checked_array("T", T, lo=0, lo_open=True)
+    S_arr = checked_array("S", S, lo=0, lo_open=True)
+    m_c_arr = checked_array("context_bytes", context_bytes, lo=0, lo_open=True)
+    m_q_arr = checked_array("query_bytes", query_bytes, lo=0)
+    f_arr = checked_array("flops_per_pair", flops_per_pair, lo=0, lo_open=True)
+    return scalar_or_array(_intensity(T_arr, S_arr, m_c_arr, m_q_arr, f_arr))
+
+
+def attention_intensity(T, S, model=None, variant=None, *, query_bytes: bool = True):
+    """Arithmetic intensity (FLOP/byte) of ``T`` query tokens per sequence over
+    ``S`` tokens of (original, uncompressed) context.
+
+    ``variant``: ``"mla"`` (the full-length MLA, the paper's Table 1), ``"hca"``
+    (MLA over the context compressed by the model's HCA ratio), ``"csa"`` (CSA's
+    main attention: MLA over the top-k selected compressed positions),
+    ``"indexer"`` (CSA's score-only indexer over the lightly compressed
+    context), ``"gqa"`` for GQA/MHA models. ``None`` means the model's own
+    full attention. ``query_bytes=False`` drops the m_q*T term, as the paper's
+    ledger does.
+    """
+    from .presets import resolve
+
+    model, _ = resolve(model, None)
+    T_arr = checked_array("T", T, lo=0, lo_open=True)
+    S_arr = checked_array("S", S, lo=0, lo_open=True)
+    attn = model.attention
+    variant = attn.kind if variant is None else checked_choice("variant", variant, VARIANTS)
+    context_bytes, q_bytes, flops, S_eff = attn.variant_constants(variant, S_arr)
+    if not query_bytes:
+        q_bytes = 0.0
+    return scalar_or_array(_intensity(T_arr, S_eff, context_bytes, q_bytes, flops))
+
+
+def compute_bound_width(model=None, hardware=None, variant=None) -> float:
+    """Verify width T at which the long-context attention intensity reaches the
+    ridge of the attention precision (the paper's T ~ 1.16 for MLA on B200)."""
+    from .presets import resolve
+
+    model, hardware = resolve(model, hardware)
+    attn = model.attention
+    variant = attn.kind if variant is None else checked_choice("variant", variant, VARIANTS)
+    context_bytes, _, flops, _ = attn.variant_constants(variant, 1.0)
+    ridge = hardware.ridge(model.attention_precision)
+    return float(compute_bound_width_expr.subs({m_c: context_bytes, f: flops, R: ridge}))
+
+
+def mha_form_crossover(model=None) -> float:
+    """Verify width past which MLA's up-projected (MHA) form needs fewer FLOPs
+    than the absorbed (MQA) form (the paper's T ~ 170)."""
+    from .presets import resolve
+
+    model, _ = resolve(model, None)
+    attn = model.attention
+    if attn.kind != "mla" or attn.mha_nope_dim is None:
+        raise ValueError("model must use MLA with up-projected head widths (mha_nope_dim, mha_v_dim)")
+    return float(
+        mha_form_crossover_expr.subs(
+            {d_c: attn.kv_lora_rank, d_r: attn.rope_dim, d_n: attn.mha_nope_dim, d_v: attn.mha_v_dim}
+        )
+    )

@@ -1,0 +1,213 @@
+"""Pricing a speculated token: per-component rooflines and their slopes.
+
+Every component's step cost is a roofline in byte-equivalents,
+C = max(FLOPs / R, bytes moved), over t tokens. A token already in the batch
+pays the average C/t, a speculated token wedged into the same step pays the
+marginal dC/dt; their ratio is the roofline's log-slope r = d log C / d log t.
+The slopes are obtained here by differentiating each branch in sympy.
+"""
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from . import moe as _moe
+from ._checks import checked_array, scalar_or_array
+from .presets import resolve
+
+t = sp.Symbol("t", positive=True)  # tokens through a GEMM in one step (batch x verify width)
+B = sp.Symbol("B", positive=True)  # sequences in the batch
+q = sp.Symbol("q", positive=True)  # query tokens per sequence (verify width, 1 = plain decode)
+S = sp.Symbol("S", positive=True)  # context length
+W = sp.Symbol("W", positive=True)  # weights of a GEMM
+b_w = sp.Symbol("b_w", positive=True)  # bytes per weight
+R = sp.Symbol("R", positive=True)  # ridge of the GEMM precision
+m_c, m_q, f = sp.symbols("m_c m_q f", positive=True)
+W_E = sp.Symbol("W_E", positive=True)
+k, E, n_s, b = _moe.k, _moe.E, _moe.n_s, _moe.b
+
+# Dense GEMM (attention projections; a dense FFN): 2 FLOP per weight per token,
+# weights read once per step.
+gemm_compute_expr = 2 * W * t / R
+gemm_memory_expr = W * b_w
+
+# MoE experts: every token applies k routed + n_s shared experts; the bytes
+# are those of the distinct experts the step touches.
+moe_compute_expr = 2 * (k + n_s) * W_E * t / R
+moe_memory_expr = (_moe.experts_activated_expr.subs(_moe.B, t) + n_s) * W_E * b
+
+# Attention over a batch of B sequences, q query tokens each: the KV read
+# (m_c per context token) is paid once per sequence, the query bytes per token.
+attn_compute_expr = B * f * S * q / R
+attn_memory_expr = B * (m_c * S + m_q * q)
+
+
+def roofline(compute, memory):
+    """Step cost in byte-equivalents."""
+    return sp.Max(compute, memory)
+
+
+def elasticity(expr, var):
+    """d log expr / d log var, left unsimplified: ``simplify`` rewrites the
+    MoE branch with (E/(E-k))**t terms that overflow in floating point."""
+    return var * sp.diff(expr, var) / expr
+
+
+def roofline_slope(compute, memory, var):
+    """r = d log C / d log var for C = max(compute, memory), branch by branch."""
+    return sp.Piecewise(
+        (elasticity(compute, var), compute >= memory),
+        (elasticity(memory, var), True),
+    )
+
+
+gemm_cost_expr = roofline(gemm_compute_expr, gemm_memory_expr)
+moe_cost_expr = roofline(moe_compute_expr, moe_memory_expr)
+attn_cost_expr = roofline(attn_compute_expr, attn_memory_expr)
+
+gemm_slope_expr = roofline_slope(gemm_compute_expr, gemm_memory_expr, t)
+moe_slope_expr = roofline_slope(moe_compute_expr, moe_memory_expr, t)
+attn_slope_expr = roofline_slope(attn_compute_expr, attn_memory_expr, q)
+
+_gemm_args = (t, W, b_w, R)
+_moe_args = (t, k, E, n_s, W_E, b, R)
+_attn_args = (B, q, S, m_c, m_q, f, R)
+_gemm_cost = sp.lambdify(_gemm_args, gemm_cost_expr, "numpy")
+_gemm_slope = sp.lambdify(_gemm_args, gemm_slope_expr, "numpy")
+_moe_cost = sp.lambdify(_moe_args, moe_cost_expr, "numpy")
+_moe_slope = sp.lambdify(_moe_args, moe_slope_expr, "numpy")
+_attn_cost = sp.lambdify(_attn_args, attn_cost_expr, "numpy")
+_attn_slope = sp.lambdify(_attn_args, attn_slope_expr, "numpy")
+
+COMPONENTS = ("attn_proj", "moe", "attention")
+
+
+class CostModel:
+    """The per-component rooflines of one model on one chip, as numpy functions.
+
+    Built once per (model, hardware, query_bytes); every method takes arrays
+    that are assumed already checked and broadcasts them.
+    """
+
+    def __init__(self, model, hardware, query_bytes: bool = False):
+        self.model = model
+        self.hardware = hardware
+        self.query_bytes = query_bytes
+        ffn = model.ffn
+        self._proj = (float(model.attn_proj_params), model.proj_weight_bytes, hardware.ridge(model.proj_precision))
+        ridge_ffn = hardware.ridge(ffn.precision)
+        w_ffn = float(model.expert_params)
+        if ffn.is_moe:
+            self._ffn_args = (ffn.top_k, ffn.n_routed, ffn.n_shared, w_ffn, ffn.weight_bytes, ridge_ffn)
+        else:
+            self._ffn_args = (w_ffn, ffn.weight_bytes, ridge_ffn)
+        self._attn = (
+            model.context_bytes,
+            model.query_bytes if query_bytes else 0.0,
+            model.flops_per_pair,
+            hardware.ridge(model.attention_precision),
+        )
+
+    # costs -----------------------------------------------------------------
+    def proj(self, tokens):
+        return _gemm_cost(tokens, *self._proj)
+
+    def ffn(self, tokens):
+        if self.model.ffn.is_moe:
+            return _moe_cost(tokens, *self._ffn_args)
+        return _gemm_cost(tokens, *self._ffn_args)
+
+    def attention(self, batch, width, context):
+        return _attn_cost(batch, width, context, *self._attn)
+
+    def verify(self, batch, width, context):
+        """C_verify(B, q, S): one step over B sequences of q query tokens."""
+        tokens = batch * width
+        return self.proj(tokens) + self.ffn(tokens) + self.attention(batch, width, context)
+
+    def decode(self, batch, context):
+        """C_0(B, S): a plain decode step."""
+        return self.verify(batch, 1.0, context)
+
+    # slopes ----------------------------------------------------------------
+    def proj_slope(self, tokens):
+        return _gemm_slope(tokens, *self._proj)
+
+    def ffn_slope(self, tokens):
+        if self.model.ffn.is_moe:
+            return _moe_slope(tokens, *self._ffn_args)
+        return _gemm_slope(tokens, *self._ffn_args)
+
+    def attention_slope(self, batch, width, context):
+        return _attn_slope(batch, width, context, *self._attn)
+
+
+_cache: dict = {}
+
+
+def cost_model(model=None, hardware=None, query_bytes: bool = False) -> CostModel:
+    """The (cached) :class:`CostModel` for a model/hardware pair."""
+    model, hardware = resolve(model, hardware)
+    key = (model, hardware, bool(query_bytes))
+    if key not in _cache:
+        _cache[key] = CostModel(model, hardware, query_bytes)
+    return _cache[key]
+
+
+def check_batch(B_value):
+    return checked_array("B", B_value, lo=0, lo_open=True)
+
+
+def check_context(S_value):
+    return checked_array("S", S_value, lo=0, lo_open=True)
+
+
+def check_draft_cost(c_value):
+    return checked_array("c_draft", c_value, lo=0)
+
+
+def _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width):
+    B_arr, S_arr, c_arr = check_batch(B), check_context(S), check_draft_cost(c_draft)
+    width = checked_array("verify_width", verify_width, lo=1)
+    cm = cost_model(model, hardware, query_bytes)
+    B_arr, S_arr, c_arr = np.broadcast_arrays(B_arr, S_arr, c_arr)
+    costs = {
+        "attn_proj": cm.proj(B_arr),
+        "moe": cm.ffn(B_arr),
+        "attention": cm.attention(B_arr, 1.0, S_arr),
+    }
+    slopes = {
+        "attn_proj": cm.proj_slope(B_arr),
+        "moe": cm.ffn_slope(B_arr),
+        # A speculated token lands at verify width 2, past the attention
+        # crossover (T ~ 1.16 for MLA), so the slope is read there.
+        "attention": cm.attention_slope(B_arr, width, S_arr),
+    }
+    total_cost = sum(costs.values())
+    shares = {name: costs[name] / total_cost for name in COMPONENTS}
+    return slopes, shares, c_arr
+
+
+def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, query_bytes: bool = False, verify_width=2):
+    """Cost of one speculated token as a multiple of a token already in the batch.
+
+    Returns a dict of arrays (broadcast over ``B``, ``S``, ``c_draft``):
+    ``attn_proj``, ``moe``, ``attention`` are each component's roofline slope
+    r = d log C / d log t (GEMMs at t = B tokens; attention at
+    ``verify_width`` query tokens per sequence, 2 for the first speculated
+    token); ``drafter`` is ``c_draft``; ``total`` is the slopes blended by each
+    component's share of a plain decode step's cost, plus the drafter.
+    The FFN key is ``moe`` for dense models too. ``query_bytes=False`` follows
+    the paper's ledger, which leaves the query bytes out of attention's cost.
+    """
+    slopes, shares, c_arr = _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width)
+    out = {name: scalar_or_array(slopes[name]) for name in COMPONENTS}
+    out["drafter"] = scalar_or_array(c_arr)
+    out["total"] = scalar_or_array(sum(slopes[n] * shares[n] for n in COMPONENTS) + c_arr)
+    return out
+
+
+def cost_shares(B, S, model=None, hardware=None, *, query_bytes: bool = False):
+    """Each component's share of a plain decode step's cost (sums to 1)."""
+    _, shares, _ = _ledger(B, S, 0.0, model, hardware, query_bytes, 2)
+    return {name: scalar_or_array(v) for name, v in shares.items()}
