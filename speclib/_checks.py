@@ -12,8 +12,9 @@ import numpy as np
 
 
 def _describe(lo, hi, lo_open, hi_open) -> str:
-    left = "(" if lo_open else "["
-    right = ")" if hi_open else "]"
+    # An unbounded end is always open: infinities are rejected like NaN.
+    left = "(" if lo_open or lo is None else "["
+    right = ")" if hi_open or hi is None else "]"
     lo_s = "-inf" if lo is None else f"{lo:g}"
     hi_s = "inf" if hi is None else f"{hi:g}"
     return f"{left}{lo_s}, {hi_s}{right}"
@@ -59,13 +60,14 @@ def checked_array(
 
 def checked_int(name: str, value, *, lo: int | None = None, hi: int | None = None) -> int:
     """A scalar integer in [lo, hi]."""
+    message = f"{name} must be an integer in {_describe(lo, hi, False, False)}; got {value!r}"
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
-        raise ValueError(f"{name} must be an integer; got {value!r}")
+        raise ValueError(message)
     if isinstance(value, (float, np.floating)) and (not math.isfinite(value) or value != int(value)):
-        raise ValueError(f"{name} must be an integer; got {value!r}")
+        raise ValueError(message)
     ivalue = int(value)
     if (lo is not None and ivalue < lo) or (hi is not None and ivalue > hi):
-        raise ValueError(f"{name} must be an integer in {_describe(lo, hi, False, False)}; got {ivalue}")
+        raise ValueError(message)
     return ivalue
 
 
