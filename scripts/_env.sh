@@ -1,0 +1,108 @@
+# shellcheck shell=bash
+# Shared environment setup, sourced by build_book.sh, test.sh and bench.sh.
+#
+#   source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
+#
+# After sourcing:
+#   * the working directory is the repository root ($REPO_ROOT),
+#   * .venv exists, is activated, and has requirements.txt and `pip install -e .`
+#     installed in it,
+#   * the Jupyter kernel used to execute notebooks is this venv's Python.
+#
+# Installation is quiet, but any failure aborts the calling script with pip's
+# error output.  Everything is re-installed when requirements.txt,
+# pyproject.toml or the Python version changes (hash stamp in .venv); otherwise
+# only a missing or stale editable install of speclib is redone.
+
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export REPO_ROOT
+cd "$REPO_ROOT"
+
+VENV="$REPO_ROOT/.venv"
+
+_log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
+
+_pick_python() {
+    local cand
+    for cand in "${PYTHON:-}" python3.11 python3; do
+        [ -n "$cand" ] || continue
+        if command -v "$cand" >/dev/null 2>&1 &&
+            "$cand" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+            echo "$cand"
+            return 0
+        fi
+    done
+    _log "ERROR: need Python >= 3.11 (tried \$PYTHON, python3.11, python3)"
+    return 1
+}
+
+if [ ! -x "$VENV/bin/python" ]; then
+    PY="$(_pick_python)"
+    _log "creating $VENV with $("$PY" --version 2>&1)"
+    "$PY" -m venv "$VENV"
+fi
+
+# shellcheck disable=SC1091
+source "$VENV/bin/activate"
+
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+export PIP_NO_INPUT=1
+
+_stamp_file="$VENV/.speclib-requirements.sha256"
+_stamp="$( { cat requirements.txt pyproject.toml; python -VV; } | sha256sum | cut -d' ' -f1)"
+
+# Run pip quietly: its output goes to a log that is printed only on failure.
+_pip() {
+    local log="$VENV/pip-last.log"
+    if ! python -m pip install "$@" >"$log" 2>&1; then
+        cat "$log" >&2
+        _log "ERROR: 'pip install $*' failed (full log above, also in $log)"
+        return 1
+    fi
+}
+
+if [ "$(cat "$_stamp_file" 2>/dev/null || true)" != "$_stamp" ]; then
+    _log "installing requirements.txt and speclib (pip install -e .) into .venv ..."
+    _pip -r requirements.txt -e .
+    echo "$_stamp" >"$_stamp_file"
+elif ! [ -x "$VENV/bin/speclib" ] ||
+    ! python -c 'import os, sys, speclib
+sys.exit(0 if os.path.realpath(speclib.__file__).startswith(os.path.realpath(sys.argv[1])) else 1)' \
+        "$REPO_ROOT/speclib" >/dev/null 2>&1; then
+    # Requirements are current but speclib is not (yet) importable from this
+    # checkout, e.g. the venv was created before speclib/ existed.
+    _pip --no-deps -e .
+fi
+
+# Execute notebooks with *this* venv's Python: register the kernelspec inside
+# the venv and put that directory first on Jupyter's search path, so that a
+# user-level "python3" kernelspec (e.g. ~/.local/share/jupyter/kernels/python3)
+# pointing at another interpreter cannot hijack the build.
+# The kernel's log level is raised to ERROR to drop ipykernel 7's per-kernel
+# "Kernel is running over TCP without encryption" warning from build logs.
+_kernel_json="$VENV/share/jupyter/kernels/python3/kernel.json"
+if [ ! -f "$_kernel_json" ]; then
+    python -m ipykernel install --sys-prefix --name python3 \
+        --display-name "Python 3 (speclib .venv)" >/dev/null
+    python - "$_kernel_json" <<'PY'
+import json, sys
+path = sys.argv[1]
+with open(path) as f:
+    spec = json.load(f)
+spec["argv"].append("--IPKernelApp.log_level=ERROR")
+with open(path, "w") as f:
+    json.dump(spec, f, indent=1)
+PY
+fi
+export JUPYTER_PATH="$VENV/share/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"
+
+# Quiet, deterministic notebook kernels.
+export PYDEVD_DISABLE_FILE_VALIDATION=1   # debugpy "frozen modules" warning
+export JUPYTER_PLATFORM_DIRS=1            # jupyter_core path-migration DeprecationWarning
+export PYTHONHASHSEED=0
+# NOTE: MPLBACKEND is deliberately NOT exported here.  ipykernel only selects
+# the inline backend when MPLBACKEND is unset, so MPLBACKEND=Agg would silently
+# remove every figure from the executed notebooks (book and nbval).  Headless
+# plain-Python processes fall back to Agg on their own; bench.sh sets it.

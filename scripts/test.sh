@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Run the full test suite: unit/property tests in tests/ and nbval on every
+# notebook in book/ (each notebook is re-executed and its stored outputs are
+# compared, after applying nbval_sanitize.cfg).
+#
+#   bash scripts/test.sh [extra pytest args, e.g. -k expert -x -m "not slow"]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
+
+paths=()
+for p in tests book; do
+    [ -e "$p" ] && paths+=("$p")
+done
+
+set -x
+exec python -m pytest --nbval --nbval-current-env \
+    --nbval-sanitize-with nbval_sanitize.cfg \
+    "${paths[@]}" "$@"
