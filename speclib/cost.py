@@ -101,6 +101,12 @@ class CostModel:
             self._ffn_args = (ffn.top_k, ffn.n_routed, ffn.n_shared, w_ffn, ffn.weight_bytes, ridge_ffn)
         else:
             self._ffn_args = (w_ffn, ffn.weight_bytes, ridge_ffn)
+        # k == E touches every expert at any batch: the MoE is then exactly a
+        # dense GEMM over (E + n_s) experts, and its slope must come from that
+        # form, since the MoE memory branch would be 0 * log(0) = NaN.
+        self._ffn_all_experts = ffn.is_moe and ffn.top_k == ffn.n_routed
+        if self._ffn_all_experts:
+            self._ffn_dense_args = ((ffn.n_routed + ffn.n_shared) * w_ffn, ffn.weight_bytes, ridge_ffn)
         self._attn = (
             model.context_bytes,
             model.query_bytes if query_bytes else 0.0,
@@ -134,6 +140,8 @@ class CostModel:
         return _gemm_slope(tokens, *self._proj)
 
     def ffn_slope(self, tokens):
+        if self._ffn_all_experts:
+            return _gemm_slope(tokens, *self._ffn_dense_args)
         if self.model.ffn.is_moe:
             return _moe_slope(tokens, *self._ffn_args)
         return _gemm_slope(tokens, *self._ffn_args)
