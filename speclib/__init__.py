@@ -14,6 +14,7 @@ default to DeepSeek-V4-Flash on one B200, as in the paper)::
 """
 from . import acceptance, attention, cost, moe, presets, speculation
 from .acceptance import expected_committed
+from .acceptance import SurvivalCurve, expected_committed_from_survival
 from .attention import attention_intensity
 from .cost import marginal_cost
 from .moe import experts_activated
@@ -25,6 +26,8 @@ __all__ = [
     "attention_intensity",
     "cost",
     "expected_committed",
+    "expected_committed_from_survival",
+    "SurvivalCurve",
     "experts_activated",
     "marginal_cost",
     "moe",
