@@ -1,0 +1,391 @@
+"""The reproduction registry (speclib.claims): one test per claim.
+
+A claim expected to reproduce fails if our value leaves the tolerance of the
+paper's value. A claim expected to differ must say why, and its value is pinned
+by an independent route so that any later change to the model shows up:
+brute-force scans and bisections, enumeration of acceptance outcomes, and
+sympy ``evalf`` of speclib's cost expressions with the architecture numbers
+typed here from MODEL.md and from the sources the presets cite. Nothing here is
+copied from claims.py's output.
+"""
+import itertools
+import re
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from speclib import attention, claims, cost
+
+CLAIMS = claims.registry()
+BY_ID = {c.id: c for c in CLAIMS}
+
+# --- MODEL.md, typed from its text ---------------------------------------------------
+R_BF16 = 2.25e15 / 8e12  # B200 bf16 ridge, FLOP/byte
+MLA = {"m_c": 576, "m_q": 73_728, "f": 139_264}
+HCA_RATIO = 128
+INDEXER = {"m_c": 128 * 1, "m_q": 64 * 128 * 2, "f": 2 * 64 * 128}  # one 128-wide fp8 key; 64 bf16 query heads; score only
+
+# Table 1 exactly as MODEL.md prints it, and its bold cells (compute-bound).
+TABLE1 = {
+    512: (193, 322, 484, 645),
+    1024: (215, 387, 645, 967),
+    8192: (238, 469, 910, 1719),
+    16384: (240, 476, 938, 1820),
+    1048576: (242, 483, 967, 1932),
+}
+PAPER_VALUES = {
+    "mla.m_c": 576,
+    "mla.m_q": 73_728,
+    "mla.f": 139_264,
+    "mla.query_context_ratio": 128,
+    "ridge.bf16": 281,
+    "ridge.fp8": 563,
+    "ridge.fp4": 1125,
+    "moe.expert_knee": 43,
+    "moe.dense_knee": 298,
+    "moe.ridge_asymptotic": 10_950,
+    "moe.ridge_exact": 10_950,
+    "ledger.r_moe_b1": 0.85,
+    "ledger.r_moe_b1_no_shared": 0.99,
+    "ledger.proj_knee": 281,
+    "ledger.attention_crossover": 1.16,
+    "hca.t2_ridge_context": 45_000,
+    "csa.indexer_slope": 128,
+    "mla.mha_form_crossover": 170,
+    "attention.gqa_slope": 8,
+    "older.tokens_per_pass": 3.2,
+    **{f"table1.value.S{s}_T{t}": v for s, row in TABLE1.items() for t, v in zip((1, 2, 4, 8), row)},
+}
+
+# --- Llama-3-70B (Meta config.json) and H100 SXM (datasheet, dense) -------------------
+LLAMA_HIDDEN, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_HEAD_DIM, LLAMA_FFN = 8192, 64, 8, 128, 28672
+# q, k, v projections (hidden -> (64 + 2*8) heads x 128) and o (64 x 128 -> hidden)
+LLAMA_W_ATTN = LLAMA_HIDDEN * (LLAMA_HEADS + 2 * LLAMA_KV_HEADS) * LLAMA_HEAD_DIM + LLAMA_HEADS * LLAMA_HEAD_DIM * LLAMA_HIDDEN
+LLAMA_W_FFN = 3 * LLAMA_HIDDEN * LLAMA_FFN  # gate, up, down
+H100_RIDGE_BF16 = 989.4e12 / 3.35e12
+GQA_SUBS = {attention.n_h: LLAMA_HEADS, attention.n_kv: LLAMA_KV_HEADS, attention.d_h: LLAMA_HEAD_DIM, attention.b_kv: 2, attention.b_q: 2}
+LLAMA_M_C = float(attention.gqa_context_bytes_expr.subs(GQA_SUBS))
+LLAMA_F = float(attention.gqa_flops_per_pair_expr.subs(GQA_SUBS))
+
+
+def llama_step_cost(batch, width, context):
+    """C_verify for Llama-3-70B on an H100 by sympy evalf of speclib's cost
+    expressions (bf16 weights, query bytes left out as in the ledger)."""
+    tokens = batch * width
+    gemm = lambda weights: cost.gemm_cost_expr.subs(  # noqa: E731
+        {cost.W: weights, cost.b_w: 2, cost.R: H100_RIDGE_BF16, cost.t: tokens}
+    )
+    attn = cost.attn_cost_expr.subs(
+        {cost.B: batch, cost.q: width, cost.S: context, cost.m_c: LLAMA_M_C, cost.m_q: 0, cost.f: LLAMA_F, cost.R: H100_RIDGE_BF16}
+    )
+    return float((gemm(LLAMA_W_ATTN) + gemm(LLAMA_W_FFN) + attn).evalf(30))
+
+
+def committed_by_prefix(alpha, gamma):
+    """Expected tokens per verify pass from the distribution of the accepted
+    prefix (j drafts accepted, then a rejection or the end), plus the bonus token."""
+    total = 0.0
+    for j in range(gamma + 1):
+        p = alpha**j * ((1 - alpha) if j < gamma else 1.0)
+        total += p * (j + 1)
+    return total
+
+
+def llama_best_speedup(alpha, batch, context, c_draft, gamma_max):
+    base = llama_step_cost(batch, 1, context)
+    gains = [
+        committed_by_prefix(alpha, g) * base / (llama_step_cost(batch, g + 1, context) + c_draft * g * base)
+        for g in range(gamma_max + 1)
+    ]
+    best = max(range(gamma_max + 1), key=lambda g: (gains[g], -g))
+    return best, gains[best]
+
+
+def mla_intensity(T, S, consts=MLA):
+    return float(attention.intensity_from_constants(T, S, consts["m_c"], consts["m_q"], consts["f"]))
+
+
+def bisect(fn, lo, hi, iters=200):
+    """Root of an increasing fn on [lo, hi] by bisection."""
+    assert fn(lo) < 0 < fn(hi)
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if fn(mid) < 0 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def hca_t2_crossing():
+    return bisect(lambda S: mla_intensity(2, S / HCA_RATIO) - R_BF16, 1e3, 1e6)
+
+
+def first_width_above_ridge(consts, S_eff, ridge=R_BF16):
+    for T in range(1, 10_000):
+        if mla_intensity(T, S_eff, consts) > ridge:
+            return T
+    raise AssertionError("no width reaches the ridge")
+
+
+# --- the pinned values of the claims that differ ---------------------------------------
+
+
+def pin_origin_slope_with_shared():
+    # finite differences of the (uncapped) MoE intensity near the origin and far out
+    from speclib import moe
+
+    h = 1e-6
+    near = (moe.ffn_intensity(2e-4 + h, capped=False) - moe.ffn_intensity(2e-4 - h, capped=False)) / (2 * h)
+    far = moe.ffn_intensity(1e6 + 1, capped=False) - moe.ffn_intensity(1e6, capped=False)
+    return near / far, 1e-2
+
+
+def pin_gqa_hundreds():
+    first = first_width_above_ridge({"m_c": LLAMA_M_C, "m_q": 0, "f": LLAMA_F}, 1e9)
+    assert first == 36  # 8 T > 281.25 first at T = 36
+    return float(first >= 100), 0
+
+
+def pin_hca_crossing():
+    return hca_t2_crossing(), 1e-6
+
+
+def pin_hca_speedup_band():
+    # At S = 10,000, well outside 25k-45k, a draft of one already pays for HCA
+    # attention on its own (alpha = 0.75, no drafter cost, query bytes counted).
+    s = 10_000 / HCA_RATIO
+    subs = {cost.B: 1, cost.S: s, cost.m_c: MLA["m_c"], cost.m_q: MLA["m_q"], cost.f: MLA["f"], cost.R: R_BF16}
+    c1 = float(cost.attn_cost_expr.subs({**subs, cost.q: 1}))
+    c2 = float(cost.attn_cost_expr.subs({**subs, cost.q: 2}))
+    assert committed_by_prefix(0.75, 1) * c1 / c2 > 1
+    return 0.0, 0
+
+
+def pin_indexer_first_compute_bound():
+    return float(first_width_above_ridge(INDEXER, 1e12)), 0
+
+
+def pin_crossover_with_query_bytes():
+    return bisect(lambda T: mla_intensity(T, 512) - R_BF16, 1.0, 2.0), 1e-9
+
+
+def pin_tokens_per_pass():
+    # all 2^4 accept/reject patterns of 4 drafts; a pass commits the accepted
+    # prefix plus the target's bonus token
+    total = 0.0
+    for pattern in itertools.product((True, False), repeat=4):
+        p = math.prod(0.8 if a else 0.2 for a in pattern)
+        prefix = next((i for i, a in enumerate(pattern) if not a), 4)
+        total += p * (prefix + 1)
+    return total, 1e-12
+
+
+def pin_speedup_alpha85():
+    return llama_best_speedup(0.85, 1, 2048, 8 / 70, 8)[1], 1e-9
+
+
+def pin_plain_decoding_above_64():
+    return float(llama_best_speedup(0.7, 128, 2048, 8 / 70, 64)[0]), 0
+
+
+#: Claims expected to differ from the paper, with an independent route to our value
+#: and the relative tolerance of that route.
+PINNED = {
+    "moe.origin_half_slope_with_shared": pin_origin_slope_with_shared,
+    "attention.gqa_memory_bound_to_hundreds": pin_gqa_hundreds,
+    "hca.t2_ridge_context": pin_hca_crossing,
+    "hca.speculation_band_high": pin_hca_crossing,
+    "hca.speculation_band_speedup": pin_hca_speedup_band,
+    "csa.indexer_compute_bound_by": pin_indexer_first_compute_bound,
+    "ledger.attention_crossover_with_query_bytes_S512": pin_crossover_with_query_bytes,
+    "older.tokens_per_pass": pin_tokens_per_pass,
+    "older.speedup_alpha85": pin_speedup_alpha85,
+    "older.plain_decoding_wins_above_64": pin_plain_decoding_above_64,
+}
+
+#: One id (at least) per bullet of issue 4.
+REQUIRED_IDS = (
+    # Table 1: 20 values, 20 bound flags; constants; ridges
+    *(f"table1.value.S{s}_T{t}" for s in TABLE1 for t in (1, 2, 4, 8)),
+    *(f"table1.bound.S{s}_T{t}" for s in TABLE1 for t in (1, 2, 4, 8)),
+    "mla.m_c", "mla.m_q", "mla.f", "mla.query_context_ratio",
+    "ridge.bf16", "ridge.fp8", "ridge.fp4",
+    # expert tax
+    "moe.expert_knee", "moe.dense_knee", "moe.ridge_asymptotic", "moe.ridge_exact", "moe.slope_ratio",
+    "moe.origin_half_slope_routed", "moe.origin_half_slope_with_shared",
+    # ledger and the attention crossover
+    "ledger.r_moe_b1", "ledger.r_moe_b1_no_shared", "ledger.proj_knee", "ledger.attention_crossover",
+    "table1.decode_memory_bound_all", "table1.first_speculated_compute_bound_all",
+    # HCA
+    "hca.t2_ridge_context", "hca.moderate_verifies_memory_bound_20k",
+    "hca.speculation_band_low", "hca.speculation_band_high", "hca.speculation_band_speedup",
+    # CSA and dense attention
+    "csa.main_equals_mla_512", "csa.indexer_slope", "csa.indexer_compute_bound_by",
+    "mla.mha_form_crossover", "attention.gqa_slope", "attention.mha_slope",
+    # Figure 3
+    "fig3.gutter", "fig3.large_batch_zero",
+    # older articles
+    "older.tokens_per_pass", "older.speedup_alpha60", "older.speedup_alpha80",
+    "older.plain_decoding_wins_above_64", "older.kv_traffic_ratio",
+    "older.step_bytes_close_2k", "older.step_bytes_significant_128k",
+)
+
+
+# --- the registry as a whole -------------------------------------------------------------
+
+
+def test_ids_are_unique():
+    ids = [c.id for c in CLAIMS]
+    assert len(ids) == len(set(ids))
+
+
+def test_every_issue_bullet_is_covered():
+    missing = [i for i in REQUIRED_IDS if i not in BY_ID]
+    assert not missing
+
+
+def test_pinned_ids_exist():
+    assert set(PINNED) <= set(BY_ID)
+
+
+def test_counts_add_up():
+    n = claims.counts(CLAIMS)
+    assert n["reproduced"] + n["differs"] == len(CLAIMS)
+    assert [c.id for c in claims.differences(CLAIMS)] == [c.id for c in CLAIMS if c.id in PINNED]
+
+
+@pytest.mark.parametrize("claim_id", sorted(PAPER_VALUES))
+def test_paper_value_matches_model_md(claim_id):
+    assert BY_ID[claim_id].paper_value == PAPER_VALUES[claim_id]
+
+
+@pytest.mark.parametrize("s", sorted(TABLE1))
+def test_table1_bold_cells_are_t_at_least_2(s):
+    # MODEL.md prints T = 1 plain and T = 2, 4, 8 bold in every row
+    for t in (1, 2, 4, 8):
+        assert BY_ID[f"table1.bound.S{s}_T{t}"].paper_text == ("memory-bound" if t == 1 else "compute-bound")
+
+
+# --- one test per claim ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("claim_id", [c.id for c in CLAIMS])
+def test_claim(claim_id):
+    claim = BY_ID[claim_id]
+    if claim_id in PINNED:
+        expected, rel = PINNED[claim_id]()
+        assert claim.status == "differs", f"{claim_id} now reproduces: move it out of PINNED and update the book"
+        assert claim.note.strip()
+        assert claim.our_value == pytest.approx(expected, rel=rel, abs=0)
+    else:
+        allowed = claim.tolerance * abs(claim.paper_value) if claim.tolerance_kind == "relative" else claim.tolerance
+        assert abs(claim.our_value - claim.paper_value) <= allowed + 1e-12, claim.note
+        assert claim.status == "reproduced"
+
+
+# --- independent checks of a few reproduced numbers -----------------------------------------
+
+
+def test_figure3_gutter_by_brute_force():
+    # gamma* by looping over gamma with speedup(), at Figure 3's defaults
+    from speclib import speedup
+
+    def gamma_star(B):
+        values = [speedup(0.75, g, B, 4096, 0.1) for g in range(65)]
+        return int(np.argmax(values))
+
+    assert gamma_star(1) > 0
+    assert gamma_star(8) == 0
+    assert gamma_star(20) > 0
+    assert gamma_star(30_000) == 0
+    runs = claims.zero_runs(np.arange(1, 9), [1, 0, 0, 2, 3, 0, 1, 0])
+    assert runs == [(2, 3), (6, 6), (8, 8)]
+
+
+def test_kv_ratio_and_step_bytes_by_sympy():
+    assert BY_ID["older.kv_traffic_ratio"].our_value == pytest.approx(10, rel=1e-12)
+    near = llama_step_cost(10, 1, 2048) / llama_step_cost(1, 10, 2048)
+    far = llama_step_cost(10, 1, 131072) / llama_step_cost(1, 10, 131072)
+    assert near < 1.1 and far > 2
+
+
+def test_hca_band_low_edge_by_bisection():
+    # KV read of the compressed context equals two query tokens' bytes
+    edge = bisect(lambda S: MLA["m_c"] * S / HCA_RATIO - 2 * MLA["m_q"], 1e3, 1e6)
+    assert BY_ID["hca.speculation_band_low"].our_value == pytest.approx(edge, rel=1e-9)
+
+
+def test_hca_widest_memory_bound_width_at_20k_by_scan():
+    widest = first_width_above_ridge(MLA, 20_000 / HCA_RATIO) - 1
+    assert claims.hca_widest_memory_bound(20_000) == widest
+
+
+# --- the Claim record --------------------------------------------------------------------------
+
+
+def test_status_is_derived_and_a_difference_needs_a_note():
+    ok = claims.Claim("x", "s", "t", paper_value=100, our_value=100.4, tolerance=0.5)
+    assert ok.status == "reproduced"
+    with pytest.raises(ValueError, match="note"):
+        claims.Claim("x", "s", "t", paper_value=100, our_value=101, tolerance=0.5)
+    off = claims.Claim("x", "s", "t", paper_value=100, our_value=101, tolerance=0.5, note="why")
+    assert off.status == "differs"
+    with pytest.raises(TypeError):
+        claims.Claim("x", "s", "t", paper_value=1, our_value=1, tolerance=0, status="reproduced")
+
+
+def test_relative_tolerance():
+    assert claims.Claim("x", "s", "t", 200, 209, 0.05, "relative").status == "reproduced"
+    assert claims.Claim("x", "s", "t", 200, 211, 0.05, "relative", note="n").status == "differs"
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"tolerance_kind": "percent"}, "tolerance_kind"),
+        ({"tolerance": -1}, "tolerance"),
+        ({"kind": "other"}, "kind"),
+        ({"kind": "boolean", "our_value": 0.5}, "boolean"),
+    ],
+)
+def test_bad_claims_are_rejected(kwargs, match):
+    base = {"id": "x", "section": "s", "statement": "t", "paper_value": 1, "our_value": 1, "tolerance": 0}
+    with pytest.raises(ValueError, match=match):
+        claims.Claim(**{**base, **kwargs})
+
+
+@pytest.mark.parametrize(
+    "text, approximate, expected",
+    [("281", False, 0.5), ("0.85", True, 0.005), ("1.16", False, 0.005), ("10,950", True, 5), ("10,950", False, 0.5),
+     ("170", True, 5), ("45k", False, 500), ("30k", True, 5000), ("1125", False, 0.5)],
+)
+def test_printed_tolerance(text, approximate, expected):
+    assert claims.printed_tolerance(text, approximate) == pytest.approx(expected)
+
+
+def test_ridge_563_reproduces_only_on_the_inclusive_edge():
+    fp8 = BY_ID["ridge.fp8"]
+    assert abs(fp8.our_value - fp8.paper_value) == pytest.approx(fp8.tolerance)
+    assert fp8.status == "reproduced" and fp8.note
+
+
+# --- rendering ------------------------------------------------------------------------------------
+
+
+def test_table_text_is_deterministic_and_html_escaped():
+    first, second = claims.table(CLAIMS), claims.table(claims.registry())
+    assert repr(first) == repr(second)
+    assert not re.search(r"0x[0-9a-fA-F]{6,}", repr(first))  # no memory addresses
+    html = first._repr_html_()
+    assert html.count("<tr") == len(CLAIMS) + 1
+    odd = claims.Claim("x<y", "s", "a & b", paper_value=1, our_value=1, tolerance=0)
+    assert "x&lt;y" in claims.table([odd])._repr_html_() and "a &amp; b" in claims.table([odd])._repr_html_()
+    assert all(len(row) == len(claims.COLUMNS) for row in first.rows)
+
+
+def test_table_filters():
+    diffs = claims.table(CLAIMS, status="differs")
+    assert {r[3] for r in diffs.rows} == {"differs"}
+    assert len(claims.table(CLAIMS, section=claims.sections(CLAIMS)[0]).claims) > 0
+    with pytest.raises(ValueError, match="status"):
+        claims.table(CLAIMS, status="maybe")
