@@ -82,8 +82,10 @@ fi
 # pointing at another interpreter cannot hijack the build.
 # The kernel's log level is raised to ERROR to drop ipykernel 7's per-kernel
 # "Kernel is running over TCP without encryption" warning from build logs.
+# (The ipykernel wheel itself ships a generic kernel.json with argv "python"
+# into the same directory, so check for our marker rather than the file.)
 _kernel_json="$VENV/share/jupyter/kernels/python3/kernel.json"
-if [ ! -f "$_kernel_json" ]; then
+if ! grep -qs 'IPKernelApp.log_level=ERROR' "$_kernel_json"; then
     python -m ipykernel install --sys-prefix --name python3 \
         --display-name "Python 3 (speclib .venv)" >/dev/null
     python - "$_kernel_json" <<'PY'
