@@ -1,0 +1,184 @@
+"""Speedup of a draft length and the optimal draft length (speclib.speculation).
+
+Independent routes: sympy reduction to Leviathan et al.'s classic formula; a
+brute-force argmax whose every speedup is evaluated by sympy ``evalf`` on the
+closed forms with MODEL.md's numbers (not through the lambdified numpy);
+property tests against evalf; the paper's Figure 3 headline.
+"""
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import speclib
+from speclib import acceptance as acc
+from speclib import cost
+from speclib import speculation as spec
+
+alpha, gamma, c = spec.alpha, spec.gamma, spec.c
+N, C_0, C_v = spec.N, spec.C_0, spec.C_v
+
+# --- symbolic: Leviathan et al. (2023) ---------------------------------------------
+
+
+def classic(drafter_cost):
+    return (1 - alpha ** (gamma + 1)) / ((1 - alpha) * (1 + drafter_cost * gamma))
+
+
+def test_constant_verify_cost_gives_leviathan_et_al():
+    reduced = spec.speedup_closed_form.subs(C_v, C_0)
+    assert sp.simplify(reduced - classic(c)) == 0
+
+
+def test_verify_cost_linear_in_gamma_shifts_the_drafter_cost():
+    rho = sp.Symbol("rho", nonnegative=True)
+    reduced = spec.speedup_closed_form.subs(C_v, C_0 * (1 + rho * gamma))
+    assert sp.simplify(reduced - classic(c + rho)) == 0
+
+
+def test_speedup_uses_the_committed_tokens_of_acceptance():
+    assert sp.simplify(spec.speedup_closed_form.subs({C_v: C_0, c: 0}) - acc.expected_committed_closed_form) == 0
+
+
+# --- brute force with sympy evalf ---------------------------------------------
+
+# MODEL.md's numbers for DeepSeek-V4-Flash on B200 (see tests/test_cost.py for
+# where each comes from); query bytes left out, as the ledger and speedup do.
+_W_ATTN = 4096 * 1024 + 1024 * 64 * 512 + 4096 * 512 + 8 * 4096 * 1024 + 8192 * 4096
+_COMMON = {
+    cost.W: _W_ATTN, cost.b_w: 1, cost.W_E: 3 * 4096 * 2048, cost.k: 6, cost.E: 256, cost.n_s: 1,
+    cost.b: sp.Rational(53, 100), cost.m_c: 576, cost.m_q: 0, cost.f: 139_264,
+}
+_tokens = cost.B * cost.q
+VERIFY_COST_TERMS = (  # C_proj + C_MoE + C_attn at t = B*q tokens
+    cost.gemm_cost_expr.subs({**_COMMON, cost.R: sp.Rational(4500, 8)}).subs(cost.t, _tokens),
+    cost.moe_cost_expr.subs({**_COMMON, cost.R: sp.Rational(9000, 8)}).subs(cost.t, _tokens),
+    cost.attn_cost_expr.subs({**_COMMON, cost.R: sp.Rational(2250, 8)}),
+)
+
+
+def verify_cost(B, q, S):
+    """C_verify by exact symbol replacement in sympy, then evalf. (xreplace
+    and term-by-term: ``subs`` on the whole sum gives the same number ~50x
+    slower.)"""
+    values = {cost.B: sp.Float(B, 30), cost.q: sp.Integer(q), cost.S: sp.Float(S, 30)}
+    return sp.Add(*(term.xreplace(values) for term in VERIFY_COST_TERMS)).evalf(30)
+
+
+def speedup_by_evalf(a, g, B, S, c_draft, plain=None):
+    """Sp at one point: numbers substituted into the sympy expressions."""
+    plain = verify_cost(B, 1, S) if plain is None else plain
+    value = spec.speedup_expr.xreplace(
+        {
+            N: acc.expected_committed_expr.xreplace({alpha: sp.Rational(a), gamma: sp.Integer(g)}),
+            C_0: plain,
+            C_v: verify_cost(B, g + 1, S),
+            c: sp.Rational(c_draft),
+            gamma: g,
+        }
+    )
+    return float(value.evalf(30))
+
+
+def brute_force_speedups(a, B, S, c_draft, gamma_max):
+    """Sp(gamma) for gamma = 0..gamma_max, each evaluated by sympy at 30 digits."""
+    plain = verify_cost(B, 1, S)
+    return np.array([speedup_by_evalf(a, g, B, S, c_draft, plain) for g in range(gamma_max + 1)])
+
+
+BRUTE_FORCE_POINTS = [  # (alpha, B, S, c_draft)
+    (0.75, 1, 4096, 0.1),
+    (0.75, 6, 4096, 0.1),  # the small-batch gutter of Figure 3's defaults
+    (0.75, 10, 4096, 0.1),  # the small-batch gutter
+    (0.75, 30, 4096, 0.1),
+    (0.75, 30_000, 4096, 0.1),
+    (0.9, 43, 16_384, 0.05),
+    (0.5, 2_000, 512, 0.2),
+    (0.99, 500, 131_072, 0.0),
+    (1.0, 1, 4096, 0.0),
+    (0.0, 100, 4096, 0.1),
+]
+
+
+@pytest.mark.parametrize("a, B, S, c_draft", BRUTE_FORCE_POINTS)
+def test_optimal_gamma_equals_brute_force(a, B, S, c_draft):
+    table = brute_force_speedups(a, B, S, c_draft, 64)
+    expected_gamma = int(np.argmax(table))
+    runner_up = np.max(np.delete(table, expected_gamma))
+    assert table[expected_gamma] - runner_up > 1e-9, "a near-tie would make the argmax ill-posed"
+    gamma_star, best = speclib.optimal_gamma(a, B, S, c_draft, gamma_max=64)
+    assert gamma_star == expected_gamma
+    assert best == pytest.approx(table[expected_gamma], rel=1e-12)
+    np.testing.assert_allclose(speclib.speedup(a, np.arange(65), B, S, c_draft), table, rtol=1e-12)
+
+
+def test_brute_force_points_cover_the_gutter():
+    # The gutter is where the brute force itself says gamma* = 0 at small batch.
+    assert np.argmax(brute_force_speedups(0.75, 8, 4096, 0.1, 8)) == 0
+    assert np.argmax(brute_force_speedups(0.75, 1, 4096, 0.1, 8)) > 0
+
+
+def test_gamma_max_bounds_the_search():
+    gamma_star, best = speclib.optimal_gamma(1.0, 1, 4096, 0.0, gamma_max=5)
+    table = brute_force_speedups(1.0, 1, 4096, 0.0, 5)
+    assert gamma_star == int(np.argmax(table)) and best == pytest.approx(table.max(), rel=1e-12)
+    assert speclib.optimal_gamma(0.9, 100, 4096, 0.1, gamma_max=0) == (0, 1.0)
+
+
+# --- numeric ------------------------------------------------------------------
+
+
+def test_no_speculation_is_exactly_one():
+    B = np.geomspace(1e-3, 1e7, 41)[:, None]
+    S = np.geomspace(1, 1e7, 9)[None, :]
+    for a in (0.0, 0.5, 1.0):
+        assert np.all(speclib.speedup(a, 0, B, S, 0.3) == 1.0)
+
+
+def test_vectorised_optimal_gamma_equals_scalar_calls():
+    B = np.geomspace(1, 30_000, 41)
+    gamma_star, best = speclib.optimal_gamma(0.75, B, 4096, 0.1)
+    for i, b in enumerate(B):
+        g, s = speclib.optimal_gamma(0.75, float(b), 4096, 0.1)
+        assert (g, s) == (gamma_star[i], best[i])
+
+
+def test_optimal_gamma_broadcasts_over_alpha_and_batch():
+    a = np.array([[0.5], [0.75], [0.9]])
+    B = np.geomspace(1, 30_000, 7)
+    gamma_star, best = speclib.optimal_gamma(a, B, 4096, 0.1)
+    assert gamma_star.shape == best.shape == (3, 7)
+    for i in range(3):
+        row_gamma, row_best = speclib.optimal_gamma(float(a[i, 0]), B, 4096, 0.1)
+        np.testing.assert_array_equal(gamma_star[i], row_gamma)
+        np.testing.assert_array_equal(best[i], row_best)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    a=st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+    g=st.integers(min_value=0, max_value=64),
+    B=st.floats(min_value=1e-3, max_value=1e6, allow_nan=False),
+    S=st.floats(min_value=1.0, max_value=1e7, allow_nan=False),
+    c_draft=st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+)
+def test_speedup_equals_sympy_evalf(a, g, B, S, c_draft):
+    expected = speedup_by_evalf(a, g, B, S, c_draft)
+    assert speclib.speedup(a, g, B, S, c_draft) == pytest.approx(expected, rel=1e-11)
+
+
+# --- the paper's Figure 3 headline -----------------------------------------------
+
+
+def test_paper_gutter_at_small_batch_and_return_to_zero_at_large_batch():
+    # Figure 3's defaults: S = 4,096, alpha = 75 %, drafter 10 %.
+    B = np.geomspace(1, 30_000, 301)
+    gamma_star, best = speclib.optimal_gamma(0.75, B, 4096, 0.1)
+    small = B < 100
+    zero = np.flatnonzero(small & (gamma_star == 0))
+    assert zero.size > 0, "no gutter"
+    # the gutter is a dip: speculation pays on both sides of it
+    assert gamma_star[: zero[0]].max() > 0 and gamma_star[zero[-1] + 1 : np.flatnonzero(small)[-1] + 1].max() > 0
+    assert gamma_star[-1] == 0
+    assert np.all(best[gamma_star == 0] == 1.0) and np.all(best >= 1.0)
