@@ -184,7 +184,7 @@ def cost_kink_width(S):
 
 
 def evalf_at(expr, values):
-    return float(expr.subs(values).evalf(30))
+    return float(expr.xreplace(values).evalf(30))
 
 
 PROJ_SUBS = {**MODEL_MD, cost.R: RIDGE["fp8"]}
