@@ -1,0 +1,151 @@
+"""Hardware and model presets (speclib.presets): lookup by name, the
+precision fallback, immutability, and the paper's B200 and DeepSeek-V4-Flash
+numbers (MODEL.md) derived from architecture numbers.
+"""
+import dataclasses
+
+import pytest
+
+import speclib
+from speclib import presets
+
+
+# --- lookup -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["B200", "b200", "  B200 "])
+def test_hardware_names_are_case_insensitive(name):
+    assert presets.hardware(name) is presets.B200
+
+
+@pytest.mark.parametrize("name", ["DeepSeek-V4-Flash", "deepseek-v4-flash", "DEEPSEEK-V4-FLASH", "v4-flash"])
+def test_model_names_are_case_insensitive(name):
+    assert presets.model(name) is presets.DEEPSEEK_V4_FLASH
+
+
+@pytest.mark.parametrize("name", ["h100", "H100-SXM", "h100-sxm"])
+def test_hardware_aliases(name):
+    assert presets.hardware(name) is presets.H100_SXM
+
+
+def test_unknown_hardware_lists_the_known_ones():
+    with pytest.raises(ValueError) as info:
+        presets.hardware("TPU-v9")
+    message = str(info.value)
+    assert "TPU-v9" in message
+    for known in ("B200", "H100-SXM", "H200", "MI300X"):
+        assert known in message
+
+
+def test_unknown_model_lists_the_known_ones():
+    with pytest.raises(ValueError) as info:
+        presets.model("GPT-9")
+    message = str(info.value)
+    assert "GPT-9" in message
+    for known in ("DeepSeek-V4-Flash", "Llama-3-70B"):
+        assert known in message
+
+
+@pytest.mark.parametrize("bad", [None, 3, 2.5, ["B200"]])
+def test_non_string_names_are_rejected(bad):
+    with pytest.raises(ValueError, match="known"):
+        presets.hardware(bad)
+    with pytest.raises(ValueError, match="known"):
+        presets.model(bad)
+
+
+def test_public_api_accepts_names_and_presets_alike():
+    by_name = speclib.marginal_cost(64, 4096, 0.1, "deepseek-v4-flash", "b200")
+    by_preset = speclib.marginal_cost(64, 4096, 0.1, presets.DEEPSEEK_V4_FLASH, presets.B200)
+    by_default = speclib.marginal_cost(64, 4096, 0.1)
+    assert by_name == by_preset == by_default
+
+
+def test_every_preset_is_reachable_by_its_own_name():
+    for h in presets.all_hardware():
+        assert presets.hardware(h.name.upper()) is h
+    for m in presets.all_models():
+        assert presets.model(m.name.lower()) is m
+
+
+# --- precision fallback -----------------------------------------------------------
+
+
+def test_fp4_on_hopper_runs_at_the_fp8_peak():
+    h100 = presets.hardware("H100")
+    assert not h100.native("fp4")
+    assert h100.native("fp8") and h100.native("bf16")
+    assert h100.peak_flops("fp4") == h100.peak_flops("fp8") == h100.fp8_flops
+    assert h100.ridge("fp4") == h100.ridge("fp8")
+
+
+def test_b200_has_native_fp4():
+    assert presets.B200.native("fp4")
+    assert presets.B200.peak_flops("fp4") == 2 * presets.B200.peak_flops("fp8")
+
+
+@pytest.mark.parametrize("precision", ["FP8", "Bf16", " fp4 "])
+def test_precision_names_are_case_insensitive(precision):
+    assert presets.B200.peak_flops(precision) > 0
+
+
+def test_unknown_precision_is_rejected_with_the_choices():
+    with pytest.raises(ValueError, match=r"precision must be one of 'fp4', 'fp8', 'bf16'"):
+        presets.B200.peak_flops("fp16")
+    with pytest.raises(ValueError, match=r"precision must be one of"):
+        presets.H100_SXM.native("int8")
+
+
+# --- immutability -------------------------------------------------------------
+
+
+def test_hardware_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        presets.B200.memory_bandwidth = 1.0
+
+
+def test_model_and_its_parts_are_frozen():
+    v4 = presets.DEEPSEEK_V4_FLASH
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        v4.hidden_size = 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        v4.ffn.top_k = 8
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        v4.attention.n_heads = 1
+
+
+def test_presets_are_hashable_so_cost_models_can_be_cached():
+    assert len({presets.B200, presets.H100_SXM, presets.B200}) == 2
+    assert hash(presets.DEEPSEEK_V4_FLASH) == hash(presets.model("deepseek-v4-flash"))
+
+
+# --- the paper's numbers (MODEL.md) --------------------------------------------------
+
+
+def test_paper_b200_ridges():
+    b200 = presets.B200
+    assert b200.memory_bandwidth == 8e12
+    assert b200.ridge("bf16") == 281.25
+    assert b200.ridge("fp8") == 562.5
+    assert b200.ridge("fp4") == 1125
+
+
+def test_paper_deepseek_v4_flash_derived_quantities():
+    v4 = presets.DEEPSEEK_V4_FLASH
+    assert v4.context_bytes == 576  # m_c = (d_c + d_r) b_kv
+    assert v4.query_bytes == 73_728  # m_q = n_h (d_c + d_r) b_q
+    assert v4.flops_per_pair == 139_264  # f = 2 n_h (2 d_c + d_r)
+    assert v4.expert_params == 25_165_824  # W_E = 3 * 4096 * 2048
+    assert v4.attn_proj_params == pytest.approx(107e6, rel=5e-3)  # "W_attn ~ 107e6"
+    assert (v4.ffn.n_routed, v4.ffn.top_k, v4.ffn.n_shared) == (256, 6, 1)
+    assert v4.ffn.weight_bytes == 0.53
+
+
+def test_paper_precisions_of_each_component():
+    v4 = presets.DEEPSEEK_V4_FLASH
+    assert (v4.proj_precision, v4.ffn.precision, v4.attention_precision) == ("fp8", "fp4", "bf16")
+    assert v4.proj_weight_bytes == 1
+
+
+def test_defaults_are_the_papers_model_and_chip():
+    assert presets.resolve() == (presets.DEEPSEEK_V4_FLASH, presets.B200)
