@@ -1,0 +1,176 @@
+"""Expert parallelism (speclib.parallel).
+
+Independent routes: the single-GPU cost model (G = 1 must reproduce it), a
+seeded Monte Carlo of uniform top-k routing over G GPUs, sympy identities
+(the comm slope, the G = 1 reduction), and byte counts worked out here from
+the model's hidden size and the interconnect datasheet numbers.
+"""
+import numpy as np
+import pytest
+import sympy as sp
+
+import speclib
+from speclib import cost, moe, parallel, presets
+
+BATCHES = np.array([1.0, 2.0, 7.0, 30.0, 100.0, 281.0, 1000.0, 5000.0, 30000.0])
+FLASH = presets.model("DeepSeek-V4-Flash")
+
+
+# --- symbolic -----------------------------------------------------------------
+
+
+def test_local_count_at_one_gpu_is_the_single_gpu_coupon_count():
+    at_one = parallel.local_experts_expr.subs(parallel.G, 1)
+    assert sp.simplify(at_one - moe.experts_activated_expr.subs(moe.B, cost.t)) == 0
+    assert sp.simplify(parallel.ep_moe_cost_expr.subs(parallel.G, 1) - cost.moe_cost_expr) == 0
+
+
+def test_local_count_limits():
+    E, k, G, t = moe.E, moe.k, parallel.G, cost.t
+    # every local expert is read once the group's tokens are plentiful
+    assert sp.limit(parallel.local_experts_expr.subs({E: 256, k: 6, G: 8}), t, sp.oo) == sp.Rational(256, 8)
+    # a single token in the whole group touches k/G local experts on average
+    assert sp.simplify(parallel.local_experts_expr.subs(t, 1 / G) - k / G) == 0
+
+
+def test_comm_slope_is_one():
+    assert parallel.comm_slope_expr == 1
+    # and the cost is homogeneous of degree one in tokens
+    c = parallel.comm_cost_expr
+    lam = sp.Symbol("lam", positive=True)
+    assert sp.simplify(c.subs(cost.t, lam * cost.t) - lam * c) == 0
+
+
+def test_no_traffic_at_one_gpu():
+    assert parallel.link_bytes_per_token_expr.subs(parallel.G, 1) == 0
+
+
+# --- G = 1 reproduces the single-GPU model -------------------------------------
+
+
+@pytest.mark.parametrize("include_comm", [True, False])
+def test_one_gpu_reproduces_single_gpu_costs_exactly(include_comm):
+    single = cost.cost_model()
+    ep = parallel.expert_parallel_cost_model(G=1, include_comm=include_comm)
+    for width in (1.0, 2.0, 5.0):
+        np.testing.assert_array_equal(ep.verify(BATCHES, width, 4096.0), single.verify(BATCHES, width, 4096.0))
+    np.testing.assert_array_equal(ep.ffn(BATCHES), single.ffn(BATCHES))
+    np.testing.assert_array_equal(ep.ffn_slope(BATCHES), single.ffn_slope(BATCHES))
+    np.testing.assert_array_equal(ep.comm(BATCHES), np.zeros_like(BATCHES))
+
+
+def test_one_gpu_reproduces_gamma_star_and_the_ledger():
+    g1, s1 = parallel.optimal_gamma(0.75, BATCHES, 4096, 0.1, G=1)
+    g0, s0 = speclib.optimal_gamma(0.75, BATCHES, 4096, 0.1)
+    np.testing.assert_array_equal(g1, g0)
+    np.testing.assert_array_equal(s1, s0)
+    ledger_ep = parallel.marginal_cost(BATCHES, 4096, 0.1, G=1)
+    ledger = speclib.marginal_cost(BATCHES, 4096, 0.1)
+    np.testing.assert_allclose(ledger_ep["total"], ledger["total"], rtol=1e-14)
+
+
+# --- the local coupon count against a routing Monte Carlo ----------------------
+
+
+@pytest.mark.parametrize("E, k, G, t", [(256, 6, 8, 3), (256, 6, 64, 1), (64, 2, 4, 5), (256, 6, 8, 40)])
+def test_local_count_matches_a_routing_monte_carlo(E, k, G, t):
+    rng = np.random.default_rng(1234 + E + k + G + t)
+    tokens = G * t
+    trials = max(200, int(2e7 // (tokens * E)))
+    # each token picks k distinct experts: the k smallest of E uniform keys
+    picks = np.argpartition(rng.random((trials, tokens, E)), k, axis=2)[:, :, :k]
+    owner = picks // (E // G)  # GPU g holds experts [g E/G, (g+1) E/G)
+    touched = np.zeros((trials, E), dtype=bool)
+    np.put_along_axis(touched, picks.reshape(trials, -1), True, axis=1)
+    local = touched.reshape(trials, G, E // G).sum(axis=2)  # distinct local experts per GPU
+    sample = local.mean(axis=1)  # average over GPUs (all have the same expectation)
+    expected = parallel.local_experts_activated(t, k, E, G)
+    stderr = sample.std() / np.sqrt(trials)
+    assert abs(sample.mean() - expected) < 5 * stderr + 1e-12
+    # routed picks landing per GPU average k t
+    per_gpu_picks = np.stack([(owner == g).sum(axis=(1, 2)) for g in range(G)], axis=1)
+    assert abs(per_gpu_picks.mean() - k * t) < 5 * per_gpu_picks.std() / np.sqrt(per_gpu_picks.size) + 1e-12
+
+
+# --- communication ---------------------------------------------------------------
+
+
+def test_comm_bytes_hand_count():
+    # DeepSeek-V4-Flash: hidden 4096, top-6; fp8 dispatch (1 B), bf16 combine (2 B).
+    hidden, k = FLASH.hidden_size, FLASH.ffn.top_k
+    for G in (2, 8, 64):
+        remote_picks = k * (G - 1) / G
+        sent = remote_picks * hidden * (1 + 2)  # dispatch out + combine back to the others
+        assert parallel.comm_bytes_per_token(FLASH, G) == pytest.approx(2 * sent)  # + the same received
+
+
+def test_comm_cost_is_link_time_in_hbm_bytes_and_linear_in_tokens():
+    ep = parallel.expert_parallel_cost_model(G=8)
+    b200 = presets.hardware("B200")
+    link = 18 * 100e9  # NVLink 5: 18 links x 100 GB/s
+    per_token_seconds = parallel.comm_bytes_per_token(FLASH, 8) / link
+    tokens = np.array([1.0, 10.0, 1000.0])
+    np.testing.assert_allclose(ep.comm(tokens), tokens * per_token_seconds * b200.memory_bandwidth, rtol=1e-12)
+    np.testing.assert_allclose(ep.comm(2 * tokens), 2 * ep.comm(tokens), rtol=1e-14)
+    np.testing.assert_array_equal(ep.comm_slope(tokens), np.ones(3))
+
+
+def test_verify_adds_comm_to_the_free_network_cost():
+    with_comm = parallel.expert_parallel_cost_model(G=64)
+    free = parallel.expert_parallel_cost_model(G=64, include_comm=False)
+    diff = with_comm.verify(BATCHES, 3.0, 4096.0) - free.verify(BATCHES, 3.0, 4096.0)
+    np.testing.assert_allclose(diff, with_comm.comm(3.0 * BATCHES), rtol=1e-12)
+
+
+def test_ledger_comm_share_and_slope():
+    ledger = parallel.marginal_cost(BATCHES, 4096, 0.1, G=64)
+    assert np.all(ledger["comm"] == 1.0)
+    assert np.all((ledger["comm_share"] > 0) & (ledger["comm_share"] < 1))
+
+
+# --- interconnect presets -----------------------------------------------------------
+
+
+def test_interconnect_datasheet_numbers():
+    assert parallel.interconnect("NVLink5").bandwidth == 1.8e12
+    assert parallel.interconnect("nvlink 4").bandwidth == 0.9e12
+    assert parallel.interconnect("InfinityFabric-MI300").bandwidth == pytest.approx(896e9)
+    assert parallel.interconnect("if-mi355x").bandwidth == pytest.approx(1075.2e9)
+    assert parallel.default_interconnect("B200").name == "NVLink5"
+    assert parallel.default_interconnect("H100").name == "NVLink4"
+    assert parallel.default_interconnect("MI300X").name == "InfinityFabric-MI300"
+
+
+def test_every_preset_chip_has_an_interconnect_or_says_so():
+    for name in presets.hardware_names():
+        try:
+            net = parallel.default_interconnect(name)
+        except ValueError as err:
+            assert "interconnect" in str(err)
+        else:
+            assert net.bandwidth > 0
+
+
+# --- bad input ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("G", [0, 257, 2.5])
+def test_bad_gpu_count(G):
+    with pytest.raises(ValueError, match="G must be"):
+        parallel.expert_parallel_cost_model(G=G, interconnect="InfiniBand-NDR")
+
+
+def test_group_larger_than_the_domain_is_refused():
+    with pytest.raises(ValueError, match=r"G must be in \[1, 8\]"):
+        parallel.expert_parallel_cost_model(hardware="H100", G=64)
+    parallel.expert_parallel_cost_model(hardware="H100", G=64, interconnect="InfiniBand-NDR")
+
+
+def test_dense_model_is_refused():
+    with pytest.raises(ValueError, match="mixture-of-experts"):
+        parallel.expert_parallel_cost_model(model="Llama-3-70B", G=8)
+
+
+def test_unknown_interconnect():
+    with pytest.raises(ValueError, match="known interconnects"):
+        parallel.interconnect("carrier pigeon")
