@@ -201,6 +201,12 @@ class _Builder:
         return Derivation(self.title, tuple(self.steps))
 
 
+def _decimal(x, digits: int) -> sp.Float:
+    """``x`` rounded in decimal to ``digits`` significant figures (a binary
+    ``Float(x, digits)`` can print a different last digit)."""
+    return sp.Float(f"{float(x):.{digits}g}")
+
+
 def _exact(x) -> sp.Expr:
     """A preset number as an exact sympy number: 0.53 -> 53/100, 281.25 -> 1125/4."""
     if isinstance(x, int) or float(x).is_integer():
@@ -738,6 +744,47 @@ def ledger_blend() -> Derivation:
     return d.done()
 
 
+def _ledger_total(B, S, c_draft, proj, ffn, attn, query_bytes: bool):
+    """The ledger's total at one (B, S), evaluated by sympy from speclib.cost's
+    expressions: each component's cost at q = 1, the GEMM slopes at t = B
+    tokens, the attention slope at the first speculated token (q = 2).
+    ``proj``, ``ffn``, ``attn`` hold each component's constants."""
+    proj = {**proj, _t: B}
+    ffn = {**ffn, _t: B}
+    attn = {**attn, _cost.B: B, _cost.S: S, **({} if query_bytes else {_cost.m_q: 0})}
+    costs = [_cost.gemm_cost_expr.subs(proj), _cost.moe_cost_expr.subs(ffn), _cost.attn_cost_expr.subs({**attn, _q: 1})]
+    slopes = [_cost.gemm_slope_expr.subs(proj), _cost.moe_slope_expr.subs(ffn), _cost.attn_slope_expr.subs({**attn, _q: 2})]
+    costs = [sp.N(C, 30) for C in costs]
+    slopes = [sp.N(r, 30) for r in slopes]
+    return sum(r * C for r, C in zip(slopes, costs)) / sum(costs) + c_draft
+
+
+@functools.lru_cache(maxsize=None)
+def ledger_query_bytes(model=None, hardware=None, S=512, batches=(1, 64, 512, 4096), c_draft=0.1) -> Derivation:
+    """The ledger's total (a speculated token's cost, x a real token's) with and
+    without attention's query bytes, at context ``S`` and a few batches;
+    evaluated exactly by sympy from the expressions in :mod:`speclib.cost`."""
+    model, hardware = resolve(model, hardware)
+    _require_moe(model)
+    _require_mla(model)
+    mla_consts = _mla_constants(_mla_values(model, hardware))
+    proj = {_cost.W: sp.Integer(model.attn_proj_params), _cost.b_w: _exact(model.proj_weight_bytes),
+            _cost.R: _exact(hardware.ridge(model.proj_precision))}
+    ffn = _ffn_cost_values(model, hardware)  # its R is the expert precision's ridge
+    attn = {_cost.m_c: mla_consts[_m_c], _cost.m_q: mla_consts[_m_q], _cost.f: mla_consts[_f],
+            _cost.R: mla_consts[_Ra]}
+    S_value, c_value = _exact(S), _exact(c_draft)
+    without, with_q = sp.symbols("r_without r_with")
+    d = _Builder(f"The ledger's total with and without query bytes, S = {int(S_value):,}, "
+                 f"drafter {float(c_value):.0%} of a step, {_on(model, hardware)}")
+    for B in batches:
+        a = _ledger_total(_exact(B), S_value, c_value, proj, ffn, attn, False)
+        b = _ledger_total(_exact(B), S_value, c_value, proj, ffn, attn, True)
+        d.show(f"B{B}", f"B = {B:,}: without, with, and the difference", sp.Tuple(without, with_q, with_q - without),
+               sp.Tuple(*(_decimal(x, 4) for x in (a, b, b - a))))
+    return d.done()
+
+
 @functools.lru_cache(maxsize=None)
 def committed_tokens() -> Derivation:
     """N(α, γ) as a geometric sum, its α → 1 limit and its series about α = 1."""
@@ -816,6 +863,7 @@ ALL = (
     projection_slope,
     moe_slope,
     attention_slope,
+    ledger_query_bytes,
     ledger_blend,
     committed_tokens,
     speedup_reduction,

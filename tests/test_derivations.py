@@ -384,3 +384,13 @@ def test_break_even_with_speclibs_speedup():
     assert speclib.speedup(r + c_draft + 0.02, 1, B, S, c_draft) > 1
     assert speclib.speedup(r + c_draft - 0.02, 1, B, S, c_draft) < 1
     assert speclib.speedup(r + c_draft, 1, B, S, c_draft) == pytest.approx(1, rel=1e-12)
+
+
+def test_ledger_query_bytes_matches_the_numeric_ledger():
+    d = dv.ledger_query_bytes()
+    batches = np.array([1.0, 64.0, 512.0, 4096.0])
+    without = speclib.marginal_cost(batches, 512.0, 0.1)["total"]
+    with_q = speclib.marginal_cost(batches, 512.0, 0.1, query_bytes=True)["total"]
+    for step, a, b in zip(d, without, with_q):
+        shown = [float(x) for x in step.rhs]
+        np.testing.assert_allclose(shown, [a, b, b - a], rtol=1e-3)
