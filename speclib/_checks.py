@@ -35,14 +35,14 @@ def checked_array(
     ``lo``/``hi`` of ``None`` mean unbounded; ``*_open`` makes that end exclusive.
     Raises ``ValueError`` naming ``name`` and the allowed range otherwise.
     """
+    allowed = _describe(lo, hi, lo_open, hi_open)
+    kind = "an integer" if integer else "a number"
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number or an array of numbers; got {value!r}") from None
-    allowed = _describe(lo, hi, lo_open, hi_open)
-    kind = "an integer" if integer else "a number"
+        raise ValueError(f"{name} must be {kind} in {allowed} (or an array of them); got {value!r}") from None
     if arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
+        raise ValueError(f"{name} must be {kind} in {allowed} (or a non-empty array of them); got an empty array")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be {kind} in {allowed}; got a NaN or infinite value")
     bad = np.zeros(arr.shape, dtype=bool)
