@@ -853,7 +853,7 @@ def _lookup(kind: str, name, registry):
             if key == item.name.lower() or key in (a.lower() for a in item.aliases):
                 return item
     known = ", ".join(item.name for item in registry)
-    raise ValueError(f"unknown {kind} {name!r}; known {kind}s: {known}")
+    raise ValueError(f"unknown {kind} {name!r}; known: {known}")
 
 
 def hardware(name: str) -> Hardware:

@@ -1,0 +1,4 @@
+"""``python -m speclib``: the same command line as the ``speclib`` script."""
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,509 @@
+"""The ``speclib`` command: read off the draft length for a deployment.
+
+Three subcommands, each with examples in its ``--help``:
+
+* ``speclib gamma``: the best draft length gamma*, its speedup and what a
+  speculated token costs, component by component, at one operating point;
+* ``speclib sweep``: gamma* and the speedup over a grid of batch sizes,
+  context lengths, acceptance rates and drafter costs (CSV or a table);
+* ``speclib presets``: the model and hardware presets with their key numbers.
+
+Every number comes from :func:`speclib.optimal_gamma`,
+:func:`speclib.marginal_cost` and :func:`speclib.cost.cost_shares`; this module
+only parses, checks and prints. Bad input exits with status 2 and one line on
+stderr naming the option and what it accepts.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import sys
+
+import numpy as np
+
+from . import presets
+from .cost import COMPONENTS, cost_shares, marginal_cost
+from .speculation import optimal_gamma
+
+EXIT_USAGE = 2
+
+#: speclib's parameter names -> the options that set them, for error messages.
+OPTION_FOR_PARAMETER = {
+    "B": "--batch",
+    "S": "--seq",
+    "alpha": "--alpha",
+    "c_draft": "--draft-cost",
+    "gamma_max": "--gamma-max",
+}
+
+#: The ranges speclib accepts, as its error messages state them (a test holds
+#: the two in step); used when a value is not a number at all.
+OPTION_RANGES = {
+    "--batch": "a number in (0, inf)",
+    "--seq": "a number in (0, inf)",
+    "--alpha": "a number in [0, 1]",
+    "--draft-cost": "a number in [0, inf)",
+    "--gamma-max": "an integer in [0, 4096]",
+}
+
+#: Largest (gamma_max + 1) x grid points one sweep evaluates at once (memory:
+#: a few float arrays of this many elements).
+MAX_SWEEP_CELLS = 10_000_000
+
+_RANGE = re.compile(r"^\s*([^:]+):([^:]+):(log|lin)?(\d+)\s*$", re.IGNORECASE)
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors raised as one line instead of usage + message."""
+
+    def error(self, message):  # noqa: D401 - argparse's hook
+        raise UsageError(f"{self.prog}: error: {' '.join(message.split())}")
+
+
+# --- parsing values -------------------------------------------------------------
+def _number(option: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{option} must be {OPTION_RANGES[option]}; got {text.strip()!r}") from None
+
+
+def _typed(option: str, convert):
+    """An argparse ``type`` whose error names the accepted range."""
+
+    def parse(text: str):
+        try:
+            return convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {OPTION_RANGES[option]}; got {text!r}") from None
+
+    parse.__name__ = option  # argparse names the type in some messages
+    return parse
+
+
+def parse_grid(option: str, text: str, *, counts: bool = False) -> np.ndarray:
+    """Values of a sweep axis: comma-separated numbers and ranges.
+
+    A range is ``START:STOP:N`` or ``START:STOP:linN`` (N evenly spaced points,
+    both ends included) or ``START:STOP:logN`` (N log-spaced points). With
+    ``counts`` (batch sizes, context lengths) the points of a range are rounded
+    to whole numbers and repeats dropped; numbers written out are kept as given.
+    """
+    values = []
+    for item in text.split(","):
+        if not item.strip():
+            raise UsageError(f"{option}: empty item in {text!r} (give numbers or START:STOP:N ranges)")
+        if ":" not in item:
+            values.append(_number(option, item))
+            continue
+        match = _RANGE.match(item)
+        if not match:
+            raise UsageError(f"{option}: range {item.strip()!r} must be START:STOP:N, START:STOP:linN or START:STOP:logN")
+        start, stop = _number(option, match[1]), _number(option, match[2])
+        n = int(match[4])
+        if not 1 <= n <= 100_000:
+            raise UsageError(f"{option}: range {item.strip()!r} must have N in [1, 100000] points; got {n}")
+        if (match[3] or "lin").lower() == "log":
+            if not (start > 0 and stop > 0):
+                raise UsageError(f"{option}: log range {item.strip()!r} needs START > 0 and STOP > 0")
+            points = np.geomspace(start, stop, n)
+        else:
+            points = np.linspace(start, stop, n)
+        if counts:
+            points = np.unique(np.round(points)) if start <= stop else np.unique(np.round(points))[::-1]
+        values.extend(points.tolist())
+    return np.asarray(values, dtype=float)
+
+
+def _split_names(text: str) -> list:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _speclib_error(exc: ValueError) -> str:
+    """speclib's message with its parameter name swapped for the CLI option."""
+    message = str(exc)
+    head, _, rest = message.partition(" ")
+    if head in OPTION_FOR_PARAMETER:
+        return f"{OPTION_FOR_PARAMETER[head]} {rest}"
+    return message
+
+
+def _models(args) -> list:
+    if args.model_config is not None:
+        if args.model is not None:
+            raise UsageError("--model-config: give either --model or --model-config, not both")
+        try:
+            return [presets.from_hf_config(args.model_config)]
+        except ValueError as exc:
+            raise UsageError(f"--model-config: {exc}") from None
+    try:
+        return [presets.model(name) for name in _split_names(args.model or presets.DEFAULT_MODEL.name)]
+    except ValueError as exc:
+        raise UsageError(f"--model: {exc}") from None
+
+
+def _hardware(args) -> list:
+    try:
+        return [presets.hardware(name) for name in _split_names(args.hardware or presets.DEFAULT_HARDWARE.name)]
+    except ValueError as exc:
+        raise UsageError(f"--hardware: {exc}") from None
+
+
+# --- formatting ---------------------------------------------------------------
+def format_table(headers, rows, align=None) -> str:
+    """Columns padded to a common width. ``align`` has one letter per column,
+    ``l`` or ``r``; by default the first column is left-aligned and the rest
+    (numbers) right-aligned."""
+    align = align or "l" + "r" * (len(headers) - 1)
+    cells = [list(map(str, headers))] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        parts = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(row, widths, align)]
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines)
+
+
+def _exact(x) -> str:
+    """A number as text that reads back to the same float (whole numbers without '.0')."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x)
+
+
+def _grouped(x, digits=0) -> str:
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+# --- subcommands ----------------------------------------------------------------
+def run_gamma(args, out) -> int:
+    models, chips = _models(args), _hardware(args)
+    if len(models) != 1:
+        raise UsageError("--model: gamma takes one model (use 'speclib sweep' for several)")
+    if len(chips) != 1:
+        raise UsageError("--hardware: gamma takes one chip (use 'speclib sweep' for several)")
+    model, chip = models[0], chips[0]
+    point = dict(B=args.batch, S=args.seq, c_draft=args.draft_cost, model=model, hardware=chip)
+    try:
+        gamma_star, speedup = optimal_gamma(
+            args.alpha, gamma_max=args.gamma_max, query_bytes=args.query_bytes, **point
+        )
+        costs = marginal_cost(query_bytes=args.query_bytes, **point)
+        shares = cost_shares(args.batch, args.seq, model, chip, query_bytes=args.query_bytes)
+    except ValueError as exc:
+        raise UsageError(_speclib_error(exc)) from None
+
+    if args.json:
+        record = {
+            "model": model.name,
+            "hardware": chip.name,
+            "batch": args.batch,
+            "seq": args.seq,
+            "alpha": args.alpha,
+            "draft_cost": args.draft_cost,
+            "gamma_max": args.gamma_max,
+            "query_bytes": args.query_bytes,
+            "gamma_star": gamma_star,
+            "speedup": speedup,
+            "marginal_cost": costs,
+            "cost_shares": shares,
+        }
+        out.write(json.dumps(record, indent=2) + "\n")
+        return 0
+
+    verdict = "speculate" if gamma_star > 0 else "do not speculate: plain decoding is best"
+    rows = [(name, f"{costs[name]:.3f}", f"{shares[name]:.3f}") for name in COMPONENTS]
+    rows.append(("drafter", f"{costs['drafter']:.3f}", "-"))
+    rows.append(("total", f"{costs['total']:.3f}", "1.000"))
+    lines = [
+        f"{model.name} on {chip.name}",
+        f"  batch {_exact(args.batch)} sequences, context {_exact(args.seq)} tokens, "
+        f"acceptance {args.alpha:g}, drafter cost {args.draft_cost:g} x a decode step",
+        "",
+        f"  gamma*   {gamma_star}   ({verdict}; searched 0..{args.gamma_max})",
+        f"  speedup  {speedup:.4f}x over plain decoding",
+        "",
+        "  marginal cost of one speculated token, x a token already in the batch",
+        "  (slope r of each component's roofline; total = shares-weighted slopes + drafter):",
+        "",
+        "\n".join("  " + line for line in format_table(("component", "slope r", "share of step"), rows).splitlines()),
+    ]
+    if args.query_bytes:
+        lines.append("\n  (attention's cost includes the query bytes)")
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
+SWEEP_COLUMNS = ("model", "hardware", "batch", "seq", "alpha", "draft_cost", "gamma_star", "speedup")
+
+
+def sweep_records(models, chips, batch, seq, alpha, draft_cost, *, gamma_max=64, query_bytes=False):
+    """Rows of (model, hardware, batch, seq, alpha, draft_cost, gamma*, speedup):
+    one :func:`optimal_gamma` call over the whole broadcast grid per model and chip."""
+    cells = (gamma_max + 1) * len(batch) * len(seq) * len(alpha) * len(draft_cost)
+    if cells > MAX_SWEEP_CELLS:
+        raise UsageError(
+            f"--batch/--seq/--alpha/--draft-cost: the grid times (gamma_max + 1) is {cells:,} cells; "
+            f"at most {MAX_SWEEP_CELLS:,} (use fewer points or a smaller --gamma-max)"
+        )
+    grid = np.meshgrid(batch, seq, alpha, draft_cost, indexing="ij")
+    B, S, A, C = (axis.ravel() for axis in grid)
+    rows = []
+    for model in models:
+        for chip in chips:
+            try:
+                gamma_star, speedup = optimal_gamma(
+                    A, B, S, C, model=model, hardware=chip, gamma_max=gamma_max, query_bytes=query_bytes
+                )
+            except ValueError as exc:
+                raise UsageError(_speclib_error(exc)) from None
+            gamma_star, speedup = np.atleast_1d(gamma_star), np.atleast_1d(speedup)
+            rows.extend(
+                (model.name, chip.name, b, s, a, c, int(g), float(sp))
+                for b, s, a, c, g, sp in zip(B, S, A, C, gamma_star, speedup)
+            )
+    return rows
+
+
+def run_sweep(args, out) -> int:
+    batch = parse_grid("--batch", args.batch, counts=True)
+    seq = parse_grid("--seq", args.seq, counts=True)
+    alpha = parse_grid("--alpha", args.alpha)
+    draft_cost = parse_grid("--draft-cost", args.draft_cost)
+    rows = sweep_records(
+        _models(args), _hardware(args), batch, seq, alpha, draft_cost,
+        gamma_max=args.gamma_max, query_bytes=args.query_bytes,
+    )
+    if args.format == "csv":
+        text_rows = [(m, h, _exact(b), _exact(s), _exact(a), _exact(c), str(g), repr(sp)) for m, h, b, s, a, c, g, sp in rows]
+    else:
+        text_rows = [(m, h, _exact(b), _exact(s), f"{a:g}", f"{c:g}", str(g), f"{sp:.4f}") for m, h, b, s, a, c, g, sp in rows]
+
+    def write(stream):
+        if args.format == "csv":
+            writer = csv.writer(stream, lineterminator="\n")
+            writer.writerow(SWEEP_COLUMNS)
+            writer.writerows(text_rows)
+        else:
+            stream.write(format_table(SWEEP_COLUMNS, text_rows, align="llrrrrrr") + "\n")
+
+    if args.output is None:
+        write(out)
+        return 0
+    try:
+        with open(args.output, "w", newline="", encoding="utf-8") as stream:
+            write(stream)
+    except OSError as exc:
+        raise UsageError(f"--output: cannot write {args.output!r} ({exc.strerror or exc})") from None
+    return 0
+
+
+def run_presets(args, out) -> int:
+    show_models = args.kind in ("all", "models")
+    show_hardware = args.kind in ("all", "hardware")
+    models = list(presets.all_models())
+    if args.model_config is not None:
+        try:
+            models.append(presets.from_hf_config(args.model_config))
+        except ValueError as exc:
+            raise UsageError(f"--model-config: {exc}") from None
+    model_info = [presets.describe_model(m) for m in models]
+    hardware_info = [presets.describe_hardware(h) for h in presets.all_hardware()]
+    if args.json:
+        record = {}
+        if show_models:
+            record["models"] = model_info
+        if show_hardware:
+            record["hardware"] = hardware_info
+        out.write(json.dumps(record, indent=2) + "\n")
+        return 0
+
+    blocks = []
+    if show_models:
+        rows = [
+            (
+                d["name"], d["attention"], d["ffn"], _grouped(d["W_attn"]), _grouped(d["W_E"]),
+                _grouped(d["E/k"], 1), _grouped(d["m_c"]), _grouped(d["m_q"]), _grouped(d["f"]), d["weights"],
+            )
+            for d in model_info
+        ]
+        headers = ("model", "attention", "ffn", "W_attn", "W_E", "E/k", "m_c (B)", "m_q (B)", "f (FLOP)", "weights (bytes/param, GEMM precision)")
+        blocks.append(
+            "Models (one layer: W_attn attention-projection and W_E per-expert parameters; m_c bytes per\n"
+            "context token, m_q bytes per query token, f FLOPs per query-context pair)\n\n"
+            + format_table(headers, rows, align="lllrrrrrrl")
+        )
+    if show_hardware:
+        rows = [
+            (
+                d["name"], f"{d['bandwidth_TBps']:g}", f"{d['bf16_PFLOPS']:.3f}", f"{d['fp8_PFLOPS']:.3f}",
+                f"{d['fp4_PFLOPS']:.3f}", f"{d['ridge_bf16']:.1f}", f"{d['ridge_fp8']:.1f}", f"{d['ridge_fp4']:.1f}", d["fp4"],
+            )
+            for d in hardware_info
+        ]
+        headers = ("hardware", "HBM TB/s", "bf16 PF/s", "fp8 PF/s", "fp4 PF/s", "ridge bf16", "ridge fp8", "ridge fp4", "fp4 (MXFP4) GEMMs")
+        blocks.append(
+            "Hardware (dense peaks; ridge = peak / bandwidth in FLOP per byte)\n\n"
+            + format_table(headers, rows, align="lrrrrrrrl")
+        )
+    if args.sources:
+        lines = ["Sources"]
+        if show_models:
+            lines += [f"  {d['name']}: {d['source']}" for d in model_info]
+        if show_hardware:
+            lines += [f"  {d['name']}: {d['source']}" for d in hardware_info]
+        blocks.append("\n".join(lines))
+    out.write("\n\n".join(blocks) + "\n")
+    return 0
+
+
+# --- the parser -------------------------------------------------------------------
+TOP_EPILOG = """\
+examples:
+  speclib gamma --model deepseek-v4-flash --hardware b200 --batch 64 --seq 4096 --alpha 0.75
+  speclib sweep --batch 1:30000:log20 --seq 1024,4096,32768 --alpha 0.6,0.75,0.9 --format table
+  speclib presets --hardware-only
+  speclib gamma --model-config path/to/config.json --hardware h200 --batch 32 --seq 8192 --alpha 0.7
+
+Each subcommand has its own --help. Bad input exits with status 2.
+"""
+
+GAMMA_EPILOG = """\
+examples:
+  speclib gamma --model deepseek-v4-flash --hardware b200 --batch 64 --seq 4096 --alpha 0.75 --draft-cost 0.1
+  speclib gamma --model llama-3-70b --hardware h100 --batch 8 --seq 2048 --alpha 0.8 --json
+  speclib gamma --model-config my-model/config.json --hardware mi355x --batch 256 --seq 16384 --alpha 0.7
+
+gamma* = 0 means plain decoding beats every draft length. The marginal-cost
+table prices one speculated token against one already in the batch: each
+component's roofline slope r (0 = free, 1 = full price) and its share of a
+plain decode step; the total is the share-weighted slopes plus the drafter.
+"""
+
+SWEEP_EPILOG = """\
+grid syntax (--batch, --seq, --alpha, --draft-cost):
+  a comma-separated list of numbers and ranges:
+    START:STOP:N  or  START:STOP:linN   N evenly spaced points, both ends included
+    START:STOP:logN                     N log-spaced points (START, STOP > 0)
+  batch and sequence ranges are rounded to whole numbers (repeats dropped).
+  --model and --hardware take comma-separated lists too.
+
+examples:
+  speclib sweep --batch 1,8,64,512 --seq 1024,4096,32768 --alpha 0.6,0.75,0.9
+  speclib sweep --batch 1:30000:log20 --seq 4096 --alpha 0.75 --format table
+  speclib sweep --model deepseek-v4-flash,llama-3-70b --hardware b200,mi355x \\
+                --batch 1:4096:log13 --seq 8192 --alpha 0.8 --output sweep.csv
+
+output columns: model, hardware, batch, seq, alpha, draft_cost, gamma_star, speedup
+(CSV numbers are written so that they read back exactly).
+"""
+
+PRESETS_EPILOG = """\
+examples:
+  speclib presets
+  speclib presets --models-only --sources
+  speclib presets --json
+  speclib presets --model-config path/to/config.json   (adds that model to the list)
+"""
+
+
+def _add_model_options(parser, *, several: bool):
+    noun = "name(s), comma-separated" if several else "name"
+    parser.add_argument("--model", help=f"model preset {noun} (default {presets.DEFAULT_MODEL.name}; see 'speclib presets')")
+    parser.add_argument("--model-config", metavar="PATH", help="a Hugging Face style config.json to build the model from, instead of --model")
+    parser.add_argument("--hardware", help=f"hardware preset {noun} (default {presets.DEFAULT_HARDWARE.name})")
+    parser.add_argument("--gamma-max", type=_typed("--gamma-max", int), default=64, metavar="N", help="longest draft length searched, 0..4096 (default 64)")
+    parser.add_argument(
+        "--query-bytes", action="store_true",
+        help="count the query bytes in attention's cost (the paper's ledger leaves them out; default off)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="speclib",
+        description="Read off the best speculative-decoding draft length for a deployment "
+        "(the cost model of Finn 2026, 'The economics of speculative decoding').",
+        epilog=TOP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="{gamma,sweep,presets}", parser_class=_Parser, required=True)
+
+    gamma = sub.add_parser(
+        "gamma", help="gamma*, the speedup and the marginal cost at one operating point",
+        description="The best draft length gamma*, its speedup over plain decoding, and the marginal "
+        "cost of a speculated token by component, at one batch size, context length and acceptance rate.",
+        epilog=GAMMA_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    gamma.add_argument("--batch", type=_typed("--batch", float), required=True, metavar="B", help="sequences decoded together (> 0)")
+    gamma.add_argument("--seq", type=_typed("--seq", float), required=True, metavar="S", help="average context length in tokens (> 0)")
+    gamma.add_argument("--alpha", type=_typed("--alpha", float), required=True, metavar="A", help="per-token acceptance probability, 0..1")
+    gamma.add_argument("--draft-cost", type=_typed("--draft-cost", float), default=0.1, metavar="C", help="drafter cost per drafted token, x a decode step (>= 0, default 0.1)")
+    _add_model_options(gamma, several=False)
+    gamma.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    gamma.set_defaults(handler=run_gamma)
+
+    sweep = sub.add_parser(
+        "sweep", help="gamma* and the speedup over grids of batch, length, acceptance, drafter cost",
+        description="gamma* and the speedup over the full grid of the given batch sizes, context lengths, "
+        "acceptance rates and drafter costs, for each model and chip; CSV (default) or an aligned table.",
+        epilog=SWEEP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sweep.add_argument("--batch", required=True, metavar="GRID", help="batch sizes (> 0), e.g. 1,8,64 or 1:30000:log20")
+    sweep.add_argument("--seq", required=True, metavar="GRID", help="context lengths (> 0), e.g. 1024,4096")
+    sweep.add_argument("--alpha", required=True, metavar="GRID", help="acceptance probabilities in [0, 1], e.g. 0.6:0.9:lin4")
+    sweep.add_argument("--draft-cost", default="0.1", metavar="GRID", help="drafter costs (>= 0), default 0.1")
+    _add_model_options(sweep, several=True)
+    sweep.add_argument("--format", choices=("csv", "table"), default="csv", help="output format (default csv)")
+    sweep.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
+    sweep.set_defaults(handler=run_sweep)
+
+    listing = sub.add_parser(
+        "presets", help="list the model and hardware presets with their key numbers",
+        description="The model presets (attention and FFN kind, W_attn, W_E, E/k, m_c, m_q, f, weight formats) "
+        "and hardware presets (bandwidth, dense peaks, ridges, how fp4 runs).",
+        epilog=PRESETS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    only = listing.add_mutually_exclusive_group()
+    only.add_argument("--models-only", dest="kind", action="store_const", const="models", help="list models only")
+    only.add_argument("--hardware-only", dest="kind", action="store_const", const="hardware", help="list hardware only")
+    listing.set_defaults(kind="all")
+    listing.add_argument("--sources", action="store_true", help="also print where each preset's numbers come from")
+    listing.add_argument("--model-config", metavar="PATH", help="also list the model built from this config.json")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    listing.set_defaults(handler=run_presets)
+    return parser
+
+
+def _report(message: str) -> int:
+    print(" ".join(message.split()), file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv=None) -> int:
+    """Entry point of ``speclib`` and ``python -m speclib``; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        return _report(str(exc))
+    try:
+        return args.handler(args, sys.stdout)
+    except UsageError as exc:
+        return _report(f"speclib {args.command}: error: {exc}")
+    except BrokenPipeError:
+        # Piped into a reader that stopped early (e.g. `head`): not an error.
+        # Point stdout at devnull so the interpreter's final flush stays quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

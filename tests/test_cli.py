@@ -1,0 +1,259 @@
+"""The command line: each subcommand's output against the library (and a
+brute-force search), bad input, help text, and the module entry point."""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import speclib
+from speclib import cli, presets
+
+REPO = Path(__file__).resolve().parents[1]
+POINT = ["--batch", "64", "--seq", "4096", "--alpha", "0.75", "--draft-cost", "0.1"]
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# --- gamma ------------------------------------------------------------------------------
+def test_gamma_json_is_the_brute_force_optimum(capsys):
+    code, out, err = run(capsys, "gamma", "--model", "deepseek-v4-flash", "--hardware", "b200", *POINT, "--json")
+    assert code == 0 and err == ""
+    record = json.loads(out)
+    # brute force: evaluate every draft length one at a time and keep the best
+    speedups = [speclib.speedup(0.75, g, 64, 4096, 0.1) for g in range(65)]
+    best = max(range(65), key=lambda g: (speedups[g], -g))
+    assert record["gamma_star"] == best
+    assert record["speedup"] == pytest.approx(speedups[best], rel=1e-12)
+    assert record["marginal_cost"] == speclib.marginal_cost(64, 4096, 0.1)
+    assert sum(record["cost_shares"].values()) == pytest.approx(1.0)
+    assert record["model"] == "DeepSeek-V4-Flash" and record["hardware"] == "B200"
+
+
+def test_gamma_text_shows_gamma_speedup_and_every_component(capsys):
+    code, out, err = run(capsys, "gamma", "--model", "deepseek-v4-flash", "--hardware", "b200", *POINT)
+    assert code == 0 and err == ""
+    gamma_star, speedup = speclib.optimal_gamma(0.75, 64, 4096, 0.1)
+    assert f"gamma*   {gamma_star} " in out
+    assert f"speedup  {speedup:.4f}x" in out
+    costs = speclib.marginal_cost(64, 4096, 0.1)
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
+    for name in ("attn_proj", "moe", "attention", "drafter", "total"):
+        assert float(lines[name][1]) == pytest.approx(costs[name], abs=5e-4)
+
+
+def test_gamma_query_bytes_and_gamma_max_reach_the_library(capsys):
+    code, out, _ = run(capsys, "gamma", *POINT, "--query-bytes", "--gamma-max", "3", "--json")
+    record = json.loads(out)
+    assert (record["gamma_star"], record["speedup"]) == speclib.optimal_gamma(
+        0.75, 64, 4096, 0.1, gamma_max=3, query_bytes=True
+    )
+    assert record["gamma_star"] <= 3 and record["query_bytes"] is True
+    assert record["marginal_cost"] == speclib.marginal_cost(64, 4096, 0.1, query_bytes=True)
+
+
+def test_gamma_with_a_model_config_matches_the_preset(capsys):
+    path = str(presets.CONFIG_DIR / "mixtral-8x7b.json")
+    _, by_config, _ = run(capsys, "gamma", "--model-config", path, "--hardware", "h100", *POINT, "--json")
+    _, by_name, _ = run(capsys, "gamma", "--model", "mixtral", "--hardware", "h100", *POINT, "--json")
+    assert json.loads(by_config) == json.loads(by_name)
+
+
+# --- sweep ------------------------------------------------------------------------------
+def read_csv(text):
+    rows = list(csv.DictReader(io.StringIO(text)))
+    return {key: [row[key] for row in rows] for key in rows[0]}
+
+
+def test_sweep_csv_reads_back_to_optimal_gamma(capsys):
+    code, out, err = run(
+        capsys, "sweep", "--batch", "1,8,64,512", "--seq", "1024,4096,32768", "--alpha", "0.6,0.75,0.9",
+        "--draft-cost", "0.05,0.2",
+    )
+    assert code == 0 and err == ""
+    table = read_csv(out)
+    assert list(table) == list(cli.SWEEP_COLUMNS)
+    assert len(table["batch"]) == 4 * 3 * 3 * 2
+    B, S, A, C = (np.array(table[k], dtype=float) for k in ("batch", "seq", "alpha", "draft_cost"))
+    gamma_star, speedup = speclib.optimal_gamma(A, B, S, C)
+    np.testing.assert_array_equal(np.array(table["gamma_star"], dtype=int), gamma_star)
+    np.testing.assert_array_equal(np.array(table["speedup"], dtype=float), speedup)  # exact round trip
+    # every combination appears once
+    assert len(set(zip(B, S, A, C))) == len(B)
+    assert set(table["model"]) == {"DeepSeek-V4-Flash"} and set(table["hardware"]) == {"B200"}
+
+
+def test_sweep_over_models_and_chips(capsys):
+    _, out, _ = run(
+        capsys, "sweep", "--model", "llama-3-70b,qwen3-235b", "--hardware", "h200,mi355x", "--batch", "1:1000:log5",
+        "--seq", "8192", "--alpha", "0.8",
+    )
+    table = read_csv(out)
+    assert len(table["batch"]) == 2 * 2 * 5
+    for model, chip in [("Llama-3-70B", "H200"), ("Qwen3-235B-A22B", "MI355X")]:
+        rows = [i for i, (m, h) in enumerate(zip(table["model"], table["hardware"])) if (m, h) == (model, chip)]
+        B = np.array([table["batch"][i] for i in rows], dtype=float)
+        expected, _ = speclib.optimal_gamma(0.8, B, 8192, 0.1, model=model, hardware=chip)
+        np.testing.assert_array_equal([int(table["gamma_star"][i]) for i in rows], expected)
+
+
+def test_sweep_table_is_aligned(capsys):
+    code, out, _ = run(capsys, "sweep", "--batch", "1,30000", "--seq", "512", "--alpha", "0.5,0.99", "--format", "table")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == list(cli.SWEEP_COLUMNS)
+    assert len(lines) == 1 + 4
+    assert len({len(line) for line in lines}) == 1  # right-aligned last column: equal widths
+
+
+def test_sweep_writes_to_a_file(capsys, tmp_path):
+    target = tmp_path / "out.csv"
+    code, out, _ = run(capsys, "sweep", "--batch", "4", "--seq", "100", "--alpha", "0.7", "--output", str(target))
+    assert code == 0 and out == ""
+    assert target.read_text().splitlines()[0] == ",".join(cli.SWEEP_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    "text, counts, expected",
+    [
+        ("1,8,64", True, [1, 8, 64]),
+        ("1:4:4", True, [1, 2, 3, 4]),
+        ("0.6:0.9:lin4", False, np.linspace(0.6, 0.9, 4)),
+        ("1:30000:log20", True, np.unique(np.round(np.geomspace(1, 30000, 20)))),
+        ("1:30000:log20", False, np.geomspace(1, 30000, 20)),
+        ("1:2:log50", True, [1, 2]),  # rounded points collapse
+        ("0.5, 2:3:2", False, [0.5, 2, 3]),
+    ],
+)
+def test_grid_syntax(text, counts, expected):
+    np.testing.assert_allclose(cli.parse_grid("--x", text, counts=counts), expected)
+
+
+# --- presets ------------------------------------------------------------------------------
+def test_presets_lists_every_model_and_chip(capsys):
+    code, out, err = run(capsys, "presets")
+    assert code == 0 and err == ""
+    for item in presets.all_models() + presets.all_hardware():
+        assert item.name in out
+    assert "106,954,752" in out  # V4-Flash W_attn
+    assert "281.2" in out and "1125.0" in out  # B200 ridges
+    assert "runs at the fp8 peak" in out
+
+
+def test_presets_json_and_sources(capsys):
+    _, out, _ = run(capsys, "presets", "--json")
+    record = json.loads(out)
+    assert [m["name"] for m in record["models"]] == presets.model_names()
+    assert [h["name"] for h in record["hardware"]] == presets.hardware_names()
+    b200 = record["hardware"][0]
+    assert b200["ridge_bf16"] == 2.25e15 / 8e12
+    _, out, _ = run(capsys, "presets", "--hardware-only", "--sources")
+    assert "Sources" in out and "datasheet" in out and "DeepSeek" not in out.split("Sources")[0]
+
+
+def test_presets_with_a_model_config(capsys, tmp_path):
+    cfg = tmp_path / "tiny.json"
+    cfg.write_text(json.dumps({"hidden_size": 512, "num_attention_heads": 8, "intermediate_size": 2048}))
+    _, out, _ = run(capsys, "presets", "--models-only", "--model-config", str(cfg))
+    assert "tiny" in out and "dense 2048" in out
+
+
+# --- bad input ----------------------------------------------------------------------------------
+BAD = [
+    (["gamma", "--batch", "-1", "--seq", "4096", "--alpha", "0.75"], "--batch", "(0, inf)"),
+    (["gamma", "--batch", "x", "--seq", "4096", "--alpha", "0.75"], "--batch", "(0, inf)"),
+    (["gamma", "--batch", "1", "--seq", "0", "--alpha", "0.75"], "--seq", "(0, inf)"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "1.5"], "--alpha", "[0, 1]"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "nan"], "--alpha", "[0, 1]"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--draft-cost", "-0.1"], "--draft-cost", "[0, inf)"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--gamma-max", "5000"], "--gamma-max", "[0, 4096]"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--gamma-max", "2.5"], "--gamma-max", "[0, 4096]"),
+    (["gamma", "--seq", "10", "--alpha", "0.5"], "--batch", "required"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--model", "gpt-5"], "--model", "DeepSeek-V4-Flash"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--hardware", "tpu"], "--hardware", "MI355X"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--model", "v3,mixtral"], "--model", "one model"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--model-config", "/no/such.json"], "--model-config", "cannot read"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--model", "v3", "--model-config", "x.json"], "--model-config", "not both"),
+    (["sweep", "--batch", "1,-8", "--seq", "10", "--alpha", "0.5"], "--batch", "(0, inf)"),
+    (["sweep", "--batch", "1", "--seq", "10", "--alpha", "0.5:1.5:3"], "--alpha", "[0, 1]"),
+    (["sweep", "--batch", "0:100:log5", "--seq", "10", "--alpha", "0.5"], "--batch", "START > 0"),
+    (["sweep", "--batch", "1:100:log0", "--seq", "10", "--alpha", "0.5"], "--batch", "[1, 100000]"),
+    (["sweep", "--batch", "1:2:3:4", "--seq", "10", "--alpha", "0.5"], "--batch", "START:STOP:N"),
+    (["sweep", "--batch", "1,,2", "--seq", "10", "--alpha", "0.5"], "--batch", "empty item"),
+    (["sweep", "--batch", "1:30000:30000", "--seq", "1:1000:1000", "--alpha", "0.5"], "--batch", "at most"),
+    (["sweep", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--format", "xml"], "--format", "csv"),
+    (["sweep", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--output", "/no/such/dir/x.csv"], "--output", "cannot write"),
+    (["presets", "--models-only", "--hardware-only"], "--hardware-only", "not allowed"),
+    ([], "gamma,sweep,presets", "required"),
+    (["frobnicate"], "gamma", "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("argv, option, allowed", BAD, ids=[" ".join(b[0]) or "(nothing)" for b in BAD])
+def test_bad_input_is_one_line_naming_the_option(capsys, argv, option, allowed):
+    code, out, err = run(capsys, *argv)
+    assert code == cli.EXIT_USAGE
+    assert out == ""
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert option in err and allowed in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("option, value", [("--batch", "0"), ("--seq", "-5"), ("--alpha", "2"), ("--draft-cost", "-1"), ("--gamma-max", "-1")])
+def test_option_ranges_agree_with_speclibs_own_messages(capsys, option, value):
+    # OPTION_RANGES is what the CLI says for a non-number; speclib says the range
+    # itself for a number out of range: both must agree.
+    argv = {"--batch": "1", "--seq": "10", "--alpha": "0.5", "--draft-cost": "0.1", "--gamma-max": "8"}
+    argv[option] = value
+    _, _, err = run(capsys, "gamma", *[x for kv in argv.items() for x in kv])
+    assert f"{option} must be {cli.OPTION_RANGES[option]}" in err
+
+
+# --- help ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, example", [
+    ([], "speclib gamma --model"),
+    (["gamma"], "speclib gamma --model deepseek-v4-flash --hardware b200"),
+    (["sweep"], "1:30000:log20"),
+    (["presets"], "speclib presets --json"),
+])
+def test_help_shows_examples(capsys, argv, example):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and example in out
+
+
+# --- the module entry point -------------------------------------------------------------------------
+def module_env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("MPLBACKEND", None)
+    return env
+
+
+def test_python_dash_m_speclib_runs_gamma():
+    result = subprocess.run(
+        [sys.executable, "-m", "speclib", "gamma", *POINT, "--json"],
+        capture_output=True, text=True, cwd=REPO, env=module_env(), timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["gamma_star"] == speclib.optimal_gamma(0.75, 64, 4096, 0.1)[0]
+
+
+def test_python_dash_m_speclib_bad_input_exits_2_without_traceback():
+    result = subprocess.run(
+        [sys.executable, "-m", "speclib", "gamma", "--batch", "0", "--seq", "1", "--alpha", "0.5"],
+        capture_output=True, text=True, cwd=REPO, env=module_env(), timeout=300,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "--batch" in result.stderr and "Traceback" not in result.stderr
