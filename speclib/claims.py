@@ -410,6 +410,22 @@ def _constants_and_ridges():
     yield _value("mla.f", sec, "MLA costs f = 2 n_h (2 d_c + d_r) FLOPs per query-context pair", "139,264", m.flops_per_pair)
     ratio = float(attention.mla_query_context_ratio_expr.subs(m.attention._subs()))
     yield _value("mla.query_context_ratio", sec, "the fat-query asymmetry m_q/m_c", "128", ratio)
+    yield _value(
+        "model.expert_params",
+        "Model constants (DeepSeek-V4-Flash)",
+        "one expert holds W_E = 3 x 4096 x 2048 parameters (gate, up, down)",
+        "25,165,824",
+        m.expert_params,
+    )
+    yield _value(
+        "model.attn_proj_params",
+        "Model constants (DeepSeek-V4-Flash)",
+        "the attention projections hold about 107 million parameters",
+        "107",
+        m.attn_proj_params / 1e6,
+        approximate=True,
+        note="In millions of parameters: q_a, q_b, kv, grouped o_a and o_b, from the preset's architecture numbers.",
+    )
     sec = "Hardware (B200 ridges)"
     rounding = "Datasheet peak / 8 TB/s gives {:.2f}; the paper rounds it, so this reproduces only within rounding."
     for precision, printed in (("bf16", "281"), ("fp8", "563"), ("fp4", "1125")):
@@ -527,7 +543,7 @@ def _expert_tax():
     yield _value(
         "moe.origin_half_slope_with_shared",
         sec,
-        "the same, for the curve the chart draws (shared expert counted)",
+        "the MoE intensity the chart draws (shared expert counted) leaves the origin at half its eventual slope",
         "0.5",
         with_shared,
         paper_value=0.5,
@@ -874,9 +890,10 @@ def _older_articles():
         band = "60-80%" if high == 2.5 else "85-95%"
         note = f"Speedup {best:.3f} at gamma* = {gstar} ({assumptions})."
         if not inside:
+            cheap_gamma, cheap = optimal_gamma(alpha, 1, DENSE_CONTEXT, 0.05, llama, hw, gamma_max=DENSE_GAMMA_MAX)
             note += (
-                f" Outside the article's {low:g}-{high:g}x: the model's speedup at {alpha:.0%} with this drafter is lower; "
-                "it depends mostly on the drafter cost, which the article does not state."
+                f" Outside the article's {low:g}-{high:g}x. The speedup hinges on the drafter cost, which the article does not "
+                f"state: a drafter costing 5% of a target step would give {cheap:.3f} (gamma* = {cheap_gamma})."
             )
         yield _range(
             f"older.speedup_alpha{tag}",
@@ -1006,7 +1023,9 @@ class ClaimTable:
 
     def _summary(self) -> str:
         n = self.counts()
-        return f"{len(self.claims)} claims: {n['reproduced']} reproduced, {n['differs']} differ"
+        noun = "claim" if len(self.claims) == 1 else "claims"
+        verb = "differs" if n["differs"] == 1 else "differ"
+        return f"{len(self.claims)} {noun}: {n['reproduced']} reproduced, {n['differs']} {verb}"
 
     def __repr__(self) -> str:
         lines = [f"{self.title} ({self._summary()})"]

@@ -56,6 +56,8 @@ PAPER_VALUES = {
     "mla.mha_form_crossover": 170,
     "attention.gqa_slope": 8,
     "older.tokens_per_pass": 3.2,
+    "model.expert_params": 25_165_824,
+    "model.attn_proj_params": 107,
     **{f"table1.value.S{s}_T{t}": v for s, row in TABLE1.items() for t, v in zip((1, 2, 4, 8), row)},
 }
 
@@ -367,6 +369,13 @@ def test_ridge_563_reproduces_only_on_the_inclusive_edge():
     fp8 = BY_ID["ridge.fp8"]
     assert abs(fp8.our_value - fp8.paper_value) == pytest.approx(fp8.tolerance)
     assert fp8.status == "reproduced" and fp8.note
+
+
+def test_model_constants_from_model_md_shapes():
+    # q_a 4096x1024, q_b 1024x(64*512), kv 4096x512, grouped o_a 8x(4096x1024), o_b 8192x4096
+    w_attn = 4096 * 1024 + 1024 * 64 * 512 + 4096 * 512 + 8 * 4096 * 1024 + 8192 * 4096
+    assert BY_ID["model.attn_proj_params"].our_value * 1e6 == pytest.approx(w_attn, rel=1e-12)
+    assert BY_ID["model.expert_params"].our_value == 3 * 4096 * 2048
 
 
 # --- rendering ------------------------------------------------------------------------------------
