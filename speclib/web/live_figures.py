@@ -1,0 +1,115 @@
+"""What each live figure of the HTML book shows and which controls it has.
+
+The controls and their ranges are the paper's (see MODEL.md); the defaults,
+batch grids, component names and colours are read from the static figures in
+:mod:`speclib.figures`, so the live version opens on exactly the picture the
+PNG fallback shows. The result is plain JSON, emitted into the page by
+:func:`speclib.web.codegen.model_javascript` and read by ``speclib_live.js``.
+"""
+from __future__ import annotations
+
+import math
+
+from ..figures import _style
+from ..figures import paper as _paper
+
+#: The paper's sequence-length slider: S = 512 * 2**(8u), u in [0, 1].
+SEQ_SLIDER = {"base": 512.0, "span": 8.0}
+#: Slider resolution in u: 1/64 keeps every power of two (and 2**(1/8) steps
+#: between them) exactly reachable.
+SEQ_STEP = 1.0 / 64.0
+
+_PERCENT = {"step": 0.01, "format": "percent"}
+
+
+def _seq_control(default_S: float) -> dict:
+    u = math.log2(default_S / SEQ_SLIDER["base"]) / SEQ_SLIDER["span"]
+    if abs(round(u / SEQ_STEP) * SEQ_STEP - u) > 1e-12:
+        raise ValueError(f"default S = {default_S} is not on the sequence-length slider's grid")
+    return {
+        "name": "u",
+        "param": "S",
+        "kind": "range",
+        "label": "average sequence length S",
+        "min": 0.0,
+        "max": 1.0,
+        "step": SEQ_STEP,
+        "value": u,
+        "map": {"kind": "exp2", **SEQ_SLIDER},
+        "format": "tokens",
+    }
+
+
+def _drafter_control(default: float) -> dict:
+    return {"name": "c_draft", "param": "c_draft", "kind": "range", "label": "drafter cost per drafted token",
+            "min": 0.0, "max": 0.5, "value": default, **_PERCENT}
+
+
+def _alpha_control(default: float) -> dict:
+    return {"name": "alpha", "param": "alpha", "kind": "range", "label": "acceptance rate \u03b1",
+            "min": 0.01, "max": 0.99, "value": default, **_PERCENT}
+
+
+def build_live_figures() -> dict:
+    """The spec of every live figure, keyed by its cell-tag name."""
+    ledger = _paper.LedgerPlot.defaults
+    gamma = _paper.OptimalGammaPlot.defaults
+    curves = _paper.SpeedupCurvesPlot.defaults
+    tax = _paper.ExpertTaxPlot.defaults
+    return {
+        "expert_tax": {
+            "title": "The expert tax: FFN arithmetic intensity against batch",
+            "controls": [
+                {"name": "experts", "param": "experts", "kind": "range", "label": "routed experts E",
+                 "min": 16, "max": 512, "step": 16, "value": None, "format": "int"},
+                {"name": "top_k", "param": "top_k", "kind": "range", "label": "experts per token k",
+                 "min": 1, "max": 16, "step": 1, "value": None, "format": "int"},
+                {"name": "weights", "param": "weights", "kind": "select", "label": "expert weight format",
+                 "options": list(_paper.WEIGHT_FORMATS), "value": "mxfp4"},
+            ],
+            "x": {"label": "batch (tokens in the step)", "scale": "linear", "min": 0, "max": tax["batch_max"]},
+            "y": {"label": "arithmetic intensity (FLOP/byte)", "scale": "linear", "min": 0,
+                  "max": tax["intensity_max"]},
+            "points": 1000,
+        },
+        "ledger": {
+            "title": "Price of a speculated token",
+            "controls": [
+                _seq_control(ledger["S"]),
+                _drafter_control(ledger["c_draft"]),
+                {"name": "components", "param": "components", "kind": "checkbox", "label": "show the components",
+                 "value": bool(ledger["components"])},
+            ],
+            "x": {"label": "batch (sequences)", "scale": "log", "min": ledger["batch_range"][0],
+                  "max": ledger["batch_range"][1]},
+            "y": {"label": "cost of a speculated token (\u00d7 a real token)", "scale": "linear", "min": 0,
+                  "max": 1.3},
+            "points": ledger["points"],
+            "components": [list(c) for c in _paper.LEDGER_COMPONENTS],
+        },
+        "optimal_gamma": {
+            "title": "Optimal draft length \u03b3* against batch",
+            "controls": [_seq_control(gamma["S"]), _alpha_control(gamma["alpha"]),
+                         _drafter_control(gamma["c_draft"])],
+            "x": {"label": "batch (sequences)", "scale": "log", "min": gamma["batch_range"][0],
+                  "max": gamma["batch_range"][1]},
+            "y": {"label": "optimal draft length \u03b3*", "scale": "linear", "min": 0, "max": 6},
+            "points": gamma["points"],
+            "gamma_max": gamma["gamma_max"],
+        },
+        "speedup_curves": {
+            "title": "Speedup against draft length",
+            "controls": [_seq_control(curves["S"]), _alpha_control(curves["alpha"]),
+                         _drafter_control(curves["c_draft"])],
+            "x": {"label": "draft length \u03b3 (tokens proposed per verify)", "scale": "linear", "min": 0,
+                  "max": 10},
+            "y": {"label": "throughput speedup over plain decoding (\u00d7)", "scale": "linear", "min": 0, "max": 2},
+            "batches": [int(b) for b in curves["batches"]],
+            "gamma_max": curves["gamma_max"],
+        },
+    }
+
+
+#: Colours shared with the static figures.
+COLORS = dict(_style.COLORS)
+CYCLE = list(_style.CYCLE)

@@ -1,0 +1,510 @@
+/* Live figures for the HTML book: no kernel, no server, no plotting library.
+ *
+ * speclib_model.js (generated from speclib's sympy expressions by
+ * speclib.web.codegen) defines SpeclibModel: the closed forms as JS functions,
+ * the model's constants, and each figure's controls and axes. This file only
+ * binds the constants, adds components up, loops over draft lengths and takes
+ * argmaxes (the same glue as speclib.cost / speclib.speculation), and draws.
+ *
+ * Every notebook cell tagged figure-<name> (MyST-NB gives its container the
+ * class tag_figure-<name>) gets controls and an SVG plot; its static PNG stays
+ * in the page as the no-JavaScript fallback and is hidden here.
+ * window.speclibLive.instances exposes each figure's parameters and arrays
+ * (the browser tests compare them with speclib in Python).
+ */
+(function () {
+  "use strict";
+  var M = window.SpeclibModel;
+  if (!M) { return; }
+  var F = M.formulas, K = M.constants, STYLE = M.style;
+  var SVGNS = "http://www.w3.org/2000/svg";
+
+  // --- the model, constants bound (speclib.cost.CostModel's glue) -----------
+
+  function bound(fn, entry) {
+    var values = entry.values;
+    return function () { return fn.apply(null, Array.prototype.slice.call(arguments).concat(values)); };
+  }
+  var ffnIsMoe = K.ffn.formula === "moe";
+  var model = {
+    proj: bound(F.gemm_cost, K.proj),
+    projSlope: bound(F.gemm_slope, K.proj),
+    ffn: bound(ffnIsMoe ? F.moe_cost : F.gemm_cost, K.ffn),
+    ffnSlope: bound(ffnIsMoe ? F.moe_slope : F.gemm_slope, K.ffn),
+    attn: bound(F.attn_cost, K.attn),
+    attnSlope: bound(F.attn_slope, K.attn),
+    verify: function (B, q, S) {
+      var t = B * q;
+      return this.proj(t) + this.ffn(t) + this.attn(B, q, S);
+    },
+    committed: function (alpha, gamma) {
+      return alpha === 1 ? F.committed_at_one(gamma) : F.committed(alpha, gamma);
+    }
+  };
+
+  // --- grids ----------------------------------------------------------------
+
+  function geomspace(lo, hi, n) {
+    var a = Math.log10(lo), b = Math.log10(hi), out = new Array(n);
+    for (var i = 0; i < n; i++) { out[i] = Math.pow(10, a + (b - a) * i / (n - 1)); }
+    out[0] = lo; out[n - 1] = hi;
+    return out;
+  }
+  function linspace(lo, hi, n) {
+    var out = new Array(n);
+    for (var i = 0; i < n; i++) { out[i] = lo + (hi - lo) * i / (n - 1); }
+    out[n - 1] = hi;
+    return out;
+  }
+  function integerBatches(lo, hi, n) {
+    var seen = {}, out = [];
+    geomspace(lo, hi, n).forEach(function (b) {
+      var r = Math.round(b);
+      if (!seen[r]) { seen[r] = true; out.push(r); }
+    });
+    return out;
+  }
+  function seqLength(u, map) { return map.base * Math.pow(2, map.span * u); }
+
+  // --- what each figure computes ---------------------------------------------
+
+  var COMPUTE = {
+    // speclib.cost.marginal_cost / cost_shares over the batch axis.
+    ledger: function (p, spec) {
+      var B = geomspace(spec.x.min, spec.x.max, spec.points), n = B.length;
+      var out = {B: B, S: p.S, c_draft: p.c_draft, total: [], slopes: {attn_proj: [], moe: [], attention: []},
+                 shares: {attn_proj: [], moe: [], attention: []}};
+      for (var i = 0; i < n; i++) {
+        var b = B[i];
+        var cost = {attn_proj: model.proj(b), moe: model.ffn(b), attention: model.attn(b, 1, p.S)};
+        // A speculated token lands at verify width 2 (speclib reads attention's slope there).
+        var slope = {attn_proj: model.projSlope(b), moe: model.ffnSlope(b), attention: model.attnSlope(b, 2, p.S)};
+        var sum = cost.attn_proj + cost.moe + cost.attention, total = 0;
+        ["attn_proj", "moe", "attention"].forEach(function (key) {
+          var share = cost[key] / sum;
+          out.slopes[key].push(slope[key]);
+          out.shares[key].push(share);
+          total += slope[key] * share;
+        });
+        out.total.push(total + p.c_draft);
+      }
+      return out;
+    },
+    // speclib.speculation.optimal_gamma: argmax over gamma = 0..gamma_max, ties to the shorter draft.
+    optimal_gamma: function (p, spec) {
+      var B = integerBatches(spec.x.min, spec.x.max, spec.points);
+      var out = {B: B, S: p.S, alpha: p.alpha, c_draft: p.c_draft, gamma_star: [], speedup: []};
+      B.forEach(function (b) {
+        var best = bestGamma(p, b, spec.gamma_max);
+        out.gamma_star.push(best.gamma);
+        out.speedup.push(best.speedup);
+      });
+      return out;
+    },
+    speedup_curves: function (p, spec) {
+      var gammas = [];
+      for (var g = 0; g <= spec.gamma_max; g++) { gammas.push(g); }
+      var out = {gammas: gammas, batches: spec.batches.slice(), S: p.S, alpha: p.alpha, c_draft: p.c_draft,
+                 table: [], gamma_star: [], best: []};
+      spec.batches.forEach(function (b) {
+        var c0 = model.verify(b, 1, p.S);
+        out.table.push(gammas.map(function (g) { return speedupAt(p, b, g, c0); }));
+        var best = bestGamma(p, b, spec.gamma_max);
+        out.gamma_star.push(best.gamma);
+        out.best.push(best.speedup);
+      });
+      return out;
+    },
+    // speclib.moe.ffn_intensity / dense_equivalent_intensity for the chosen experts.
+    expert_tax: function (p, spec) {
+      var ffn = K.expert_ffn, fmt = ffn.formats[p.weights];
+      var B = linspace(1, spec.x.max, spec.points);
+      return {
+        B: B, experts: p.experts, top_k: p.top_k, weights: p.weights, ridge: fmt.R,
+        dense: B.map(function (b) { return F.dense_intensity(b, fmt.b, fmt.R); }),
+        moe: B.map(function (b) { return F.moe_intensity(b, p.top_k, p.experts, ffn.n_s, fmt.b, fmt.R); })
+      };
+    }
+  };
+
+  function speedupAt(p, b, gamma, c0) {
+    var cv = model.verify(b, gamma + 1, p.S);
+    return F.speedup(model.committed(p.alpha, gamma), c0, cv, p.c_draft, gamma);
+  }
+  function bestGamma(p, b, gammaMax) {
+    var c0 = model.verify(b, 1, p.S), best = {gamma: 0, speedup: -Infinity};
+    for (var g = 0; g <= gammaMax; g++) {
+      var s = speedupAt(p, b, g, c0);
+      if (s > best.speedup) { best = {gamma: g, speedup: s}; }
+    }
+    return best;
+  }
+
+  // --- how each figure is drawn ------------------------------------------------
+
+  var C = STYLE.colors;
+  function fmtInt(x) { return Math.round(x).toLocaleString("en-US"); }
+  function fmtPct(x) { return Math.round(x * 100) + "%"; }
+  function maxOf(a) { return a.reduce(function (m, v) { return v > m ? v : m; }, -Infinity); }
+  function minOf(a) { return a.reduce(function (m, v) { return v < m ? v : m; }, Infinity); }
+  function heading(rest) { return K.model + " on " + K.hardware + ": " + rest; }
+
+  var DRAW = {
+    ledger: function (d, p, spec) {
+      var layers = [], legend = [], bottom = d.B.map(function () { return 0; });
+      if (p.components) {
+        spec.components.forEach(function (pair) {
+          var key = pair[0];
+          var part = key === "drafter" ? d.B.map(function () { return d.c_draft; })
+            : d.B.map(function (_, i) { return d.slopes[key][i] * d.shares[key][i]; });
+          var top = bottom.map(function (v, i) { return v + part[i]; });
+          layers.push({type: "area", x: d.B, y0: bottom, y1: top, color: C[key], opacity: 0.35});
+          legend.push({label: pair[1], color: C[key], kind: "area"});
+          bottom = top;
+        });
+      }
+      layers.push({type: "hline", y: 1, color: C.ridge, dash: true, label: "full price"});
+      layers.push({type: "line", x: d.B, y: d.total, color: C.total});
+      legend.unshift({label: "speculated token (total)", color: C.total, kind: "line"},
+                     {label: "full price (1\u00d7 a real token)", color: C.ridge, kind: "dash"});
+      return {
+        title: heading("price of a speculated token"),
+        subtitle: "S = " + fmtInt(d.S) + " tokens, drafter " + fmtPct(d.c_draft) + " of a step",
+        x: spec.x, y: {label: spec.y.label, scale: "linear", min: 0, max: Math.max(spec.y.max, maxOf(d.total) * 1.05)},
+        layers: layers, legend: legend
+      };
+    },
+    optimal_gamma: function (d, p, spec) {
+      var layers = [], n = d.B.length, runs = [], start = null;
+      for (var i = 0; i <= n; i++) {
+        var zero = i < n && d.gamma_star[i] === 0;
+        if (zero && start === null) { start = i; }
+        if (!zero && start !== null) { runs.push([start, i - 1]); start = null; }
+      }
+      function edge(i, side) {  // the band reaches halfway (in log B) to the neighbouring batch
+        var j = i + side;
+        return (j < 0 || j >= n) ? d.B[i] : Math.sqrt(d.B[i] * d.B[j]);
+      }
+      runs.forEach(function (r) {
+        var lo = edge(r[0], -1), hi = edge(r[1], 1);
+        var gutter = r[0] > 0 && r[1] < n - 1;
+        layers.push({type: "vband", x0: lo, x1: hi, color: C.gutter, opacity: 0.12});
+        layers.push({type: "text", x: Math.sqrt(lo * hi), yFrac: 0.97, text: gutter ? "gutter" : "\u03b3* = 0",
+                     color: C.gutter, anchor: "middle"});
+      });
+      layers.push({type: "line", x: d.B, y: d.gamma_star, color: C.total, step: true});
+      return {
+        title: heading("optimal draft length"),
+        subtitle: "S = " + fmtInt(d.S) + ", \u03b1 = " + fmtPct(d.alpha) + ", drafter " + fmtPct(d.c_draft) + " of a step",
+        x: spec.x, y: {label: spec.y.label, scale: "linear", min: 0, max: Math.max(spec.y.max, maxOf(d.gamma_star) + 2), integer: true},
+        layers: layers,
+        legend: [{label: "optimal draft length \u03b3*", color: C.total, kind: "line"},
+                 {label: "\u03b3* = 0: plain decoding wins", color: C.gutter, kind: "area"}]
+      };
+    },
+    speedup_curves: function (d, p, spec) {
+      var xHi = Math.min(spec.gamma_max, Math.max(spec.x.max, maxOf(d.gamma_star) + 4));
+      var visible = [], layers = [], legend = [];
+      d.table.forEach(function (row) { visible = visible.concat(row.slice(0, xHi + 1)); });
+      var lo = minOf(visible), hi = maxOf(visible), pad = 0.05 * Math.max(hi - lo, 0.1);
+      layers.push({type: "hline", y: 1, color: C.ridge, dash: true, label: "no speculation"});
+      d.batches.forEach(function (b, i) {
+        var color = STYLE.cycle[i % STYLE.cycle.length];
+        layers.push({type: "line", x: d.gammas, y: d.table[i], color: color, width: 1.6, markers: true});
+        layers.push({type: "star", x: d.gamma_star[i], y: d.best[i], color: color});
+        legend.push({label: "B = " + fmtInt(b) + ": \u03b3* = " + d.gamma_star[i], color: color, kind: "line"});
+      });
+      return {
+        title: heading("speedup against draft length"),
+        subtitle: "S = " + fmtInt(d.S) + ", \u03b1 = " + fmtPct(d.alpha) + ", drafter " + fmtPct(d.c_draft) + "; \u2605 = best \u03b3 at each batch",
+        x: {label: spec.x.label, scale: "linear", min: -0.3, max: xHi + 0.3, integer: true},
+        y: {label: spec.y.label, scale: "linear", min: Math.min(lo, 1) - pad, max: Math.max(hi, 1) + pad},
+        layers: layers, legend: legend
+      };
+    },
+    expert_tax: function (d, p, spec) {
+      var shared = K.expert_ffn.n_s ? " + " + K.expert_ffn.n_s + " shared" : "";
+      var fmtB = K.expert_ffn.formats[p.weights].b;
+      return {
+        title: heading("the expert tax"),
+        subtitle: "top-" + d.top_k + " of " + d.experts + " routed experts" + shared + ", " + p.weights + " weights",
+        x: spec.x, y: spec.y,
+        layers: [
+          {type: "area", x: d.B, y0: null, y1: d.dense, where: d.dense.map(function (v) { return v < d.ridge; }), color: C.dense, opacity: 0.15},
+          {type: "area", x: d.B, y0: null, y1: d.moe, where: d.moe.map(function (v) { return v < d.ridge; }), color: C.moe, opacity: 0.15},
+          {type: "hline", y: d.ridge, color: C.ridge, dash: true, label: K.hardware + " ridge: " + fmtInt(d.ridge) + " FLOP/byte", anchor: "start"},
+          {type: "line", x: d.B, y: d.dense, color: C.dense},
+          {type: "line", x: d.B, y: d.moe, color: C.moe}
+        ],
+        legend: [{label: "dense FFN, same weights (" + fmtB + " B/param)", color: C.dense, kind: "line"},
+                 {label: "MoE: top-" + d.top_k + " of " + d.experts + shared + " experts", color: C.moe, kind: "line"},
+                 {label: "memory-bound: speculated tokens ~free", color: C.dense, kind: "area"},
+                 {label: "ridge (compute-bound above)", color: C.ridge, kind: "dash"}]
+      };
+    }
+  };
+
+  // --- a small SVG plotter -------------------------------------------------------
+
+  var W = 640, H = 360, PAD = {l: 64, r: 14, t: 12, b: 46};
+
+  function el(name, attrs, parent) {
+    var node = document.createElementNS(SVGNS, name);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (parent) { parent.appendChild(node); }
+    return node;
+  }
+  function scaleOf(axis, lo, hi) {
+    if (axis.scale === "log") {
+      var a = Math.log10(axis.min), b = Math.log10(axis.max);
+      return function (v) { return lo + (Math.log10(v) - a) / (b - a) * (hi - lo); };
+    }
+    return function (v) { return lo + (v - axis.min) / (axis.max - axis.min) * (hi - lo); };
+  }
+  function ticksOf(axis) {
+    var out = [];
+    if (axis.scale === "log") {
+      for (var e = Math.ceil(Math.log10(axis.min)); Math.pow(10, e) <= axis.max * (1 + 1e-12); e++) { out.push(Math.pow(10, e)); }
+      return out;
+    }
+    var raw = (axis.max - axis.min) / 6, mag = Math.pow(10, Math.floor(Math.log10(raw))), step = mag * 10;
+    [1, 2, 2.5, 5, 10].some(function (m) { if (m * mag >= raw) { step = m * mag; return true; } return false; });
+    if (axis.integer) { step = Math.max(1, Math.round(step)); }
+    for (var v = Math.ceil(axis.min / step) * step; v <= axis.max + step * 1e-9; v += step) { out.push(Math.abs(v) < step * 1e-9 ? 0 : v); }
+    return out;
+  }
+  function tickLabel(v, axis) {
+    if (axis.scale === "log" && v >= 1000 && Number.isInteger(v / 1000)) { return (v / 1000) + "k"; }
+    if (Number.isInteger(v)) { return v.toLocaleString("en-US"); }
+    return String(+v.toPrecision(4));
+  }
+  function pathOf(xs, ys, sx, sy, step) {
+    var d = "", prev = null;
+    for (var i = 0; i < xs.length; i++) {
+      if (!isFinite(ys[i])) { prev = null; continue; }
+      var px = sx(xs[i]), py = sy(ys[i]);
+      if (prev === null) { d += "M" + px.toFixed(2) + "," + py.toFixed(2); }
+      else if (step) {
+        var mid = ((prev[0] + px) / 2).toFixed(2);
+        d += "H" + mid + "V" + py.toFixed(2) + "H" + px.toFixed(2);
+      } else { d += "L" + px.toFixed(2) + "," + py.toFixed(2); }
+      prev = [px, py];
+    }
+    return d;
+  }
+
+  var clipCount = 0;
+  function render(svg, fig) {
+    while (svg.firstChild) { svg.removeChild(svg.firstChild); }
+    var x0 = PAD.l, x1 = W - PAD.r, y0 = H - PAD.b, y1 = PAD.t;
+    var sx = scaleOf(fig.x, x0, x1), sy = scaleOf(fig.y, y0, y1);
+    var clipId = svg.getAttribute("data-clip");
+    if (!clipId) { clipId = "speclib-clip-" + (++clipCount); svg.setAttribute("data-clip", clipId); }
+    var clip = el("clipPath", {id: clipId}, el("defs", {}, svg));
+    el("rect", {x: x0, y: y1, width: x1 - x0, height: y0 - y1}, clip);
+
+    var grid = el("g", {"class": "speclib-grid"}, svg);
+    ticksOf(fig.x).forEach(function (v) {
+      var px = sx(v).toFixed(2);
+      el("line", {x1: px, x2: px, y1: y0, y2: y1}, grid);
+      el("text", {x: px, y: y0 + 16, "text-anchor": "middle"}, grid).textContent = tickLabel(v, fig.x);
+    });
+    ticksOf(fig.y).forEach(function (v) {
+      var py = sy(v).toFixed(2);
+      el("line", {x1: x0, x2: x1, y1: py, y2: py}, grid);
+      el("text", {x: x0 - 6, y: py, "text-anchor": "end", dy: "0.32em"}, grid).textContent = tickLabel(v, fig.y);
+    });
+    el("path", {"class": "speclib-axes", d: "M" + x0 + "," + y1 + "V" + y0 + "H" + x1}, svg);
+    el("text", {"class": "speclib-label", x: (x0 + x1) / 2, y: H - 8, "text-anchor": "middle"}, svg).textContent = fig.x.label;
+    el("text", {"class": "speclib-label", x: 0, y: 0, "text-anchor": "middle",
+                transform: "translate(14," + ((y0 + y1) / 2) + ") rotate(-90)"}, svg).textContent = fig.y.label;
+
+    var plot = el("g", {"clip-path": "url(#" + clipId + ")"}, svg);
+    fig.layers.forEach(function (layer) {
+      if (layer.type === "area") {
+        var where = layer.where, i = 0, n = layer.x.length;
+        while (i < n) {  // one polygon per run where the band applies
+          if (where && !where[i]) { i++; continue; }
+          var j = i;
+          while (j + 1 < n && (!where || where[j + 1])) { j++; }
+          var top = "", base = "";
+          for (var k = i; k <= j; k++) {
+            top += (k === i ? "M" : "L") + sx(layer.x[k]).toFixed(2) + "," + sy(layer.y1[k]).toFixed(2);
+          }
+          for (k = j; k >= i; k--) {
+            base += "L" + sx(layer.x[k]).toFixed(2) + "," + (layer.y0 ? sy(layer.y0[k]) : y0).toFixed(2);
+          }
+          el("path", {d: top + base + "Z", fill: layer.color, "fill-opacity": layer.opacity, stroke: "none"}, plot);
+          i = j + 1;
+        }
+      } else if (layer.type === "vband") {
+        var a = sx(layer.x0), b = sx(layer.x1);
+        el("rect", {x: a.toFixed(2), y: y1, width: Math.max(b - a, 1).toFixed(2), height: y0 - y1,
+                    fill: layer.color, "fill-opacity": layer.opacity}, plot);
+      } else if (layer.type === "hline") {
+        var py = sy(layer.y).toFixed(2);
+        el("line", {x1: x0, x2: x1, y1: py, y2: py, stroke: layer.color, "stroke-width": 1.2,
+                    "stroke-dasharray": layer.dash ? "5,4" : "none"}, plot);
+        if (layer.label) {
+          var start = layer.anchor === "start";
+          el("text", {x: start ? x0 + 6 : x1 - 4, y: sy(layer.y) - 4, "text-anchor": start ? "start" : "end",
+                      fill: layer.color, "class": "speclib-note"}, plot).textContent = layer.label;
+        }
+      } else if (layer.type === "line") {
+        el("path", {d: pathOf(layer.x, layer.y, sx, sy, layer.step), fill: "none", stroke: layer.color,
+                    "stroke-width": layer.width || 2, "stroke-linejoin": "round"}, plot);
+        if (layer.markers) {
+          layer.x.forEach(function (xv, i) {
+            el("circle", {cx: sx(xv).toFixed(2), cy: sy(layer.y[i]).toFixed(2), r: 2, fill: layer.color}, plot);
+          });
+        }
+      } else if (layer.type === "star") {
+        el("text", {x: sx(layer.x).toFixed(2), y: sy(layer.y).toFixed(2), "text-anchor": "middle", dy: "0.35em",
+                    fill: layer.color, stroke: "#000", "stroke-width": 0.5, "class": "speclib-star"}, plot).textContent = "\u2605";
+      } else if (layer.type === "text") {
+        el("text", {x: sx(layer.x).toFixed(2), y: (y0 + (y1 - y0) * layer.yFrac).toFixed(2), dy: "0.8em",
+                    "text-anchor": layer.anchor || "start", fill: layer.color, "class": "speclib-note"}, plot).textContent = layer.text;
+      }
+    });
+  }
+
+  function renderLegend(box, items) {
+    box.textContent = "";
+    items.forEach(function (item) {
+      var entry = document.createElement("span");
+      entry.className = "speclib-legend-item";
+      var swatch = document.createElement("span");
+      swatch.className = "speclib-swatch speclib-swatch-" + item.kind;
+      swatch.style.setProperty("--swatch", item.color);
+      entry.appendChild(swatch);
+      entry.appendChild(document.createTextNode(item.label));
+      box.appendChild(entry);
+    });
+  }
+
+  // --- controls and mounting ------------------------------------------------------
+
+  function controlValue(control, input) {
+    if (control.kind === "checkbox") { return input.checked; }
+    if (control.kind === "select") { return input.value; }
+    return parseFloat(input.value);
+  }
+  function paramOf(control, value) {
+    return control.map ? seqLength(value, control.map) : value;
+  }
+  function shown(control, value) {
+    var v = paramOf(control, value);
+    if (control.format === "percent") { return fmtPct(v); }
+    if (control.format === "tokens") { return fmtInt(v) + " tokens"; }
+    if (control.format === "int") { return String(v); }
+    return String(v);
+  }
+
+  var counter = 0;
+  function mount(cell, name) {
+    var spec = M.figures[name];
+    var id = "speclib-live-" + (++counter);
+    var box = document.createElement("div");
+    box.className = "speclib-live";
+    box.setAttribute("data-speclib-figure", name);
+    var form = document.createElement("form");
+    form.className = "speclib-controls";
+    form.addEventListener("submit", function (e) { e.preventDefault(); });
+    var figure = document.createElement("div");
+    figure.className = "speclib-figure";
+    var title = document.createElement("div");
+    title.className = "speclib-title";
+    var svg = el("svg", {viewBox: "0 0 " + W + " " + H, role: "img", "class": "speclib-svg"});
+    var legend = document.createElement("div");
+    legend.className = "speclib-legend";
+    figure.appendChild(title);
+    figure.appendChild(svg);
+    figure.appendChild(legend);
+
+    var instance = {name: name, id: id, spec: spec, params: {}, data: null, redraws: 0, lastRedrawMs: null,
+                    element: box, svg: svg};
+    var inputs = {};
+    spec.controls.forEach(function (control) {
+      var row = document.createElement("label");
+      row.className = "speclib-control speclib-control-" + control.kind;
+      var text = document.createElement("span");
+      text.className = "speclib-control-label";
+      text.textContent = control.label;
+      var input, output = document.createElement("output");
+      if (control.kind === "select") {
+        input = document.createElement("select");
+        control.options.forEach(function (opt) {
+          var o = document.createElement("option");
+          o.value = opt; o.textContent = opt;
+          input.appendChild(o);
+        });
+        input.value = control.value;
+      } else {
+        input = document.createElement("input");
+        input.type = control.kind;
+        if (control.kind === "checkbox") {
+          input.checked = !!control.value;
+        } else {
+          input.min = control.min; input.max = control.max; input.step = control.step; input.value = control.value;
+        }
+      }
+      input.name = control.name;
+      input.setAttribute("data-control", control.name);
+      row.appendChild(text);
+      row.appendChild(input);
+      if (control.kind === "range") { row.appendChild(output); }
+      form.appendChild(row);
+      inputs[control.name] = {control: control, input: input, output: output};
+      input.addEventListener(control.kind === "range" ? "input" : "change", function () { update(); });
+    });
+
+    function update() {
+      var t0 = performance.now();
+      Object.keys(inputs).forEach(function (key) {
+        var c = inputs[key], value = controlValue(c.control, c.input);
+        instance.params[c.control.param] = paramOf(c.control, value);
+        if (c.control.kind === "range") { c.output.textContent = shown(c.control, value); }
+      });
+      instance.data = COMPUTE[name](instance.params, spec);
+      var fig = DRAW[name](instance.data, instance.params, spec);
+      title.textContent = "";
+      var strong = document.createElement("strong");
+      strong.textContent = fig.title;
+      title.appendChild(strong);
+      title.appendChild(document.createTextNode(" \u2014 " + fig.subtitle));
+      svg.setAttribute("aria-label", fig.title + "; " + fig.subtitle);
+      render(svg, fig);
+      renderLegend(legend, fig.legend);
+      instance.redraws += 1;
+      instance.lastRedrawMs = performance.now() - t0;
+      box.dispatchEvent(new CustomEvent("speclib:redraw", {bubbles: true}));
+    }
+    instance.update = update;
+
+    var note = document.createElement("p");
+    note.className = "speclib-note-line";
+    note.textContent = "Live figure: computed in your browser from speclib's formulas (generated from its sympy expressions).";
+    box.appendChild(form);
+    box.appendChild(figure);
+    box.appendChild(note);
+    cell.appendChild(box);
+    cell.classList.add("speclib-live-active");
+    update();
+    return instance;
+  }
+
+  function mountAll() {
+    var live = window.speclibLive = window.speclibLive || {instances: []};
+    document.querySelectorAll("[class*='tag_figure-']").forEach(function (cell) {
+      if (cell.classList.contains("speclib-live-active")) { return; }
+      cell.classList.forEach(function (cls) {
+        var name = cls.indexOf("tag_figure-") === 0 ? cls.slice("tag_figure-".length) : null;
+        if (name && M.figures[name] && COMPUTE[name]) { live.instances.push(mount(cell, name)); }
+      });
+    });
+    live.ready = true;
+  }
+
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", mountAll); }
+  else { mountAll(); }
+})();
