@@ -1,0 +1,198 @@
+"""Fixtures for the browser tests of the built HTML book.
+
+These tests drive Debian's Chromium through Playwright against the book in
+``_build/html`` served on 127.0.0.1. They run only when SPECLIB_BROWSER_TESTS=1
+(``bash scripts/browser_test.sh`` sets it after installing Chromium and
+Playwright and building the book); in the ordinary test run they are skipped.
+When the variable is set, a missing browser or book is a failure, not a skip.
+
+Environment: SPECLIB_HTML_DIR (default ``<repo>/_build/html``),
+SPECLIB_CHROMIUM (default ``/usr/bin/chromium``).
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ENABLED = os.environ.get("SPECLIB_BROWSER_TESTS") == "1"
+HTML_DIR = Path(os.environ.get("SPECLIB_HTML_DIR", REPO / "_build" / "html"))
+CHROMIUM = os.environ.get("SPECLIB_CHROMIUM", "/usr/bin/chromium")
+#: As the machine notes advise: headless, and none of Chromium's own calls home
+#: (on a closed network they fail loudly and slowly).
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
+PAGE_LIMIT_BYTES = 5 * 1024 * 1024
+
+#: Filled by the page tests, printed at the end of the session.
+WEIGHTS: dict = {}
+REDRAWS: dict = {}
+
+
+def pytest_collection_modifyitems(config, items):
+    if ENABLED:
+        return
+    skip = pytest.mark.skip(reason="browser tests run with `bash scripts/browser_test.sh` (SPECLIB_BROWSER_TESTS=1)")
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(skip)
+
+
+def book_pages() -> list:
+    """Every HTML page of the built book, relative to its root."""
+    if not (HTML_DIR / "index.html").is_file():
+        return []
+    skip_dirs = {"_static", "_sources", "_images"}
+    return sorted(
+        str(p.relative_to(HTML_DIR))
+        for p in HTML_DIR.rglob("*.html")
+        if not skip_dirs & set(p.relative_to(HTML_DIR).parts[:-1])
+    )
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output for the tests
+        pass
+
+
+@pytest.fixture(scope="session")
+def html_dir():
+    if not (HTML_DIR / "index.html").is_file():
+        pytest.fail(f"no built book at {HTML_DIR}: run `bash scripts/build_book.sh` (browser_test.sh does)")
+    return HTML_DIR
+
+
+@pytest.fixture(scope="session")
+def base_url(html_dir):
+    handler = functools.partial(_QuietHandler, directory=str(html_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("Playwright for Python is not installed: `bash scripts/browser_test.sh` installs it")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"no Chromium at {CHROMIUM}: `apt-get install chromium` (browser_test.sh does)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@dataclass
+class PageVisit:
+    """One page load and everything it did on the network and the console."""
+
+    page: object
+    url: str
+    requests: list = field(default_factory=list)
+    external: list = field(default_factory=list)
+    console_errors: list = field(default_factory=list)
+    failed: list = field(default_factory=list)
+    load_seconds: float = 0.0
+
+    def bytes_loaded(self) -> int:
+        total = 0
+        for request in self.requests:
+            try:
+                sizes = request.sizes()
+            except Exception:  # a request that never got an answer
+                continue
+            total += sizes["responseBodySize"] + max(sizes["responseHeadersSize"], 0)
+        return total
+
+
+@pytest.fixture
+def visit(browser, base_url):
+    """``visit(path)``: open a page of the book in a fresh context (empty
+    cache, so its weight counts every asset), with any request to another host
+    blocked and recorded, and wait until its maths is typeset and the network
+    is idle."""
+    contexts = []
+
+    def _visit(path: str) -> PageVisit:
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+        contexts.append(context)
+        page = context.new_page()
+        record = PageVisit(page=page, url=base_url + path)
+
+        def route(r):
+            host = urlsplit(r.request.url).hostname or ""
+            if r.request.url.startswith(("data:", "blob:")) or host in LOCAL_HOSTS:
+                r.continue_()
+            else:
+                record.external.append(r.request.url)
+                r.abort("blockedbyclient")
+
+        context.route("**/*", route)
+        page.on("request", lambda r: record.requests.append(r))
+        page.on("console", lambda m: m.type == "error" and record.console_errors.append(m.text))
+        page.on("pageerror", lambda e: record.console_errors.append(f"uncaught: {e}"))
+        page.on("requestfailed", lambda r: record.failed.append(f"{r.url}: {r.failure}"))
+        page.on("response", lambda r: r.status >= 400 and record.failed.append(f"{r.url}: HTTP {r.status}"))
+        start = time.perf_counter()
+        page.goto(record.url, wait_until="load")
+        if page.locator("meta[http-equiv='Refresh' i]").count():
+            # jupyter-book's index.html only redirects to the root chapter.
+            page.wait_for_url(lambda url: url != record.url)
+            page.wait_for_load_state("load")
+        page.evaluate("""async () => {
+            if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+        }""")
+        page.wait_for_load_state("networkidle")
+        record.load_seconds = time.perf_counter() - start
+        return record
+
+    yield _visit
+    for context in contexts:
+        context.close()
+
+
+def pytest_terminal_summary(terminalreporter):
+    if WEIGHTS:
+        tr = terminalreporter
+        tr.section("page weight (every request of one page load, empty cache)")
+        tr.write_line(f"{'page':<48} {'requests':>8} {'KiB':>9} {'external':>8} {'load s':>7}")
+        for path, (n, size, external, seconds) in sorted(WEIGHTS.items()):
+            tr.write_line(f"{path:<48} {n:>8} {size / 1024:>9.1f} {external:>8} {seconds:>7.2f}")
+        heaviest = max(WEIGHTS.items(), key=lambda kv: kv[1][1])
+        tr.write_line(f"heaviest: {heaviest[0]} at {heaviest[1][1] / 1024 / 1024:.2f} MiB "
+                      f"(limit {PAGE_LIMIT_BYTES / 1024 / 1024:.0f} MiB); external requests in all: "
+                      f"{sum(v[2] for v in WEIGHTS.values())}")
+    if REDRAWS:
+        tr = terminalreporter
+        tr.section("live figure redraw time in Chromium (compute + SVG), per control move")
+        for name, times in sorted(REDRAWS.items()):
+            times = sorted(times)
+            tr.write_line(f"{name:<16} moves {len(times):>3}  median {times[len(times) // 2]:6.1f} ms  "
+                          f"max {times[-1]:6.1f} ms")

@@ -1,0 +1,211 @@
+"""The built HTML book in a real browser (headless Chromium via Playwright).
+
+Every page: no console errors or failed requests, nothing loaded from another
+host, its maths typeset by MathJax, its images loaded, and under 5 MB with all
+its assets. Every live figure: each control moves and redraws the figure, and
+the numbers the page computes equal speclib's at sampled settings.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import speclib
+from speclib import cost, moe, speculation
+from speclib.figures.paper import moe_what_if, seq_len_from_slider
+
+from .conftest import HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, WEIGHTS, book_pages
+
+PAGES = book_pages()
+#: Figures the book must show live (issue 7); the others are checked when present.
+REQUIRED_LIVE = ("ledger", "optimal_gamma")
+LIVE = ("expert_tax", "ledger", "optimal_gamma", "speedup_curves")
+
+
+def pages_with(name: str) -> list:
+    pattern = re.compile(rf"\btag_figure-{name}\b")
+    return [p for p in PAGES if pattern.search((HTML_DIR / p).read_text(encoding="utf-8"))]
+
+
+def page_for(name: str) -> str:
+    found = pages_with(name)
+    if not found:
+        if name in REQUIRED_LIVE:
+            pytest.fail(f"no page of the book has a cell tagged figure-{name}")
+        pytest.skip(f"no page of the book has a cell tagged figure-{name} (yet)")
+    return found[0]
+
+
+# --- every page -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", PAGES or ["(no built book)"])
+def test_page_loads_cleanly_offline_and_light(visit, path):
+    if not PAGES:
+        pytest.fail(f"no built book at {HTML_DIR}")
+    v = visit(path)
+    weight = v.bytes_loaded()
+    WEIGHTS[path] = (len(v.requests), weight, len(v.external), v.load_seconds)
+    assert v.external == [], f"{path} asked other hosts for: {v.external}"
+    assert v.console_errors == [], f"{path}: console errors {v.console_errors}"
+    assert v.failed == [], f"{path}: failed requests {v.failed}"
+    assert weight < PAGE_LIMIT_BYTES, f"{path} loads {weight / 1e6:.2f} MB"
+
+    math = v.page.evaluate("""() => {
+        const math = Array.from(document.querySelectorAll('.math'));
+        return {
+            total: math.length,
+            typeset: math.filter(m => m.querySelector('mjx-container') || m.closest('mjx-container')).length,
+            errors: document.querySelectorAll('mjx-merror, .MathJax_Error').length,
+            raw: math.filter(m => /\\\\\\(|\\\\\\[|\\$/.test(m.textContent) && !m.querySelector('mjx-container'))
+                     .map(m => m.textContent.slice(0, 60)),
+        };
+    }""")
+    assert math["typeset"] == math["total"], f"{path}: untypeset maths {math['raw']}"
+    assert math["errors"] == 0, f"{path}: {math['errors']} MathJax errors"
+
+    images = v.page.evaluate("""() => Array.from(document.images).map(img => ({
+        src: img.getAttribute('src'), complete: img.complete, width: img.naturalWidth}))""")
+    broken = [img["src"] for img in images if not (img["complete"] and img["width"] > 0)]
+    assert broken == [], f"{path}: images that did not load: {broken}"
+
+    tagged = len(re.findall(r"\btag_figure-", (HTML_DIR / path).read_text(encoding="utf-8")))
+    figures_shown = v.page.evaluate("""() => Array.from(document.querySelectorAll("[class*='tag_figure-']"))
+        .filter(c => c.querySelector('img, svg.speclib-svg, table')).length""")
+    assert figures_shown == tagged, f"{path}: {tagged - figures_shown} tagged figure cells show nothing"
+
+
+def test_the_book_has_pages():
+    assert len(PAGES) >= 3, f"only {PAGES} built"
+
+
+# --- live figures: controls ---------------------------------------------------------
+
+SNAPSHOT = """(i) => {
+    const inst = window.speclibLive.instances[i];
+    const fig = inst.element.querySelector('.speclib-figure');
+    return {html: fig.innerHTML, redraws: inst.redraws, ms: inst.lastRedrawMs,
+            data: JSON.stringify(inst.data)};
+}"""
+
+
+def live_instances(page):
+    page.wait_for_function("() => window.speclibLive && window.speclibLive.ready")
+    return page.evaluate("() => window.speclibLive.instances.map(i => i.name)")
+
+
+@pytest.mark.parametrize("name", LIVE)
+def test_every_control_moves_and_redraws(visit, name):
+    v = visit(page_for(name))
+    page = v.page
+    names = live_instances(page)
+    assert name in names
+    # The static PNG stays in the page (the no-JavaScript fallback) but is hidden.
+    hidden = page.evaluate("""(name) => Array.from(document.querySelectorAll('.tag_figure-' + name + ' .cell_output'))
+        .every(o => getComputedStyle(o).display === 'none')""", name)
+    assert hidden
+    for index, found in enumerate(names):
+        if found != name:
+            continue
+        box = page.locator(".speclib-live").nth(index)
+        box.scroll_into_view_if_needed()
+        controls = box.locator("[data-control]")
+        assert controls.count() >= 2
+        for c in range(controls.count()):
+            control = controls.nth(c)
+            before = page.evaluate(SNAPSHOT, index)
+            kind = control.evaluate("e => e.tagName === 'SELECT' ? 'select' : e.type")
+            if kind == "range":
+                at_max = control.evaluate("e => parseFloat(e.value) >= parseFloat(e.max)")
+                control.focus()
+                # A reader's keyboard: several steps so that a change shows even where the curve is flat.
+                for _ in range(4):
+                    control.press("ArrowLeft" if at_max else "ArrowRight")
+            elif kind == "checkbox":
+                control.click()
+            else:
+                options = control.evaluate("e => Array.from(e.options).map(o => o.value)")
+                current = control.input_value()
+                control.select_option(next(o for o in options if o != current))
+            after = page.evaluate(SNAPSHOT, index)
+            label = control.get_attribute("data-control")
+            assert after["redraws"] > before["redraws"], f"{name}: moving {label} did not redraw"
+            assert after["html"] != before["html"], f"{name}: moving {label} left the figure unchanged"
+            REDRAWS.setdefault(name, []).append(after["ms"])
+    assert v.console_errors == [], v.console_errors
+
+
+# --- live figures: the numbers are speclib's ----------------------------------------------
+
+SET_AND_READ = """([i, settings]) => {
+    const inst = window.speclibLive.instances[i];
+    for (const [name, value] of Object.entries(settings)) {
+        const input = inst.element.querySelector('[data-control="' + name + '"]');
+        if (input.type === 'checkbox') { input.checked = value; input.dispatchEvent(new Event('change')); }
+        else if (input.tagName === 'SELECT') { input.value = value; input.dispatchEvent(new Event('change')); }
+        else { input.value = String(value); input.dispatchEvent(new Event('input')); }
+        if (input.type === 'range' && parseFloat(input.value) !== value) { throw new Error(name + ' did not take ' + value); }
+    }
+    return {params: inst.params, data: inst.data};
+}"""
+
+RTOL = 1e-9
+
+
+def first_instance(page, name):
+    return live_instances(page).index(name)
+
+
+def test_ledger_equals_speclib(visit):
+    page = visit(page_for("ledger")).page
+    i = first_instance(page, "ledger")
+    for u, c in [(0.5, 0.1), (0.0, 0.0), (0.25, 0.37), (1.0, 0.5), (0.625, 0.02)]:
+        got = page.evaluate(SET_AND_READ, [i, {"u": u, "c_draft": c}])
+        S = seq_len_from_slider(u)
+        assert got["params"]["S"] == pytest.approx(S, rel=1e-15)
+        B = np.array(got["data"]["B"])
+        assert B[0] == 1 and B[-1] == 30_000 and np.all(np.diff(B) > 0)
+        want = speclib.marginal_cost(B, S, c)
+        shares = cost.cost_shares(B, S)
+        np.testing.assert_allclose(got["data"]["total"], want["total"], rtol=RTOL)
+        for key in ("attn_proj", "moe", "attention"):
+            np.testing.assert_allclose(got["data"]["slopes"][key], np.broadcast_to(want[key], B.shape), rtol=RTOL)
+            np.testing.assert_allclose(got["data"]["shares"][key], shares[key], rtol=RTOL)
+
+
+def test_optimal_gamma_equals_speclib(visit):
+    page = visit(page_for("optimal_gamma")).page
+    i = first_instance(page, "optimal_gamma")
+    for u, alpha, c in [(0.375, 0.75, 0.1), (0.0, 0.01, 0.0), (1.0, 0.99, 0.5), (0.5, 0.9, 0.05), (0.75, 0.6, 0.25)]:
+        got = page.evaluate(SET_AND_READ, [i, {"u": u, "alpha": alpha, "c_draft": c}])
+        S = seq_len_from_slider(u)
+        B = np.array(got["data"]["B"])
+        g, best = speclib.optimal_gamma(alpha, B, S, c)
+        np.testing.assert_array_equal(got["data"]["gamma_star"], g)
+        np.testing.assert_allclose(got["data"]["speedup"], best, rtol=RTOL)
+
+
+def test_speedup_curves_equal_speclib(visit):
+    page = visit(page_for("speedup_curves")).page
+    i = first_instance(page, "speedup_curves")
+    for u, alpha, c in [(0.375, 0.75, 0.1), (0.875, 0.95, 0.0), (0.125, 0.3, 0.4)]:
+        got = page.evaluate(SET_AND_READ, [i, {"u": u, "alpha": alpha, "c_draft": c}])
+        S = seq_len_from_slider(u)
+        gammas, batches = np.array(got["data"]["gammas"]), np.array(got["data"]["batches"])
+        table = speculation.speedup(alpha, gammas[None, :], batches[:, None], S, c)
+        np.testing.assert_allclose(got["data"]["table"], table, rtol=RTOL)
+        g, _ = speclib.optimal_gamma(alpha, batches, S, c)
+        np.testing.assert_array_equal(got["data"]["gamma_star"], g)
+
+
+def test_expert_tax_equals_speclib(visit):
+    page = visit(page_for("expert_tax")).page
+    i = first_instance(page, "expert_tax")
+    for experts, top_k, weights in [(256, 6, "mxfp4"), (64, 1, "fp8"), (512, 16, "bf16"), (128, 8, "mxfp4")]:
+        got = page.evaluate(SET_AND_READ, [i, {"experts": experts, "top_k": top_k, "weights": weights}])
+        model = moe_what_if(None, experts=experts, top_k=top_k, weights=weights)
+        B = np.array(got["data"]["B"])
+        np.testing.assert_allclose(got["data"]["moe"], moe.ffn_intensity(B, model), rtol=RTOL)
+        np.testing.assert_allclose(got["data"]["dense"], moe.dense_equivalent_intensity(B, model), rtol=RTOL)

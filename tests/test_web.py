@@ -1,0 +1,208 @@
+"""The HTML book's live layer without a browser: the JavaScript printed from
+speclib's sympy expressions, the constants and controls it is given, and the
+Sphinx extension that keeps every page off the network.
+
+The generated JavaScript is run in Node.js (present on the project's machines;
+these tests skip without it) and checked against sympy evaluating the same
+expression to 30 digits, an independent route from both the JS printer and
+numpy's lambdify. The browser tests (tests/browser) check the page end to end.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from speclib import sphinx_ext
+from speclib.web import codegen, offline
+from speclib.web.live_figures import build_live_figures
+
+NODE = shutil.which("node") or shutil.which("nodejs")
+needs_node = pytest.mark.skipif(NODE is None, reason="Node.js is needed to run the generated JavaScript")
+
+#: Argument ranges by symbol name, wide enough to reach both roofline branches.
+RANGES = {
+    "t": (1, 40_000), "B": (1, 40_000), "q": (1, 65), "S": (512, 131_072),
+    "W": (1e6, 2e8), "W_E": (1e6, 5e7), "b_w": (0.5, 2), "b": (0.5, 2), "R": (100, 2500),
+    "k": (1, 16), "E": (32, 512), "n_s": (0, 2), "m_c": (100, 1000), "m_q": (0, 1e5), "f": (1e4, 3e5),
+    "alpha": (0.01, 0.99), "gamma": (0, 64), "N": (1, 65), "C_0": (1e6, 1e10), "C_v": (1e6, 1e11), "c": (0, 0.5),
+}
+INTEGER = {"k", "E", "n_s", "gamma", "q"}
+
+
+def sample_arguments(formula, rng, n):
+    rows = []
+    for _ in range(n):
+        row = []
+        for symbol in formula.args:
+            lo, hi = RANGES[str(symbol)]
+            value = float(rng.integers(lo, hi + 1)) if str(symbol) in INTEGER else float(np.exp(rng.uniform(np.log(max(lo, 1e-3)), np.log(hi))))
+            row.append(value)
+        rows.append(row)
+    return rows
+
+
+def run_generated_script(expression: str) -> object:
+    """Load speclib_model.js into Node and print ``expression`` as JSON."""
+    script = codegen.model_javascript() + f"\nprocess.stdout.write(JSON.stringify({expression}));\n"
+    done = subprocess.run([NODE, "-e", script], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(done.stdout)
+
+
+@needs_node
+def test_generated_formulas_equal_sympy_at_sampled_points():
+    rng = np.random.default_rng(20260608)
+    cases = {f.name: sample_arguments(f, rng, 5) for f in codegen.formulas()}
+    got = run_generated_script(
+        "Object.fromEntries(Object.entries(" + json.dumps(cases) + ").map(([name, rows]) => "
+        "[name, rows.map(r => SpeclibModel.formulas[name](...r))]))"
+    )
+    for formula in codegen.formulas():
+        for args, value in zip(cases[formula.name], got[formula.name]):
+            exact = formula.expr.subs({s: sp.Float(a, 30) for s, a in zip(formula.args, args)}).evalf(30)
+            assert value == pytest.approx(float(exact), rel=1e-12, abs=1e-300), (formula.name, args)
+
+
+@needs_node
+def test_generated_script_exposes_constants_and_figures():
+    got = run_generated_script("{c: SpeclibModel.constants, f: Object.keys(SpeclibModel.figures).sort()}")
+    assert got["c"] == json.loads(json.dumps(codegen.model_constants()))
+    assert got["f"] == sorted(build_live_figures())
+
+
+def test_constants_are_the_papers_deepseek_v4_flash_on_b200():
+    c = codegen.model_constants()
+    proj = dict(zip(c["proj"]["names"], c["proj"]["values"]))
+    assert proj["W"] == pytest.approx(107e6, rel=0.01)  # MODEL.md: W_attn ~ 107e6 params
+    assert (proj["b_w"], proj["R"]) == (1.0, 562.5)  # fp8 weights, fp8 ridge 4.5P / 8T
+    ffn = dict(zip(c["ffn"]["names"], c["ffn"]["values"]))
+    assert ffn == {"k": 6, "E": 256, "n_s": 1, "W_E": 3 * 4096 * 2048, "b": 0.53, "R": 1125.0}
+    attn = dict(zip(c["attn"]["names"], c["attn"]["values"]))
+    # The ledger leaves the query bytes out, as the paper's chart does.
+    assert attn == {"m_c": 576, "m_q": 0.0, "f": 139_264, "R": 281.25}
+    with_query = codegen.model_constants(query_bytes=True)
+    assert dict(zip(with_query["attn"]["names"], with_query["attn"]["values"]))["m_q"] == 73_728
+    assert c["expert_ffn"]["formats"]["mxfp4"] == {"b": 0.53, "R": 1125.0}
+
+
+def test_constants_name_the_formula_arguments_they_fill():
+    c = codegen.model_constants()
+    signatures = {f.name: [str(a) for a in f.args] for f in codegen.formulas()}
+    assert signatures["gemm_cost"][1:] == c["proj"]["names"]
+    assert signatures["moe_cost"][1:] == c["ffn"]["names"]
+    assert signatures["attn_cost"][3:] == c["attn"]["names"]
+
+
+def test_a_dense_model_binds_the_gemm_formula_and_has_no_expert_tax():
+    c = codegen.model_constants("Llama-3-70B")
+    assert c["ffn"]["formula"] == "gemm" and "expert_ffn" not in c
+    assert "expert_tax" not in codegen.live_figures(c)
+
+
+def test_strict_printing_refuses_what_javascript_cannot_compute():
+    x = sp.Symbol("x")
+    with pytest.raises(Exception):
+        codegen.javascript_expression(sp.Function("mystery")(x))
+    with pytest.raises(ValueError, match="free symbols"):
+        codegen.javascript_function(codegen.Formula("bad", x + sp.Symbol("y"), (x,), "y is not an argument"))
+
+
+def seq_len(control, u):
+    return control["map"]["base"] * 2 ** (control["map"]["span"] * u)
+
+
+def test_live_controls_are_the_papers():
+    figures = codegen.live_figures(codegen.model_constants())
+    ledger = {c["name"]: c for c in figures["ledger"]["controls"]}
+    # MODEL.md: S = 512 * 2^(8u), u in [0, 1] (512 ... 131,072, default ~8,192).
+    u = ledger["u"]
+    assert (u["min"], u["max"]) == (0, 1)
+    assert [seq_len(u, v) for v in (0, 0.5, 1)] == [512, 8192, 131_072]
+    assert seq_len(u, u["value"]) == 8192
+    assert (ledger["c_draft"]["min"], ledger["c_draft"]["max"], ledger["c_draft"]["value"]) == (0, 0.5, 0.1)
+    assert ledger["components"]["kind"] == "checkbox"
+    gamma = {c["name"]: c for c in figures["optimal_gamma"]["controls"]}
+    assert seq_len(gamma["u"], gamma["u"]["value"]) == 4096
+    assert (gamma["alpha"]["min"], gamma["alpha"]["max"], gamma["alpha"]["value"]) == (0.01, 0.99, 0.75)
+    assert gamma["c_draft"]["value"] == 0.1
+    for name in ("ledger", "optimal_gamma"):
+        x = figures[name]["x"]
+        assert (x["scale"], x["min"], x["max"]) == ("log", 1, 30_000)
+    assert (figures["ledger"]["y"]["min"], figures["ledger"]["y"]["max"]) == (0, 1.3)
+    tax = figures["expert_tax"]
+    assert (tax["x"]["scale"], tax["x"]["max"], tax["y"]["max"]) == ("linear", 11_000, 1200)
+    assert {c["name"]: c["value"] for c in tax["controls"]}["top_k"] == 6
+
+
+def test_every_range_default_sits_on_its_slider_grid():
+    for name, spec in build_live_figures().items():
+        for c in spec["controls"]:
+            if c["kind"] == "range" and c["value"] is not None:
+                steps = (c["value"] - c["min"]) / c["step"]
+                assert c["min"] <= c["value"] <= c["max"] and abs(steps - round(steps)) < 1e-9, (name, c["name"])
+
+
+# --- the Sphinx extension: nothing from another host -----------------------------------
+
+
+class _Config(dict):
+    """Enough of sphinx.config.Config: attribute access and ``in``."""
+
+    __getattr__ = dict.__getitem__
+
+    def __setattr__(self, key, value):
+        self[key] = value
+
+
+def fake_config(**values):
+    return _Config({"html_context": {}, "html_favicon": None, "nb_ipywidgets_js": {"https://cdn/x.js": {}}, **values})
+
+
+@pytest.mark.parametrize("cdn", [
+    "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js",
+    "//cdn.example.org/mathjax.js",
+])
+def test_remote_mathjax_is_replaced_by_the_local_copy(cdn):
+    config = fake_config(mathjax_path=cdn)
+    sphinx_ext._configure(None, config)
+    assert config.mathjax_path == "mathjax/tex-mml-chtml.js"
+    assert config.nb_ipywidgets_js == {}
+    assert config.html_context["default_mode"] == "auto"
+    assert config.html_favicon.endswith("favicon.svg")
+
+
+def test_a_local_mathjax_path_and_a_chosen_theme_mode_are_kept():
+    config = fake_config(mathjax_path="my/mathjax.js", html_context={"default_mode": "dark"})
+    sphinx_ext._configure(None, config)
+    assert config.mathjax_path == "my/mathjax.js"
+    assert config.html_context["default_mode"] == "dark"
+
+
+def test_thebe_and_widget_state_are_dropped_from_pages():
+    from sphinx.builders.html._assets import _CascadingStyleSheet, _JavaScript
+
+    kept = [_JavaScript("doctools.js"), _JavaScript("mathjax/tex-mml-chtml.js", defer="defer")]
+    dead = [
+        _JavaScript(None, body='const THEBE_JS_URL = "https://unpkg.com/thebe"'),
+        _JavaScript("sphinx-thebe.js", **{"async": "async"}),
+        _JavaScript(None, type=sphinx_ext.WIDGET_STATE_TYPE, body="{}"),
+    ]
+    context = {"script_files": dead[:1] + kept + dead[1:], "css_files": [_CascadingStyleSheet("sphinx-thebe.css")]}
+    sphinx_ext._drop_dead_assets(context, keep_thebe=False)
+    assert context["script_files"] == kept and context["css_files"] == []
+
+
+def test_mathjax_copy_has_its_entry_fonts_and_lazy_parts(tmp_path):
+    copied = offline.copy_mathjax(tmp_path)
+    assert copied > 10
+    assert (tmp_path / offline.MATHJAX_ENTRY).is_file()
+    assert (tmp_path / "output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff").is_file()
+    assert (tmp_path / "a11y/assistive-mml.js").is_file()  # loaded by the menu's default settings
+    assert (tmp_path / "input/tex/extensions/ams.js").is_file()
+    assert offline.copy_mathjax(tmp_path) == 0  # a rebuild copies nothing again
+    size = sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file())
+    assert size < 15e6
