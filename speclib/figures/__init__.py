@@ -11,6 +11,7 @@ display one that is not the cell's last expression.
 Modules: :mod:`.paper` holds the paper's figures and the main chapters'
 extras; other chapters add sibling modules and one import line here.
 """
+from . import beyond  # figures of the "Beyond the paper" chapters
 from ._style import png_bytes
 from .paper import (
     BATCH_RANGE,

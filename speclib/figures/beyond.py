@@ -1,0 +1,386 @@
+"""Figures of the "Beyond the paper" chapters: measured acceptance curves,
+expert parallelism, and the roofline against measured decode times.
+
+Each function returns a matplotlib Figure made with :func:`._style.new_figure`
+(shown once when it ends a notebook cell). All numbers come from
+:mod:`speclib.acceptance`, :mod:`speclib.speculation`, :mod:`speclib.parallel`
+and :mod:`speclib.validation`; nothing here re-derives the model.
+"""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
+
+from .. import acceptance as _acc
+from .. import parallel as _par
+from .. import speculation as _spec
+from .. import validation as _val
+from .._checks import checked_array
+from ..presets import resolve
+from . import _style
+from ._style import COLORS, CYCLE
+from .paper import BATCH_RANGE, integer_batches
+
+#: Colours of the two measured drafters.
+DRAFTER_COLORS = {"mtp": CYCLE[0], "dflash": CYCLE[1]}
+#: Colours of the tensor-parallel widths and of the EP group sizes.
+TP_COLORS = {1: CYCLE[0], 2: CYCLE[1], 4: CYCLE[2], 8: CYCLE[3]}
+G_COLORS = (COLORS["total"], CYCLE[0], CYCLE[3], CYCLE[2], CYCLE[4])
+FRAMEWORK_MARKERS = {"vLLM": "o", "TRT": "s"}
+
+
+def _curves(curves):
+    return _acc.load_survival_curves() if curves is None else dict(curves)
+
+
+def _log_batch_axis(ax, label="batch (sequences)"):
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(_style.batch_label))
+    ax.set_xlabel(label)
+
+
+# --- acceptance curves --------------------------------------------------------------
+
+
+def survival_curves(curves=None):
+    """Measured survival s_d against draft position d, with the i.i.d. curve
+    alpha**d of the same first-position acceptance (left), and the conditional
+    acceptance s_d / s_(d-1), which i.i.d. holds flat at alpha (right)."""
+    curves = _curves(curves)
+    fig = _style.new_figure((8.0, 3.6))
+    with _style.style():
+        left, right = fig.subplots(1, 2)
+        for key, curve in curves.items():
+            color = DRAFTER_COLORS.get(key, CYCLE[len(curves) % len(CYCLE)])
+            d = np.arange(1, len(curve) + 1)
+            iid = curve.iid()
+            left.plot(d, curve.values, "o-", color=color, label=f"{curve.name} measured", gid=f"survival_{key}")
+            left.plot(d, iid.values, "--", color=color, lw=1.4,
+                      label=f"\u03b1^d, \u03b1 = {curve.first_position_acceptance:.3f}", gid=f"iid_{key}")
+            right.plot(d, curve.conditional_acceptance, "o-", color=color, label=curve.name, gid=f"conditional_{key}")
+            right.axhline(curve.first_position_acceptance, color=color, ls="--", lw=1.2)
+        left.set_xlabel("draft position d")
+        left.set_ylabel("P(position d survives)")
+        left.set_ylim(0, 1)
+        left.xaxis.set_major_locator(MaxNLocator(integer=True))
+        left.legend(fontsize=8)
+        left.set_title("Survival against depth", loc="left")
+        right.set_xlabel("draft position d")
+        right.set_ylabel("P(d survives | d-1 survived)")
+        right.xaxis.set_major_locator(MaxNLocator(integer=True))
+        right.set_ylim(0.6, 1.0)
+        right.legend(fontsize=8, loc="lower right")
+        right.set_title("Conditional acceptance (i.i.d.: flat, dashed)", loc="left")
+    return fig
+
+
+def _survival_gamma_tables(curves, B, S, c_draft, model, hardware):
+    out = {}
+    for key, curve in curves.items():
+        measured = _spec.optimal_gamma(curve, B, S, c_draft, model, hardware)
+        iid_capped = _spec.optimal_gamma(curve.iid(), B, S, c_draft, model, hardware)
+        iid_free = _spec.optimal_gamma(curve.first_position_acceptance, B, S, c_draft, model, hardware, 64)
+        out[key] = (measured, iid_capped, iid_free)
+    return out
+
+
+def survival_gamma_star(curves=None, model=None, hardware=None, *, S=4096, c_draft=0.10, batch_range=BATCH_RANGE,
+                        points=400):
+    """gamma* against batch for each measured curve (solid), the i.i.d. curve
+    of the same alpha searched over the same lengths (dashed), and the i.i.d.
+    model as the paper runs it, up to gamma = 64 (dotted); the speedup at
+    gamma* underneath."""
+    curves = _curves(curves)
+    model_, hardware_ = resolve(model, hardware)
+    S = float(checked_array("S", S, lo=0, lo_open=True))
+    B = integer_batches(batch_range[0], batch_range[1], points)
+    tables = _survival_gamma_tables(curves, B, S, c_draft, model_, hardware_)
+    fig = _style.new_figure((8.0, 5.6))
+    with _style.style():
+        axes = fig.subplots(2, len(curves), sharex=True, squeeze=False)
+        for col, (key, curve) in enumerate(curves.items()):
+            (g_m, s_m), (g_c, s_c), (g_f, s_f) = tables[key]
+            top, bottom = axes[0, col], axes[1, col]
+            color = DRAFTER_COLORS.get(key, CYCLE[col])
+            top.plot(B, g_f, ":", color=COLORS["ridge"], drawstyle="steps-mid", lw=1.5, label="i.i.d., \u03b3 \u2264 64")
+            top.plot(B, g_c, "--", color=COLORS["total"], drawstyle="steps-mid", lw=1.5,
+                     label=f"i.i.d., \u03b3 \u2264 {len(curve)}")
+            top.plot(B, g_m, color=color, drawstyle="steps-mid", label=f"{curve.name} measured", gid=f"gamma_{key}")
+            bottom.plot(B, s_f, ":", color=COLORS["ridge"], lw=1.5)
+            bottom.plot(B, s_c, "--", color=COLORS["total"], lw=1.5)
+            bottom.plot(B, s_m, color=color, gid=f"speedup_{key}")
+            bottom.axhline(1.0, color=COLORS["ridge"], lw=0.8)
+            top.set_title(f"{curve.name} (\u03b1 = {curve.first_position_acceptance:.3f})", loc="left")
+            top.yaxis.set_major_locator(MaxNLocator(integer=True))
+            top.set_ylabel("optimal draft length \u03b3*")
+            bottom.set_ylabel("speedup at \u03b3*")
+            _log_batch_axis(bottom)
+            top.legend(fontsize=8, loc="upper right")
+        fig.suptitle(f"{model_.name} on {hardware_.name}, S = {S:,.0f}, drafter {c_draft:.0%} of a step",
+                     x=0.01, ha="left", fontsize=10)
+    return fig
+
+
+def survival_speedup_ratio(curves=None, model=None, hardware=None, *, S=4096, c_draft=0.10,
+                           batch_range=BATCH_RANGE, points=400):
+    """Best speedup under the measured curve over the best the i.i.d. model
+    promises (same alpha; searched to the curve's length, and to 64)."""
+    curves = _curves(curves)
+    model_, hardware_ = resolve(model, hardware)
+    S = float(checked_array("S", S, lo=0, lo_open=True))
+    B = integer_batches(batch_range[0], batch_range[1], points)
+    tables = _survival_gamma_tables(curves, B, S, c_draft, model_, hardware_)
+    fig = _style.new_figure((7.0, 3.8))
+    with _style.style():
+        ax = fig.add_subplot()
+        for key, curve in curves.items():
+            (_, s_m), (_, s_c), (_, s_f) = tables[key]
+            color = DRAFTER_COLORS.get(key, CYCLE[0])
+            ax.plot(B, s_m / s_c, color=color, label=f"{curve.name}: measured / i.i.d. (\u03b3 \u2264 {len(curve)})",
+                    gid=f"ratio_{key}")
+            if not np.array_equal(s_f, s_c):
+                ax.plot(B, s_m / s_f, ":", color=color, lw=1.5,
+                        label=f"{curve.name}: measured / i.i.d. (\u03b3 \u2264 64)")
+        ax.axhline(1.0, color=COLORS["ridge"], lw=0.8)
+        _log_batch_axis(ax)
+        ax.set_ylabel("speedup ratio")
+        ax.legend(fontsize=8, loc="lower left")
+        ax.set_title(f"How much the i.i.d. model flatters: {model_.name} on {hardware_.name}, S = {S:,.0f}", loc="left")
+    return fig
+
+
+# --- expert parallelism ---------------------------------------------------------------
+
+
+def _ep_tables(Gs, B, S, alpha, c_draft, model, hardware, interconnect):
+    out = {}
+    for G in Gs:
+        with_comm = _par.optimal_gamma(alpha, B, S, c_draft, model, hardware, G=G, interconnect=interconnect)
+        free = _par.optimal_gamma(alpha, B, S, c_draft, model, hardware, G=G, interconnect=interconnect,
+                                  include_comm=False)
+        out[G] = (with_comm, free)
+    return out
+
+
+def ep_gamma_star(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096, alpha=0.75, c_draft=0.10, interconnect=None,
+                  batch_range=(1, 4096), points=300):
+    """gamma* (top) and the speedup at gamma* (bottom) against the batch per
+    GPU, experts spread over G GPUs; solid with the all-to-all tax, dashed
+    with a free network (same G)."""
+    model_, hardware_ = resolve(model, hardware)
+    S = float(checked_array("S", S, lo=0, lo_open=True))
+    B = integer_batches(batch_range[0], batch_range[1], points)
+    tables = _ep_tables(Gs, B, S, alpha, c_draft, model_, hardware_, interconnect)
+    net = _par.default_interconnect(hardware_) if interconnect is None else _par.interconnect(interconnect)
+    fig = _style.new_figure((7.0, 5.6))
+    with _style.style():
+        top, bottom = fig.subplots(2, 1, sharex=True)
+        for i, G in enumerate(Gs):
+            (g, s), (g0, s0) = tables[G]
+            color = G_COLORS[i % len(G_COLORS)]
+            top.plot(B, g, color=color, drawstyle="steps-mid", label=f"G = {G}", gid=f"gamma_G{G}")
+            bottom.plot(B, s, color=color, gid=f"speedup_G{G}")
+            if G > 1:
+                top.plot(B, g0, "--", color=color, drawstyle="steps-mid", lw=1.2)
+                bottom.plot(B, s0, "--", color=color, lw=1.2)
+        top.plot([], [], "--", color=COLORS["ridge"], lw=1.2, label="free network")
+        top.set_ylabel("optimal draft length \u03b3*")
+        top.yaxis.set_major_locator(MaxNLocator(integer=True))
+        top.legend(fontsize=8, loc="upper right")
+        bottom.axhline(1.0, color=COLORS["ridge"], lw=0.8)
+        bottom.set_ylabel("speedup at \u03b3*")
+        _log_batch_axis(bottom, "batch per GPU (sequences)")
+        top.set_title(f"Experts over G GPUs: {model_.name} on {hardware_.name} + {net.name}\n"
+                      f"S = {S:,.0f}, \u03b1 = {alpha:.0%}, drafter {c_draft:.0%} of a step", loc="left")
+    return fig
+
+
+def ep_marginal_cost(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096, c_draft=0.10, interconnect=None,
+                     batch_range=(1, 4096), points=300):
+    """The cost of a speculated token (the paper's ledger, total) against the
+    batch per GPU for each G (solid), and the part of it that is the
+    all-to-all (dashed): the communication slope times its cost share."""
+    model_, hardware_ = resolve(model, hardware)
+    B = integer_batches(batch_range[0], batch_range[1], points)
+    fig = _style.new_figure((7.0, 4.0))
+    with _style.style():
+        ax = fig.add_subplot()
+        for i, G in enumerate(Gs):
+            ledger = _par.marginal_cost(B, S, c_draft, model_, hardware_, G=G, interconnect=interconnect)
+            color = G_COLORS[i % len(G_COLORS)]
+            ax.plot(B, ledger["total"], color=color, label=f"G = {G}: speculated-token cost", gid=f"total_G{G}")
+            if G > 1:
+                ax.plot(B, ledger["comm"] * ledger["comm_share"], "--", color=color, lw=1.3,
+                        label=f"G = {G}: of which all-to-all", gid=f"comm_G{G}")
+        ax.axhline(1.0, color=COLORS["ridge"], ls="--", lw=1.0)
+        _log_batch_axis(ax, "batch per GPU (sequences)")
+        ax.set_ylabel("cost of a speculated token\n(\u00d7 a token already in the batch)")
+        ax.set_ylim(0, 1.3)
+        ax.legend(fontsize=8, loc="upper left")
+        ax.set_title(f"The ledger with expert parallelism: {model_.name} on {hardware_.name}, S = {S:,.0f}", loc="left")
+    return fig
+
+
+# --- the roofline against measurements -------------------------------------------------
+
+
+TPOT_TICKS = (1, 2, 5, 10, 20, 50, 100)
+CONCURRENCIES = (4, 8, 16, 32, 64, 128)
+
+
+def _concurrency_axis(ax):
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(CONCURRENCIES))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _p: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _chip_panels(fig, n=len(_val.CHIPS)):
+    cols = 3
+    rows = int(np.ceil(n / cols))
+    axes = fig.subplots(rows, cols, sharex=True, squeeze=False)
+    return axes.ravel()
+
+
+def measured_tpot(workload="1k1k", precision="fp8", comparison=None):
+    """Measured TPOT (markers: circles vLLM, squares TRT-LLM) and the roofline
+    (dashed) against concurrency, one panel per chip, colour = tensor-parallel
+    width. Chips with no hardware preset are left blank and named."""
+    comparison = _val.compare() if comparison is None else comparison
+    fig = _style.new_figure((9.0, 5.8))
+    with _style.style():
+        axes = _chip_panels(fig)
+        conc = comparison.column("concurrency")
+        tp = comparison.column("tp")
+        for ax, chip in zip(axes, _val.CHIPS):
+            ax.set_title(chip, loc="left")
+            idx = comparison.select(workload=workload, chip=chip, precision=precision)
+            if chip in comparison.missing:
+                ax.text(0.5, 0.5, "no hardware preset", transform=ax.transAxes, ha="center", va="center")
+            elif len(idx) == 0:
+                ax.text(0.5, 0.5, f"no {precision} runs", transform=ax.transAxes, ha="center", va="center")
+            for n in _val.RatioTable.TPS:
+                sel = idx[tp[idx] == n]
+                if len(sel) == 0:
+                    continue
+                color = TP_COLORS[n]
+                line = sel[np.argsort(conc[sel])]
+                # the roofline does not depend on the framework: one line per TP
+                first_fw = comparison.records[line[0]].framework
+                line = line[comparison.column("framework")[line] == first_fw]
+                ax.plot(conc[line], comparison.predicted_s[line] * 1e3, "--", color=color, lw=1.3)
+                for fw, marker in FRAMEWORK_MARKERS.items():
+                    pts = sel[comparison.column("framework")[sel] == fw]
+                    ax.plot(conc[pts], comparison.measured_s[pts] * 1e3, marker, color=color, ms=4.5, ls="none",
+                            mfc=color if fw == "vLLM" else "none", gid=f"measured_{chip}_{fw}_tp{n}")
+            _concurrency_axis(ax)
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(FixedLocator(TPOT_TICKS))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _p: f"{y:g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+        for ax in axes[-3:]:
+            ax.set_xlabel("concurrent requests")
+        for ax in axes[::3]:
+            ax.set_ylabel("TPOT (ms)")
+        handles = [Line2D([], [], color=TP_COLORS[n], lw=2, label=f"TP = {n}") for n in _val.RatioTable.TPS]
+        handles += [Line2D([], [], color="k", marker="o", ls="none", label="measured, vLLM"),
+                    Line2D([], [], color="k", marker="s", mfc="none", ls="none", label="measured, TRT-LLM"),
+                    Line2D([], [], color="k", ls="--", lw=1.3, label="roofline")]
+        fig.legend(handles=handles, loc="outside lower center", ncol=7, fontsize=8)
+        inp, out = _val.WORKLOADS[workload]
+        fig.suptitle(f"Llama-3.3-70B, {precision}, {inp:,} in / {out:,} out tokens: measured TPOT against the "
+                     f"roofline ({comparison.kv_precision} KV cache)", x=0.01, ha="left", fontsize=10)
+    return fig
+
+
+def roofline_excess(workload="1k1k", precision="fp8", concurrency=4, comparison=None):
+    """Measured minus predicted TPOT at one concurrency against the
+    tensor-parallel width, per chip and framework: the time a step spends
+    on work the roofline does not count."""
+    comparison = _val.compare() if comparison is None else comparison
+    fig = _style.new_figure((7.0, 3.8))
+    with _style.style():
+        ax = fig.add_subplot()
+        idx = comparison.select(workload=workload, precision=precision, concurrency=concurrency)
+        tp = comparison.column("tp")
+        chips = comparison.column("chip")
+        fws = comparison.column("framework")
+        for i, chip in enumerate(_val.CHIPS):
+            for fw, marker in FRAMEWORK_MARKERS.items():
+                sel = idx[(chips[idx] == chip) & (fws[idx] == fw)]
+                if len(sel) == 0:
+                    continue
+                sel = sel[np.argsort(tp[sel])]
+                excess = (comparison.measured_s[sel] - comparison.predicted_s[sel]) * 1e3
+                color = CYCLE[i % len(CYCLE)]
+                ax.plot(tp[sel], excess, marker + ("-" if fw == "vLLM" else ":"), color=color,
+                        mfc=color if fw == "vLLM" else "none", label=f"{chip} {fw}", gid=f"excess_{chip}_{fw}")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([1, 2, 4, 8])
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _p: f"{x:g}"))
+        ax.set_xlabel("tensor-parallel GPUs")
+        ax.set_ylabel("measured \u2212 roofline TPOT (ms)")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8, ncol=2, loc="upper right")
+        inp, out = _val.WORKLOADS[workload]
+        ax.set_title(f"Time the roofline does not count: {precision}, {concurrency} concurrent requests, "
+                     f"{inp:,}/{out:,}", loc="left")
+    return fig
+
+
+def tpot_ratio(precision=None, comparison=None):
+    """Measured / predicted TPOT against concurrency for every run, one panel
+    per chip; colour = TP, filled = 1k1k, hollow = 1k8k, circles vLLM,
+    squares TRT-LLM. ``precision`` restricts to "fp8" or "fp4"."""
+    comparison = _val.compare() if comparison is None else comparison
+    fig = _style.new_figure((9.0, 5.6))
+    with _style.style():
+        axes = _chip_panels(fig)
+        conc = comparison.column("concurrency").astype(float)
+        tp = comparison.column("tp")
+        for ax, chip in zip(axes, _val.CHIPS):
+            ax.set_title(chip, loc="left")
+            where = dict(chip=chip) if precision is None else dict(chip=chip, precision=precision)
+            idx = comparison.select(**where)
+            if chip in comparison.missing:
+                ax.text(0.5, 0.5, "no hardware preset", transform=ax.transAxes, ha="center", va="center")
+            for i in idx:
+                r = comparison.records[i]
+                color = TP_COLORS[r.tp]
+                # nudge the two workloads apart so their markers do not overlap
+                x = conc[i] * (0.93 if r.workload == "1k1k" else 1.07)
+                ax.plot(x, comparison.ratio[i], FRAMEWORK_MARKERS.get(r.framework, "o"), color=color, ms=4,
+                        mfc=color if r.workload == "1k1k" else "none", alpha=0.9 if r.precision == "fp8" else 0.5)
+            ax.axhline(1.0, color=COLORS["gutter"], lw=1.0)
+            _concurrency_axis(ax)
+            ax.set_yscale("log")
+            ax.set_ylim(0.5, 20)
+            ax.yaxis.set_major_locator(FixedLocator([0.5, 1, 2, 5, 10, 20]))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _p: f"{y:g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+        for ax in axes[-3:]:
+            ax.set_xlabel("concurrent requests")
+        for ax in axes[::3]:
+            ax.set_ylabel("measured / roofline")
+        handles = [Line2D([], [], color=TP_COLORS[n], marker="o", ls="none", label=f"TP = {n}") for n in _val.RatioTable.TPS]
+        handles += [Line2D([], [], color="k", marker="o", ls="none", label="1k1k"),
+                    Line2D([], [], color="k", marker="o", mfc="none", ls="none", label="1k8k"),
+                    Line2D([], [], color="k", marker="s", ls="none", label="TRT-LLM")]
+        fig.legend(handles=handles, loc="outside lower center", ncol=7, fontsize=8)
+        which = "all precisions (fp4 faded)" if precision is None else precision
+        fig.suptitle(f"Llama-3.3-70B: measured over roofline TPOT, {which}; below the red line the roofline is beaten",
+                     x=0.01, ha="left", fontsize=10)
+    return fig
+
+
+__all__ = [
+    "ep_gamma_star",
+    "ep_marginal_cost",
+    "measured_tpot",
+    "roofline_excess",
+    "survival_curves",
+    "survival_gamma_star",
+    "survival_speedup_ratio",
+    "tpot_ratio",
+]
