@@ -12,6 +12,7 @@ Modules: :mod:`.paper` holds the paper's figures and the main chapters'
 extras; other chapters add sibling modules and one import line here.
 """
 from . import beyond  # figures of the "Beyond the paper" chapters
+from . import deployments  # figures and tables of the "Other deployments" chapter
 from ._style import png_bytes
 from .paper import (
     BATCH_RANGE,

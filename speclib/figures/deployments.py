@@ -1,0 +1,299 @@
+"""Figures and tables of the "Other deployments" chapter: gamma* maps over batch
+and sequence length compared across models and chips, where the zero-gamma
+regions sit, and where each chip puts the knees that move them.
+
+Every map is one :func:`speclib.optimal_gamma` call over the whole
+(sequence length x batch) grid; every table cell comes from speclib's own
+functions (``optimal_gamma``, ``moe.knees``, ``attention.compute_bound_width``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import html
+from dataclasses import dataclass
+from itertools import product
+
+import matplotlib as mpl
+import numpy as np
+from matplotlib.colors import BoundaryNorm
+from matplotlib.ticker import FuncFormatter
+
+from .. import attention as _attention
+from .. import moe as _moe
+from .. import speculation as _speculation
+from .._checks import checked_array, checked_int
+from ..presets import PRECISIONS, GQAAttention, resolve
+from . import _style
+from .paper import zero_gamma_bands
+
+#: The models the chapter compares, from MLA + many experts to dense GQA.
+MODELS = ("DeepSeek-V4-Flash", "DeepSeek-V4-Pro", "DeepSeek-V3", "Qwen3-235B-A22B", "Mixtral-8x7B", "Llama-3-70B")
+#: The chips it compares: Hopper and CDNA 3 (no fp4) against Blackwell and CDNA 4.
+CHIPS = ("H100-SXM", "H200", "MI325X", "B200", "MI355X", "GB300")
+
+BATCH_RANGE = (1, 30_000)
+CONTEXT_RANGE = (512, 131_072)
+#: Colour of gamma* = 0 (plain decoding wins), as in the single-model map.
+ZERO_COLOR = "#f4cccc"
+
+
+def _grid(name, lo_hi, points):
+    lo = float(checked_array(f"{name}_range[0]", lo_hi[0], lo=0, lo_open=True))
+    hi = float(checked_array(f"{name}_range[1]", lo_hi[1], lo=lo, lo_open=True))
+    return np.geomspace(lo, hi, checked_int(f"{name}_points", points, lo=2, hi=4000))
+
+
+def gamma_map_data(model=None, hardware=None, *, alpha=0.75, c_draft=0.1, gamma_max=64, query_bytes=False,
+                   batch_range=BATCH_RANGE, context_range=CONTEXT_RANGE, batch_points=120, context_points=60):
+    """``(batches, contexts, gamma_star)``: gamma* on a log grid, shape
+    (len(contexts), len(batches)), from a single ``optimal_gamma`` call."""
+    batches = _grid("batch", batch_range, batch_points)
+    contexts = _grid("context", context_range, context_points)
+    gamma_star, _ = _speculation.optimal_gamma(
+        alpha, batches[None, :], contexts[:, None], c_draft, model, hardware, gamma_max, query_bytes=query_bytes
+    )
+    return batches, contexts, gamma_star
+
+
+def _cell_edges(v):
+    """Cell edges halfway (in log) between grid points."""
+    mid = np.sqrt(v[1:] * v[:-1])
+    return np.concatenate([[v[0] ** 2 / mid[0]], mid, [v[-1] ** 2 / mid[-1]]])
+
+
+def _context_label(x, _pos=None):
+    return f"{x / 1024:g}k" if x >= 1024 else f"{x:g}"
+
+
+def gamma_maps(models=MODELS[:1], chips=CHIPS[3:4], *, ncols=3, alpha=0.75, c_draft=0.1, gamma_max=64,
+               query_bytes=False, batch_range=BATCH_RANGE, context_range=CONTEXT_RANGE, batch_points=120,
+               context_points=60, title=None):
+    """Small multiples of gamma* over batch (x) and sequence length (y), one
+    panel per (model, chip) pair, on one colour scale; pink where gamma* = 0.
+
+    Each panel is one ``optimal_gamma`` call; the panels' data are kept on the
+    figure as ``fig.speclib_maps``: a list of ``(model, chip, batches,
+    contexts, gamma_star)``.
+    """
+    pairs = [resolve(m, h) for m, h in product(models, chips)]
+    if not pairs:
+        raise ValueError("models and chips must each name at least one preset")
+    ncols = checked_int("ncols", ncols, lo=1, hi=8)
+    maps = []
+    for model, chip in pairs:
+        B, S, g = gamma_map_data(model, chip, alpha=alpha, c_draft=c_draft, gamma_max=gamma_max,
+                                 query_bytes=query_bytes, batch_range=batch_range, context_range=context_range,
+                                 batch_points=batch_points, context_points=context_points)
+        maps.append((model, chip, B, S, g))
+
+    vmax = max(6, max(int(g.max()) for *_, g in maps))
+    cmap = mpl.colormaps["viridis"].resampled(vmax).with_extremes(under=ZERO_COLOR)
+    norm = BoundaryNorm(np.arange(0.5, vmax + 1.0), cmap.N)
+    ncols = min(ncols, len(maps))
+    nrows = -(-len(maps) // ncols)
+    fig = _style.new_figure((2.6 * ncols + 1.0, 2.4 * nrows + 1.2))
+    with _style.style():
+        axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
+        single_model = len(set(m.name for m, *_ in maps)) == 1
+        single_chip = len(set(h.name for _, h, *_ in maps)) == 1
+        for ax, (model, chip, B, S, g) in zip(axes.flat, maps):
+            mesh = ax.pcolormesh(_cell_edges(B), _cell_edges(S), g, cmap=cmap, norm=norm, shading="flat",
+                                 rasterized=True, gid=f"gamma_map:{model.name}:{chip.name}")
+            ax.set_xscale("log")
+            ax.set_yscale("log", base=2)
+            ax.set_xlim(B[0], B[-1])
+            ax.set_ylim(S[0], S[-1])
+            ax.grid(False)
+            label = chip.name if single_model and not single_chip else (
+                model.name if single_chip and not single_model else f"{model.name} on {chip.name}")
+            ax.set_title(label, loc="left", fontsize=9.5)
+            ax.xaxis.set_major_formatter(FuncFormatter(_style.batch_label))
+            ax.yaxis.set_major_formatter(FuncFormatter(_context_label))
+        for ax in axes.flat[len(maps):]:
+            ax.set_visible(False)
+        for ax in axes[-1, :]:
+            ax.set_xlabel("batch (sequences)")
+        for ax in axes[:, 0]:
+            ax.set_ylabel("sequence length S")
+        colorbar = fig.colorbar(mesh, ax=axes, extend="min", pad=0.015, shrink=0.9)
+        colorbar.set_label("\u03b3* (pink: 0, plain decoding wins)")
+        colorbar.set_ticks(np.arange(1, vmax + 1, max(1, vmax // 8)))
+        if title is None:
+            scope = (f"{maps[0][0].name}, by chip" if single_model and not single_chip
+                     else f"by model, on {maps[0][1].name}" if single_chip and not single_model else "by model and chip")
+            title = f"\u03b3* over batch and sequence length, {scope}"
+        fig.suptitle(f"{title}\n\u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a decode step",
+                     x=0.01, ha="left", fontsize=11)
+    fig.speclib_maps = maps
+    return fig
+
+
+def model_maps(hardware="B200", models=MODELS, **params):
+    """gamma* maps of several models on one chip (default: the chapter's six on B200)."""
+    return gamma_maps(models, (hardware,), **params)
+
+
+def chip_maps(model="DeepSeek-V4-Flash", chips=CHIPS, **params):
+    """gamma* maps of one model on several chips (default: DeepSeek-V4-Flash on six)."""
+    return gamma_maps((model,), chips, **params)
+
+
+def with_gqa_attention(model="DeepSeek-V4-Flash", *, n_kv_heads=8, head_dim=128):
+    """A what-if: ``model`` with its attention replaced by GQA (same query
+    heads, ``n_kv_heads`` KV heads of ``head_dim``, the same cache and query
+    bytes); experts, projections' formats and everything else unchanged."""
+    model, _ = resolve(model, None)
+    heads = model.attention.n_heads
+    n_kv_heads = checked_int("n_kv_heads", n_kv_heads, lo=1, hi=heads)
+    if heads % n_kv_heads:
+        raise ValueError(f"n_kv_heads must divide the model's {heads} query heads; got {n_kv_heads}")
+    attention = GQAAttention(
+        n_heads=heads,
+        n_kv_heads=n_kv_heads,
+        head_dim=checked_int("head_dim", head_dim, lo=1),
+        kv_bytes=model.attention.kv_bytes,
+        query_bytes=model.attention.query_bytes,
+    )
+    return dataclasses.replace(
+        model,
+        name=f"{model.name} with GQA {heads}/{n_kv_heads} (what-if)",
+        attention=attention,
+        aliases=(),
+        source=f"what-if: {model.name} with GQA attention ({heads} query, {n_kv_heads} KV heads of {head_dim})",
+    )
+
+
+def attention_swap_maps(model="DeepSeek-V4-Flash", hardware="B200", *, n_kv_heads=8, head_dim=128, **params):
+    """Two gamma* maps: ``model`` as it is (MLA) and with GQA attention in its
+    place (:func:`with_gqa_attention`), everything else equal."""
+    model, chip = resolve(model, hardware)
+    variant = with_gqa_attention(model, n_kv_heads=n_kv_heads, head_dim=head_dim)
+    params.setdefault("title", f"\u03b3*: {model.name} on {chip.name}, MLA (left) or GQA (right)")
+    return gamma_maps((model, variant), (chip,), ncols=2, **params)
+
+
+# --- tables -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DeploymentTable:
+    """A small table with an HTML form (for the book) and a fixed-width text
+    form (for a terminal and for the notebook's stored text/plain output)."""
+
+    caption: str
+    headers: tuple
+    rows: tuple
+    align: str = ""  # one "l"/"r" per column; default: first left, rest right
+
+    def _align(self):
+        return self.align or "l" + "r" * (len(self.headers) - 1)
+
+    def _repr_html_(self) -> str:
+        style = {"l": "text-align:left", "r": "text-align:right"}
+        align = self._align()
+        head = "".join(f'<th style="{style[a]}">{html.escape(str(h))}</th>' for h, a in zip(self.headers, align))
+        body = "".join(
+            "<tr>" + "".join(f'<td style="{style[a]}">{html.escape(str(c))}</td>' for c, a in zip(row, align)) + "</tr>"
+            for row in self.rows
+        )
+        return (f'<table class="speclib-deployment-table"><caption>{html.escape(self.caption)}</caption>'
+                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+    def __repr__(self) -> str:
+        cells = [list(map(str, self.headers))] + [list(map(str, row)) for row in self.rows]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(self.headers))]
+        lines = [self.caption, ""]
+        for row in cells:
+            lines.append("  ".join(c.ljust(w) if a == "l" else c.rjust(w)
+                                   for c, w, a in zip(row, widths, self._align())).rstrip())
+        return "\n".join(lines)
+
+
+def _span(lo, hi):
+    return f"{lo:,.0f}" if lo == hi else f"{lo:,.0f}\u2013{hi:,.0f}"
+
+
+def zero_regions(model=None, hardware=None, *, seq=4096, alpha=0.75, c_draft=0.1, gamma_max=64,
+                 batch_range=BATCH_RANGE, points=600):
+    """Where gamma* = 0 along the batch axis at one sequence length: a dict with
+    ``gutter`` (list of (first, last) batches of zero runs with speculation
+    paying on both sides), ``low_edge`` / ``high_edge`` (a zero run at the
+    small / large end of the range, or None), ``gamma_peak`` and the batch
+    where it is first reached. One ``optimal_gamma`` call over whole batches."""
+    batches = np.unique(np.round(_grid("batch", batch_range, points)))
+    gamma_star, _ = _speculation.optimal_gamma(alpha, batches, seq, c_draft, model, hardware, gamma_max)
+    bands = zero_gamma_bands(batches, gamma_star)
+    edges = [(lo, hi) for lo, hi, kind in bands if kind == "edge"]
+    return {
+        "gutter": [(lo, hi) for lo, hi, kind in bands if kind == "gutter"],
+        "low_edge": next(((lo, hi) for lo, hi in edges if lo == batches[0]), None),
+        "high_edge": next(((lo, hi) for lo, hi in edges if hi == batches[-1] and lo != batches[0]), None),
+        "gamma_peak": int(gamma_star.max()),
+        "peak_batch": float(batches[int(np.argmax(gamma_star))]),
+    }
+
+
+def gutter_table(models=MODELS, chips=("B200",), *, seq=4096, alpha=0.75, c_draft=0.1, gamma_max=64,
+                 batch_range=BATCH_RANGE, points=600):
+    """For each model and chip: where gamma* is 0 at small batch (the gutter),
+    the batch past which it stays 0, and the largest gamma* with its batch."""
+    rows = []
+    for name, chip_name in product(models, chips):
+        model, chip = resolve(name, chip_name)
+        z = zero_regions(model, chip, seq=seq, alpha=alpha, c_draft=c_draft, gamma_max=gamma_max,
+                         batch_range=batch_range, points=points)
+        small = [z["low_edge"]] if z["low_edge"] else []
+        small += z["gutter"]
+        rows.append((
+            model.name,
+            chip.name,
+            ", ".join(_span(lo, hi) for lo, hi in small) or "none",
+            f"from {z['high_edge'][0]:,.0f}" if z["high_edge"] else f"none up to {batch_range[1]:,}",
+            f"{z['gamma_peak']} (at {z['peak_batch']:,.0f})",
+        ))
+    caption = (f"Batches where plain decoding beats every draft length (\u03b3* = 0) at S = {seq:,} tokens, "
+               f"\u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step; batches {batch_range[0]:,} "
+               f"to {batch_range[1]:,} sequences.")
+    headers = ("model", "chip", "\u03b3* = 0 at small batch", "\u03b3* = 0 at large batch", "largest \u03b3* (batch)")
+    return DeploymentTable(caption, headers, tuple(rows), align="llllr")
+
+
+def knee_table(chips=CHIPS, *, moe_model="DeepSeek-V4-Flash", dense_model="Llama-3-70B"):
+    """Per chip: the ridges, and the knees they set: where the MoE model's
+    experts turn compute-bound, where the dense model's FFN does, and the
+    verify width at which MLA and GQA attention turn compute-bound."""
+    rows = []
+    for chip_name in chips:
+        moe_model_p, chip = resolve(moe_model, chip_name)
+        dense_model_p, _ = resolve(dense_model, chip_name)
+        moe_knees = _moe.knees(moe_model_p, chip)
+        dense_knees = _moe.knees(dense_model_p, chip)
+        rows.append((
+            chip.name,
+            *(f"{chip.ridge(p):,.0f}" for p in reversed(PRECISIONS)),
+            f"{moe_knees['moe_ridge']:,.0f}",
+            f"{dense_knees['dense_knee']:,.0f}",
+            f"{_attention.compute_bound_width(moe_model_p, chip):.2f}",
+            f"{_attention.compute_bound_width(dense_model_p, chip):.1f}",
+        ))
+    m, d = resolve(moe_model, None)[0], resolve(dense_model, None)[0]
+    caption = (f"Ridges (FLOP/byte) and the knees they place. MoE compute knee: tokens at which {m.name}'s "
+               f"experts reach their ridge; dense FFN knee: the same for {d.name}; attention: verify width T at "
+               f"which long-context attention turns compute-bound ({m.name}, MLA; {d.name}, GQA).")
+    headers = ("chip", "ridge bf16", "ridge fp8", "ridge fp4", "MoE compute knee", "dense FFN knee",
+               "MLA attention T", "GQA attention T")
+    return DeploymentTable(caption, headers, tuple(rows))
+
+
+__all__ = [
+    "CHIPS",
+    "MODELS",
+    "DeploymentTable",
+    "attention_swap_maps",
+    "chip_maps",
+    "gamma_map_data",
+    "gamma_maps",
+    "gutter_table",
+    "knee_table",
+    "model_maps",
+    "with_gqa_attention",
+    "zero_regions",
+]

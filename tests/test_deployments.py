@@ -1,0 +1,104 @@
+"""The deployments chapter's figures and tables: map data against pointwise
+calls, zero regions against a brute-force scan, knees against the paper."""
+import numpy as np
+import pytest
+
+import speclib
+from speclib import presets
+from speclib.figures import deployments as dep
+
+
+def test_map_data_equals_pointwise_calls():
+    B, S, g = dep.gamma_map_data("qwen3-235b", "mi355x", batch_points=7, context_points=5, alpha=0.8, c_draft=0.05)
+    assert g.shape == (5, 7)
+    for i, s in enumerate(S):
+        for j, b in enumerate(B):
+            assert g[i, j] == speclib.optimal_gamma(0.8, float(b), float(s), 0.05, "qwen3-235b", "mi355x")[0]
+
+
+def test_maps_share_one_colour_scale_and_keep_their_data():
+    fig = dep.gamma_maps(("DeepSeek-V4-Flash", "Llama-3-70B"), ("B200", "H200"), batch_points=12, context_points=6)
+    assert [(m.name, h.name) for m, h, *_ in fig.speclib_maps] == [
+        ("DeepSeek-V4-Flash", "B200"), ("DeepSeek-V4-Flash", "H200"), ("Llama-3-70B", "B200"), ("Llama-3-70B", "H200"),
+    ]
+    meshes = [a for ax in fig.axes for a in ax.collections if (a.get_gid() or "").startswith("gamma_map:")]
+    assert len(meshes) == 4
+    assert len({id(m.norm) for m in meshes}) == 1
+    for mesh, (*_, g) in zip(meshes, fig.speclib_maps):
+        np.testing.assert_array_equal(np.asarray(mesh.get_array()).reshape(g.shape), g)
+    # gamma* = 0 is drawn in the "under" colour, below the first bin
+    assert meshes[0].norm(0) < 0
+
+
+def test_model_and_chip_maps_default_to_the_chapters_sets():
+    assert [m.name for m, *_ in dep.model_maps(batch_points=4, context_points=3).speclib_maps] == list(dep.MODELS)
+    assert [h.name for _, h, *_ in dep.chip_maps(batch_points=4, context_points=3).speclib_maps] == list(dep.CHIPS)
+
+
+def brute_force_zero_runs(model, chip, batches, seq=4096):
+    gamma = [speclib.optimal_gamma(0.75, float(b), seq, 0.1, model, chip)[0] for b in batches]
+    runs, start = [], None
+    for i, g in enumerate(gamma + [1]):
+        if g == 0 and start is None:
+            start = i
+        elif g != 0 and start is not None:
+            runs.append((batches[start], batches[i - 1]))
+            start = None
+    return runs
+
+
+@pytest.mark.parametrize("model", ["DeepSeek-V4-Flash", "Qwen3-235B-A22B", "Llama-3-70B", "Mixtral-8x7B"])
+def test_zero_regions_match_a_scan_over_every_batch(model):
+    z = dep.zero_regions(model, "B200", batch_range=(1, 200), points=400)  # every integer batch 1..200
+    runs = brute_force_zero_runs(model, "B200", list(range(1, 201)))
+    found = ([z["low_edge"]] if z["low_edge"] else []) + z["gutter"] + ([z["high_edge"]] if z["high_edge"] else [])
+    assert found == runs
+
+
+def test_the_dense_model_has_no_gutter_and_the_paper_model_has_one():
+    assert dep.zero_regions("Llama-3-70B", "B200")["gutter"] == []
+    assert dep.zero_regions("Llama-3-70B", "B200")["low_edge"] is None
+    assert dep.zero_regions("DeepSeek-V4-Flash", "B200")["gutter"] != []
+
+
+def test_gqa_what_if_keeps_everything_but_attention():
+    base = presets.DEEPSEEK_V4_FLASH
+    variant = dep.with_gqa_attention(base, n_kv_heads=8, head_dim=128)
+    assert variant.ffn == base.ffn and variant.hidden_size == base.hidden_size
+    assert variant.attention.kind == "gqa"
+    assert variant.context_bytes == 2 * 8 * 128 * base.attention.kv_bytes
+    with pytest.raises(ValueError, match="n_kv_heads must divide"):
+        dep.with_gqa_attention(base, n_kv_heads=7)
+
+
+def test_knee_table_on_b200_gives_the_papers_knees():
+    row = dict(zip(dep.knee_table(("B200",)).headers, dep.knee_table(("B200",)).rows[0]))
+    # MODEL.md: ridges 281 / 563 / 1125; MoE meets the fp4 ridge at ~10,950 tokens;
+    # dense bf16 FFN knee R/2 * 2 B = 281; MLA compute-bound from T ~ 1.16
+    assert (row["ridge bf16"], row["ridge fp8"], row["ridge fp4"]) == ("281", "562", "1,125")
+    assert abs(float(row["MoE compute knee"].replace(",", "")) - 10_950) / 10_950 < 0.01
+    assert row["dense FFN knee"] == "281"
+    assert row["MLA attention T"] == "1.16"
+    # GQA 64/8 in bf16: f / m_c = 2*64*256 / (2*8*128*2) = 8 FLOP/B -> T = 281.25 / 8
+    assert row["GQA attention T"] == f"{281.25 / 8:.1f}"
+
+
+def test_tables_render_as_html_and_text():
+    table = dep.gutter_table(("Llama-3-70B", "Mixtral-8x7B"), ("B200",), points=200)
+    text, page = repr(table), table._repr_html_()
+    for name in ("Llama-3-70B", "Mixtral-8x7B", "none up to 30,000"):
+        assert name in text and name in page
+    assert page.startswith("<table") and "<caption>" in page
+    lines = text.splitlines()[2:]
+    assert len(lines) == 3
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(models=(), chips=("B200",)), "at least one preset"),
+    (dict(ncols=0), "ncols"),
+    (dict(batch_points=1), "batch_points"),
+    (dict(context_range=(4096, 512)), "context_range\\[1\\]"),
+])
+def test_bad_figure_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        dep.gamma_maps(**kwargs)
