@@ -23,7 +23,7 @@ Every builder takes ``model=`` / ``hardware=`` like the rest of speclib
 from __future__ import annotations
 
 import functools
-import math
+import html
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -102,6 +102,9 @@ class Step:
     def _repr_markdown_(self) -> str:
         return f"{self.label}\n\n$$\n{self.latex()}\n$$\n"
 
+    def _repr_html_(self) -> str:
+        return f"<p>{html.escape(self.label)}</p>\n{_html_math(self.latex())}"
+
 
 @dataclass(frozen=True)
 class Derivation:
@@ -149,6 +152,22 @@ class Derivation:
         for i, s in enumerate(self.steps, 1):
             parts.append(f"({i}) {s.label}\n\n$$\n{s.latex()}\n$$\n")
         return "\n".join(parts)
+
+    def _repr_html_(self) -> str:
+        parts = [f'<div class="derivation">', f"<p><strong>{html.escape(self.title)}</strong></p>"]
+        for i, s in enumerate(self.steps, 1):
+            parts.append(f"<p>({i}) {html.escape(s.label)}</p>")
+            parts.append(_html_math(s.latex()))
+        parts.append("</div>")
+        return "\n".join(parts)
+
+
+def _html_math(latex: str) -> str:
+    """A display-maths block as Sphinx's MathJax support writes one. MyST-NB
+    shows a text/html output ahead of text/markdown and does not parse the
+    Markdown's $$ blocks as maths; MathJax typesets elements of class "math"
+    (and so does Jupyter's HTML output renderer)."""
+    return f'<div class="math notranslate nohighlight">\\[{html.escape(latex, quote=False)}\\]</div>'
 
 
 def _terms(expr) -> tuple:
@@ -796,7 +815,7 @@ def committed_tokens() -> Derivation:
            N(a, g), sp.Sum(a ** dsym, (dsym, 0, g)))
     d.show("summation", "sympy.summation, which keeps the α = 1 branch", N(a, g), _acc.expected_committed_expr)
     limit = sp.limit(_acc.expected_committed_closed_form, a, 1)
-    d.show("limit", "α → 1 in the general branch (sympy.limit)", sp.Limit(N(a, g), a, 1), limit)
+    d.show("limit", "α → 1 in the general branch (sympy.limit)", sp.Limit(N(a, g), a, 1, "+-"), limit)
     d.check(limit, _acc.expected_committed_expr.args[0][0], "the limit equals the α = 1 branch")
     eps = sp.Symbol("epsilon", positive=True)
     d.show("series", "Series in ε = 1 - α: the first lost point of acceptance costs γ(γ+1)/2 tokens per unit ε",

@@ -7,6 +7,7 @@ cost model, or the paper's printed value (shared/spec/MODEL.md). Leviathan et
 al.'s speedup is typed here from their paper, not taken from speclib.
 """
 import dataclasses
+import html
 
 import numpy as np
 import pytest
@@ -48,10 +49,14 @@ def test_every_step_renders_latex_and_markdown(builder):
     derivation = builder()
     assert len(derivation) >= 3
     markdown = derivation._repr_markdown_()
+    page = derivation._repr_html_()
     for step in derivation:
         latex = step.latex()
         assert latex.strip()
         assert latex in markdown
+        # the book shows the HTML: maths in MathJax's display delimiters, escaped
+        assert "\\[" + html.escape(latex, quote=False) + "\\]" in page
+        assert html.escape(step.label) in step._repr_html_()
         assert step._repr_latex_().startswith("$")
         assert "$$" in step._repr_markdown_()
         assert step.label in step.text()
