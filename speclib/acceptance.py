@@ -228,3 +228,89 @@ def load_survival_curves() -> dict:
     raw = json.loads(text)
     names = {"mtp": "MTP", "dflash": "DFlash"}
     return {key: SurvivalCurve(raw[key], name=label, source=SURVIVAL_SOURCE) for key, label in names.items()}
+
+
+# --- presentation: the chapter's derivation and table --------------------------------
+
+
+def survival_derivation():
+    """The survival-curve form of N as a sympy step list (a
+    :class:`speclib.derivations.Derivation`): the tail sum, N(0), the forward
+    difference, and the reduction to the i.i.d. formula, each identity checked
+    here with sympy before it is shown."""
+    from .derivations import Derivation, Step
+
+    N = sp.Function("N")
+    # sympy returns 1 + Piecewise(...): take the general branch of the Piecewise term
+    pieces = [t for t in sp.Add.make_args(expected_committed_geometric_expr) if isinstance(t, sp.Piecewise)]
+    rest = sum(t for t in sp.Add.make_args(expected_committed_geometric_expr) if not isinstance(t, sp.Piecewise))
+    general = rest + next(expr for expr, cond in pieces[0].args if cond is sp.true)
+    if sp.simplify(general - expected_committed_closed_form) != 0:  # pragma: no cover - a broken identity
+        raise ArithmeticError("the geometric survival curve does not reduce to the i.i.d. N")
+    if committed_increment_expr != survival[gamma + 1]:  # pragma: no cover
+        raise ArithmeticError("the forward difference of N is not the next survival")
+    steps = (
+        Step("tail", "Tail sum: the accepted prefix reaches position d exactly when d survives; "
+             "the 1 is the bonus token", (N(gamma), expected_committed_survival_expr)),
+        Step("zero", "No drafts: only the bonus token", (N(0), committed_at_zero_expr)),
+        Step("difference", "Forward difference (sympy difference_delta): one more position adds its own survival",
+             (N(gamma + 1) - N(gamma), committed_increment_expr)),
+        Step("iid", "i.i.d. acceptance, s_d = alpha^d, summed by sympy (alpha != 1 branch)",
+             (N(gamma), general, expected_committed_closed_form)),
+    )
+    return Derivation("Expected committed tokens from a survival curve", steps)
+
+
+class CommittedTable:
+    """N(gamma) under each measured curve and under the i.i.d. curve of the
+    same first-position acceptance, gamma = 1 .. the curve's length."""
+
+    def __init__(self, curves):
+        self.curves = dict(curves)
+        self.length = max(len(c) for c in self.curves.values())
+
+    def _cells(self, curve, g):
+        if g > len(curve):
+            return ("", "", "")
+        n = expected_committed_from_survival(curve, g)
+        n_iid = expected_committed(curve.first_position_acceptance, g)
+        return (f"{n:.3f}", f"{n_iid:.3f}", f"{n - n_iid:+.3f}")
+
+    def _caption(self) -> str:
+        return ("Expected tokens committed per verify pass, N(gamma): measured survival curve, the i.i.d. curve "
+                "alpha^d with alpha = survival(1), and measured minus i.i.d. (positive: the curve beats i.i.d.)")
+
+    def _header(self):
+        head = ["gamma"]
+        for curve in self.curves.values():
+            head += [f"{curve.name} N", "i.i.d. N", "diff"]
+        return head
+
+    def _rows(self):
+        for g in range(1, self.length + 1):
+            row = [str(g)]
+            for curve in self.curves.values():
+                row += list(self._cells(curve, g))
+            yield row
+
+    def _repr_html_(self) -> str:
+        import html as _html
+
+        head = "".join(f'<th style="text-align:right">{_html.escape(h)}</th>' for h in self._header())
+        body = "".join("<tr>" + "".join(f'<td style="text-align:right">{c}</td>' for c in row) + "</tr>"
+                       for row in self._rows())
+        return (f'<table class="speclib-committed-table"><caption>{_html.escape(self._caption())}</caption>'
+                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+    def __repr__(self) -> str:
+        lines = [self._caption(), ""]
+        lines.append("".join(f"{h:>10}" for h in self._header()))
+        lines += ["".join(f"{c:>10}" for c in row) for row in self._rows()]
+        return "\n".join(line.rstrip() for line in lines)
+
+
+def committed_table(curves=None) -> CommittedTable:
+    """:class:`CommittedTable` for ``curves`` (default: the shipped MTP and
+    DFlash curves)."""
+    curves = load_survival_curves() if curves is None else {k: as_survival_curve(v) for k, v in dict(curves).items()}
+    return CommittedTable(curves)

@@ -109,9 +109,9 @@ comm_cost_expr = t * link_bytes_per_token_expr * M / L
 comm_slope_expr = sp.simplify(_cost.elasticity(comm_cost_expr, t))
 
 _ep_moe_args = (t, k, E, n_s, W_E, b, R, G)
-_ep_moe_cost = sp.lambdify(_ep_moe_args, ep_moe_cost_expr, "numpy")
-_ep_moe_slope = sp.lambdify(_ep_moe_args, ep_moe_slope_expr, "numpy")
-_local_experts = sp.lambdify((t, k, E, G), local_experts_expr, "numpy")
+_ep_moe_cost = sp.lambdify(_ep_moe_args, _moe.numeric_form(ep_moe_cost_expr), "numpy")
+_ep_moe_slope = sp.lambdify(_ep_moe_args, _moe.numeric_form(ep_moe_slope_expr), "numpy")
+_local_experts = sp.lambdify((t, k, E, G), _moe.numeric_form(local_experts_expr), "numpy")
 _comm_args = (t, k, G, h, b_d, b_c, M, L)
 _comm_cost = sp.lambdify(_comm_args, comm_cost_expr, "numpy")
 _comm_slope = sp.lambdify(_comm_args, comm_slope_expr + 0 * t, "numpy")
@@ -394,3 +394,114 @@ def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, G: int = 8, i
     out["total"] = scalar_or_array(sum(slopes[n] * costs[n] / total_cost for n in COMPONENTS) + c_arr)
     out["comm_share"] = scalar_or_array(costs["comm"] / total_cost)
     return out
+
+
+# --- presentation: the chapter's derivation and summary -----------------------------------
+
+
+def derivation(model=None, hardware=None, G: int = 64, interconnect=None, *, dispatch_bytes: float = 1.0,
+               combine_bytes: float = 2.0):
+    """The expert-parallel model as a sympy step list (a
+    :class:`speclib.derivations.Derivation`), with ``model`` on ``hardware``
+    and ``G`` GPUs put in at the end; identities are checked before they are
+    shown."""
+    from .derivations import Derivation, Step
+
+    model, hardware = resolve(model, hardware)
+    net = default_interconnect(hardware) if interconnect is None else _lookup_interconnect(interconnect)
+    ffn = model.ffn
+    if not ffn.is_moe:
+        raise ValueError(f"expert parallelism needs a mixture-of-experts model; {model.name} has a dense FFN")
+    T = sp.Symbol("T", positive=True)
+    A_loc, P, C_comm, r_comm = sp.symbols("A_local P_hit C_comm r_comm")
+    single = _moe.experts_activated_expr.subs(_moe.B, t)
+    if sp.simplify(local_experts_expr.subs(_G_SYMBOL, 1) - single) != 0:  # pragma: no cover
+        raise ArithmeticError("A_local at G = 1 is not the single-GPU coupon count")
+    if comm_slope_expr != 1:  # pragma: no cover
+        raise ArithmeticError("the communication slope is not 1")
+    values = {k: ffn.top_k, E: ffn.n_routed, _G_SYMBOL: G, h: model.hidden_size, b_d: sp.nsimplify(dispatch_bytes),
+              b_c: sp.nsimplify(combine_bytes), M: sp.nsimplify(hardware.memory_bandwidth), L: sp.nsimplify(net.bandwidth)}
+    per_token_link = link_bytes_per_token_expr.subs(values)
+    per_token_hbm = (comm_cost_expr / t).subs(values)
+    moe_compute_per_token = (_cost.moe_compute_expr / t).subs(
+        {k: ffn.top_k, n_s: ffn.n_shared, W_E: model.expert_params, R: sp.nsimplify(hardware.ridge(ffn.precision))})
+    steps = (
+        Step("hit", "One expert is hit by at least one of T tokens (the coupon count per expert)",
+             (P, expert_hit_probability_expr.subs(_moe.B, T))),
+        Step("local", "A GPU's E/G experts see all G t tokens of the group: expected distinct local experts",
+             (A_loc, local_experts_expr)),
+        Step("one", "At G = 1 this is the single-GPU count A(t)", (local_experts_expr.subs(_G_SYMBOL, 1), single)),
+        Step("picks", "Routed picks landing on one GPU (its share of G t k)", (sp.Symbol("picks"), local_picks_expr)),
+        Step("bytes", "Link bytes per token (dispatch + combine, each remote pick, sent and received)",
+             (sp.Symbol("bytes_link"), link_bytes_per_token_expr)),
+        Step("comm", "Communication cost of a step, in HBM byte-equivalents", (C_comm, comm_cost_expr)),
+        Step("slope", "Its log-slope in tokens: every token pays in full", (r_comm, comm_slope_expr)),
+        Step("value_link", f"{model.name}, G = {G}: link bytes per token per MoE layer",
+             (sp.Symbol("bytes_link"), per_token_link), approx=None),
+        Step("value_hbm", f"... as HBM byte-equivalents on {hardware.name} + {net.name}",
+             (C_comm / t, per_token_hbm), approx=None if per_token_hbm.is_Integer else per_token_hbm),
+        Step("value_compute", "for scale: the MoE compute per token, in the same units",
+             (sp.Symbol("C_MoE_compute") / t, moe_compute_per_token), approx=moe_compute_per_token),
+    )
+    return Derivation(f"Expert parallelism: local experts and the all-to-all ({model.name})", steps)
+
+
+class ExpertParallelSummary:
+    """Per G: where speculation pays (gamma* >= 1) against the batch per GPU,
+    the best speedup and where, and what the all-to-all costs in speedup."""
+
+    def __init__(self, rows, batches, S, alpha, c_draft, label):
+        self.rows, self.batches = rows, batches
+        self.S, self.alpha, self.c_draft, self.label = S, alpha, c_draft, label
+
+    _HEAD = ("G", "gamma* = 0 (batch per GPU)", "largest gamma*", "best speedup", "at batch",
+             "speedup lost to all-to-all (max)", "batches where comm changes gamma*")
+
+    def _caption(self):
+        return (f"Expert parallelism, {self.label}: S = {self.S:,.0f}, alpha = {self.alpha:.0%}, drafter "
+                f"{self.c_draft:.0%} of a step, batch per GPU {self.batches[0]:,.0f} to {self.batches[-1]:,.0f}")
+
+    def _cells(self, r):
+        return (str(r["G"]), r["zero"], str(r["gmax"]), f"{r['best']:.3f}", f"{r['best_at']:,.0f}",
+                f"{r['comm_loss']:.1%}", str(r["comm_changes"]))
+
+    def _repr_html_(self):
+        import html
+
+        head = "".join(f"<th>{html.escape(x)}</th>" for x in self._HEAD)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._cells(r)) + "</tr>"
+                       for r in self.rows)
+        return (f'<table class="speclib-ep-summary"><caption>{html.escape(self._caption())}</caption>'
+                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+    def __repr__(self):
+        lines = [self._caption(), ""]
+        lines += ["; ".join(f"{hd}: {c}" for hd, c in zip(self._HEAD, self._cells(r))) for r in self.rows]
+        return "\n".join(lines)
+
+
+def _zero_runs(B, g):
+    zero = g == 0
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], zero.astype(np.int8), [0]])))
+    runs = [f"{B[a]:,.0f}-{B[b - 1]:,.0f}" for a, b in zip(edges[::2], edges[1::2])]
+    return ", ".join(runs) if runs else "never"
+
+
+def summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096, alpha=0.75, c_draft=0.1, interconnect=None,
+            B=None) -> ExpertParallelSummary:
+    """:class:`ExpertParallelSummary` over ``B`` (default 1..4,096 sequences
+    per GPU, whole numbers, about 300 log-spaced)."""
+    m, hw = resolve(model, hardware)
+    if B is None:
+        B = np.unique(np.round(np.geomspace(1, 4096, 300)))
+    B = check_batch(B).ravel()
+    net = default_interconnect(hw) if interconnect is None else _lookup_interconnect(interconnect)
+    rows = []
+    for G_value in Gs:
+        g, s = optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=net)
+        g0, s0 = optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=net, include_comm=False)
+        best = int(np.argmax(s))
+        rows.append(dict(G=G_value, zero=_zero_runs(B, g), gmax=int(g.max()), best=float(s[best]),
+                         best_at=float(B[best]), comm_loss=float(np.max(1 - s / s0)),
+                         comm_changes=int(np.count_nonzero(g != g0))))
+    return ExpertParallelSummary(rows, B, float(S), float(alpha), float(c_draft), f"{m.name} on {hw.name} + {net.name}")

@@ -108,3 +108,74 @@ def optimal_gamma(alpha, B, S, c_draft=0.1, model=None, hardware=None, gamma_max
     if best.ndim == 0:
         return int(best), float(best_speedup)
     return best, best_speedup
+
+
+# --- measured survival curves against the i.i.d. model ------------------------------
+
+
+class SurvivalComparison:
+    """gamma* and the best speedup under each measured survival curve against
+    the i.i.d. curve of the same first-position acceptance (searched over the
+    same draft lengths), across a grid of batches."""
+
+    def __init__(self, rows, batches, S, c_draft, model_name, hardware_name):
+        self.rows = rows
+        self.batches = batches
+        self.S, self.c_draft = S, c_draft
+        self.model_name, self.hardware_name = model_name, hardware_name
+
+    def _caption(self) -> str:
+        return (f"Measured survival curve against i.i.d. acceptance with the same alpha = survival(1): "
+                f"{self.model_name} on {self.hardware_name}, S = {self.S:,.0f}, drafter {self.c_draft:.0%} of a step, "
+                f"{len(self.batches)} batches from {self.batches[0]:,.0f} to {self.batches[-1]:,.0f}. "
+                f"Shortfall: 1 - measured best speedup / i.i.d. best speedup.")
+
+    _HEAD = ("drafter", "alpha", "positions", "gamma* differs", "largest |diff|", "longer", "shorter",
+             "largest shortfall", "at batch", "gamma* there (measured / i.i.d.)")
+
+    def _cells(self, r):
+        return (r["name"], f"{r['alpha']:.3f}", str(r["length"]), f"{r['differs']} of {len(self.batches)}",
+                str(r["max_diff"]), str(r["longer"]), str(r["shorter"]), f"{r['shortfall']:.1%}",
+                f"{r['at_batch']:,.0f}", f"{r['gamma_measured']} / {r['gamma_iid']}")
+
+    def _repr_html_(self) -> str:
+        import html
+
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEAD)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._cells(r)) + "</tr>"
+                       for r in self.rows)
+        return (f'<table class="speclib-survival-comparison"><caption>{html.escape(self._caption())}</caption>'
+                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+    def __repr__(self) -> str:
+        lines = [self._caption(), ""]
+        for r in self.rows:
+            lines.append("; ".join(f"{h}: {c}" for h, c in zip(self._HEAD, self._cells(r))))
+        return "\n".join(lines)
+
+
+def compare_survival(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardware=None, *, query_bytes=False):
+    """:class:`SurvivalComparison` of each curve in ``curves`` (default: the
+    shipped MTP and DFlash curves) with its i.i.d. counterpart over the batches
+    ``B`` (default: 600 whole-sequence batches from 1 to 30,000)."""
+    from .presets import resolve
+
+    curves = _acc.load_survival_curves() if curves is None else {k: _acc.as_survival_curve(v)
+                                                                 for k, v in dict(curves).items()}
+    if B is None:
+        B = np.unique(np.round(np.geomspace(1, 30_000, 600)))
+    B = check_batch(B).ravel()
+    m, h = resolve(model, hardware)
+    rows = []
+    for curve in curves.values():
+        g_m, s_m = optimal_gamma(curve, B, S, c_draft, m, h, query_bytes=query_bytes)
+        g_i, s_i = optimal_gamma(curve.iid(), B, S, c_draft, m, h, query_bytes=query_bytes)
+        shortfall = 1 - s_m / s_i
+        worst = int(np.argmax(shortfall))
+        diff = g_m - g_i
+        rows.append(dict(name=curve.name, alpha=curve.first_position_acceptance, length=len(curve),
+                         differs=int(np.count_nonzero(diff)), max_diff=int(np.max(np.abs(diff))),
+                         longer=int(np.count_nonzero(diff > 0)), shorter=int(np.count_nonzero(diff < 0)),
+                         shortfall=float(shortfall[worst]), at_batch=float(B[worst]),
+                         gamma_measured=int(g_m[worst]), gamma_iid=int(g_i[worst])))
+    return SurvivalComparison(rows, B, float(S), float(c_draft), m.name, h.name)

@@ -415,3 +415,37 @@ class BelowRooflineTable:
 
 def below_roofline_table(comparison=None) -> BelowRooflineTable:
     return BelowRooflineTable(compare() if comparison is None else comparison)
+
+
+# --- presentation -------------------------------------------------------------------------
+
+
+def derivation(model=MEASURED_MODEL, hardware="H200", precision="fp8", *, kv_precision="fp8"):
+    """The workload algebra and the whole-model step as a sympy step list (a
+    :class:`speclib.derivations.Derivation`)."""
+    from .derivations import Derivation, Step
+
+    model, hw = resolve(model, hardware)
+    _check_dense(model)
+    S_bar, B_dec = sp.symbols("Sbar B_decode")
+    wb = weight_bytes_for(precision, hw)
+    head = model.vocab_size * model.hidden_size
+    decoder = model.total_params() - 2 * head
+    weights_gb = sp.Float((decoder * wb + head * 2.0) / 1e9, 6)
+    kv_per_token = model.context_bytes / model.attention.kv_bytes * KV_BYTES[kv_precision] * model.n_layers
+    steps = [
+        Step("context", "Mean cached context over a request's O decode steps (sympy summation)",
+             (S_bar, sp.Sum(I_in + _j, (_j, 0, O_out - 1)) / O_out, mean_decode_context_expr)),
+    ]
+    for name, (i, o) in WORKLOADS.items():
+        steps.append(Step(f"context_{name}", f"{name}: I = {i:,}, O = {o:,}",
+                          (S_bar, mean_decode_context_expr.subs({I_in: i, O_out: o}))))
+    steps += [
+        Step("little", "Little's law: decoding requests = output tokens per second x seconds per token",
+             (B_dec, littles_law_batch_expr)),
+        Step("weights", f"{model.name}: bytes of weights read per step ({precision} decoder, bf16 head), GB",
+             (sp.Symbol("W_bytes"), weights_gb)),
+        Step("kv", f"KV-cache bytes per cached token, all {model.n_layers} layers, {kv_precision}",
+             (sp.Symbol("m_c") * sp.Symbol("n_layers"), sp.Integer(int(kv_per_token)))),
+    ]
+    return Derivation(f"Decode workload algebra and the {model.name} step", tuple(steps))

@@ -174,3 +174,21 @@ def test_dense_model_is_refused():
 def test_unknown_interconnect():
     with pytest.raises(ValueError, match="known interconnects"):
         parallel.interconnect("carrier pigeon")
+
+
+def test_derivation_numbers_match_the_cost_model():
+    d = parallel.derivation(G=64)
+    assert d["value_link"].value == parallel.comm_bytes_per_token(FLASH, 64)
+    ep = parallel.expert_parallel_cost_model(G=64)
+    assert d["value_hbm"].value == pytest.approx(float(ep.comm(1.0)), rel=1e-12)
+
+
+def test_summary_agrees_with_optimal_gamma():
+    B = np.unique(np.round(np.geomspace(1, 4096, 40)))
+    table = parallel.summary(B=B)
+    for row in table.rows:
+        g, s = parallel.optimal_gamma(0.75, B, 4096, 0.1, G=row["G"])
+        assert row["gmax"] == g.max()
+        assert row["best"] == pytest.approx(s.max())
+    assert table.rows[0]["comm_loss"] == 0.0  # G = 1 sends nothing
+    assert repr(table) == repr(parallel.summary(B=B)) and "<table" in table._repr_html_()

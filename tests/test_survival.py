@@ -222,3 +222,29 @@ def test_passing_the_default_cost_model_changes_nothing():
     b = speculation.optimal_gamma(0.75, BATCHES, 4096, 0.1, cost_model=cm)
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
+
+
+# --- presentation objects -------------------------------------------------------
+
+
+def test_derivation_and_tables_render_deterministically():
+    d = acc.survival_derivation()
+    assert d.keys() == ["tail", "zero", "difference", "iid"]
+    assert "<" in d._repr_html_() and repr(d) == repr(acc.survival_derivation())
+    table = acc.committed_table()
+    text = repr(table)
+    assert text == repr(acc.committed_table()) and "<table" in table._repr_html_()
+    # one row per position of the longest curve, plus caption, blank and header
+    assert len(text.splitlines()) == 15 + 3
+
+
+def test_compare_survival_counts_are_consistent():
+    batches = np.unique(np.round(np.geomspace(1, 30000, 60)))
+    summary = speculation.compare_survival(B=batches)
+    curves = acc.load_survival_curves()
+    for row, curve in zip(summary.rows, curves.values()):
+        g_m, s_m = speclib.optimal_gamma(curve, batches, 4096, 0.1)
+        g_i, s_i = speclib.optimal_gamma(curve.iid(), batches, 4096, 0.1)
+        assert row["differs"] == np.count_nonzero(g_m != g_i) == row["longer"] + row["shorter"]
+        assert row["shortfall"] == pytest.approx(np.max(1 - s_m / s_i))
+        assert row["shortfall"] >= 0  # at gamma* = 0 or 1 the two agree exactly

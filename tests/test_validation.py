@@ -177,3 +177,10 @@ def test_tables_render_both_ways():
     below = validation.below_roofline_table(comparison)
     assert len(below.rows) == len(comparison.below_roofline())
     assert "<table" in below._repr_html_()
+
+
+def test_derivation_steps():
+    d = validation.derivation()
+    assert float(d["context_1k1k"].rhs) == validation.mean_decode_context(1024, 1024)
+    assert float(d["kv"].rhs) == 2 * 8 * 128 * 1 * 80
+    assert d["weights"].value == pytest.approx(LLAMA.total_params() / 1e9, rel=1e-5)
