@@ -248,8 +248,10 @@ def attention_table(model="DeepSeek-V4-Flash", hardware="B200"):
 
     def make(model, variant, hardware, query_bytes):
         m, _ = _paper.resolve(model, None)
-        chosen = variant if m.attention.kind == "mla" else None
-        return _paper.attention_table(m, hardware, variant=chosen, query_bytes=query_bytes)
+        has_variants = m.attention.kind == "mla"
+        # A GQA model has one attention kind: grey the variant choice out.
+        controls["variant"].disabled = not has_variants
+        return _paper.attention_table(m, hardware, variant=variant if has_variants else None, query_bytes=query_bytes)
 
     return TableWidget("attention_table", make, controls)
 
