@@ -449,3 +449,40 @@ def derivation(model=MEASURED_MODEL, hardware="H200", precision="fp8", *, kv_pre
              (sp.Symbol("m_c") * sp.Symbol("n_layers"), sp.Integer(int(kv_per_token)))),
     ]
     return Derivation(f"Decode workload algebra and the {model.name} step", tuple(steps))
+
+
+class ConsistencyTable:
+    """How many runs beat the roofline under each KV-cache assumption, at
+    batch = concurrency and at the Little's-law decode batch, and how far the
+    Little's-law batch sits from the concurrency."""
+
+    _HEAD = ("KV cache", "runs", "below roofline, batch = concurrency", "below roofline, Little's-law batch",
+             "Little batch / concurrency: min, median, max")
+
+    def __init__(self, comparisons):
+        self.rows = []
+        for c in comparisons:
+            share = c.little_batch / c.column("concurrency")
+            self.rows.append((c.kv_precision, str(len(c)), str(len(c.below_roofline())),
+                              str(len(c.below_roofline(little=True))),
+                              f"{share.min():.2f}, {np.median(share):.2f}, {share.max():.2f}"))
+
+    def _caption(self):
+        return "Runs measured faster than the roofline, by KV-cache precision assumed in the prediction"
+
+    def _repr_html_(self):
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEAD)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self.rows)
+        return (f'<table class="speclib-consistency-table"><caption>{html.escape(self._caption())}</caption>'
+                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+    def __repr__(self):
+        lines = [self._caption(), ""]
+        lines += ["; ".join(f"{h}: {c}" for h, c in zip(self._HEAD, row)) for row in self.rows]
+        return "\n".join(lines)
+
+
+def consistency_table(kv_precisions=("fp8", "bf16"), records=None) -> ConsistencyTable:
+    """:class:`ConsistencyTable` over the KV-cache precisions given."""
+    records = load_measurements() if records is None else list(records)
+    return ConsistencyTable([compare(records, kv_precision=kv) for kv in kv_precisions])

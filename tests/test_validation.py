@@ -184,3 +184,13 @@ def test_derivation_steps():
     assert float(d["context_1k1k"].rhs) == validation.mean_decode_context(1024, 1024)
     assert float(d["kv"].rhs) == 2 * 8 * 128 * 1 * 80
     assert d["weights"].value == pytest.approx(LLAMA.total_params() / 1e9, rel=1e-5)
+
+
+def test_consistency_table_counts():
+    table = validation.consistency_table()
+    for kv, row in zip(("fp8", "bf16"), table.rows):
+        c = validation.compare(kv_precision=kv)
+        assert row[0] == kv and row[2] == str(len(c.below_roofline()))
+    # a wider KV cache can only raise the prediction, so never fewer runs below it
+    assert int(table.rows[1][2]) >= int(table.rows[0][2])
+    assert "<table" in table._repr_html_()
