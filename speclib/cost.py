@@ -74,8 +74,9 @@ _moe_args = (t, k, E, n_s, W_E, b, R)
 _attn_args = (B, q, S, m_c, m_q, f, R)
 _gemm_cost = sp.lambdify(_gemm_args, gemm_cost_expr, "numpy")
 _gemm_slope = sp.lambdify(_gemm_args, gemm_slope_expr, "numpy")
-_moe_cost = sp.lambdify(_moe_args, moe_cost_expr, "numpy")
-_moe_slope = sp.lambdify(_moe_args, moe_slope_expr, "numpy")
+# The coupon-collector terms in floating-point-friendly form (same functions).
+_moe_cost = sp.lambdify(_moe_args, _moe.numeric_form(moe_cost_expr), "numpy")
+_moe_slope = sp.lambdify(_moe_args, _moe.numeric_form(moe_slope_expr), "numpy")
 _attn_cost = sp.lambdify(_attn_args, attn_cost_expr, "numpy")
 _attn_slope = sp.lambdify(_attn_args, attn_slope_expr, "numpy")
 
@@ -102,8 +103,8 @@ class CostModel:
         else:
             self._ffn_args = (w_ffn, ffn.weight_bytes, ridge_ffn)
         # k == E touches every expert at any batch: the MoE is then exactly a
-        # dense GEMM over (E + n_s) experts, and its slope must come from that
-        # form, since the MoE memory branch would be 0 * log(0) = NaN.
+        # dense GEMM over (E + n_s) experts, and is priced in that form, since
+        # the MoE memory branch would be 0 * log(0) = NaN.
         self._ffn_all_experts = ffn.is_moe and ffn.top_k == ffn.n_routed
         if self._ffn_all_experts:
             self._ffn_dense_args = ((ffn.n_routed + ffn.n_shared) * w_ffn, ffn.weight_bytes, ridge_ffn)
@@ -119,6 +120,8 @@ class CostModel:
         return _gemm_cost(tokens, *self._proj)
 
     def ffn(self, tokens):
+        if self._ffn_all_experts:
+            return _gemm_cost(tokens, *self._ffn_dense_args)
         if self.model.ffn.is_moe:
             return _moe_cost(tokens, *self._ffn_args)
         return _gemm_cost(tokens, *self._ffn_args)

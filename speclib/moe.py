@@ -6,7 +6,9 @@ are generated from them at import with ``lambdify``.
 """
 from __future__ import annotations
 
+import numpy as np
 import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
 
 from ._checks import checked_array, scalar_or_array
 
@@ -54,10 +56,50 @@ moe_slope_ratio_expr = sp.simplify(
 #: The knee of the coupon count: where B*k reaches E.
 expert_knee_expr = E / k
 
-_experts_activated = sp.lambdify((B, k, E), experts_activated_expr, "numpy")
-_experts_activated_rate = sp.lambdify((B, k, E), experts_activated_rate_expr, "numpy")
+#: Probability that one token misses a given routed expert.
+miss_probability_expr = 1 - k / E
+
+
+def numeric_form(expr):
+    """``expr`` with the coupon-collector terms rewritten for floating point,
+    for ``lambdify`` only (the sympy expressions above stay as written):
+
+    1 - (1 - k/E)**x  ->  -expm1(x*log1p(-k/E))
+        (1 - k/E)**x  ->  exp(x*log1p(-k/E))
+        log(1 - k/E)  ->  log1p(-k/E)
+
+    The same functions (the tests check it); but 1 - (1 - k/E)**B cancels to a
+    few digits at a tiny batch, and numpy's float power is several times slower
+    than exp/expm1, which made it most of ``optimal_gamma``'s run time.
+    At k = E, log1p(-1) = -inf gives the right limits (expm1(-inf) = -1) but
+    numpy warns: callers silence ``divide`` or avoid k = E.
+    """
+    log_miss = log1p(-k / E)
+
+    def is_miss_power(e):
+        return e.is_Pow and e.base == miss_probability_expr
+
+    def is_complement(e):  # 1 - miss**x
+        return (
+            e.is_Add
+            and len(e.args) == 2
+            and sp.S.One in e.args
+            and any(is_miss_power(-a) for a in e.args if a != 1)
+        )
+
+    def complement(e):
+        power = next(-a for a in e.args if a != 1)
+        return -expm1(power.exp * log_miss)
+
+    expr = expr.replace(is_complement, complement)
+    expr = expr.replace(is_miss_power, lambda e: sp.exp(e.exp * log_miss))
+    return expr.replace(lambda e: isinstance(e, sp.log) and e.args[0] == miss_probability_expr, lambda e: log_miss)
+
+
+_experts_activated = sp.lambdify((B, k, E), numeric_form(experts_activated_expr), "numpy")
+_experts_activated_rate = sp.lambdify((B, k, E), numeric_form(experts_activated_rate_expr), "numpy")
 _dense_intensity = sp.lambdify((B, b, R), dense_intensity_expr, "numpy")
-_moe_intensity = sp.lambdify((B, k, E, n_s, b, R), moe_intensity_expr, "numpy")
+_moe_intensity = sp.lambdify((B, k, E, n_s, b, R), numeric_form(moe_intensity_expr), "numpy")
 
 
 def _check_experts(k_value, E_value):
@@ -77,7 +119,8 @@ def experts_activated(B, k, E):
     """
     B_arr = checked_array("B", B, lo=0, lo_open=True)
     k_arr, E_arr = _check_experts(k, E)
-    return scalar_or_array(_experts_activated(B_arr, k_arr, E_arr))
+    with np.errstate(divide="ignore"):  # k == E: log1p(-1) = -inf, see numeric_form
+        return scalar_or_array(_experts_activated(B_arr, k_arr, E_arr))
 
 
 def experts_activated_rate(B, k, E):
@@ -107,7 +150,8 @@ def ffn_intensity(B, model=None, hardware=None, *, capped: bool = True):
     ffn = model.ffn
     ridge = hardware.ridge(ffn.precision) if capped else float("inf")
     if ffn.is_moe:
-        out = _moe_intensity(B_arr, ffn.top_k, ffn.n_routed, ffn.n_shared, ffn.weight_bytes, ridge)
+        with np.errstate(divide="ignore"):  # k == E: log1p(-1) = -inf, see numeric_form
+            out = _moe_intensity(B_arr, ffn.top_k, ffn.n_routed, ffn.n_shared, ffn.weight_bytes, ridge)
     else:
         out = _dense_intensity(B_arr, ffn.weight_bytes, ridge)
     return scalar_or_array(out)
