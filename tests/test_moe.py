@@ -12,9 +12,10 @@ import pytest
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sympy.codegen.cfunctions import expm1, log1p
 
 import speclib
-from speclib import moe, presets
+from speclib import cost, moe, presets
 
 V4 = presets.DEEPSEEK_V4_FLASH
 B200 = presets.B200
@@ -53,6 +54,44 @@ def test_dense_knee_and_moe_ridge_batch_solve_their_equations():
     assert sp.simplify(moe.dense_intensity_uncapped_expr.subs(moe.B, moe.dense_knee_expr) - moe.R) == 0
     saturated = moe.moe_saturated_intensity_expr.subs(moe.B, moe.moe_ridge_batch_expr)
     assert sp.simplify(saturated - moe.R) == 0
+
+
+def _plain(expr):
+    """Undo numeric_form: expm1(x) = exp(x) - 1, log1p(x) = log(1 + x), and
+    exp(x log q) = q**x."""
+    expr = expr.replace(expm1, lambda x: sp.exp(x) - 1).replace(log1p, lambda x: sp.log(1 + x))
+
+    def is_exp_of_log(e):
+        return isinstance(e, sp.exp) and any(isinstance(a, sp.log) for a in sp.Mul.make_args(e.args[0]))
+
+    def as_power(e):
+        log_q = next(a for a in sp.Mul.make_args(e.args[0]) if isinstance(a, sp.log))
+        return log_q.args[0] ** sp.cancel(e.args[0] / log_q)
+
+    return expr.replace(is_exp_of_log, as_power)
+
+
+def _same(a, b):
+    if isinstance(b, sp.Piecewise):  # branch by branch: values and conditions
+        return len(a.args) == len(b.args) and all(
+            _same(va, vb) and (ca == cb or _same(ca.lhs - ca.rhs, cb.lhs - cb.rhs))
+            for (va, ca), (vb, cb) in zip(a.args, b.args)
+        )
+    return sp.simplify(a - b) == 0
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [moe.experts_activated_expr, moe.experts_activated_rate_expr, moe.moe_intensity_uncapped_expr,
+     cost.moe_memory_expr, cost.moe_slope_expr],
+    ids=["count", "rate", "moe_intensity", "moe_memory_cost", "moe_slope"],
+)
+def test_numeric_form_is_the_same_function(expr):
+    rewritten = moe.numeric_form(expr)
+    powers = [p for p in rewritten.atoms(sp.Pow) if p.base == moe.miss_probability_expr]
+    assert not powers, "a float power is left"
+    assert rewritten.has(log1p), "nothing was rewritten"
+    assert _same(_plain(rewritten), expr)
 
 
 # --- Monte Carlo of uniform top-k routing --------------------------------------
@@ -164,6 +203,14 @@ def test_count_and_rate_equal_sympy_evalf(B, kE):
     if k < E:
         rate = float(moe.experts_activated_rate_expr.subs(values).evalf(30))
         assert moe.experts_activated_rate(B, k, E) == pytest.approx(rate, rel=1e-9, abs=1e-300)
+
+
+@pytest.mark.parametrize("B", [1e-12, 1e-9, 1e-6, 1e-3])
+@pytest.mark.parametrize("k, E", [(6, 256), (1, 1024), (2, 8)])
+def test_count_keeps_full_precision_at_tiny_batches(B, k, E):
+    # 1 - (1 - k/E)^B cancels here; compare with exact arithmetic at 40 digits.
+    exact = moe.experts_activated_expr.subs({moe.B: sp.Rational(B), moe.k: k, moe.E: E}).evalf(40)
+    assert speclib.experts_activated(B, k, E) == pytest.approx(float(exact), rel=1e-13)
 
 
 # The model's constants substituted once, exactly, so each example only
