@@ -223,14 +223,14 @@ def run_gamma(args, out) -> int:
     rows.append(("total", f"{costs['total']:.3f}", "1.000"))
     lines = [
         f"{model.name} on {chip.name}",
-        f"  batch {_exact(args.batch)} sequences, context {_exact(args.seq)} tokens, "
-        f"acceptance {args.alpha:g}, drafter cost {args.draft_cost:g} x a decode step",
+        f"  batch {_exact(args.batch)}, context {_exact(args.seq)} tokens, acceptance {args.alpha:g}, "
+        f"drafter {args.draft_cost:g} x a step",
         "",
         f"  gamma*   {gamma_star}   ({verdict}; searched 0..{args.gamma_max})",
         f"  speedup  {speedup:.4f}x over plain decoding",
         "",
         "  marginal cost of one speculated token, x a token already in the batch",
-        "  (slope r of each component's roofline; total = shares-weighted slopes + drafter):",
+        "  (r: slope of each component's roofline; total = sum of r x share, + drafter)",
         "",
         "\n".join("  " + line for line in format_table(("component", "slope r", "share of step"), rows).splitlines()),
     ]

@@ -72,15 +72,18 @@ def test_gqa_what_if_keeps_everything_but_attention():
 
 
 def test_knee_table_on_b200_gives_the_papers_knees():
-    row = dict(zip(dep.knee_table(("B200",)).headers, dep.knee_table(("B200",)).rows[0]))
+    table = dep.knee_table(("B200",))
+    row = dict(zip(table.headers, table.rows[0]))
     # MODEL.md: ridges 281 / 563 / 1125; MoE meets the fp4 ridge at ~10,950 tokens;
     # dense bf16 FFN knee R/2 * 2 B = 281; MLA compute-bound from T ~ 1.16
     assert (row["ridge bf16"], row["ridge fp8"], row["ridge fp4"]) == ("281", "562", "1,125")
     assert abs(float(row["MoE compute knee"].replace(",", "")) - 10_950) / 10_950 < 0.01
     assert row["dense FFN knee"] == "281"
-    assert row["MLA attention T"] == "1.16"
+    assert row["T, DeepSeek-V4-Flash"] == "1.16"
+    # V4-Pro: 128 heads on the same 576-byte latent -> twice the FLOPs per byte, half the T
+    assert row["T, DeepSeek-V4-Pro"] == f"{1.16 / 2:.2f}"
     # GQA 64/8 in bf16: f / m_c = 2*64*256 / (2*8*128*2) = 8 FLOP/B -> T = 281.25 / 8
-    assert row["GQA attention T"] == f"{281.25 / 8:.1f}"
+    assert row["T, Llama-3-70B"] == f"{281.25 / 8:.2f}"
 
 
 def test_tables_render_as_html_and_text():
@@ -102,3 +105,64 @@ def test_tables_render_as_html_and_text():
 def test_bad_figure_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         dep.gamma_maps(**kwargs)
+
+
+# --- the chapter's statements, so that they stay true as the model changes -------------
+def small_batch_zero(model, chip, seq=4096):
+    z = dep.zero_regions(model, chip, seq=seq)
+    return ([z["low_edge"]] if z["low_edge"] else []) + z["gutter"]
+
+
+@pytest.mark.parametrize("chip", dep.CHIPS)
+def test_claim_dense_model_never_has_a_gutter(chip):
+    assert small_batch_zero("Llama-3-70B", chip) == []
+
+
+def test_claim_gutter_grows_with_experts_per_active_expert():
+    ends = [small_batch_zero(m, "B200")[-1][1] for m in ("DeepSeek-V3", "DeepSeek-V4-Flash", "DeepSeek-V4-Pro")]
+    assert ends[0] < ends[1] < ends[2]  # E/k = 32, 42.7, 64
+
+
+def test_claim_coarse_experts_leave_only_a_lone_sequence():
+    assert small_batch_zero("Mixtral-8x7B", "B200") == [(1.0, 1.0)]
+    assert small_batch_zero("Mixtral-8x7B", "B200", seq=32768) == []
+    assert small_batch_zero("Qwen3-235B-A22B", "B200", seq=32768) == []
+
+
+def test_claim_the_gutter_hardly_moves_between_chips():
+    gutters = [dep.zero_regions("DeepSeek-V4-Flash", chip)["gutter"] for chip in dep.CHIPS]
+    assert all(len(g) == 1 for g in gutters)
+    starts, ends = [g[0][0] for g in gutters], [g[0][1] for g in gutters]
+    assert max(starts) - min(starts) <= 2 and max(ends) - min(ends) <= 2
+
+
+def test_claim_the_large_batch_edge_follows_the_expert_ridge():
+    edge = {chip: dep.zero_regions("DeepSeek-V4-Flash", chip)["high_edge"] for chip in dep.CHIPS}
+    assert edge["MI355X"] is None and edge["GB300"] is None
+    assert edge["H200"][0] < edge["B200"][0] and edge["MI325X"][0] < edge["B200"][0]
+    assert edge["H100-SXM"][0] < edge["B200"][0]
+
+
+def test_claim_mla_attention_is_compute_bound_in_plain_decode_on_h200_and_mi325x():
+    from speclib.attention import compute_bound_width
+
+    width = {chip: compute_bound_width("DeepSeek-V4-Flash", chip) for chip in dep.CHIPS}
+    assert width["H200"] < 1 and width["MI325X"] < 1
+    assert all(width[c] > 1 for c in ("H100-SXM", "B200", "MI355X", "GB300"))
+    assert all(1 < width[c] < 2 for c in ("H100-SXM", "B200", "MI355X", "GB300"))  # one speculated token crosses
+    assert all(compute_bound_width("DeepSeek-V4-Pro", c) < 1 for c in dep.CHIPS)
+    assert all(compute_bound_width("Llama-3-70B", c) > 10 for c in dep.CHIPS)
+
+
+def test_claim_gqa_in_place_of_mla_closes_the_gutter_at_long_context():
+    gqa = dep.with_gqa_attention("DeepSeek-V4-Flash")
+    assert small_batch_zero("DeepSeek-V4-Flash", "B200", seq=32768) != []
+    assert small_batch_zero(gqa, "B200", seq=32768) == []
+    assert dep.zero_regions(gqa, "B200")["high_edge"] is None
+
+
+def test_claim_a_draft_of_one_survives_long_context_on_high_bf16_ridge_chips():
+    batches = [2000, 10000, 30000]
+    for chip, expected in [("H100-SXM", 1), ("MI355X", 1), ("GB300", 1), ("B200", 0), ("H200", 0), ("MI325X", 0)]:
+        gamma_star, _ = speclib.optimal_gamma(0.75, batches, 131072, 0.1, "DeepSeek-V4-Flash", chip)
+        assert list(gamma_star) == [expected] * 3, chip

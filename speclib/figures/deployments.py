@@ -22,7 +22,7 @@ from .. import attention as _attention
 from .. import moe as _moe
 from .. import speculation as _speculation
 from .._checks import checked_array, checked_int
-from ..presets import PRECISIONS, GQAAttention, resolve
+from ..presets import PRECISIONS, GQAAttention, describe_hardware, describe_model, resolve
 from . import _style
 from .paper import zero_gamma_bands
 
@@ -187,7 +187,7 @@ class DeploymentTable:
         return self.align or "l" + "r" * (len(self.headers) - 1)
 
     def _repr_html_(self) -> str:
-        style = {"l": "text-align:left", "r": "text-align:right"}
+        style = {"l": "text-align:left;padding:0.1em 0.6em", "r": "text-align:right;padding:0.1em 0.6em"}
         align = self._align()
         head = "".join(f'<th style="{style[a]}">{html.escape(str(h))}</th>' for h, a in zip(self.headers, align))
         body = "".join(
@@ -205,6 +205,56 @@ class DeploymentTable:
             lines.append("  ".join(c.ljust(w) if a == "l" else c.rjust(w)
                                    for c, w, a in zip(row, widths, self._align())).rstrip())
         return "\n".join(lines)
+
+
+def _attention_label(model):
+    attn = model.attention
+    if attn.kind == "gqa":
+        return f"GQA {attn.n_heads}/{attn.n_kv_heads}"
+    return f"MLA {attn.n_heads} ({'V4' if attn.o_groups else 'V3'})"
+
+
+def _ffn_label(model):
+    ffn = model.ffn
+    if not ffn.is_moe:
+        return "dense"
+    return f"{ffn.top_k} of {ffn.n_routed}" + (f" + {ffn.n_shared}" if ffn.n_shared else "")
+
+
+def model_table(models=MODELS):
+    """The model presets' key numbers (one layer), a compact form of what
+    ``speclib presets`` lists."""
+    rows = []
+    for name in models:
+        m = resolve(name, None)[0]
+        d = describe_model(m)
+        rows.append((m.name, _attention_label(m), _ffn_label(m), f"{d['W_attn'] / 1e6:,.0f}M",
+                     f"{d['W_E'] / 1e6:,.0f}M", "-" if d["E/k"] is None else f"{d['E/k']:.0f}",
+                     f"{d['m_c']:,.0f}", f"{d['f'] / d['m_c']:,.0f}",
+                     f"{m.proj_precision}/{m.ffn.precision}"))
+    caption = ("Model presets, one layer: attention (query/KV heads for GQA), routed experts a token uses "
+               "(+ shared), attention-projection (W_attn) and per-expert (W_E; the whole FFN if dense) weights, routing knee E/k, cache "
+               "bytes per context token m_c, FLOPs per cached byte f/m_c, and the GEMM precision of the projections "
+               "/ FFN (fp4 weights are MXFP4, 0.53 bytes each).")
+    headers = ("model", "attention", "experts", "W_attn", "W_E", "E/k", "m_c (B)", "f/m_c", "precision")
+    return DeploymentTable(caption, headers, tuple(rows), align="lllrrrrrl")
+
+
+def hardware_table(chips=("B200", "H100-SXM", "H200", "MI300X", "MI325X", "MI355X", "GB300")):
+    """The hardware presets' bandwidth, dense peaks and ridges; an fp4 peak
+    marked * is the fp8 one (no fp4 units)."""
+    rows = []
+    for name in chips:
+        chip = resolve(None, name)[1]
+        d = describe_hardware(chip)
+        mark = {p: "" if chip.native(p) else "*" for p in PRECISIONS}
+        rows.append((d["name"], f"{d['bandwidth_TBps']:g}",
+                     *(f"{d[f'{p}_PFLOPS']:.2f}{mark[p]}" for p in reversed(PRECISIONS)),
+                     *(f"{d[f'ridge_{p}']:,.0f}{mark[p]}" for p in reversed(PRECISIONS))))
+    caption = ("Hardware presets: HBM bandwidth (TB/s), dense peaks (PFLOP/s) and ridges (peak / bandwidth, FLOP "
+               "per byte). * no fp4 units: MXFP4 weights are multiplied at the fp8 peak.")
+    headers = ("chip", "TB/s", "bf16", "fp8", "fp4", "ridge bf16", "ridge fp8", "ridge fp4")
+    return DeploymentTable(caption, headers, tuple(rows))
 
 
 def _span(lo, hi):
@@ -256,30 +306,29 @@ def gutter_table(models=MODELS, chips=("B200",), *, seq=4096, alpha=0.75, c_draf
     return DeploymentTable(caption, headers, tuple(rows), align="llllr")
 
 
-def knee_table(chips=CHIPS, *, moe_model="DeepSeek-V4-Flash", dense_model="Llama-3-70B"):
+def knee_table(chips=CHIPS, *, moe_model="DeepSeek-V4-Flash", dense_model="Llama-3-70B",
+               attention_models=("DeepSeek-V4-Flash", "DeepSeek-V4-Pro", "Llama-3-70B")):
     """Per chip: the ridges, and the knees they set: where the MoE model's
-    experts turn compute-bound, where the dense model's FFN does, and the
-    verify width at which MLA and GQA attention turn compute-bound."""
+    experts turn compute-bound, where the dense model's FFN does, and for each
+    of ``attention_models`` the verify width T at which its long-context
+    attention does (below 1: compute-bound already in plain decoding)."""
+    moe_p, dense_p = resolve(moe_model, None)[0], resolve(dense_model, None)[0]
+    attention_ps = [resolve(name, None)[0] for name in attention_models]
     rows = []
     for chip_name in chips:
-        moe_model_p, chip = resolve(moe_model, chip_name)
-        dense_model_p, _ = resolve(dense_model, chip_name)
-        moe_knees = _moe.knees(moe_model_p, chip)
-        dense_knees = _moe.knees(dense_model_p, chip)
+        chip = resolve(None, chip_name)[1]
         rows.append((
             chip.name,
             *(f"{chip.ridge(p):,.0f}" for p in reversed(PRECISIONS)),
-            f"{moe_knees['moe_ridge']:,.0f}",
-            f"{dense_knees['dense_knee']:,.0f}",
-            f"{_attention.compute_bound_width(moe_model_p, chip):.2f}",
-            f"{_attention.compute_bound_width(dense_model_p, chip):.1f}",
+            f"{_moe.knees(moe_p, chip)['moe_ridge']:,.0f}",
+            f"{_moe.knees(dense_p, chip)['dense_knee']:,.0f}",
+            *(f"{_attention.compute_bound_width(m, chip):.2f}" for m in attention_ps),
         ))
-    m, d = resolve(moe_model, None)[0], resolve(dense_model, None)[0]
-    caption = (f"Ridges (FLOP/byte) and the knees they place. MoE compute knee: tokens at which {m.name}'s "
-               f"experts reach their ridge; dense FFN knee: the same for {d.name}; attention: verify width T at "
-               f"which long-context attention turns compute-bound ({m.name}, MLA; {d.name}, GQA).")
+    caption = (f"Ridges (FLOP/byte) and the knees they place. MoE compute knee: tokens per step at which "
+               f"{moe_p.name}'s experts reach their ridge; dense FFN knee: the same for {dense_p.name}'s FFN; "
+               f"attention T: verify width at which a model's long-context attention turns compute-bound.")
     headers = ("chip", "ridge bf16", "ridge fp8", "ridge fp4", "MoE compute knee", "dense FFN knee",
-               "MLA attention T", "GQA attention T")
+               *(f"T, {m.name}" for m in attention_ps))
     return DeploymentTable(caption, headers, tuple(rows))
 
 
@@ -292,8 +341,10 @@ __all__ = [
     "gamma_map_data",
     "gamma_maps",
     "gutter_table",
+    "hardware_table",
     "knee_table",
     "model_maps",
+    "model_table",
     "with_gqa_attention",
     "zero_regions",
 ]
