@@ -237,7 +237,7 @@ def _concurrency_axis(ax):
 
 
 def _chip_panels(fig, n=len(_val.CHIPS)):
-    cols = 3
+    cols = min(3, n)
     rows = int(np.ceil(n / cols))
     axes = fig.subplots(rows, cols, sharex=True, squeeze=False)
     return axes.ravel()
@@ -245,15 +245,22 @@ def _chip_panels(fig, n=len(_val.CHIPS)):
 
 def measured_tpot(workload="1k1k", precision="fp8", comparison=None):
     """Measured TPOT (markers: circles vLLM, squares TRT-LLM) and the roofline
-    (dashed) against concurrency, one panel per chip, colour = tensor-parallel
-    width. Chips with no hardware preset are left blank and named."""
+    (dashed) against concurrency, one panel per chip that has runs at this
+    precision, colour = tensor-parallel width. A chip with runs but no hardware
+    preset gets a blank panel that says so."""
     comparison = _val.compare() if comparison is None else comparison
-    fig = _style.new_figure((9.0, 5.8))
+    measured = _val.load_measurements()
+    chips = [c for c in _val.CHIPS if any(r.chip == c and r.precision == precision and r.workload == workload
+                                          for r in measured)]
+    rows = int(np.ceil(len(chips) / 3))
+    fig = _style.new_figure((9.0 if len(chips) > 2 else 8.5, 0.6 + 2.6 * rows))
     with _style.style():
-        axes = _chip_panels(fig)
+        axes = _chip_panels(fig, len(chips))
         conc = comparison.column("concurrency")
         tp = comparison.column("tp")
-        for ax, chip in zip(axes, _val.CHIPS):
+        for ax in axes[len(chips):]:
+            ax.set_visible(False)
+        for ax, chip in zip(axes, chips):
             ax.set_title(chip, loc="left")
             idx = comparison.select(workload=workload, chip=chip, precision=precision)
             if chip in comparison.missing:
@@ -279,15 +286,16 @@ def measured_tpot(workload="1k1k", precision="fp8", comparison=None):
             ax.yaxis.set_major_locator(FixedLocator(TPOT_TICKS))
             ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _p: f"{y:g}"))
             ax.yaxis.set_minor_formatter(NullFormatter())
-        for ax in axes[-3:]:
+        cols = min(3, len(chips))
+        for ax in axes[len(chips) - cols:len(chips)]:
             ax.set_xlabel("concurrent requests")
-        for ax in axes[::3]:
+        for ax in axes[::cols]:
             ax.set_ylabel("TPOT (ms)")
         handles = [Line2D([], [], color=TP_COLORS[n], lw=2, label=f"TP = {n}") for n in _val.RatioTable.TPS]
         handles += [Line2D([], [], color="k", marker="o", ls="none", label="measured, vLLM"),
                     Line2D([], [], color="k", marker="s", mfc="none", ls="none", label="measured, TRT-LLM"),
                     Line2D([], [], color="k", ls="--", lw=1.3, label="roofline")]
-        fig.legend(handles=handles, loc="outside lower center", ncol=7, fontsize=8)
+        fig.legend(handles=handles, loc="outside lower center", ncol=4 if len(chips) <= 2 else 7, fontsize=8)
         inp, out = _val.WORKLOADS[workload]
         fig.suptitle(f"Llama-3.3-70B, {precision}, {inp:,} in / {out:,} out tokens: measured TPOT against the "
                      f"roofline ({comparison.kv_precision} KV cache)", x=0.01, ha="left", fontsize=10)
