@@ -277,7 +277,7 @@ def compare(records=None, model=MEASURED_MODEL, *, kv_precision="fp8") -> Compar
     Little's-law batch, with the mean decode context of its workload."""
     records = load_measurements() if records is None else list(records)
     model, _ = resolve(model, None)
-    kept, missing = [], []
+    kept, kept_index, missing = [], [], []
     pred, pred_little, little = [], [], []
     groups = {}
     for i, r in enumerate(records):
@@ -294,11 +294,12 @@ def compare(records=None, model=MEASURED_MODEL, *, kv_precision="fp8") -> Compar
         b_little = littles_law_batch([r.throughput_per_gpu for r in rs], tp, [r.input_len for r in rs],
                                      [r.output_len for r in rs], np.array([r.tpot_ms for r in rs]) * 1e-3)
         kept.extend(rs)
+        kept_index.extend(idx)
         pred.append(predicted_tpot(model, hw, conc, context, tp, precision, kv_precision=kv_precision) + 0 * conc)
         pred_little.append(predicted_tpot(model, hw, b_little, context, tp, precision, kv_precision=kv_precision)
                            + 0 * conc)
         little.append(b_little + 0 * conc)
-    order = sorted(range(len(kept)), key=lambda i: records.index(kept[i]))
+    order = np.argsort(np.array(kept_index, dtype=int), kind="stable")
     cat = lambda parts: np.concatenate(parts)[order] if parts else np.zeros(0)  # noqa: E731
     return Comparison([kept[i] for i in order], cat(pred), cat(pred_little), cat(little), sorted(set(missing)),
                       kv_precision)
