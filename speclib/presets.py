@@ -226,6 +226,16 @@ class MoEFFN:
 
     is_moe = True
 
+    def __post_init__(self):
+        # A custom model with top_k > n_routed would otherwise surface as a NaN
+        # deep inside the cost model.
+        checked_int("n_routed", self.n_routed, lo=1)
+        checked_int("top_k", self.top_k, lo=1, hi=self.n_routed)
+        checked_int("n_shared", self.n_shared, lo=0)
+        checked_int("expert_width", self.expert_width, lo=1)
+        checked_array("weight_bytes", self.weight_bytes, lo=0, lo_open=True)
+        checked_choice("precision", self.precision, PRECISIONS)
+
     def expert_params(self, hidden: int) -> int:
         """W_E: gate, up and down projections of one expert."""
         return 3 * hidden * self.expert_width
@@ -238,6 +248,11 @@ class DenseFFN:
     width: int
     weight_bytes: float
     precision: str = "fp8"
+
+    def __post_init__(self):
+        checked_int("width", self.width, lo=1)
+        checked_array("weight_bytes", self.weight_bytes, lo=0, lo_open=True)
+        checked_choice("precision", self.precision, PRECISIONS)
 
     is_moe = False
 

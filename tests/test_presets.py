@@ -149,3 +149,24 @@ def test_paper_precisions_of_each_component():
 
 def test_defaults_are_the_papers_model_and_chip():
     assert presets.resolve() == (presets.DEEPSEEK_V4_FLASH, presets.B200)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_routed=8, top_k=9, n_shared=0, expert_width=10, weight_bytes=1.0), r"top_k.*\[1, 8\]"),
+        (dict(n_routed=8, top_k=0, n_shared=0, expert_width=10, weight_bytes=1.0), r"top_k.*\[1, 8\]"),
+        (dict(n_routed=0, top_k=1, n_shared=0, expert_width=10, weight_bytes=1.0), r"n_routed"),
+        (dict(n_routed=8, top_k=2, n_shared=-1, expert_width=10, weight_bytes=1.0), r"n_shared"),
+        (dict(n_routed=8, top_k=2, n_shared=0, expert_width=10, weight_bytes=0.0), r"weight_bytes.*\(0, inf\)"),
+        (dict(n_routed=8, top_k=2, n_shared=0, expert_width=10, weight_bytes=1.0, precision="fp2"), r"precision"),
+    ],
+)
+def test_moe_ffn_rejects_impossible_routing(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        presets.MoEFFN(**kwargs)
+
+
+def test_dense_ffn_rejects_bad_width():
+    with pytest.raises(ValueError, match=r"width"):
+        presets.DenseFFN(width=0, weight_bytes=2.0)
