@@ -16,6 +16,7 @@ import subprocess
 import numpy as np
 import pytest
 import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
 
 from speclib import sphinx_ext
 from speclib.web import codegen, offline
@@ -26,7 +27,7 @@ needs_node = pytest.mark.skipif(NODE is None, reason="Node.js is needed to run t
 
 #: Argument ranges by symbol name, wide enough to reach both roofline branches.
 RANGES = {
-    "t": (1, 40_000), "B": (1, 40_000), "q": (1, 65), "S": (512, 131_072),
+    "t": (1, 40_000), "B": (1, 40_000), "q": (1, 65), "T": (1, 256), "S": (512, 131_072),
     "W": (1e6, 2e8), "W_E": (1e6, 5e7), "b_w": (0.5, 2), "b": (0.5, 2), "R": (100, 2500),
     "k": (1, 16), "E": (32, 512), "n_s": (0, 2), "m_c": (100, 1000), "m_q": (0, 1e5), "f": (1e4, 3e5),
     "alpha": (0.01, 0.99), "gamma": (0, 64), "N": (1, 65), "C_0": (1e6, 1e10), "C_v": (1e6, 1e11), "c": (0, 0.5),
@@ -46,6 +47,12 @@ def sample_arguments(formula, rng, n):
     return rows
 
 
+def as_written(formula):
+    """The closed form as speclib states it (the printed one may be its
+    floating-point-friendly rewrite, with expm1/log1p)."""
+    return formula.expr.replace(expm1, lambda x: sp.exp(x) - 1).replace(log1p, lambda x: sp.log(1 + x))
+
+
 def run_generated_script(expression: str) -> object:
     """Load speclib_model.js into Node and print ``expression`` as JSON."""
     script = codegen.model_javascript() + f"\nprocess.stdout.write(JSON.stringify({expression}));\n"
@@ -63,7 +70,7 @@ def test_generated_formulas_equal_sympy_at_sampled_points():
     )
     for formula in codegen.formulas():
         for args, value in zip(cases[formula.name], got[formula.name]):
-            exact = formula.expr.subs({s: sp.Float(a, 30) for s, a in zip(formula.args, args)}).evalf(30)
+            exact = as_written(formula).subs({s: sp.Float(a, 30) for s, a in zip(formula.args, args)}).evalf(30)
             assert value == pytest.approx(float(exact), rel=1e-12, abs=1e-300), (formula.name, args)
 
 
@@ -82,11 +89,12 @@ def test_constants_are_the_papers_deepseek_v4_flash_on_b200():
     ffn = dict(zip(c["ffn"]["names"], c["ffn"]["values"]))
     assert ffn == {"k": 6, "E": 256, "n_s": 1, "W_E": 3 * 4096 * 2048, "b": 0.53, "R": 1125.0}
     attn = dict(zip(c["attn"]["names"], c["attn"]["values"]))
-    # The ledger leaves the query bytes out, as the paper's chart does.
+    # The ledger leaves the query bytes out, as the paper's chart does; its toggle counts them.
     assert attn == {"m_c": 576, "m_q": 0.0, "f": 139_264, "R": 281.25}
-    with_query = codegen.model_constants(query_bytes=True)
-    assert dict(zip(with_query["attn"]["names"], with_query["attn"]["values"]))["m_q"] == 73_728
-    assert c["expert_ffn"]["formats"]["mxfp4"] == {"b": 0.53, "R": 1125.0}
+    assert dict(zip(c["attn_with_query"]["names"], c["attn_with_query"]["values"]))["m_q"] == 73_728
+    assert c["expert_ffn"]["formats"]["mxfp4"] == {"b": 0.53, "precision": "fp4"}
+    assert c["ridges"]["B200"] == {"fp4": 1125.0, "fp8": 562.5, "bf16": 281.25}
+    assert c["attention_models"]["mla"]["values"] == [576, 73_728, 139_264]
 
 
 def test_constants_name_the_formula_arguments_they_fill():
@@ -100,7 +108,7 @@ def test_constants_name_the_formula_arguments_they_fill():
 def test_a_dense_model_binds_the_gemm_formula_and_has_no_expert_tax():
     c = codegen.model_constants("Llama-3-70B")
     assert c["ffn"]["formula"] == "gemm" and "expert_ffn" not in c
-    assert "expert_tax" not in codegen.live_figures(c)
+    assert not {"expert_tax", "expert_tax_log"} & set(codegen.live_figures(c))
 
 
 def test_strict_printing_refuses_what_javascript_cannot_compute():
@@ -135,11 +143,13 @@ def test_live_controls_are_the_papers():
     assert (figures["ledger"]["y"]["min"], figures["ledger"]["y"]["max"]) == (0, 1.3)
     tax = figures["expert_tax"]
     assert (tax["x"]["scale"], tax["x"]["max"], tax["y"]["max"]) == ("linear", 11_000, 1200)
-    assert {c["name"]: c["value"] for c in tax["controls"]}["top_k"] == 6
+    assert {c["name"]: c["value"] for c in tax["controls"]} == {"experts": 256, "top_k": 6, "weights": "mxfp4",
+                                                              "hardware": "B200"}
+    assert all(c["value"] is not None for spec in figures.values() for c in spec["controls"])
 
 
 def test_every_range_default_sits_on_its_slider_grid():
-    for name, spec in build_live_figures().items():
+    for name, spec in codegen.live_figures(codegen.model_constants()).items():
         for c in spec["controls"]:
             if c["kind"] == "range" and c["value"] is not None:
                 steps = (c["value"] - c["min"]) / c["step"]

@@ -20,15 +20,16 @@ import sympy as sp
 from sympy.printing.jscode import JavascriptCodePrinter
 
 from .. import acceptance as _acc
+from .. import attention as _attention
 from .. import cost as _cost
 from .. import moe as _moe
 from .. import speculation as _spec
-from ..presets import resolve
-from .live_figures import COLORS, CYCLE, build_live_figures
+from ..presets import hardware_names, resolve
+from .live_figures import COLORS, CYCLE, VIRIDIS, build_live_figures
 
 #: Functions the JS printer does not know by itself; everything else it cannot
 #: print raises (strict mode) instead of emitting a silent comment.
-_JS_FUNCTIONS = {"expm1": "Math.expm1"}
+_JS_FUNCTIONS = {"expm1": "Math.expm1", "log1p": "Math.log1p"}
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,14 @@ class Formula:
     doc: str
 
 
+def _numeric(expr):
+    """The form speclib hands to ``lambdify`` (``speclib.moe.numeric_form``
+    rewrites the coupon-collector terms with expm1/log1p): print that one, so
+    the browser rounds as numpy does."""
+    rewrite = getattr(_moe, "numeric_form", None)
+    return rewrite(expr) if rewrite is not None else expr
+
+
 def formulas() -> tuple:
     """The closed forms the live figures evaluate, each paired with the argument
     order of speclib's own ``lambdify`` call for it."""
@@ -51,9 +60,9 @@ def formulas() -> tuple:
                 "roofline step cost of a dense GEMM (attention projections)"),
         Formula("gemm_slope", _cost.gemm_slope_expr, _cost._gemm_args,
                 "its log-slope d log C / d log t"),
-        Formula("moe_cost", _cost.moe_cost_expr, _cost._moe_args,
+        Formula("moe_cost", _numeric(_cost.moe_cost_expr), _cost._moe_args,
                 "roofline step cost of the MoE experts"),
-        Formula("moe_slope", _cost.moe_slope_expr, _cost._moe_args,
+        Formula("moe_slope", _numeric(_cost.moe_slope_expr), _cost._moe_args,
                 "its log-slope"),
         Formula("attn_cost", _cost.attn_cost_expr, _cost._attn_args,
                 "roofline step cost of attention over B sequences"),
@@ -66,11 +75,14 @@ def formulas() -> tuple:
         Formula("speedup", _spec.speedup_expr,
                 (_spec.N, _spec.C_0, _spec.C_v, _spec.c, _spec.gamma),
                 "throughput of a draft length over plain decoding"),
-        Formula("moe_intensity", _moe.moe_intensity_expr,
+        Formula("moe_intensity", _numeric(_moe.moe_intensity_expr),
                 (_moe.B, _moe.k, _moe.E, _moe.n_s, _moe.b, _moe.R),
                 "MoE FFN arithmetic intensity, capped at the ridge"),
         Formula("dense_intensity", _moe.dense_intensity_expr, (_moe.B, _moe.b, _moe.R),
                 "dense FFN arithmetic intensity, capped at the ridge"),
+        Formula("attention_intensity", _attention.intensity_expr,
+                (_attention.T, _attention.S, _attention.m_c, _attention.m_q, _attention.f),
+                "attention arithmetic intensity of T queries over S context tokens"),
     )
 
 
@@ -89,49 +101,89 @@ def javascript_function(formula: Formula) -> str:
     return f"function ({', '.join(names)}) {{ return {body}; }}"
 
 
-def model_constants(model=None, hardware=None, *, query_bytes: bool = False) -> dict:
-    """The numbers the live figures bind to the formulas, read from the same
-    :class:`~speclib.cost.CostModel` that speclib's numeric functions use.
+def _attention_entry(cm) -> dict:
+    return {"names": [str(a) for a in _cost._attn_args[3:]], "values": [float(v) for v in cm._attn]}
 
-    Each entry lists the argument names it fills (after the variables) so that
-    a mismatch with the formula's signature is caught, not silently shifted.
+
+def model_constants(model=None, hardware=None) -> dict:
+    """The numbers the live figures bind to the formulas, read from the same
+    :class:`~speclib.cost.CostModel` that speclib's numeric functions use
+    (``attn`` as the paper's ledger, without the query bytes; ``attn_with_query``
+    with them), plus what Figure 1's and the attention figure's controls choose
+    between (expert weight formats, every hardware preset's ridges, the MHA /
+    GQA / MLA models' attention constants).
+
+    Each cost entry lists the argument names it fills (after the variables) so
+    that a mismatch with the formula's signature is caught, not silently shifted.
     """
+    from ..figures import paper as _paper
+
     model, hardware = resolve(model, hardware)
-    cm = _cost.cost_model(model, hardware, query_bytes)
+    cm = _cost.cost_model(model, hardware, False)
     ffn = model.ffn
-    if ffn.is_moe:
-        ffn_entry = {"formula": "moe", "names": [str(a) for a in _cost._moe_args[1:]]}
+    if getattr(cm, "_ffn_all_experts", False):
+        # k == E: every expert is touched at any batch; speclib prices the
+        # experts as one dense GEMM (the MoE memory branch would be 0 * log 0).
+        ffn_entry = {"formula": "gemm", "names": [str(a) for a in _cost._gemm_args[1:]],
+                     "values": [float(v) for v in cm._ffn_dense_args]}
+    elif ffn.is_moe:
+        ffn_entry = {"formula": "moe", "names": [str(a) for a in _cost._moe_args[1:]],
+                     "values": [float(v) for v in cm._ffn_args]}
     else:
-        ffn_entry = {"formula": "gemm", "names": [str(a) for a in _cost._gemm_args[1:]]}
-    ffn_entry["values"] = [float(v) for v in cm._ffn_args]
+        ffn_entry = {"formula": "gemm", "names": [str(a) for a in _cost._gemm_args[1:]],
+                     "values": [float(v) for v in cm._ffn_args]}
     constants = {
         "model": model.name,
         "hardware": hardware.name,
-        "query_bytes": bool(query_bytes),
         "proj": {"names": [str(a) for a in _cost._gemm_args[1:]], "values": [float(v) for v in cm._proj]},
         "ffn": ffn_entry,
-        "attn": {"names": [str(a) for a in _cost._attn_args[3:]], "values": [float(v) for v in cm._attn]},
+        "attn": _attention_entry(cm),
+        "attn_with_query": _attention_entry(_cost.cost_model(model, hardware, True)),
+        "ridges": {
+            name: {p: float(resolve(None, name)[1].ridge(p)) for p in ("fp4", "fp8", "bf16")}
+            for name in hardware_names()
+        },
     }
     if ffn.is_moe:
-        from ..figures.paper import WEIGHT_FORMATS
-
         constants["expert_ffn"] = {
             "k": float(ffn.top_k),
             "E": float(ffn.n_routed),
             "n_s": float(ffn.n_shared),
-            "b": float(ffn.weight_bytes),
-            "R": float(hardware.ridge(ffn.precision)),
             # Figure 1's weight-format control: bytes per parameter and the
-            # ridge of the precision the experts then run in.
-            "formats": {
-                name: {"b": float(b_value), "R": float(hardware.ridge(precision))}
-                for name, (b_value, precision) in WEIGHT_FORMATS.items()
-            },
+            # precision the experts then run in.
+            "formats": {name: {"b": float(b_value), "precision": precision}
+                        for name, (b_value, precision) in _paper.WEIGHT_FORMATS.items()},
+            "format": _weight_format(ffn, _paper.WEIGHT_FORMATS),
         }
-    for key in ("proj", "ffn", "attn"):
+    constants["attention_models"] = _attention_models(_paper)
+    for key in ("proj", "ffn", "attn", "attn_with_query"):
         if len(constants[key]["names"]) != len(constants[key]["values"]):
             raise AssertionError(f"constants for {key} do not match the formula's arguments")
     return constants
+
+
+def _weight_format(ffn, formats) -> str:
+    for name, (b_value, precision) in formats.items():
+        if b_value == ffn.weight_bytes and precision == ffn.precision:
+            return name
+    return next(iter(formats))
+
+
+def _attention_models(paper) -> dict:
+    """(m_c, m_q, f) of the three attention kinds the width figure compares,
+    as speclib's presets define them (the same call attention_intensity makes)."""
+    d = paper.AttentionWidthPlot.defaults
+    gqa, _ = resolve(d["gqa_model"], None)
+    mla, _ = resolve(d["mla_model"], None)
+    out = {}
+    for key, m, variant in (("mha", paper.mha_counterpart(gqa), "gqa"), ("gqa", gqa, "gqa"), ("mla", mla, "mla")):
+        m_c_value, m_q_value, f_value, _ = m.attention.variant_constants(variant, 1.0)
+        attn = m.attention
+        heads = (f"MLA, {attn.n_heads} heads share one latent" if key == "mla"
+                 else f"{attn.n_heads} query / {attn.n_kv_heads} KV heads")
+        out[key] = {"model": m.name, "label": f"{m.name}: {heads}", "precision": m.attention_precision,
+                    "names": ["m_c", "m_q", "f"], "values": [float(m_c_value), float(m_q_value), float(f_value)]}
+    return out
 
 
 _HEADER = """\
@@ -142,25 +194,29 @@ _HEADER = """\
 
 def live_figures(constants: dict) -> dict:
     """:func:`~speclib.web.live_figures.build_live_figures` with the controls
-    whose default is the model's own (experts, top-k) filled in."""
+    whose default is the model's own (experts, top-k, weights, hardware) filled in."""
     figures = build_live_figures()
     ffn = constants.get("expert_ffn")
-    if ffn is None:  # a dense model has no expert tax to draw
-        figures.pop("expert_tax")
-    else:
-        for control in figures["expert_tax"]["controls"]:
-            if control["name"] == "experts":
-                control["value"] = int(ffn["E"])
-            elif control["name"] == "top_k":
-                control["value"] = int(ffn["k"])
+    defaults = {"experts": None if ffn is None else int(ffn["E"]), "top_k": None if ffn is None else int(ffn["k"]),
+                "weights": None if ffn is None else ffn["format"], "hardware": constants["hardware"]}
+    for name in ("expert_tax", "expert_tax_log"):
+        if ffn is None:  # a dense model has no expert tax to draw
+            figures.pop(name)
+            continue
+        for control in figures[name]["controls"]:
+            if control["name"] in defaults:
+                control["value"] = defaults[control["name"]]
+    for control in figures["attention_width"]["controls"]:
+        if control["name"] == "hardware":
+            control["value"] = constants["hardware"]
     return figures
 
 
-def model_javascript(model=None, hardware=None, *, query_bytes: bool = False) -> str:
+def model_javascript(model=None, hardware=None) -> str:
     """A self-contained script that defines ``SpeclibModel`` on the global
     object: ``formulas`` (printed from sympy), ``constants``, ``figures`` (the
     live figures' controls and axes) and ``style`` (the static figures' colours)."""
-    constants = model_constants(model, hardware, query_bytes=query_bytes)
+    constants = model_constants(model, hardware)
     lines = [_HEADER.format(model=constants["model"], hardware=constants["hardware"])]
     lines.append("(function (root) {")
     lines.append('  "use strict";')
@@ -171,7 +227,8 @@ def model_javascript(model=None, hardware=None, *, query_bytes: bool = False) ->
     lines.append("  };")
     lines.append(f"  var constants = {json.dumps(constants, sort_keys=True)};")
     lines.append(f"  var figures = {json.dumps(live_figures(constants), sort_keys=True)};")
-    lines.append(f"  var style = {json.dumps({'colors': COLORS, 'cycle': CYCLE}, sort_keys=True)};")
+    style = {"colors": COLORS, "cycle": CYCLE, "viridis": VIRIDIS}
+    lines.append(f"  var style = {json.dumps(style, sort_keys=True)};")
     lines.append("  root.SpeclibModel = {formulas: formulas, constants: constants, figures: figures, style: style};")
     lines.append('})(typeof window !== "undefined" ? window : globalThis);')
     return "\n".join(lines) + "\n"

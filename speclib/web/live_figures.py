@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import math
 
+import matplotlib as mpl
+
 from ..figures import _style
 from ..figures import paper as _paper
+from ..presets import hardware_names
 
 #: The paper's sequence-length slider: S = 512 * 2**(8u), u in [0, 1].
 SEQ_SLIDER = {"base": 512.0, "span": 8.0}
@@ -56,22 +59,11 @@ def build_live_figures() -> dict:
     gamma = _paper.OptimalGammaPlot.defaults
     curves = _paper.SpeedupCurvesPlot.defaults
     tax = _paper.ExpertTaxPlot.defaults
+    gmap = _paper.GammaMapPlot.defaults
+    width = _paper.AttentionWidthPlot.defaults
     return {
-        "expert_tax": {
-            "title": "The expert tax: FFN arithmetic intensity against batch",
-            "controls": [
-                {"name": "experts", "param": "experts", "kind": "range", "label": "routed experts E",
-                 "min": 16, "max": 512, "step": 16, "value": None, "format": "int"},
-                {"name": "top_k", "param": "top_k", "kind": "range", "label": "experts per token k",
-                 "min": 1, "max": 16, "step": 1, "value": None, "format": "int"},
-                {"name": "weights", "param": "weights", "kind": "select", "label": "expert weight format",
-                 "options": list(_paper.WEIGHT_FORMATS), "value": "mxfp4"},
-            ],
-            "x": {"label": "batch (tokens in the step)", "scale": "linear", "min": 0, "max": tax["batch_max"]},
-            "y": {"label": "arithmetic intensity (FLOP/byte)", "scale": "linear", "min": 0,
-                  "max": tax["intensity_max"]},
-            "points": 1000,
-        },
+        "expert_tax": _expert_tax_spec(tax, log=False),
+        "expert_tax_log": _expert_tax_spec({**tax, **_paper.FIGURES["expert_tax_log"][1]}, log=True),
         "ledger": {
             "title": "Price of a speculated token",
             "controls": [
@@ -79,6 +71,8 @@ def build_live_figures() -> dict:
                 _drafter_control(ledger["c_draft"]),
                 {"name": "components", "param": "components", "kind": "checkbox", "label": "show the components",
                  "value": bool(ledger["components"])},
+                {"name": "query_bytes", "param": "query_bytes", "kind": "checkbox", "label": "count query bytes",
+                 "value": bool(ledger["query_bytes"])},
             ],
             "x": {"label": "batch (sequences)", "scale": "log", "min": ledger["batch_range"][0],
                   "max": ledger["batch_range"][1]},
@@ -107,9 +101,62 @@ def build_live_figures() -> dict:
             "batches": [int(b) for b in curves["batches"]],
             "gamma_max": curves["gamma_max"],
         },
+        "gamma_map": {
+            "title": "\u03b3* over batch and sequence length",
+            "controls": [_alpha_control(gmap["alpha"]), _drafter_control(gmap["c_draft"])],
+            "x": {"label": "batch (sequences)", "scale": "log", "min": gmap["batch_range"][0],
+                  "max": gmap["batch_range"][1]},
+            "y": {"label": "average sequence length S (tokens)", "scale": "log", "base": 2,
+                  "min": gmap["context_range"][0], "max": gmap["context_range"][1]},
+            # The notebook widget's grid (coarser than the static figure's):
+            # the argmax over 65 draft lengths per cell is the redraw budget.
+            "batch_points": 100,
+            "context_points": 50,
+            "gamma_max": gmap["gamma_max"],
+        },
+        "attention_width": {
+            "title": "Attention intensity against verify width",
+            "controls": [
+                {**_seq_control(width["S"]), "label": "context S"},
+                {"name": "query_bytes", "param": "query_bytes", "kind": "checkbox", "label": "count query bytes",
+                 "value": bool(width["query_bytes"])},
+                {"name": "hardware", "param": "hardware", "kind": "select", "label": "hardware",
+                 "options": hardware_names(), "value": None},
+            ],
+            "x": {"label": "query tokens per sequence T (1 = decode, 1 + \u03b3 when verifying)", "scale": "log",
+                  "base": 2, "min": 1, "max": width["width_max"]},
+            "y": {"label": "attention intensity (FLOP/byte)", "scale": "log"},
+            "points": width["points"],
+        },
+    }
+
+
+def _expert_tax_spec(params: dict, log: bool) -> dict:
+    scale = "log" if log else "linear"
+    return {
+        "title": "The expert tax: FFN arithmetic intensity against batch",
+        "controls": [
+            {"name": "experts", "param": "experts", "kind": "range", "label": "routed experts E",
+             "min": 8, "max": 512, "step": 8, "value": None, "format": "int"},
+            {"name": "top_k", "param": "top_k", "kind": "range", "label": "experts per token k",
+             "min": 1, "max": 16, "step": 1, "value": None, "format": "int"},
+            {"name": "weights", "param": "weights", "kind": "select", "label": "expert weights",
+             "options": list(_paper.WEIGHT_FORMATS), "value": None},
+            {"name": "hardware", "param": "hardware", "kind": "select", "label": "hardware",
+             "options": hardware_names(), "value": None},
+        ],
+        "x": {"label": "batch (tokens in the step)", "scale": scale, "min": 1 if log else 0,
+              "max": params["batch_max"]},
+        "y": {"label": "arithmetic intensity (FLOP/byte)", "scale": scale, "min": 1 if log else 0,
+              "max": params["intensity_max"]},
+        "points": 1000,
     }
 
 
 #: Colours shared with the static figures.
 COLORS = dict(_style.COLORS)
 CYCLE = list(_style.CYCLE)
+#: matplotlib's viridis at 33 stops (the gamma map's colours), and the colour
+#: of gamma* = 0 there.
+VIRIDIS = [mpl.colors.to_hex(mpl.colormaps["viridis"](i / 32)) for i in range(33)]
+COLORS.setdefault("gamma_zero", "#f4cccc")

@@ -13,15 +13,16 @@ import numpy as np
 import pytest
 
 import speclib
-from speclib import cost, moe, speculation
-from speclib.figures.paper import moe_what_if, seq_len_from_slider
+from speclib import attention, cost, moe, speculation
+from speclib.figures.paper import mha_counterpart, moe_what_if, seq_len_from_slider
+from speclib.presets import resolve
 
 from .conftest import HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, WEIGHTS, book_pages
 
 PAGES = book_pages()
 #: Figures the book must show live (issue 7); the others are checked when present.
 REQUIRED_LIVE = ("ledger", "optimal_gamma")
-LIVE = ("expert_tax", "ledger", "optimal_gamma", "speedup_curves")
+LIVE = ("expert_tax", "expert_tax_log", "ledger", "optimal_gamma", "speedup_curves", "gamma_map", "attention_width")
 
 
 def pages_with(name: str) -> list:
@@ -161,14 +162,15 @@ def first_instance(page, name):
 def test_ledger_equals_speclib(visit):
     page = visit(page_for("ledger")).page
     i = first_instance(page, "ledger")
-    for u, c in [(0.5, 0.1), (0.0, 0.0), (0.25, 0.37), (1.0, 0.5), (0.625, 0.02)]:
-        got = page.evaluate(SET_AND_READ, [i, {"u": u, "c_draft": c}])
+    for u, c, qb in [(0.5, 0.1, False), (0.0, 0.0, False), (0.25, 0.37, True), (1.0, 0.5, False),
+                     (0.625, 0.02, True)]:
+        got = page.evaluate(SET_AND_READ, [i, {"u": u, "c_draft": c, "query_bytes": qb}])
         S = seq_len_from_slider(u)
         assert got["params"]["S"] == pytest.approx(S, rel=1e-15)
         B = np.array(got["data"]["B"])
         assert B[0] == 1 and B[-1] == 30_000 and np.all(np.diff(B) > 0)
-        want = speclib.marginal_cost(B, S, c)
-        shares = cost.cost_shares(B, S)
+        want = speclib.marginal_cost(B, S, c, query_bytes=qb)
+        shares = cost.cost_shares(B, S, query_bytes=qb)
         np.testing.assert_allclose(got["data"]["total"], want["total"], rtol=RTOL)
         for key in ("attn_proj", "moe", "attention"):
             np.testing.assert_allclose(got["data"]["slopes"][key], np.broadcast_to(want[key], B.shape), rtol=RTOL)
@@ -200,12 +202,42 @@ def test_speedup_curves_equal_speclib(visit):
         np.testing.assert_array_equal(got["data"]["gamma_star"], g)
 
 
-def test_expert_tax_equals_speclib(visit):
-    page = visit(page_for("expert_tax")).page
-    i = first_instance(page, "expert_tax")
-    for experts, top_k, weights in [(256, 6, "mxfp4"), (64, 1, "fp8"), (512, 16, "bf16"), (128, 8, "mxfp4")]:
-        got = page.evaluate(SET_AND_READ, [i, {"experts": experts, "top_k": top_k, "weights": weights}])
-        model = moe_what_if(None, experts=experts, top_k=top_k, weights=weights)
+@pytest.mark.parametrize("name", ["expert_tax", "expert_tax_log"])
+def test_expert_tax_equals_speclib(visit, name):
+    page = visit(page_for(name)).page
+    i = first_instance(page, name)
+    for experts, top_k, weights, hw in [(256, 6, "mxfp4", "B200"), (64, 1, "fp8", "H100-SXM"),
+                                        (512, 16, "bf16", "MI300X"), (8, 16, "mxfp4", "H200")]:
+        got = page.evaluate(SET_AND_READ, [i, {"experts": experts, "top_k": top_k, "weights": weights,
+                                               "hardware": hw}])
+        # As the notebook widget: top-k is clipped to the number of experts.
+        model = moe_what_if(None, experts=experts, top_k=min(top_k, experts), weights=weights)
         B = np.array(got["data"]["B"])
-        np.testing.assert_allclose(got["data"]["moe"], moe.ffn_intensity(B, model), rtol=RTOL)
-        np.testing.assert_allclose(got["data"]["dense"], moe.dense_equivalent_intensity(B, model), rtol=RTOL)
+        np.testing.assert_allclose(got["data"]["moe"], moe.ffn_intensity(B, model, hw), rtol=RTOL)
+        np.testing.assert_allclose(got["data"]["dense"], moe.dense_equivalent_intensity(B, model, hw), rtol=RTOL)
+
+
+def test_gamma_map_equals_speclib(visit):
+    page = visit(page_for("gamma_map")).page
+    i = first_instance(page, "gamma_map")
+    for alpha, c in [(0.75, 0.1), (0.99, 0.0), (0.4, 0.3)]:
+        got = page.evaluate(SET_AND_READ, [i, {"alpha": alpha, "c_draft": c}])
+        B, S = np.array(got["data"]["B"]), np.array(got["data"]["S"])
+        assert (B[0], B[-1], S[0], S[-1]) == (1, 30_000, 512, 131_072)
+        g, _ = speclib.optimal_gamma(alpha, B[None, :], S[:, None], c)
+        np.testing.assert_array_equal(got["data"]["gamma_star"], g)
+
+
+def test_attention_width_equals_speclib(visit):
+    page = visit(page_for("attention_width")).page
+    i = first_instance(page, "attention_width")
+    gqa, _ = resolve("Llama-3-70B", None)
+    models = {"mha": mha_counterpart(gqa), "gqa": gqa, "mla": resolve("DeepSeek-V4-Flash", None)[0]}
+    for u, qb, hw in [(0.5, True, "B200"), (0.0, False, "H100-SXM"), (1.0, True, "MI300X")]:
+        got = page.evaluate(SET_AND_READ, [i, {"u": u, "query_bytes": qb, "hardware": hw}])
+        S = seq_len_from_slider(u)
+        T = np.array(got["data"]["T"])
+        for key, m in models.items():
+            np.testing.assert_allclose(got["data"]["intensity"][key],
+                                       attention.attention_intensity(T, S, m, query_bytes=qb), rtol=RTOL)
+        assert got["data"]["ridge"] == resolve(None, hw)[1].ridge("bf16")

@@ -26,21 +26,26 @@
     return function () { return fn.apply(null, Array.prototype.slice.call(arguments).concat(values)); };
   }
   var ffnIsMoe = K.ffn.formula === "moe";
-  var model = {
-    proj: bound(F.gemm_cost, K.proj),
-    projSlope: bound(F.gemm_slope, K.proj),
-    ffn: bound(ffnIsMoe ? F.moe_cost : F.gemm_cost, K.ffn),
-    ffnSlope: bound(ffnIsMoe ? F.moe_slope : F.gemm_slope, K.ffn),
-    attn: bound(F.attn_cost, K.attn),
-    attnSlope: bound(F.attn_slope, K.attn),
-    verify: function (B, q, S) {
-      var t = B * q;
-      return this.proj(t) + this.ffn(t) + this.attn(B, q, S);
-    },
-    committed: function (alpha, gamma) {
-      return alpha === 1 ? F.committed_at_one(gamma) : F.committed(alpha, gamma);
-    }
-  };
+  function costModel(attnEntry) {
+    return {
+      proj: bound(F.gemm_cost, K.proj),
+      projSlope: bound(F.gemm_slope, K.proj),
+      ffn: bound(ffnIsMoe ? F.moe_cost : F.gemm_cost, K.ffn),
+      ffnSlope: bound(ffnIsMoe ? F.moe_slope : F.gemm_slope, K.ffn),
+      attn: bound(F.attn_cost, attnEntry),
+      attnSlope: bound(F.attn_slope, attnEntry),
+      verify: function (B, q, S) {
+        var t = B * q;
+        return this.proj(t) + this.ffn(t) + this.attn(B, q, S);
+      }
+    };
+  }
+  // The paper's ledger leaves attention's query bytes out; a toggle counts them.
+  var MODELS = {without: costModel(K.attn), with: costModel(K.attn_with_query)};
+  function modelFor(p) { return p.query_bytes ? MODELS["with"] : MODELS.without; }
+  function committed(alpha, gamma) {
+    return alpha === 1 ? F.committed_at_one(gamma) : F.committed(alpha, gamma);
+  }
 
   // --- grids ----------------------------------------------------------------
 
@@ -71,7 +76,7 @@
   var COMPUTE = {
     // speclib.cost.marginal_cost / cost_shares over the batch axis.
     ledger: function (p, spec) {
-      var B = geomspace(spec.x.min, spec.x.max, spec.points), n = B.length;
+      var model = modelFor(p), B = geomspace(spec.x.min, spec.x.max, spec.points), n = B.length;
       var out = {B: B, S: p.S, c_draft: p.c_draft, total: [], slopes: {attn_proj: [], moe: [], attention: []},
                  shares: {attn_proj: [], moe: [], attention: []}};
       for (var i = 0; i < n; i++) {
@@ -93,12 +98,23 @@
     // speclib.speculation.optimal_gamma: argmax over gamma = 0..gamma_max, ties to the shorter draft.
     optimal_gamma: function (p, spec) {
       var B = integerBatches(spec.x.min, spec.x.max, spec.points);
-      var out = {B: B, S: p.S, alpha: p.alpha, c_draft: p.c_draft, gamma_star: [], speedup: []};
-      B.forEach(function (b) {
-        var best = bestGamma(p, b, spec.gamma_max);
-        out.gamma_star.push(best.gamma);
-        out.speedup.push(best.speedup);
+      var grid = optimalGammaGrid(p, B, [p.S], spec.gamma_max);
+      return {B: B, S: p.S, alpha: p.alpha, c_draft: p.c_draft, gamma_star: grid.gamma[0], speedup: grid.speedup[0]};
+    },
+    gamma_map: function (p, spec) {
+      var B = geomspace(spec.x.min, spec.x.max, spec.batch_points);
+      var S = geomspace(spec.y.min, spec.y.max, spec.context_points);
+      return {B: B, S: S, alpha: p.alpha, c_draft: p.c_draft,
+              gamma_star: optimalGammaGrid(p, B, S, spec.gamma_max).gamma};
+    },
+    attention_width: function (p, spec) {
+      var T = geomspace(spec.x.min, spec.x.max, spec.points), out = {T: T, S: p.S, query_bytes: p.query_bytes,
+        hardware: p.hardware, intensity: {}};
+      Object.keys(K.attention_models).forEach(function (key) {
+        var v = K.attention_models[key].values, m_q = p.query_bytes ? v[1] : 0;
+        out.intensity[key] = T.map(function (t) { return F.attention_intensity(t, p.S, v[0], m_q, v[2]); });
       });
+      out.ridge = K.ridges[p.hardware][K.attention_models.mla.precision];
       return out;
     },
     speedup_curves: function (p, spec) {
@@ -107,9 +123,9 @@
       var out = {gammas: gammas, batches: spec.batches.slice(), S: p.S, alpha: p.alpha, c_draft: p.c_draft,
                  table: [], gamma_star: [], best: []};
       spec.batches.forEach(function (b) {
-        var c0 = model.verify(b, 1, p.S);
-        out.table.push(gammas.map(function (g) { return speedupAt(p, b, g, c0); }));
-        var best = bestGamma(p, b, spec.gamma_max);
+        var c0 = modelFor(p).verify(b, 1, p.S);
+        out.table.push(gammas.map(function (g) { return speedupAt(p, b, p.S, g, c0); }));
+        var best = bestGamma(p, b, p.S, spec.gamma_max);
         out.gamma_star.push(best.gamma);
         out.best.push(best.speedup);
       });
@@ -117,27 +133,49 @@
     },
     // speclib.moe.ffn_intensity / dense_equivalent_intensity for the chosen experts.
     expert_tax: function (p, spec) {
-      var ffn = K.expert_ffn, fmt = ffn.formats[p.weights];
-      var B = linspace(1, spec.x.max, spec.points);
+      var ffn = K.expert_ffn, fmt = ffn.formats[p.weights], ridge = K.ridges[p.hardware][fmt.precision];
+      var k = Math.min(p.top_k, p.experts);  // as the widget: top-k cannot exceed the experts
+      var B = spec.x.scale === "log" ? geomspace(1, spec.x.max, spec.points) : linspace(1, spec.x.max, spec.points);
       return {
-        B: B, experts: p.experts, top_k: p.top_k, weights: p.weights, ridge: fmt.R,
-        dense: B.map(function (b) { return F.dense_intensity(b, fmt.b, fmt.R); }),
-        moe: B.map(function (b) { return F.moe_intensity(b, p.top_k, p.experts, ffn.n_s, fmt.b, fmt.R); })
+        B: B, experts: p.experts, top_k: k, weights: p.weights, hardware: p.hardware, ridge: ridge,
+        dense: B.map(function (b) { return F.dense_intensity(b, fmt.b, ridge); }),
+        moe: B.map(function (b) { return F.moe_intensity(b, k, p.experts, ffn.n_s, fmt.b, ridge); })
       };
     }
   };
+  COMPUTE.expert_tax_log = COMPUTE.expert_tax;
 
-  function speedupAt(p, b, gamma, c0) {
-    var cv = model.verify(b, gamma + 1, p.S);
-    return F.speedup(model.committed(p.alpha, gamma), c0, cv, p.c_draft, gamma);
+  // speclib.speculation: one verify pass of gamma drafts against plain decoding.
+  function speedupAt(p, b, S, gamma, c0) {
+    var cv = modelFor(p).verify(b, gamma + 1, S);
+    return F.speedup(committed(p.alpha, gamma), c0, cv, p.c_draft, gamma);
   }
-  function bestGamma(p, b, gammaMax) {
-    var c0 = model.verify(b, 1, p.S), best = {gamma: 0, speedup: -Infinity};
-    for (var g = 0; g <= gammaMax; g++) {
-      var s = speedupAt(p, b, g, c0);
-      if (s > best.speedup) { best = {gamma: g, speedup: s}; }
-    }
-    return best;
+  function bestGamma(p, b, S, gammaMax) {
+    var grid = optimalGammaGrid(p, [b], [S], gammaMax);
+    return {gamma: grid.gamma[0][0], speedup: grid.speedup[0][0]};
+  }
+  // speclib.optimal_gamma over batches B (columns) and contexts Ss (rows):
+  // argmax over gamma = 0..gammaMax, ties to the shorter draft. The weight
+  // GEMMs' cost does not depend on S and N(alpha, gamma) not on B or S, so
+  // each is computed once; the sums are taken in speclib's order
+  // (proj + ffn + attention), so the numbers are the same to the last bit.
+  function optimalGammaGrid(p, B, Ss, gammaMax) {
+    var model = modelFor(p), N = [], gamma = Ss.map(function () { return []; }), speedup = Ss.map(function () { return []; });
+    for (var g = 0; g <= gammaMax; g++) { N.push(committed(p.alpha, g)); }
+    B.forEach(function (b) {
+      var weights = [];
+      for (var g = 0; g <= gammaMax; g++) { var t = b * (g + 1); weights.push(model.proj(t) + model.ffn(t)); }
+      Ss.forEach(function (S, r) {
+        var c0 = weights[0] + model.attn(b, 1, S), bestG = 0, bestS = -Infinity;
+        for (var g = 0; g <= gammaMax; g++) {
+          var sp = F.speedup(N[g], c0, weights[g] + model.attn(b, g + 1, S), p.c_draft, g);
+          if (sp > bestS) { bestS = sp; bestG = g; }
+        }
+        gamma[r].push(bestG);
+        speedup[r].push(bestS);
+      });
+    });
+    return {gamma: gamma, speedup: speedup};
   }
 
   // --- how each figure is drawn ------------------------------------------------
@@ -169,7 +207,8 @@
                      {label: "full price (1\u00d7 a real token)", color: C.ridge, kind: "dash"});
       return {
         title: heading("price of a speculated token"),
-        subtitle: "S = " + fmtInt(d.S) + " tokens, drafter " + fmtPct(d.c_draft) + " of a step",
+        subtitle: "S = " + fmtInt(d.S) + " tokens, drafter " + fmtPct(d.c_draft) + " of a step" +
+          (p.query_bytes ? ", query bytes counted" : ""),
         x: spec.x, y: {label: spec.y.label, scale: "linear", min: 0, max: Math.max(spec.y.max, maxOf(d.total) * 1.05)},
         layers: layers, legend: legend
       };
@@ -224,25 +263,75 @@
     },
     expert_tax: function (d, p, spec) {
       var shared = K.expert_ffn.n_s ? " + " + K.expert_ffn.n_s + " shared" : "";
-      var fmtB = K.expert_ffn.formats[p.weights].b;
+      var fmt = K.expert_ffn.formats[p.weights], log = spec.x.scale === "log";
+      var y = log ? {label: spec.y.label, scale: "log", min: spec.y.min, max: Math.max(spec.y.max, d.ridge * 1.6)} : spec.y;
+      var x = log ? {label: spec.x.label, scale: "log", min: 1, max: spec.x.max} : spec.x;
       return {
-        title: heading("the expert tax"),
+        title: K.model + " FFN on " + d.hardware + ": the expert tax",
         subtitle: "top-" + d.top_k + " of " + d.experts + " routed experts" + shared + ", " + p.weights + " weights",
-        x: spec.x, y: spec.y,
+        x: x, y: y,
         layers: [
           {type: "area", x: d.B, y0: null, y1: d.dense, where: d.dense.map(function (v) { return v < d.ridge; }), color: C.dense, opacity: 0.15},
           {type: "area", x: d.B, y0: null, y1: d.moe, where: d.moe.map(function (v) { return v < d.ridge; }), color: C.moe, opacity: 0.15},
-          {type: "hline", y: d.ridge, color: C.ridge, dash: true, label: K.hardware + " ridge: " + fmtInt(d.ridge) + " FLOP/byte", anchor: "start"},
+          {type: "hline", y: d.ridge, color: C.ridge, dash: true, anchor: "start",
+           label: d.hardware + " " + fmt.precision + " ridge: " + fmtInt(d.ridge) + " FLOP/byte"},
           {type: "line", x: d.B, y: d.dense, color: C.dense},
           {type: "line", x: d.B, y: d.moe, color: C.moe}
         ],
-        legend: [{label: "dense FFN, same weights (" + fmtB + " B/param)", color: C.dense, kind: "line"},
+        legend: [{label: "dense FFN, same weights (" + fmt.b + " B/param)", color: C.dense, kind: "line"},
                  {label: "MoE: top-" + d.top_k + " of " + d.experts + shared + " experts", color: C.moe, kind: "line"},
                  {label: "memory-bound: speculated tokens ~free", color: C.dense, kind: "area"},
                  {label: "ridge (compute-bound above)", color: C.ridge, kind: "dash"}]
       };
+    },
+    gamma_map: function (d, p, spec) {
+      var vmax = 6;
+      d.gamma_star.forEach(function (row) { vmax = Math.max(vmax, maxOf(row)); });
+      var legend = [{label: "\u03b3* = 0: plain decoding wins", color: C.gamma_zero, kind: "cell"}];
+      var step = Math.max(1, Math.floor(vmax / 6));
+      for (var g = 1; g <= vmax; g += step) {
+        legend.push({label: "\u03b3* = " + g, color: viridisOf(g, vmax), kind: "cell"});
+      }
+      return {
+        title: heading("\u03b3* over batch and sequence length"),
+        subtitle: "\u03b1 = " + fmtPct(d.alpha) + ", drafter " + fmtPct(d.c_draft) + " of a step",
+        x: spec.x, y: spec.y, noGrid: true,
+        layers: [{type: "heatmap", x: d.B, y: d.S, z: d.gamma_star,
+                  color: function (g) { return g === 0 ? C.gamma_zero : viridisOf(g, vmax); }}],
+        legend: legend
+      };
+    },
+    attention_width: function (d, p, spec) {
+      var all = [d.ridge], layers = [], legend = [];
+      Object.keys(d.intensity).forEach(function (key) {
+        all = all.concat(d.intensity[key]);
+        layers.push({type: "line", x: d.T, y: d.intensity[key], color: C[key]});
+        legend.push({label: K.attention_models[key].label, color: C[key], kind: "line"});
+      });
+      layers.unshift({type: "hline", y: d.ridge, color: C.ridge, dash: true,
+                      label: d.hardware + " bf16 ridge " + fmtInt(d.ridge)});
+      var lo = Math.pow(10, Math.floor(Math.log10(minOf(all) / 1.5)));
+      var hi = Math.pow(10, Math.ceil(Math.log10(maxOf(all) * 1.5)));
+      return {
+        title: "Attention intensity against verify width on " + d.hardware,
+        subtitle: "S = " + fmtInt(d.S) + (d.query_bytes ? "" : ", query bytes left out"),
+        x: spec.x, y: {label: spec.y.label, scale: "log", min: lo, max: hi},
+        layers: layers, legend: legend
+      };
     }
   };
+  DRAW.expert_tax_log = DRAW.expert_tax;
+
+  // Whole draft lengths as matplotlib's viridis resampled to vmax colours.
+  function viridisOf(g, vmax) {
+    var stops = STYLE.viridis, pos = vmax > 1 ? (g - 1) / (vmax - 1) : 0;
+    var at = Math.min(Math.max(pos, 0), 1) * (stops.length - 1), i = Math.min(Math.floor(at), stops.length - 2);
+    var a = hexRgb(stops[i]), b = hexRgb(stops[i + 1]), f = at - i;
+    return "rgb(" + a.map(function (v, j) { return Math.round(v + (b[j] - v) * f); }).join(",") + ")";
+  }
+  function hexRgb(hex) {
+    return [1, 3, 5].map(function (i) { return parseInt(hex.slice(i, i + 2), 16); });
+  }
 
   // --- a small SVG plotter -------------------------------------------------------
 
@@ -264,7 +353,10 @@
   function ticksOf(axis) {
     var out = [];
     if (axis.scale === "log") {
-      for (var e = Math.ceil(Math.log10(axis.min)); Math.pow(10, e) <= axis.max * (1 + 1e-12); e++) { out.push(Math.pow(10, e)); }
+      var base = axis.base || 10, lb = Math.log(base);
+      for (var e = Math.ceil(Math.log(axis.min) / lb - 1e-9); Math.pow(base, e) <= axis.max * (1 + 1e-9); e++) {
+        out.push(Math.pow(base, e));
+      }
       return out;
     }
     var raw = (axis.max - axis.min) / 6, mag = Math.pow(10, Math.floor(Math.log10(raw))), step = mag * 10;
@@ -274,7 +366,8 @@
     return out;
   }
   function tickLabel(v, axis) {
-    if (axis.scale === "log" && v >= 1000 && Number.isInteger(v / 1000)) { return (v / 1000) + "k"; }
+    if (axis.scale === "log" && axis.base === 2 && v >= 1024) { return (v / 1024) + "k"; }
+    if (axis.scale === "log" && !axis.base && v >= 1000 && Number.isInteger(v / 1000)) { return (v / 1000) + "k"; }
     if (Number.isInteger(v)) { return v.toLocaleString("en-US"); }
     return String(+v.toPrecision(4));
   }
@@ -293,6 +386,13 @@
     return d;
   }
 
+  function cellEdges(values, scale) {
+    var px = values.map(scale), out = [1.5 * px[0] - 0.5 * px[1]];
+    for (var i = 1; i < px.length; i++) { out.push((px[i - 1] + px[i]) / 2); }
+    out.push(1.5 * px[px.length - 1] - 0.5 * px[px.length - 2]);
+    return out;
+  }
+
   var clipCount = 0;
   function render(svg, fig) {
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
@@ -303,7 +403,7 @@
     var clip = el("clipPath", {id: clipId}, el("defs", {}, svg));
     el("rect", {x: x0, y: y1, width: x1 - x0, height: y0 - y1}, clip);
 
-    var grid = el("g", {"class": "speclib-grid"}, svg);
+    var grid = el("g", {"class": fig.noGrid ? "speclib-grid speclib-nogrid" : "speclib-grid"}, svg);
     ticksOf(fig.x).forEach(function (v) {
       var px = sx(v).toFixed(2);
       el("line", {x1: px, x2: px, y1: y0, y2: y1}, grid);
@@ -337,6 +437,19 @@
           el("path", {d: top + base + "Z", fill: layer.color, "fill-opacity": layer.opacity, stroke: "none"}, plot);
           i = j + 1;
         }
+      } else if (layer.type === "heatmap") {
+        // Cells reach halfway (in log) to their neighbours; equal runs along a
+        // row are merged into one rectangle to keep the SVG small.
+        var xe = cellEdges(layer.x, sx), ye = cellEdges(layer.y, sy);
+        layer.z.forEach(function (row, r) {
+          var c0 = 0;
+          for (var c = 1; c <= row.length; c++) {
+            if (c < row.length && row[c] === row[c0]) { continue; }
+            el("rect", {x: xe[c0].toFixed(2), y: ye[r + 1].toFixed(2), width: (xe[c] - xe[c0] + 0.3).toFixed(2),
+                        height: (ye[r] - ye[r + 1] + 0.3).toFixed(2), fill: layer.color(row[c0])}, plot);
+            c0 = c;
+          }
+        });
       } else if (layer.type === "vband") {
         var a = sx(layer.x0), b = sx(layer.x1);
         el("rect", {x: a.toFixed(2), y: y1, width: Math.max(b - a, 1).toFixed(2), height: y0 - y1,
