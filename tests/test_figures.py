@@ -456,3 +456,61 @@ def test_gamma_map_is_optimal_gamma_on_the_grid():
     g, _ = speclib.optimal_gamma(0.75, plot.batches[None, :], plot.contexts[:, None], 0.10)
     np.testing.assert_array_equal(plot.gamma_star, g)
     np.testing.assert_array_equal(np.asarray(plot.mesh.get_array()).reshape(g.shape), g)
+
+
+# --- chapter helpers ------------------------------------------------------------------
+
+
+def test_gamma_regions_match_a_brute_force_scan():
+    batches = np.arange(1, 200)
+    regions = figures.gamma_regions(0.75, S=4096, c_draft=0.10, batches=batches)
+    # Brute force: speedup of every draft length, batch by batch.
+    best = [int(np.argmax([speclib.speedup(0.75, g, b, 4096, 0.10) for g in range(65)])) for b in batches]
+    zero = [b for b, g in zip(batches, best) if g == 0]
+    assert regions["gutters"] == [(float(min(zero)), float(max(zero)))]
+    assert regions["best_gamma"] == max(best)
+    assert regions["best_batch"] == batches[best.index(max(best))]
+    assert regions["last_speculating"] == max(b for b, g in zip(batches, best) if g > 0)
+
+
+def test_gamma_regions_paper_headline():
+    # MODEL.md: at the Figure 3 defaults there is a gutter at small batch and
+    # gamma* falls back to 0 at very large batch.
+    regions = figures.gamma_regions()
+    assert len(regions["gutters"]) == 1
+    lo, hi = regions["gutters"][0]
+    assert 1 < lo and hi < 42.7  # below the expert knee E/k
+    assert regions["last_speculating"] < 30_000
+
+
+def test_number_table_text_and_html():
+    table = figures.NumberTable(("B", "value"), ((1, 0.5), (12_345, 2.0), (3, None)), formats=("", ".2f"),
+                                caption="demo")
+    assert repr(table).splitlines() == ["demo", "     B  value", "     1   0.50", "12,345   2.00", "     3      \u2014"]
+    html = table._repr_html_()
+    assert html.count("<tr>") == 4 and "<caption>demo</caption>" in html
+
+
+def test_ridge_crossing_interpolates_in_log_x():
+    x = np.array([1.0, 10.0, 100.0])
+    y = np.array([0.0, 1.0, 2.0])
+    assert figures.ridge_crossing(x, y, 1.5) == pytest.approx(10 ** 1.5)
+    assert figures.ridge_crossing(x, y, 5.0) is None
+    assert figures.ridge_crossing(x, y, -1.0) == 1.0
+
+
+def test_equation_renders_sympy_latex():
+    math = figures.equation("A(B)", speclib.moe.experts_activated_expr)
+    assert math.data == "A(B) = " + __import__("sympy").latex(speclib.moe.experts_activated_expr)
+    both = figures.equations(("x", 1, 2), ("y", 3))
+    assert both.data.startswith("\\begin{aligned}x &= 1 = 2 \\\\ y &= 3")
+
+
+def test_fast_knees_agree_with_the_sympy_solve():
+    for kwargs in ({}, {"experts": 8, "top_k": 1}, {"experts": 512, "top_k": 16}):
+        model = paper.moe_what_if(**kwargs)
+        for hw in ("B200", "H100"):
+            exact = speclib.moe.knees(model, hw)
+            fast = paper.fast_knees(model, hw)
+            for key in fast:
+                assert fast[key] == pytest.approx(exact[key], rel=1e-9)

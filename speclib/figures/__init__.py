@@ -14,6 +14,7 @@ extras; other chapters add sibling modules and one import line here.
 from . import beyond  # figures of the "Beyond the paper" chapters
 from . import deployments  # figures and tables of the "Other deployments" chapter
 from ._style import png_bytes
+from .notebook import NumberTable, equation, equations, ridge_crossing
 from .paper import (
     BATCH_RANGE,
     FIGURES,
@@ -26,6 +27,7 @@ from .paper import (
     expert_tax,
     expert_tax_log,
     gamma_map,
+    gamma_regions,
     integer_batches,
     ledger,
     optimal_gamma,
@@ -44,6 +46,10 @@ def show(fig):
 
 __all__ = [
     "BATCH_RANGE",
+    "NumberTable",
+    "equation",
+    "equations",
+    "ridge_crossing",
     "FIGURES",
     "IntensityTable",
     "artist",
@@ -54,6 +60,7 @@ __all__ = [
     "expert_tax",
     "expert_tax_log",
     "gamma_map",
+    "gamma_regions",
     "integer_batches",
     "ledger",
     "optimal_gamma",

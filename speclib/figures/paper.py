@@ -104,6 +104,29 @@ def _nice_ceiling(x):
     return 10 * power  # pragma: no cover
 
 
+def gamma_regions(alpha=0.75, S=4096, c_draft=0.10, model=None, hardware=None, batches=None, gamma_max=64):
+    """Where speculation pays along the batch axis of Figure 3, on whole
+    batches (default every batch from 1 to 30,000).
+
+    Returns a dict: ``bands`` (the runs with gamma* = 0, as from
+    :func:`zero_gamma_bands`), ``gutters`` (the runs with speculation paying
+    on both sides), ``best_gamma`` and ``best_batch`` (the largest gamma*
+    and the first batch reaching it), ``last_speculating`` (the largest
+    batch with gamma* > 0, None if there is none).
+    """
+    B = np.arange(BATCH_RANGE[0], BATCH_RANGE[1] + 1, dtype=float) if batches is None else np.asarray(batches, float)
+    g, _ = _speculation.optimal_gamma(alpha, B, S, c_draft, model, hardware, gamma_max)
+    bands = zero_gamma_bands(B, g)
+    positive = np.flatnonzero(g > 0)
+    return {
+        "bands": bands,
+        "gutters": [(lo, hi) for lo, hi, kind in bands if kind == "gutter"],
+        "best_gamma": int(g.max()),
+        "best_batch": float(B[int(np.argmax(g))]),
+        "last_speculating": float(B[positive[-1]]) if positive.size else None,
+    }
+
+
 def _check_keys(params, allowed, figure_name):
     unknown = set(params) - set(allowed)
     if unknown:
@@ -315,7 +338,7 @@ class ExpertTaxPlot(Plot):
         # Text offsets (points) per scale, placed clear of the lines and legend.
         offsets = {
             "linear": {"dense": (40, -55), "expert": (30, 60),
-                       "moe": (-150, -60) if knees["moe_ridge"] > 0.55 * batch_max else (40, -60)},
+                       "moe": (-200, -40) if knees["moe_ridge"] > 0.55 * batch_max else (40, -60)},
             "log": {"dense": (-130, -40), "expert": (25, 45), "moe": (-75, -95)},
         }[scale]
         annotations = [
@@ -423,7 +446,7 @@ class IntensityTable:
         for s, row, bound in zip(self.contexts, self.values, self.compute_bound):
             cells = "".join(f"{f'{v:,.0f}' + ('*' if hot else ' '):>8}" for v, hot in zip(row, bound))
             lines.append(f"{s:>{width},}" + cells)
-        return "\n".join(lines)
+        return "\n".join(line.rstrip() for line in lines)
 
 
 def attention_table(model=None, hardware=None, *, variant=None, contexts=TABLE_CONTEXTS, widths=TABLE_WIDTHS,
@@ -511,6 +534,7 @@ class LedgerPlot(Plot):
             self.bands[key].set_visible(bool(components))
             bottom = top
         self.total_line.set_data(B, cost["total"])
+        self.bands["moe"].set_label("FFN (MoE experts)" if model.ffn.is_moe else "FFN (dense)")
         ax = self.ax
         ax.set_xlim(B[0], B[-1])
         # The paper's 0-1.3, grown in steps of 0.1 only when a costly drafter
