@@ -105,19 +105,14 @@ def _attention_entry(cm) -> dict:
     return {"names": [str(a) for a in _cost._attn_args[3:]], "values": [float(v) for v in cm._attn]}
 
 
-def model_constants(model=None, hardware=None) -> dict:
-    """The numbers the live figures bind to the formulas, read from the same
-    :class:`~speclib.cost.CostModel` that speclib's numeric functions use
-    (``attn`` as the paper's ledger, without the query bytes; ``attn_with_query``
-    with them), plus what Figure 1's and the attention figure's controls choose
-    between (expert weight formats, every hardware preset's ridges, the MHA /
-    GQA / MLA models' attention constants).
+def cost_constants(model=None, hardware=None) -> dict:
+    """One model's roofline constants on one chip, from the same
+    :class:`~speclib.cost.CostModel` speclib's numeric functions use: ``attn``
+    as the paper's ledger (no query bytes), ``attn_with_query`` with them.
 
-    Each cost entry lists the argument names it fills (after the variables) so
+    Each entry lists the argument names it fills (after the variables) so
     that a mismatch with the formula's signature is caught, not silently shifted.
     """
-    from ..figures import paper as _paper
-
     model, hardware = resolve(model, hardware)
     cm = _cost.cost_model(model, hardware, False)
     ffn = model.ffn
@@ -132,17 +127,35 @@ def model_constants(model=None, hardware=None) -> dict:
     else:
         ffn_entry = {"formula": "gemm", "names": [str(a) for a in _cost._gemm_args[1:]],
                      "values": [float(v) for v in cm._ffn_args]}
-    constants = {
-        "model": model.name,
-        "hardware": hardware.name,
+    out = {
         "proj": {"names": [str(a) for a in _cost._gemm_args[1:]], "values": [float(v) for v in cm._proj]},
         "ffn": ffn_entry,
         "attn": _attention_entry(cm),
         "attn_with_query": _attention_entry(_cost.cost_model(model, hardware, True)),
-        "ridges": {
-            name: {p: float(resolve(None, name)[1].ridge(p)) for p in ("fp4", "fp8", "bf16")}
-            for name in hardware_names()
-        },
+    }
+    for key, entry in out.items():
+        if len(entry["names"]) != len(entry["values"]):
+            raise AssertionError(f"constants for {key} do not match the formula's arguments")
+    return out
+
+
+def model_constants(model=None, hardware=None) -> dict:
+    """The numbers the live figures bind to the formulas: the default model's
+    cost constants at the top level (see :func:`cost_constants`), every model a
+    live figure names under ``cost_models``, and what Figure 1's and the
+    attention figures' controls choose between (expert weight formats, every
+    hardware preset's ridges, the MHA / GQA / MLA attention constants).
+    """
+    from ..figures import paper as _paper
+
+    model, hardware = resolve(model, hardware)
+    ffn = model.ffn
+    constants = {"model": model.name, "hardware": hardware.name, **cost_constants(model, hardware)}
+    named = {spec["model"] for spec in build_live_figures().values() if spec.get("model")}
+    constants["cost_models"] = {name: cost_constants(name, hardware) for name in sorted(named | {model.name})}
+    constants["ridges"] = {
+        name: {p: float(resolve(None, name)[1].ridge(p)) for p in ("fp4", "fp8", "bf16")}
+        for name in hardware_names()
     }
     if ffn.is_moe:
         constants["expert_ffn"] = {
@@ -156,9 +169,6 @@ def model_constants(model=None, hardware=None) -> dict:
             "format": _weight_format(ffn, _paper.WEIGHT_FORMATS),
         }
     constants["attention_models"] = _attention_models(_paper)
-    for key in ("proj", "ffn", "attn", "attn_with_query"):
-        if len(constants[key]["names"]) != len(constants[key]["values"]):
-            raise AssertionError(f"constants for {key} do not match the formula's arguments")
     return constants
 
 

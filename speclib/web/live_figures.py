@@ -61,26 +61,31 @@ def build_live_figures() -> dict:
     tax = _paper.ExpertTaxPlot.defaults
     gmap = _paper.GammaMapPlot.defaults
     width = _paper.AttentionWidthPlot.defaults
+    ledger_spec = {
+        "title": "Price of a speculated token",
+        "controls": [
+            _seq_control(ledger["S"]),
+            _drafter_control(ledger["c_draft"]),
+            {"name": "components", "param": "components", "kind": "checkbox", "label": "show the components",
+             "value": bool(ledger["components"])},
+            {"name": "query_bytes", "param": "query_bytes", "kind": "checkbox", "label": "count query bytes",
+             "value": bool(ledger["query_bytes"])},
+        ],
+        "x": {"label": "batch (sequences)", "scale": "log", "min": ledger["batch_range"][0],
+              "max": ledger["batch_range"][1]},
+        "y": {"label": "cost of a speculated token (\u00d7 a real token)", "scale": "linear", "min": 0,
+              "max": 1.3},
+        "points": ledger["points"],
+        "components": [list(c) for c in _paper.LEDGER_COMPONENTS],
+    }
     return {
         "expert_tax": _expert_tax_spec(tax, log=False),
         "expert_tax_log": _expert_tax_spec({**tax, **_paper.FIGURES["expert_tax_log"][1]}, log=True),
-        "ledger": {
-            "title": "Price of a speculated token",
-            "controls": [
-                _seq_control(ledger["S"]),
-                _drafter_control(ledger["c_draft"]),
-                {"name": "components", "param": "components", "kind": "checkbox", "label": "show the components",
-                 "value": bool(ledger["components"])},
-                {"name": "query_bytes", "param": "query_bytes", "kind": "checkbox", "label": "count query bytes",
-                 "value": bool(ledger["query_bytes"])},
-            ],
-            "x": {"label": "batch (sequences)", "scale": "log", "min": ledger["batch_range"][0],
-                  "max": ledger["batch_range"][1]},
-            "y": {"label": "cost of a speculated token (\u00d7 a real token)", "scale": "linear", "min": 0,
-                  "max": 1.3},
-            "points": ledger["points"],
-            "components": [list(c) for c in _paper.LEDGER_COMPONENTS],
-        },
+        "ledger": ledger_spec,
+        # The pricing chapter's second ledger opens with the components shown.
+        "ledger_components": _ledger_variant(ledger_spec, components=True),
+        # The introduction's dense contrast: Llama-3-70B's ledger, components shown.
+        "ledger_dense": {**_ledger_variant(ledger_spec, components=True), "model": "Llama-3-70B"},
         "optimal_gamma": {
             "title": "Optimal draft length \u03b3* against batch",
             "controls": [_seq_control(gamma["S"]), _alpha_control(gamma["alpha"]),
@@ -129,6 +134,12 @@ def build_live_figures() -> dict:
             "points": width["points"],
         },
     }
+
+
+def _ledger_variant(spec: dict, **defaults) -> dict:
+    """``spec`` with some controls opening at other values."""
+    controls = [{**c, "value": defaults.get(c["param"], c["value"])} for c in spec["controls"]]
+    return {**spec, "kind": "ledger", "controls": controls}
 
 
 def _expert_tax_spec(params: dict, log: bool) -> dict:

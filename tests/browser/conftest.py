@@ -137,10 +137,10 @@ def visit(browser, base_url):
     """``visit(path)``: open a page of the book in a fresh context (empty
     cache, so its weight counts every asset), with any request to another host
     blocked and recorded, and wait until its maths is typeset and the network
-    is idle."""
+    is idle (``settle=False``: only until the load event)."""
     contexts = []
 
-    def _visit(path: str) -> PageVisit:
+    def _visit(path: str, settle: bool = True) -> PageVisit:
         context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
         contexts.append(context)
         page = context.new_page()
@@ -166,10 +166,11 @@ def visit(browser, base_url):
             # jupyter-book's index.html only redirects to the root chapter.
             page.wait_for_url(lambda url: url != record.url)
             page.wait_for_load_state("load")
-        page.evaluate("""async () => {
-            if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
-        }""")
-        page.wait_for_load_state("networkidle")
+        if settle:  # the live-figure tests need only the figures, not the fonts and maths
+            page.evaluate("""async () => {
+                if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+            }""")
+            page.wait_for_load_state("networkidle")
         record.load_seconds = time.perf_counter() - start
         return record
 

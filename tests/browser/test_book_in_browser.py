@@ -22,7 +22,8 @@ from .conftest import HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, WEIGHTS, book_pages
 PAGES = book_pages()
 #: Figures the book must show live (issue 7); the others are checked when present.
 REQUIRED_LIVE = ("ledger", "optimal_gamma")
-LIVE = ("expert_tax", "expert_tax_log", "ledger", "optimal_gamma", "speedup_curves", "gamma_map", "attention_width")
+LIVE = ("expert_tax", "expert_tax_log", "ledger", "ledger_components", "ledger_dense", "optimal_gamma",
+        "speedup_curves", "gamma_map", "attention_width")
 
 
 def pages_with(name: str) -> list:
@@ -72,10 +73,9 @@ def test_page_loads_cleanly_offline_and_light(visit, path):
     broken = [img["src"] for img in images if not (img["complete"] and img["width"] > 0)]
     assert broken == [], f"{path}: images that did not load: {broken}"
 
-    tagged = len(re.findall(r"\btag_figure-", (HTML_DIR / path).read_text(encoding="utf-8")))
-    figures_shown = v.page.evaluate("""() => Array.from(document.querySelectorAll("[class*='tag_figure-']"))
-        .filter(c => c.querySelector('img, svg.speclib-svg, table')).length""")
-    assert figures_shown == tagged, f"{path}: {tagged - figures_shown} tagged figure cells show nothing"
+    empty = v.page.evaluate("""() => Array.from(document.querySelectorAll("[class*='tag_figure-']"))
+        .filter(c => !c.querySelector('img, svg.speclib-svg, table')).map(c => c.className)""")
+    assert empty == [], f"{path}: tagged figure cells that show nothing: {empty}"
 
 
 def test_the_book_has_pages():
@@ -93,13 +93,14 @@ SNAPSHOT = """(i) => {
 
 
 def live_instances(page):
+    """Names of the page's live figures, in page order, once they are mounted."""
     page.wait_for_function("() => window.speclibLive && window.speclibLive.ready")
     return page.evaluate("() => window.speclibLive.instances.map(i => i.name)")
 
 
 @pytest.mark.parametrize("name", LIVE)
 def test_every_control_moves_and_redraws(visit, name):
-    v = visit(page_for(name))
+    v = visit(page_for(name), settle=False)
     page = v.page
     names = live_instances(page)
     assert name in names
@@ -159,9 +160,10 @@ def first_instance(page, name):
     return live_instances(page).index(name)
 
 
-def test_ledger_equals_speclib(visit):
-    page = visit(page_for("ledger")).page
-    i = first_instance(page, "ledger")
+@pytest.mark.parametrize("name", ["ledger", "ledger_components", "ledger_dense"])
+def test_ledger_equals_speclib(visit, name):
+    page = visit(page_for(name), settle=False).page
+    i = first_instance(page, name)
     for u, c, qb in [(0.5, 0.1, False), (0.0, 0.0, False), (0.25, 0.37, True), (1.0, 0.5, False),
                      (0.625, 0.02, True)]:
         got = page.evaluate(SET_AND_READ, [i, {"u": u, "c_draft": c, "query_bytes": qb}])
@@ -169,8 +171,10 @@ def test_ledger_equals_speclib(visit):
         assert got["params"]["S"] == pytest.approx(S, rel=1e-15)
         B = np.array(got["data"]["B"])
         assert B[0] == 1 and B[-1] == 30_000 and np.all(np.diff(B) > 0)
-        want = speclib.marginal_cost(B, S, c, query_bytes=qb)
-        shares = cost.cost_shares(B, S, query_bytes=qb)
+        model = got["params"]["model"]
+        assert model == ("Llama-3-70B" if name == "ledger_dense" else "DeepSeek-V4-Flash")
+        want = speclib.marginal_cost(B, S, c, model, query_bytes=qb)
+        shares = cost.cost_shares(B, S, model, query_bytes=qb)
         np.testing.assert_allclose(got["data"]["total"], want["total"], rtol=RTOL)
         for key in ("attn_proj", "moe", "attention"):
             np.testing.assert_allclose(got["data"]["slopes"][key], np.broadcast_to(want[key], B.shape), rtol=RTOL)
@@ -178,7 +182,7 @@ def test_ledger_equals_speclib(visit):
 
 
 def test_optimal_gamma_equals_speclib(visit):
-    page = visit(page_for("optimal_gamma")).page
+    page = visit(page_for("optimal_gamma"), settle=False).page
     i = first_instance(page, "optimal_gamma")
     for u, alpha, c in [(0.375, 0.75, 0.1), (0.0, 0.01, 0.0), (1.0, 0.99, 0.5), (0.5, 0.9, 0.05), (0.75, 0.6, 0.25)]:
         got = page.evaluate(SET_AND_READ, [i, {"u": u, "alpha": alpha, "c_draft": c}])
@@ -190,7 +194,7 @@ def test_optimal_gamma_equals_speclib(visit):
 
 
 def test_speedup_curves_equal_speclib(visit):
-    page = visit(page_for("speedup_curves")).page
+    page = visit(page_for("speedup_curves"), settle=False).page
     i = first_instance(page, "speedup_curves")
     for u, alpha, c in [(0.375, 0.75, 0.1), (0.875, 0.95, 0.0), (0.125, 0.3, 0.4)]:
         got = page.evaluate(SET_AND_READ, [i, {"u": u, "alpha": alpha, "c_draft": c}])
@@ -204,7 +208,7 @@ def test_speedup_curves_equal_speclib(visit):
 
 @pytest.mark.parametrize("name", ["expert_tax", "expert_tax_log"])
 def test_expert_tax_equals_speclib(visit, name):
-    page = visit(page_for(name)).page
+    page = visit(page_for(name), settle=False).page
     i = first_instance(page, name)
     for experts, top_k, weights, hw in [(256, 6, "mxfp4", "B200"), (64, 1, "fp8", "H100-SXM"),
                                         (512, 16, "bf16", "MI300X"), (8, 16, "mxfp4", "H200")]:
@@ -218,7 +222,7 @@ def test_expert_tax_equals_speclib(visit, name):
 
 
 def test_gamma_map_equals_speclib(visit):
-    page = visit(page_for("gamma_map")).page
+    page = visit(page_for("gamma_map"), settle=False).page
     i = first_instance(page, "gamma_map")
     for alpha, c in [(0.75, 0.1), (0.99, 0.0), (0.4, 0.3)]:
         got = page.evaluate(SET_AND_READ, [i, {"alpha": alpha, "c_draft": c}])
@@ -229,7 +233,7 @@ def test_gamma_map_equals_speclib(visit):
 
 
 def test_attention_width_equals_speclib(visit):
-    page = visit(page_for("attention_width")).page
+    page = visit(page_for("attention_width"), settle=False).page
     i = first_instance(page, "attention_width")
     gqa, _ = resolve("Llama-3-70B", None)
     models = {"mha": mha_counterpart(gqa), "gqa": gqa, "mla": resolve("DeepSeek-V4-Flash", None)[0]}

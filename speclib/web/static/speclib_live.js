@@ -25,13 +25,13 @@
     var values = entry.values;
     return function () { return fn.apply(null, Array.prototype.slice.call(arguments).concat(values)); };
   }
-  var ffnIsMoe = K.ffn.formula === "moe";
-  function costModel(attnEntry) {
+  function costModel(entries, attnEntry) {
+    var moeFfn = entries.ffn.formula === "moe";
     return {
-      proj: bound(F.gemm_cost, K.proj),
-      projSlope: bound(F.gemm_slope, K.proj),
-      ffn: bound(ffnIsMoe ? F.moe_cost : F.gemm_cost, K.ffn),
-      ffnSlope: bound(ffnIsMoe ? F.moe_slope : F.gemm_slope, K.ffn),
+      proj: bound(F.gemm_cost, entries.proj),
+      projSlope: bound(F.gemm_slope, entries.proj),
+      ffn: bound(moeFfn ? F.moe_cost : F.gemm_cost, entries.ffn),
+      ffnSlope: bound(moeFfn ? F.moe_slope : F.gemm_slope, entries.ffn),
       attn: bound(F.attn_cost, attnEntry),
       attnSlope: bound(F.attn_slope, attnEntry),
       verify: function (B, q, S) {
@@ -40,9 +40,17 @@
       }
     };
   }
-  // The paper's ledger leaves attention's query bytes out; a toggle counts them.
-  var MODELS = {without: costModel(K.attn), with: costModel(K.attn_with_query)};
-  function modelFor(p) { return p.query_bytes ? MODELS["with"] : MODELS.without; }
+  // One cost model per (model, query bytes): the paper's ledger leaves
+  // attention's query bytes out; a toggle counts them.
+  var MODELS = {};
+  function modelFor(p) {
+    var key = p.model + (p.query_bytes ? "|q" : "");
+    if (!MODELS[key]) {
+      var entries = K.cost_models[p.model];
+      MODELS[key] = costModel(entries, p.query_bytes ? entries.attn_with_query : entries.attn);
+    }
+    return MODELS[key];
+  }
   function committed(alpha, gamma) {
     return alpha === 1 ? F.committed_at_one(gamma) : F.committed(alpha, gamma);
   }
@@ -185,7 +193,7 @@
   function fmtPct(x) { return Math.round(x * 100) + "%"; }
   function maxOf(a) { return a.reduce(function (m, v) { return v > m ? v : m; }, -Infinity); }
   function minOf(a) { return a.reduce(function (m, v) { return v < m ? v : m; }, Infinity); }
-  function heading(rest) { return K.model + " on " + K.hardware + ": " + rest; }
+  function heading(p, rest) { return p.model + " on " + K.hardware + ": " + rest; }
 
   var DRAW = {
     ledger: function (d, p, spec) {
@@ -206,7 +214,7 @@
       legend.unshift({label: "speculated token (total)", color: C.total, kind: "line"},
                      {label: "full price (1\u00d7 a real token)", color: C.ridge, kind: "dash"});
       return {
-        title: heading("price of a speculated token"),
+        title: heading(p, "price of a speculated token"),
         subtitle: "S = " + fmtInt(d.S) + " tokens, drafter " + fmtPct(d.c_draft) + " of a step" +
           (p.query_bytes ? ", query bytes counted" : ""),
         x: spec.x, y: {label: spec.y.label, scale: "linear", min: 0, max: Math.max(spec.y.max, maxOf(d.total) * 1.05)},
@@ -233,7 +241,7 @@
       });
       layers.push({type: "line", x: d.B, y: d.gamma_star, color: C.total, step: true});
       return {
-        title: heading("optimal draft length"),
+        title: heading(p, "optimal draft length"),
         subtitle: "S = " + fmtInt(d.S) + ", \u03b1 = " + fmtPct(d.alpha) + ", drafter " + fmtPct(d.c_draft) + " of a step",
         x: spec.x, y: {label: spec.y.label, scale: "linear", min: 0, max: Math.max(spec.y.max, maxOf(d.gamma_star) + 2), integer: true},
         layers: layers,
@@ -254,7 +262,7 @@
         legend.push({label: "B = " + fmtInt(b) + ": \u03b3* = " + d.gamma_star[i], color: color, kind: "line"});
       });
       return {
-        title: heading("speedup against draft length"),
+        title: heading(p, "speedup against draft length"),
         subtitle: "S = " + fmtInt(d.S) + ", \u03b1 = " + fmtPct(d.alpha) + ", drafter " + fmtPct(d.c_draft) + "; \u2605 = best \u03b3 at each batch",
         x: {label: spec.x.label, scale: "linear", min: -0.3, max: xHi + 0.3, integer: true},
         y: {label: spec.y.label, scale: "linear", min: Math.min(lo, 1) - pad, max: Math.max(hi, 1) + pad},
@@ -293,7 +301,7 @@
         legend.push({label: "\u03b3* = " + g, color: viridisOf(g, vmax), kind: "cell"});
       }
       return {
-        title: heading("\u03b3* over batch and sequence length"),
+        title: heading(p, "\u03b3* over batch and sequence length"),
         subtitle: "\u03b1 = " + fmtPct(d.alpha) + ", drafter " + fmtPct(d.c_draft) + " of a step",
         x: spec.x, y: spec.y, noGrid: true,
         layers: [{type: "heatmap", x: d.B, y: d.S, z: d.gamma_star,
@@ -534,8 +542,9 @@
     figure.appendChild(svg);
     figure.appendChild(legend);
 
-    var instance = {name: name, id: id, spec: spec, params: {}, data: null, redraws: 0, lastRedrawMs: null,
-                    element: box, svg: svg};
+    var kind = spec.kind || name;
+    var instance = {name: name, kind: kind, id: id, spec: spec, params: {model: spec.model || K.model}, data: null,
+                    redraws: 0, lastRedrawMs: null, element: box, svg: svg};
     var inputs = {};
     spec.controls.forEach(function (control) {
       var row = document.createElement("label");
@@ -578,8 +587,8 @@
         instance.params[c.control.param] = paramOf(c.control, value);
         if (c.control.kind === "range") { c.output.textContent = shown(c.control, value); }
       });
-      instance.data = COMPUTE[name](instance.params, spec);
-      var fig = DRAW[name](instance.data, instance.params, spec);
+      instance.data = COMPUTE[kind](instance.params, spec);
+      var fig = DRAW[kind](instance.data, instance.params, spec);
       title.textContent = "";
       var strong = document.createElement("strong");
       strong.textContent = fig.title;
@@ -612,7 +621,7 @@
       if (cell.classList.contains("speclib-live-active")) { return; }
       cell.classList.forEach(function (cls) {
         var name = cls.indexOf("tag_figure-") === 0 ? cls.slice("tag_figure-".length) : null;
-        if (name && M.figures[name] && COMPUTE[name]) { live.instances.push(mount(cell, name)); }
+        if (name && M.figures[name] && COMPUTE[M.figures[name].kind || name]) { live.instances.push(mount(cell, name)); }
       });
     });
     live.ready = true;
