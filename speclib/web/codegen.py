@@ -169,7 +169,63 @@ def model_constants(model=None, hardware=None) -> dict:
             "format": _weight_format(ffn, _paper.WEIGHT_FORMATS),
         }
     constants["attention_models"] = _attention_models(_paper)
+    figures = build_live_figures()
+    constants["attention_table"] = _attention_table_constants(_paper)
+    constants["compressed_attention"] = _compressed_attention_constants(_paper, model, figures["compressed_attention"])
     return constants
+
+
+def _variant_entry(model, variant, S) -> dict:
+    """A variant's (m_c, m_q, f) and its effective context at each ``S``, as
+    speclib's presets compute them (the call attention_intensity makes)."""
+    import numpy as np
+
+    m_c_value, m_q_value, f_value, S_eff = model.attention.variant_constants(variant, np.asarray(S, dtype=float))
+    return {"names": ["m_c", "m_q", "f"], "values": [float(m_c_value), float(m_q_value), float(f_value)],
+            "S_eff": [float(v) for v in np.broadcast_to(S_eff, np.shape(S))]}
+
+
+def _attention_table_constants(paper) -> dict:
+    """Table 1 for every model preset and each of its attention variants."""
+    from ..presets import model_names
+
+    contexts = [int(s) for s in paper.TABLE_CONTEXTS]
+    models = {}
+    for name in model_names():
+        m, _ = resolve(name, None)
+        attn = m.attention
+        if attn.kind == "gqa":
+            variants = ["gqa"]
+        elif getattr(attn, "hca_ratio", None) is not None:
+            variants = ["mla", "hca", "csa", "indexer"]
+        else:
+            variants = ["mla"]
+        models[m.name] = {"kind": attn.kind, "precision": m.attention_precision,
+                          "variants": {v: _variant_entry(m, v, contexts) for v in variants}}
+    return {"contexts": contexts, "widths": [int(t) for t in paper.TABLE_WIDTHS], "models": models}
+
+
+def _compressed_attention_constants(paper, model, spec) -> dict:
+    """DeepSeek-V4's variants over the figure's context grid, for every value
+    of the compression knobs the controls offer (effective contexts from the
+    presets, as attention_intensity uses them)."""
+    import numpy as np
+
+    if getattr(model.attention, "hca_ratio", None) is None:
+        return {}
+    options = {c["name"]: c["options"] for c in spec["controls"] if c["kind"] == "choice"}
+    S = np.geomspace(spec["x"]["min"], spec["x"]["max"], spec["points"])
+    hca = {str(r): _variant_entry(paper.v4_attention_what_if(model, hca_ratio=r), "hca", S)
+           for r in options["hca_ratio"]}
+    csa = {f"{k}/{r}": _variant_entry(paper.v4_attention_what_if(model, csa_top_k=k, csa_ratio=r), "csa", S)
+           for k in options["csa_top_k"] for r in options["csa_ratio"]}
+    indexer = {str(r): _variant_entry(paper.v4_attention_what_if(model, csa_ratio=r), "indexer", S)
+               for r in options["csa_ratio"]}
+    attn = model.attention
+    return {"S": [float(v) for v in S], "hca": hca, "csa": csa, "indexer": indexer,
+            "defaults": {"hca_ratio": int(attn.hca_ratio), "csa_top_k": int(attn.csa_top_k),
+                         "csa_ratio": int(attn.csa_ratio)},
+            "precision": model.attention_precision}
 
 
 def _weight_format(ffn, formats) -> str:
@@ -219,6 +275,12 @@ def live_figures(constants: dict) -> dict:
     for control in figures["attention_width"]["controls"]:
         if control["name"] == "hardware":
             control["value"] = constants["hardware"]
+    knobs = constants["compressed_attention"].get("defaults")
+    if knobs is None:  # no DeepSeek-V4 attention to vary
+        figures.pop("compressed_attention")
+    else:
+        for control in figures["compressed_attention"]["controls"]:
+            control["value"] = knobs.get(control["name"], control["value"])
     return figures
 
 

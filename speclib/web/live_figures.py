@@ -14,7 +14,7 @@ import matplotlib as mpl
 
 from ..figures import _style
 from ..figures import paper as _paper
-from ..presets import hardware_names
+from ..presets import hardware_names, model_names
 
 #: The paper's sequence-length slider: S = 512 * 2**(8u), u in [0, 1].
 SEQ_SLIDER = {"base": 512.0, "span": 8.0}
@@ -61,6 +61,7 @@ def build_live_figures() -> dict:
     tax = _paper.ExpertTaxPlot.defaults
     gmap = _paper.GammaMapPlot.defaults
     width = _paper.AttentionWidthPlot.defaults
+    compressed = _paper.CompressedAttentionPlot.defaults
     ledger_spec = {
         "title": "Price of a speculated token",
         "controls": [
@@ -132,6 +133,42 @@ def build_live_figures() -> dict:
                   "base": 2, "min": 1, "max": width["width_max"]},
             "y": {"label": "attention intensity (FLOP/byte)", "scale": "log"},
             "points": width["points"],
+        },
+        "attention_table": {
+            "kind": "attention_table",
+            "title": "Attention arithmetic intensity",
+            "controls": [
+                {"name": "model", "param": "model", "kind": "select", "label": "model", "options": model_names(),
+                 "value": "DeepSeek-V4-Flash"},
+                {"name": "variant", "param": "variant", "kind": "select", "label": "variant (MLA models)",
+                 "options": ["mla", "hca", "csa", "indexer"], "value": "mla"},
+                {"name": "hardware", "param": "hardware", "kind": "select", "label": "hardware",
+                 "options": hardware_names(), "value": "B200"},
+                {"name": "query_bytes", "param": "query_bytes", "kind": "checkbox", "label": "count query bytes",
+                 "value": True},
+            ],
+        },
+        "compressed_attention": {
+            "title": "DeepSeek-V4 attention variants",
+            "controls": [
+                # The notebook widget's choices for DeepSeek-V4's compression knobs.
+                {"name": "hca_ratio", "param": "hca_ratio", "kind": "choice", "label": "HCA compression",
+                 "options": [8, 16, 32, 64, 128, 256, 512], "value": None},
+                {"name": "csa_top_k", "param": "csa_top_k", "kind": "choice", "label": "CSA top-k",
+                 "options": [128, 256, 512, 1024, 2048, 4096], "value": None},
+                {"name": "csa_ratio", "param": "csa_ratio", "kind": "choice", "label": "CSA compression",
+                 "options": [1, 2, 4, 8, 16], "value": None},
+                {"name": "query_bytes", "param": "query_bytes", "kind": "checkbox", "label": "count query bytes",
+                 "value": bool(compressed["query_bytes"])},
+            ],
+            "x": {"label": "context S (tokens)", "scale": "log", "base": 2, "min": compressed["context_range"][0],
+                  "max": compressed["context_range"][1]},
+            "y": {"label": "attention intensity (FLOP/byte)", "scale": "linear", "min": 0},
+            "widths": list(compressed["widths"]),
+            # Fewer points than the static figure's: the effective contexts for
+            # every knob setting travel in the page.
+            "points": 120,
+            "panels": [list(v) for v in _paper.V4_VARIANTS],
         },
     }
 

@@ -14,7 +14,8 @@ import pytest
 
 import speclib
 from speclib import attention, cost, moe, speculation
-from speclib.figures.paper import mha_counterpart, moe_what_if, seq_len_from_slider
+from speclib.figures.paper import (attention_table, mha_counterpart, moe_what_if, seq_len_from_slider,
+                                   v4_attention_what_if)
 from speclib.presets import resolve
 
 from .conftest import HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, WEIGHTS, book_pages
@@ -23,7 +24,7 @@ PAGES = book_pages()
 #: Figures the book must show live (issue 7); the others are checked when present.
 REQUIRED_LIVE = ("ledger", "optimal_gamma")
 LIVE = ("expert_tax", "expert_tax_log", "ledger", "ledger_components", "ledger_dense", "optimal_gamma",
-        "speedup_curves", "gamma_map", "attention_width")
+        "speedup_curves", "gamma_map", "attention_width", "attention_table", "compressed_attention")
 
 
 def pages_with(name: str) -> list:
@@ -149,6 +150,7 @@ SET_AND_READ = """([i, settings]) => {
         else if (input.tagName === 'SELECT') { input.value = value; input.dispatchEvent(new Event('change')); }
         else { input.value = String(value); input.dispatchEvent(new Event('input')); }
         if (input.type === 'range' && parseFloat(input.value) !== value) { throw new Error(name + ' did not take ' + value); }
+        if (input.tagName === 'SELECT' && input.value !== value) { throw new Error(name + ' did not take ' + value); }
     }
     return {params: inst.params, data: inst.data};
 }"""
@@ -245,3 +247,56 @@ def test_attention_width_equals_speclib(visit):
             np.testing.assert_allclose(got["data"]["intensity"][key],
                                        attention.attention_intensity(T, S, m, query_bytes=qb), rtol=RTOL)
         assert got["data"]["ridge"] == resolve(None, hw)[1].ridge("bf16")
+
+
+def test_attention_table_equals_speclib(visit):
+    page = visit(page_for("attention_table"), settle=False).page
+    i = first_instance(page, "attention_table")
+    for model, variant, hw, qb in [("DeepSeek-V4-Flash", "mla", "B200", True), ("DeepSeek-V4-Flash", "hca", "H100-SXM", False),
+                                   ("DeepSeek-V4-Pro", "csa", "MI300X", True), ("DeepSeek-V4-Flash", "indexer", "B200", True),
+                                   ("Llama-3-70B", "mla", "H200", True), ("DeepSeek-V3", "mla", "GB300", False)]:
+        got = page.evaluate(SET_AND_READ, [i, {"model": model, "variant": variant, "hardware": hw, "query_bytes": qb}])
+        kind = resolve(model, None)[0].attention.kind
+        want = attention_table(model, hw, variant="gqa" if kind == "gqa" else variant, query_bytes=qb)
+        np.testing.assert_allclose(got["data"]["values"], want.values, rtol=RTOL)
+        assert got["data"]["ridge"] == want.ridge
+        cells = page.evaluate("(i) => Array.from(window.speclibLive.instances[i].element.querySelectorAll('td'))"
+                              ".map(td => td.className === 'compute-bound')", i)
+        assert cells == want.compute_bound.ravel().tolist()
+        disabled = page.evaluate("(i) => window.speclibLive.instances[i].element"
+                                 ".querySelector('[data-control=variant]').disabled", i)
+        assert disabled == (kind == "gqa" or model == "DeepSeek-V3")
+
+
+def test_compressed_attention_equals_speclib(visit):
+    page = visit(page_for("compressed_attention"), settle=False).page
+    i = first_instance(page, "compressed_attention")
+    # The sliders step through lists of values; indices select them.
+    for hca, top_k, ratio, qb in [(128, 512, 4, True), (8, 4096, 1, False), (512, 128, 16, True)]:
+        settings = page.evaluate("""([i, want]) => {
+            const controls = window.speclibLive.instances[i].spec.controls;
+            const out = {};
+            for (const c of controls) { if (c.kind === 'choice') { out[c.name] = c.options.indexOf(want[c.name]); } }
+            return out;
+        }""", [i, {"hca_ratio": hca, "csa_top_k": top_k, "csa_ratio": ratio}])
+        got = page.evaluate(SET_AND_READ, [i, {**settings, "query_bytes": qb}])
+        assert (got["params"]["hca_ratio"], got["params"]["csa_top_k"], got["params"]["csa_ratio"]) == (hca, top_k, ratio)
+        model = v4_attention_what_if(None, hca_ratio=hca, csa_top_k=top_k, csa_ratio=ratio)
+        S, T = np.array(got["data"]["S"]), np.array(got["data"]["widths"])
+        for variant in ("hca", "csa", "indexer"):
+            want = attention.attention_intensity(T[:, None], S[None, :], model, variant, query_bytes=qb)
+            np.testing.assert_allclose(got["data"]["intensity"][variant], want, rtol=RTOL)
+
+
+def test_without_javascript_the_static_figures_show(browser, base_url):
+    """The PNG each live figure replaces is the page's fallback with JavaScript off."""
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(base_url + page_for("ledger"), wait_until="load")
+        assert page.locator(".speclib-live").count() == 0
+        shown = page.evaluate("""() => Array.from(document.querySelectorAll('.tag_figure-ledger .cell_output img'))
+            .map(img => img.complete && img.naturalWidth > 0 && img.getBoundingClientRect().width > 0)""")
+        assert shown and all(shown)
+    finally:
+        context.close()

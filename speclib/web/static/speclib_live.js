@@ -153,6 +153,43 @@
   };
   COMPUTE.expert_tax_log = COMPUTE.expert_tax;
 
+  // speclib.figures.attention_table: speclib.attention_intensity over Table 1's
+  // grid; each variant's constants and effective contexts come from the presets.
+  COMPUTE.attention_table = function (p) {
+    var table = K.attention_table, entry = table.models[p.model];
+    var variant = entry.kind === "gqa" ? "gqa" : (entry.variants[p.variant] ? p.variant : "mla");
+    var v = entry.variants[variant], m_q = p.query_bytes ? v.values[1] : 0;
+    return {
+      model: p.model, variant: variant, hardware: p.hardware, query_bytes: p.query_bytes,
+      contexts: table.contexts, widths: table.widths, ridge: K.ridges[p.hardware][entry.precision],
+      values: v.S_eff.map(function (s) {
+        return table.widths.map(function (t) { return F.attention_intensity(t, s, v.values[0], m_q, v.values[2]); });
+      })
+    };
+  };
+  // speclib.figures.compressed_attention: one panel per DeepSeek-V4 variant.
+  COMPUTE.compressed_attention = function (p, spec) {
+    var ca = K.compressed_attention, out = {S: ca.S, widths: spec.widths, query_bytes: p.query_bytes,
+      hca_ratio: p.hca_ratio, csa_top_k: p.csa_top_k, csa_ratio: p.csa_ratio, intensity: {},
+      ridge: K.ridges[K.hardware][ca.precision]};
+    var entries = {hca: ca.hca[String(p.hca_ratio)], csa: ca.csa[p.csa_top_k + "/" + p.csa_ratio],
+                   indexer: ca.indexer[String(p.csa_ratio)]};
+    Object.keys(entries).forEach(function (key) {
+      var v = entries[key], m_q = p.query_bytes ? v.values[1] : 0;
+      out.intensity[key] = spec.widths.map(function (t) {
+        return v.S_eff.map(function (s) { return F.attention_intensity(t, s, v.values[0], m_q, v.values[2]); });
+      });
+    });
+    return out;
+  };
+
+  // Controls that only apply to some settings are greyed out, as in the notebook.
+  var ENABLE = {
+    attention_table: function (p, inputs) {
+      inputs.variant.input.disabled = Object.keys(K.attention_table.models[p.model].variants).length < 2;
+    }
+  };
+
   // speclib.speculation: one verify pass of gamma drafts against plain decoding.
   function speedupAt(p, b, S, gamma, c0) {
     var cv = modelFor(p).verify(b, gamma + 1, S);
@@ -330,6 +367,66 @@
   };
   DRAW.expert_tax_log = DRAW.expert_tax;
 
+  DRAW.attention_table = function (d) {
+    var table = document.createElement("table");
+    table.className = "speclib-intensity-table";
+    var caption = document.createElement("caption");
+    caption.textContent = "Rows: context S; columns: query tokens per sequence T. Compute-bound (above the " +
+      d.hardware + " bf16 ridge, " + d.ridge.toFixed(2) + " FLOP/byte) in bold.";
+    table.appendChild(caption);
+    var head = table.createTHead().insertRow();
+    ["S \\ T"].concat(d.widths.map(fmtInt)).forEach(function (text) {
+      var th = document.createElement("th"); th.textContent = text; head.appendChild(th);
+    });
+    var body = table.createTBody();
+    d.contexts.forEach(function (s, i) {
+      var row = body.insertRow(), th = document.createElement("th");
+      th.textContent = fmtInt(s);
+      row.appendChild(th);
+      d.values[i].forEach(function (v) {
+        var td = row.insertCell();
+        td.textContent = fmtInt(v);
+        td.className = v > d.ridge ? "compute-bound" : "memory-bound";
+      });
+    });
+    return {
+      title: d.model + ": attention intensity (FLOP/byte), variant " + d.variant,
+      subtitle: d.query_bytes ? "query bytes counted" : "query bytes left out",
+      table: table
+    };
+  };
+  DRAW.compressed_attention = function (d, p, spec) {
+    var all = [d.ridge], names = {};
+    spec.panels.forEach(function (pair) { names[pair[0]] = pair[1]; });
+    Object.keys(d.intensity).forEach(function (key) { d.intensity[key].forEach(function (row) { all = all.concat(row); }); });
+    var yMax = niceCeiling(maxOf(all) * 1.1);
+    var titles = {hca: "HCA: MLA over S/" + d.hca_ratio, csa: "CSA main: MLA over top " + fmtInt(d.csa_top_k),
+                  indexer: "CSA indexer: scores S/" + d.csa_ratio};
+    var panels = spec.panels.map(function (pair) {
+      var key = pair[0], layers = [{type: "hline", y: d.ridge, color: C.ridge, dash: true}];
+      d.widths.forEach(function (t, i) {
+        layers.push({type: "line", x: d.S, y: d.intensity[key][i], color: STYLE.cycle[i % STYLE.cycle.length]});
+      });
+      return {panelTitle: titles[key], size: {w: 330, h: 330}, layers: layers,
+              x: {label: spec.x.label, scale: "log", base: 2, min: spec.x.min, max: spec.x.max, sparse: true},
+              y: {label: spec.y.label, scale: "linear", min: 0, max: yMax}};
+    });
+    var legend = d.widths.map(function (t, i) {
+      return {label: "T = " + t, color: STYLE.cycle[i % STYLE.cycle.length], kind: "line"};
+    });
+    legend.push({label: "bf16 ridge " + fmtInt(d.ridge), color: C.ridge, kind: "dash"});
+    return {
+      title: K.model + " attention variants on " + K.hardware,
+      subtitle: d.query_bytes ? "query bytes counted" : "query bytes left out",
+      panels: panels, legend: legend
+    };
+  };
+  function niceCeiling(v) {
+    var mag = Math.pow(10, Math.floor(Math.log10(v))), out = 10 * mag;
+    [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].some(function (m) { if (m * mag >= v) { out = m * mag; return true; } return false; });
+    return out;
+  }
+
   // Whole draft lengths as matplotlib's viridis resampled to vmax colours.
   function viridisOf(g, vmax) {
     var stops = STYLE.viridis, pos = vmax > 1 ? (g - 1) / (vmax - 1) : 0;
@@ -362,7 +459,8 @@
     var out = [];
     if (axis.scale === "log") {
       var base = axis.base || 10, lb = Math.log(base);
-      for (var e = Math.ceil(Math.log(axis.min) / lb - 1e-9); Math.pow(base, e) <= axis.max * (1 + 1e-9); e++) {
+      var every = axis.sparse ? 2 : 1, first = Math.ceil(Math.log(axis.min) / lb - 1e-9);
+      for (var e = first; Math.pow(base, e) <= axis.max * (1 + 1e-9); e += every) {
         out.push(Math.pow(base, e));
       }
       return out;
@@ -404,7 +502,11 @@
   var clipCount = 0;
   function render(svg, fig) {
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
-    var x0 = PAD.l, x1 = W - PAD.r, y0 = H - PAD.b, y1 = PAD.t;
+    var size = fig.size || {w: W, h: H}, top = fig.panelTitle ? PAD.t + 16 : PAD.t;
+    var x0 = PAD.l, x1 = size.w - PAD.r, y0 = size.h - PAD.b, y1 = top;
+    if (fig.panelTitle) {
+      el("text", {"class": "speclib-label", x: (x0 + x1) / 2, y: 14, "text-anchor": "middle"}, svg).textContent = fig.panelTitle;
+    }
     var sx = scaleOf(fig.x, x0, x1), sy = scaleOf(fig.y, y0, y1);
     var clipId = svg.getAttribute("data-clip");
     if (!clipId) { clipId = "speclib-clip-" + (++clipCount); svg.setAttribute("data-clip", clipId); }
@@ -423,7 +525,7 @@
       el("text", {x: x0 - 6, y: py, "text-anchor": "end", dy: "0.32em"}, grid).textContent = tickLabel(v, fig.y);
     });
     el("path", {"class": "speclib-axes", d: "M" + x0 + "," + y1 + "V" + y0 + "H" + x1}, svg);
-    el("text", {"class": "speclib-label", x: (x0 + x1) / 2, y: H - 8, "text-anchor": "middle"}, svg).textContent = fig.x.label;
+    el("text", {"class": "speclib-label", x: (x0 + x1) / 2, y: size.h - 8, "text-anchor": "middle"}, svg).textContent = fig.x.label;
     el("text", {"class": "speclib-label", x: 0, y: 0, "text-anchor": "middle",
                 transform: "translate(14," + ((y0 + y1) / 2) + ") rotate(-90)"}, svg).textContent = fig.y.label;
 
@@ -511,14 +613,39 @@
     return parseFloat(input.value);
   }
   function paramOf(control, value) {
+    if (control.kind === "choice") { return control.options[value]; }  // a slider over a list of values
     return control.map ? seqLength(value, control.map) : value;
   }
   function shown(control, value) {
     var v = paramOf(control, value);
+    if (control.kind === "choice") { return fmtInt(v); }
     if (control.format === "percent") { return fmtPct(v); }
     if (control.format === "tokens") { return fmtInt(v) + " tokens"; }
     if (control.format === "int") { return String(v); }
     return String(v);
+  }
+
+  // One SVG per panel (or a table), reused across redraws.
+  function drawInto(plots, fig) {
+    if (fig.table) {
+      plots.textContent = "";
+      plots.appendChild(fig.table);
+      return;
+    }
+    var panels = fig.panels || [fig], svgs = plots.querySelectorAll("svg.speclib-svg");
+    if (svgs.length !== panels.length) {
+      plots.textContent = "";
+      plots.classList.toggle("speclib-multi", panels.length > 1);
+      panels.forEach(function (panel) {
+        var size = panel.size || {w: W, h: H};
+        el("svg", {viewBox: "0 0 " + size.w + " " + size.h, role: "img", "class": "speclib-svg"}, plots);
+      });
+      svgs = plots.querySelectorAll("svg.speclib-svg");
+    }
+    panels.forEach(function (panel, i) {
+      svgs[i].setAttribute("aria-label", (panel.panelTitle || fig.title) + "; " + fig.subtitle);
+      render(svgs[i], panel);
+    });
   }
 
   var counter = 0;
@@ -535,16 +662,17 @@
     figure.className = "speclib-figure";
     var title = document.createElement("div");
     title.className = "speclib-title";
-    var svg = el("svg", {viewBox: "0 0 " + W + " " + H, role: "img", "class": "speclib-svg"});
+    var plots = document.createElement("div");
+    plots.className = "speclib-plots";
     var legend = document.createElement("div");
     legend.className = "speclib-legend";
     figure.appendChild(title);
-    figure.appendChild(svg);
+    figure.appendChild(plots);
     figure.appendChild(legend);
 
     var kind = spec.kind || name;
     var instance = {name: name, kind: kind, id: id, spec: spec, params: {model: spec.model || K.model}, data: null,
-                    redraws: 0, lastRedrawMs: null, element: box, svg: svg};
+                    redraws: 0, lastRedrawMs: null, element: box};
     var inputs = {};
     spec.controls.forEach(function (control) {
       var row = document.createElement("label");
@@ -563,9 +691,12 @@
         input.value = control.value;
       } else {
         input = document.createElement("input");
-        input.type = control.kind;
+        input.type = control.kind === "choice" ? "range" : control.kind;
         if (control.kind === "checkbox") {
           input.checked = !!control.value;
+        } else if (control.kind === "choice") {
+          input.min = 0; input.max = control.options.length - 1; input.step = 1;
+          input.value = control.options.indexOf(control.value);
         } else {
           input.min = control.min; input.max = control.max; input.step = control.step; input.value = control.value;
         }
@@ -574,10 +705,11 @@
       input.setAttribute("data-control", control.name);
       row.appendChild(text);
       row.appendChild(input);
-      if (control.kind === "range") { row.appendChild(output); }
+      var slider = control.kind === "range" || control.kind === "choice";
+      if (slider) { row.appendChild(output); }
       form.appendChild(row);
-      inputs[control.name] = {control: control, input: input, output: output};
-      input.addEventListener(control.kind === "range" ? "input" : "change", function () { update(); });
+      inputs[control.name] = {control: control, input: input, output: output, slider: slider};
+      input.addEventListener(slider ? "input" : "change", function () { update(); });
     });
 
     function update() {
@@ -585,7 +717,7 @@
       Object.keys(inputs).forEach(function (key) {
         var c = inputs[key], value = controlValue(c.control, c.input);
         instance.params[c.control.param] = paramOf(c.control, value);
-        if (c.control.kind === "range") { c.output.textContent = shown(c.control, value); }
+        if (c.slider) { c.output.textContent = shown(c.control, value); }
       });
       instance.data = COMPUTE[kind](instance.params, spec);
       var fig = DRAW[kind](instance.data, instance.params, spec);
@@ -594,9 +726,9 @@
       strong.textContent = fig.title;
       title.appendChild(strong);
       title.appendChild(document.createTextNode(" \u2014 " + fig.subtitle));
-      svg.setAttribute("aria-label", fig.title + "; " + fig.subtitle);
-      render(svg, fig);
-      renderLegend(legend, fig.legend);
+      if (ENABLE[kind]) { ENABLE[kind](instance.params, inputs); }
+      drawInto(plots, fig);
+      renderLegend(legend, fig.legend || []);
       instance.redraws += 1;
       instance.lastRedrawMs = performance.now() - t0;
       box.dispatchEvent(new CustomEvent("speclib:redraw", {bubbles: true}));
