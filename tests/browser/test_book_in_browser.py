@@ -105,6 +105,8 @@ def test_every_control_moves_and_redraws(visit, name):
     page = v.page
     names = live_instances(page)
     assert name in names
+    # From here on the browser has no network at all: the figures need none.
+    page.context.set_offline(True)
     # The static PNG stays in the page (the no-JavaScript fallback) but is hidden.
     hidden = page.evaluate("""(name) => Array.from(document.querySelectorAll('.tag_figure-' + name + ' .cell_output'))
         .every(o => getComputedStyle(o).display === 'none')""", name)
