@@ -81,6 +81,39 @@ def test_generated_script_exposes_constants_and_figures():
     assert got["f"] == sorted(build_live_figures())
 
 
+@needs_node
+@pytest.mark.parametrize("model", ["DeepSeek-V4-Flash", "Llama-3-70B", "every expert active"])
+def test_bound_constants_reproduce_the_cost_model(model):
+    """The generated formulas with the emitted constants, bound as speclib_live.js
+    binds them, give speclib's CostModel costs and slopes (a dense FFN and a MoE
+    with k = E are priced by the GEMM formula)."""
+    from speclib import cost
+    from speclib.figures.paper import moe_what_if
+
+    m = moe_what_if(None, experts=8, top_k=8) if model == "every expert active" else model
+    c = codegen.cost_constants(m)
+    t = [1.0, 3.0, 40.0, 700.0, 12_000.0]
+    S, q = 8192.0, 2.0
+    got = run_generated_script(
+        f"(() => {{ const F = SpeclibModel.formulas, c = {json.dumps(c)}, t = {json.dumps(t)};"
+        "const bind = (f, e) => (...x) => f(...x, ...e.values);"
+        "const ffn = c.ffn.formula === 'moe' ? [F.moe_cost, F.moe_slope] : [F.gemm_cost, F.gemm_slope];"
+        "const at = (f, e) => t.map(x => bind(f, e)(x));"
+        "return {proj: at(F.gemm_cost, c.proj), proj_slope: at(F.gemm_slope, c.proj),"
+        " ffn: at(ffn[0], c.ffn), ffn_slope: at(ffn[1], c.ffn),"
+        f" attn: t.map(b => bind(F.attn_cost, c.attn_with_query)(b, {q}, {S})),"
+        f" attn_slope: t.map(b => bind(F.attn_slope, c.attn)(b, {q}, {S}))}}; }})()"
+    )
+    cm, cq = cost.cost_model(m), cost.cost_model(m, query_bytes=True)
+    tt = np.array(t)
+    np.testing.assert_allclose(got["proj"], cm.proj(tt), rtol=1e-12)
+    np.testing.assert_allclose(got["proj_slope"], cm.proj_slope(tt), rtol=1e-12)
+    np.testing.assert_allclose(got["ffn"], cm.ffn(tt), rtol=1e-12)
+    np.testing.assert_allclose(got["ffn_slope"], np.broadcast_to(cm.ffn_slope(tt), tt.shape), rtol=1e-12)
+    np.testing.assert_allclose(got["attn"], cq.attention(tt, q, S), rtol=1e-12)
+    np.testing.assert_allclose(got["attn_slope"], np.broadcast_to(cm.attention_slope(tt, q, S), tt.shape), rtol=1e-12)
+
+
 def test_constants_are_the_papers_deepseek_v4_flash_on_b200():
     c = codegen.model_constants()
     proj = dict(zip(c["proj"]["names"], c["proj"]["values"]))
