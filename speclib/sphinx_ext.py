@@ -99,19 +99,26 @@ def _add_page_assets(app, pagename, templatename, context, doctree):
         app.add_js_file(LIVE_JS, loading_method="defer")
 
 
-def _write_assets(app, exception):
-    if exception is not None or app.builder.format != "html":
+def _write_live_assets(app):
+    """Write the live-figure scripts before any page is written, so that Sphinx
+    stamps their links with a checksum (?v=...) and a reader's browser never
+    pairs a cached old script with a new page."""
+    if app.builder.format != "html":
         return
-    static = Path(app.outdir) / "_static"
-    target = static / STATIC_SUBDIR
+    target = Path(app.outdir) / "_static" / STATIC_SUBDIR
     target.mkdir(parents=True, exist_ok=True)
     source = model_javascript(app.config.speclib_model, app.config.speclib_hardware)
     (target / "speclib_model.js").write_text(source, encoding="utf-8")
     for path in sorted(_HAND_WRITTEN.iterdir()):
         if path.suffix in (".js", ".css"):
             shutil.copyfile(path, target / path.name)
+
+
+def _copy_mathjax(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
     if not _is_remote(app.config.mathjax_path) and app.config.mathjax_path.startswith(f"{MATHJAX_SUBDIR}/"):
-        offline.copy_mathjax(static / MATHJAX_SUBDIR)
+        offline.copy_mathjax(Path(app.outdir) / "_static" / MATHJAX_SUBDIR)
 
 
 def setup(app):
@@ -121,5 +128,6 @@ def setup(app):
     app.connect("config-inited", _configure, priority=900)
     # After MyST-NB's and MathJax's own html-page-context handlers (500).
     app.connect("html-page-context", _add_page_assets, priority=900)
-    app.connect("build-finished", _write_assets)
+    app.connect("builder-inited", _write_live_assets)
+    app.connect("build-finished", _copy_mathjax)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
