@@ -8,6 +8,9 @@ The slopes are obtained here by differentiating each branch in sympy.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Callable
+
 import numpy as np
 import sympy as sp
 
@@ -69,16 +72,66 @@ gemm_slope_expr = roofline_slope(gemm_compute_expr, gemm_memory_expr, t)
 moe_slope_expr = roofline_slope(moe_compute_expr, moe_memory_expr, t)
 attn_slope_expr = roofline_slope(attn_compute_expr, attn_memory_expr, q)
 
-_gemm_args = (t, W, b_w, R)
-_moe_args = (t, k, E, n_s, W_E, b, R)
-_attn_args = (B, q, S, m_c, m_q, f, R)
-_gemm_cost = sp.lambdify(_gemm_args, gemm_cost_expr, "numpy")
-_gemm_slope = sp.lambdify(_gemm_args, gemm_slope_expr, "numpy")
-# The coupon-collector terms in floating-point-friendly form (same functions).
-_moe_cost = sp.lambdify(_moe_args, _moe.numeric_form(moe_cost_expr), "numpy")
-_moe_slope = sp.lambdify(_moe_args, _moe.numeric_form(moe_slope_expr), "numpy")
-_attn_cost = sp.lambdify(_attn_args, attn_cost_expr, "numpy")
-_attn_slope = sp.lambdify(_attn_args, attn_slope_expr, "numpy")
+@dataclass(frozen=True)
+class Roofline:
+    """One family of rooflines: its cost and slope expressions, and the
+    argument order of their numeric functions (the variables, then the
+    constants a model and chip fix). ``cost`` and ``slope`` are generated
+    when the roofline is defined, from ``numeric_*_expr``: the same functions
+    written in floating-point friendly form (see :func:`speclib.moe.numeric_form`)."""
+
+    name: str
+    cost_expr: sp.Expr
+    slope_expr: sp.Expr
+    args: tuple
+    n_variables: int
+    numeric_cost_expr: sp.Expr = field(init=False, repr=False)
+    numeric_slope_expr: sp.Expr = field(init=False, repr=False)
+    cost: Callable = field(init=False, repr=False)
+    slope: Callable = field(init=False, repr=False)
+
+    def __post_init__(self):
+        numeric_cost = _moe.numeric_form(self.cost_expr)
+        numeric_slope = _moe.numeric_form(self.slope_expr)
+        object.__setattr__(self, "numeric_cost_expr", numeric_cost)
+        object.__setattr__(self, "numeric_slope_expr", numeric_slope)
+        object.__setattr__(self, "cost", sp.lambdify(self.args, numeric_cost, "numpy"))
+        object.__setattr__(self, "slope", sp.lambdify(self.args, numeric_slope, "numpy"))
+
+    @property
+    def variables(self) -> tuple:
+        return self.args[: self.n_variables]
+
+    @property
+    def constant_symbols(self) -> tuple:
+        return self.args[self.n_variables:]
+
+
+#: The three roofline families of a layer, keyed by name.
+ROOFLINES = {
+    "gemm": Roofline("gemm", gemm_cost_expr, gemm_slope_expr, (t, W, b_w, R), 1),
+    "moe": Roofline("moe", moe_cost_expr, moe_slope_expr, (t, k, E, n_s, W_E, b, R), 1),
+    "attn": Roofline("attn", attn_cost_expr, attn_slope_expr, (B, q, S, m_c, m_q, f, R), 3),
+}
+
+
+@dataclass(frozen=True)
+class BoundRoofline:
+    """A roofline with one model's and chip's constants filled in."""
+
+    roofline: Roofline
+    constants: tuple
+
+    def cost(self, *variables):
+        return self.roofline.cost(*variables, *self.constants)
+
+    def slope(self, *variables):
+        return self.roofline.slope(*variables, *self.constants)
+
+    def named_constants(self) -> dict:
+        """{symbol name: value} for the constants, in argument order."""
+        return {str(sym): value for sym, value in zip(self.roofline.constant_symbols, self.constants)}
+
 
 COMPONENTS = ("attn_proj", "moe", "attention")
 
@@ -87,7 +140,9 @@ class CostModel:
     """The per-component rooflines of one model on one chip, as numpy functions.
 
     Built once per (model, hardware, query_bytes); every method takes arrays
-    that are assumed already checked and broadcasts them.
+    that are assumed already checked and broadcasts them. ``rooflines`` maps
+    each of :data:`COMPONENTS` to its :class:`BoundRoofline` (the FFN's key
+    is ``moe`` for dense models too).
     """
 
     def __init__(self, model, hardware, query_bytes: bool = False):
@@ -95,39 +150,43 @@ class CostModel:
         self.hardware = hardware
         self.query_bytes = query_bytes
         ffn = model.ffn
-        self._proj = (float(model.attn_proj_params), model.proj_weight_bytes, hardware.ridge(model.proj_precision))
+        proj = (float(model.attn_proj_params), model.proj_weight_bytes, hardware.ridge(model.proj_precision))
         ridge_ffn = hardware.ridge(ffn.precision)
         w_ffn = float(model.expert_params)
-        if ffn.is_moe:
-            self._ffn_args = (ffn.top_k, ffn.n_routed, ffn.n_shared, w_ffn, ffn.weight_bytes, ridge_ffn)
+        if ffn.is_moe and ffn.top_k == ffn.n_routed:
+            # k == E touches every expert at any batch: the MoE is then exactly
+            # a dense GEMM over (E + n_s) experts, and is priced in that form,
+            # since the MoE memory branch would be 0 * log(0) = NaN.
+            ffn_roofline = BoundRoofline(
+                ROOFLINES["gemm"], ((ffn.n_routed + ffn.n_shared) * w_ffn, ffn.weight_bytes, ridge_ffn)
+            )
+        elif ffn.is_moe:
+            ffn_roofline = BoundRoofline(
+                ROOFLINES["moe"], (ffn.top_k, ffn.n_routed, ffn.n_shared, w_ffn, ffn.weight_bytes, ridge_ffn)
+            )
         else:
-            self._ffn_args = (w_ffn, ffn.weight_bytes, ridge_ffn)
-        # k == E touches every expert at any batch: the MoE is then exactly a
-        # dense GEMM over (E + n_s) experts, and is priced in that form, since
-        # the MoE memory branch would be 0 * log(0) = NaN.
-        self._ffn_all_experts = ffn.is_moe and ffn.top_k == ffn.n_routed
-        if self._ffn_all_experts:
-            self._ffn_dense_args = ((ffn.n_routed + ffn.n_shared) * w_ffn, ffn.weight_bytes, ridge_ffn)
-        self._attn = (
+            ffn_roofline = BoundRoofline(ROOFLINES["gemm"], (w_ffn, ffn.weight_bytes, ridge_ffn))
+        attn = (
             model.context_bytes,
             model.query_bytes if query_bytes else 0.0,
             model.flops_per_pair,
             hardware.ridge(model.attention_precision),
         )
+        self.rooflines = {
+            "attn_proj": BoundRoofline(ROOFLINES["gemm"], proj),
+            "moe": ffn_roofline,
+            "attention": BoundRoofline(ROOFLINES["attn"], attn),
+        }
 
     # costs -----------------------------------------------------------------
     def proj(self, tokens):
-        return _gemm_cost(tokens, *self._proj)
+        return self.rooflines["attn_proj"].cost(tokens)
 
     def ffn(self, tokens):
-        if self._ffn_all_experts:
-            return _gemm_cost(tokens, *self._ffn_dense_args)
-        if self.model.ffn.is_moe:
-            return _moe_cost(tokens, *self._ffn_args)
-        return _gemm_cost(tokens, *self._ffn_args)
+        return self.rooflines["moe"].cost(tokens)
 
     def attention(self, batch, width, context):
-        return _attn_cost(batch, width, context, *self._attn)
+        return self.rooflines["attention"].cost(batch, width, context)
 
     def verify(self, batch, width, context):
         """C_verify(B, q, S): one step over B sequences of q query tokens."""
@@ -140,17 +199,13 @@ class CostModel:
 
     # slopes ----------------------------------------------------------------
     def proj_slope(self, tokens):
-        return _gemm_slope(tokens, *self._proj)
+        return self.rooflines["attn_proj"].slope(tokens)
 
     def ffn_slope(self, tokens):
-        if self._ffn_all_experts:
-            return _gemm_slope(tokens, *self._ffn_dense_args)
-        if self.model.ffn.is_moe:
-            return _moe_slope(tokens, *self._ffn_args)
-        return _gemm_slope(tokens, *self._ffn_args)
+        return self.rooflines["moe"].slope(tokens)
 
     def attention_slope(self, batch, width, context):
-        return _attn_slope(batch, width, context, *self._attn)
+        return self.rooflines["attention"].slope(batch, width, context)
 
 
 _cache: dict = {}

@@ -108,9 +108,8 @@ comm_cost_expr = t * link_bytes_per_token_expr * M / L
 #: at every batch - the communication tax never amortises.
 comm_slope_expr = sp.simplify(_cost.elasticity(comm_cost_expr, t))
 
-_ep_moe_args = (t, k, E, n_s, W_E, b, R, G)
-_ep_moe_cost = sp.lambdify(_ep_moe_args, _moe.numeric_form(ep_moe_cost_expr), "numpy")
-_ep_moe_slope = sp.lambdify(_ep_moe_args, _moe.numeric_form(ep_moe_slope_expr), "numpy")
+#: The local MoE roofline, its arguments those of the single-GPU one plus G.
+EP_MOE_ROOFLINE = _cost.Roofline("ep_moe", ep_moe_cost_expr, ep_moe_slope_expr, (t, k, E, n_s, W_E, b, R, G), 1)
 _local_experts = sp.lambdify((t, k, E, G), _moe.numeric_form(local_experts_expr), "numpy")
 _comm_args = (t, k, G, h, b_d, b_c, M, L)
 _comm_cost = sp.lambdify(_comm_args, comm_cost_expr, "numpy")
@@ -264,7 +263,11 @@ class ExpertParallelCostModel(CostModel):
         self.include_comm = bool(include_comm)
         self.dispatch_bytes = float(checked_array("dispatch_bytes", dispatch_bytes, lo=0, lo_open=True))
         self.combine_bytes = float(checked_array("combine_bytes", combine_bytes, lo=0, lo_open=True))
-        self._ep_args = self._ffn_args + (float(self.G),)
+        self.rooflines["moe"] = _cost.BoundRoofline(
+            EP_MOE_ROOFLINE,
+            (ffn.top_k, ffn.n_routed, ffn.n_shared, float(model.expert_params), ffn.weight_bytes,
+             hardware.ridge(ffn.precision), float(self.G)),
+        )
         self._comm_args = (
             ffn.top_k,
             float(self.G),
@@ -276,9 +279,6 @@ class ExpertParallelCostModel(CostModel):
         )
 
     # costs -------------------------------------------------------------------
-    def ffn(self, tokens):
-        return _ep_moe_cost(tokens, *self._ep_args)
-
     def comm(self, tokens):
         """All-to-all time of a step of ``tokens`` tokens per GPU, in HBM
         byte-equivalents (zero at G = 1 or without communication)."""
@@ -294,9 +294,6 @@ class ExpertParallelCostModel(CostModel):
         return _local_experts(tokens, self.model.ffn.top_k, self.model.ffn.n_routed, float(self.G))
 
     # slopes ------------------------------------------------------------------
-    def ffn_slope(self, tokens):
-        return _ep_moe_slope(tokens, *self._ep_args)
-
     def comm_slope(self, tokens):
         if not self.include_comm or self.G == 1:
             return 0.0 * np.asarray(tokens, dtype=float)

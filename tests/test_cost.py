@@ -96,7 +96,7 @@ def test_moe_slope_in_unit_interval_over_a_wide_grid():
     W_E = 10 ** rng.uniform(5, 9, n)
     b = rng.uniform(0.25, 2, n)
     R = 10 ** rng.uniform(1, 4, n)
-    r = cost._moe_slope(t, k, E, n_s, W_E, b, R)
+    r = cost.ROOFLINES["moe"].slope(t, k, E, n_s, W_E, b, R)
     assert np.all((r >= 0) & (r <= 1))
 
 
@@ -126,7 +126,7 @@ def test_gemm_and_attention_slopes_in_unit_interval_over_a_wide_grid():
     W = 10 ** rng.uniform(5, 10, n)
     b_w = rng.uniform(0.25, 4, n)
     R = 10 ** rng.uniform(1, 4, n)
-    r_gemm = cost._gemm_slope(t, W, b_w, R)
+    r_gemm = cost.ROOFLINES["gemm"].slope(t, W, b_w, R)
     assert np.all((r_gemm == 0) | (r_gemm == 1))
     B = 10 ** rng.uniform(-3, 6, n)
     q = 10 ** rng.uniform(0, 4, n)
@@ -134,7 +134,7 @@ def test_gemm_and_attention_slopes_in_unit_interval_over_a_wide_grid():
     m_c = 10 ** rng.uniform(1, 5, n)
     m_q = np.where(rng.random(n) < 0.2, 0.0, 10 ** rng.uniform(1, 6, n))
     f = 10 ** rng.uniform(3, 7, n)
-    r_attn = cost._attn_slope(B, q, S, m_c, m_q, f, R)
+    r_attn = cost.ROOFLINES["attn"].slope(B, q, S, m_c, m_q, f, R)
     assert np.all((r_attn >= 0) & (r_attn <= 1))
 
 

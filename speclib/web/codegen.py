@@ -43,31 +43,21 @@ class Formula:
     doc: str
 
 
-def _numeric(expr):
-    """The form speclib hands to ``lambdify`` (``speclib.moe.numeric_form``
-    rewrites the coupon-collector terms with expm1/log1p): print that one, so
-    the browser rounds as numpy does."""
-    rewrite = getattr(_moe, "numeric_form", None)
-    return rewrite(expr) if rewrite is not None else expr
-
-
 def formulas() -> tuple:
     """The closed forms the live figures evaluate, each paired with the argument
     order of speclib's own ``lambdify`` call for it."""
     committed_at_one = _acc.expected_committed_expr.args[0][0]
     return (
-        Formula("gemm_cost", _cost.gemm_cost_expr, _cost._gemm_args,
-                "roofline step cost of a dense GEMM (attention projections)"),
-        Formula("gemm_slope", _cost.gemm_slope_expr, _cost._gemm_args,
-                "its log-slope d log C / d log t"),
-        Formula("moe_cost", _numeric(_cost.moe_cost_expr), _cost._moe_args,
-                "roofline step cost of the MoE experts"),
-        Formula("moe_slope", _numeric(_cost.moe_slope_expr), _cost._moe_args,
-                "its log-slope"),
-        Formula("attn_cost", _cost.attn_cost_expr, _cost._attn_args,
-                "roofline step cost of attention over B sequences"),
-        Formula("attn_slope", _cost.attn_slope_expr, _cost._attn_args,
-                "its log-slope in the verify width q"),
+        *(
+            Formula(f"{roofline.name}_{part}", getattr(roofline, f"numeric_{part}_expr"), roofline.args,
+                    f"{doc}: {'step cost' if part == 'cost' else 'its log-slope d log C / d log (tokens)'}")
+            for roofline, doc in (
+                (_cost.ROOFLINES["gemm"], "roofline of a dense GEMM (attention projections, dense FFN)"),
+                (_cost.ROOFLINES["moe"], "roofline of the MoE experts"),
+                (_cost.ROOFLINES["attn"], "roofline of attention over B sequences of q queries"),
+            )
+            for part in ("cost", "slope")
+        ),
         Formula("committed", _acc.expected_committed_stable_expr, (_acc.alpha, _acc.gamma),
                 "expected tokens committed per verify pass, alpha < 1"),
         Formula("committed_at_one", committed_at_one, (_acc.gamma,),
@@ -75,7 +65,7 @@ def formulas() -> tuple:
         Formula("speedup", _spec.speedup_expr,
                 (_spec.N, _spec.C_0, _spec.C_v, _spec.c, _spec.gamma),
                 "throughput of a draft length over plain decoding"),
-        Formula("moe_intensity", _numeric(_moe.moe_intensity_expr),
+        Formula("moe_intensity", _moe.numeric_form(_moe.moe_intensity_expr),
                 (_moe.B, _moe.k, _moe.E, _moe.n_s, _moe.b, _moe.R),
                 "MoE FFN arithmetic intensity, capped at the ridge"),
         Formula("dense_intensity", _moe.dense_intensity_expr, (_moe.B, _moe.b, _moe.R),
@@ -101,8 +91,9 @@ def javascript_function(formula: Formula) -> str:
     return f"function ({', '.join(names)}) {{ return {body}; }}"
 
 
-def _attention_entry(cm) -> dict:
-    return {"names": [str(a) for a in _cost._attn_args[3:]], "values": [float(v) for v in cm._attn]}
+def _entry(bound) -> dict:
+    named = bound.named_constants()
+    return {"formula": bound.roofline.name, "names": list(named), "values": [float(v) for v in named.values()]}
 
 
 def cost_constants(model=None, hardware=None) -> dict:
@@ -110,28 +101,17 @@ def cost_constants(model=None, hardware=None) -> dict:
     :class:`~speclib.cost.CostModel` speclib's numeric functions use: ``attn``
     as the paper's ledger (no query bytes), ``attn_with_query`` with them.
 
-    Each entry lists the argument names it fills (after the variables) so
-    that a mismatch with the formula's signature is caught, not silently shifted.
+    Each entry names its roofline family (``formula``) and lists the argument
+    names it fills (after the variables), so that a mismatch with the
+    formula's signature is caught, not silently shifted.
     """
     model, hardware = resolve(model, hardware)
-    cm = _cost.cost_model(model, hardware, False)
-    ffn = model.ffn
-    if getattr(cm, "_ffn_all_experts", False):
-        # k == E: every expert is touched at any batch; speclib prices the
-        # experts as one dense GEMM (the MoE memory branch would be 0 * log 0).
-        ffn_entry = {"formula": "gemm", "names": [str(a) for a in _cost._gemm_args[1:]],
-                     "values": [float(v) for v in cm._ffn_dense_args]}
-    elif ffn.is_moe:
-        ffn_entry = {"formula": "moe", "names": [str(a) for a in _cost._moe_args[1:]],
-                     "values": [float(v) for v in cm._ffn_args]}
-    else:
-        ffn_entry = {"formula": "gemm", "names": [str(a) for a in _cost._gemm_args[1:]],
-                     "values": [float(v) for v in cm._ffn_args]}
+    rooflines = _cost.cost_model(model, hardware, False).rooflines
     out = {
-        "proj": {"names": [str(a) for a in _cost._gemm_args[1:]], "values": [float(v) for v in cm._proj]},
-        "ffn": ffn_entry,
-        "attn": _attention_entry(cm),
-        "attn_with_query": _attention_entry(_cost.cost_model(model, hardware, True)),
+        "proj": _entry(rooflines["attn_proj"]),
+        "ffn": _entry(rooflines["moe"]),
+        "attn": _entry(rooflines["attention"]),
+        "attn_with_query": _entry(_cost.cost_model(model, hardware, True).rooflines["attention"]),
     }
     for key, entry in out.items():
         if len(entry["names"]) != len(entry["values"]):
