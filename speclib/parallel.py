@@ -52,7 +52,7 @@ from . import moe as _moe
 from . import speculation as _spec
 from ._checks import checked_array, checked_int, scalar_or_array
 from .cost import CostModel, check_batch, check_context, check_draft_cost
-from .presets import Hardware, resolve
+from .presets import Hardware, lookup, resolve
 
 t = _cost.t  # tokens per GPU in one step
 k, E, n_s, b, W_E, R = _moe.k, _moe.E, _moe.n_s, _moe.b, _cost.W_E, _cost.R
@@ -202,13 +202,7 @@ def interconnect(name) -> Interconnect:
     ``name`` itself if it already is an :class:`Interconnect`."""
     if isinstance(name, Interconnect):
         return name
-    if isinstance(name, str):
-        key = name.strip().lower()
-        for item in _INTERCONNECTS:
-            if key == item.name.lower() or key in (a.lower() for a in item.aliases):
-                return item
-    known = ", ".join(item.name for item in _INTERCONNECTS)
-    raise ValueError(f"unknown interconnect {name!r}; known interconnects: {known}")
+    return lookup("interconnect", name, _INTERCONNECTS)
 
 
 _lookup_interconnect = interconnect  # for functions whose argument shadows the name

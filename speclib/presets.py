@@ -861,7 +861,9 @@ DEFAULT_MODEL = DEEPSEEK_V4_FLASH
 DEFAULT_HARDWARE = B200
 
 
-def _lookup(kind: str, name, registry):
+def lookup(kind: str, name, registry):
+    """The item of ``registry`` whose name or alias is ``name`` (case-insensitive);
+    otherwise a ValueError listing the known names of this ``kind``."""
     if isinstance(name, str):
         key = name.strip().lower()
         for item in registry:
@@ -873,12 +875,12 @@ def _lookup(kind: str, name, registry):
 
 def hardware(name: str) -> Hardware:
     """The hardware preset called ``name`` (case-insensitive)."""
-    return _lookup("hardware", name, _HARDWARE)
+    return lookup("hardware", name, _HARDWARE)
 
 
 def model(name: str) -> Model:
     """The model preset called ``name`` (case-insensitive)."""
-    return _lookup("model", name, _MODELS)
+    return lookup("model", name, _MODELS)
 
 
 def hardware_names() -> list:
