@@ -738,6 +738,16 @@ def attention_slope(model=None, hardware=None) -> Derivation:
     for S_value in (512, 8192):
         d.value(f"bytes_ratio_{S_value}", f"... at S = {S_value}", sp.Function("ratio")(S_value),
                 ratio.subs(consts).subs(S, S_value))
+    # The slope at q = 2 prices a token added to a verify that is already
+    # compute-bound. The first speculated token itself moves the step from
+    # q = 1 (memory-bound) to q = 2, a discrete step whose price is the
+    # secant, not the slope.
+    c1 = _cost.attn_cost_expr.subs({_q: 1, **no_q}).subs(consts)
+    c2 = _cost.attn_cost_expr.subs({_q: 2, **no_q}).subs(consts)
+    secant = sp.simplify((c2 - c1) / c1)
+    d.value("secant_noq", "Price of the first speculated token as a step from q = 1 to q = 2, "
+            "(C(2) - C(1)) / C(1), query bytes dropped: below the slope's 1, and the same at every B and S",
+            sp.Symbol("r_step"), secant)
     return d.done()
 
 

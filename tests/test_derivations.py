@@ -399,3 +399,14 @@ def test_ledger_query_bytes_matches_the_numeric_ledger():
     for step, a, b in zip(d, without, with_q):
         shown = [float(x) for x in step.rhs]
         np.testing.assert_allclose(shown, [a, b, b - a], rtol=1e-3)
+
+
+def test_first_speculated_token_step_price_matches_the_numeric_costs_and_model_md():
+    secant = dv.attention_slope()["secant_noq"].value
+    plain = cost.cost_model()
+    for B in (1.0, 64.0, 4096.0):
+        for S in (512.0, 8192.0, 131072.0):
+            step = plain.attention(B, 2.0, S) / plain.attention(B, 1.0, S) - 1
+            assert secant == pytest.approx(step, rel=1e-12)
+    # MODEL.md: f = 139,264 FLOP/pair, m_c = 576 B, bf16 ridge 2.25e15 / 8e12
+    assert secant == pytest.approx(2 * 139_264 / (2.25e15 / 8e12) / 576 - 1, rel=1e-12)
