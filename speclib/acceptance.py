@@ -22,6 +22,7 @@ from sympy.codegen.cfunctions import expm1
 from sympy.series.limitseq import difference_delta
 
 from ._checks import checked_array, scalar_or_array
+from .tables import NumberTable, RendersAsTable
 
 alpha = sp.Symbol("alpha", nonnegative=True)
 gamma = sp.Symbol("gamma", integer=True, nonnegative=True)
@@ -261,7 +262,7 @@ def survival_derivation():
     return Derivation("Expected committed tokens from a survival curve", steps)
 
 
-class CommittedTable:
+class CommittedTable(RendersAsTable):
     """N(gamma) under each measured curve and under the i.i.d. curve of the
     same first-position acceptance, gamma = 1 .. the curve's length."""
 
@@ -293,20 +294,9 @@ class CommittedTable:
                 row += list(self._cells(curve, g))
             yield row
 
-    def _repr_html_(self) -> str:
-        import html as _html
-
-        head = "".join(f'<th style="text-align:right">{_html.escape(h)}</th>' for h in self._header())
-        body = "".join("<tr>" + "".join(f'<td style="text-align:right">{c}</td>' for c in row) + "</tr>"
-                       for row in self._rows())
-        return (f'<table class="speclib-committed-table"><caption>{_html.escape(self._caption())}</caption>'
-                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-
-    def __repr__(self) -> str:
-        lines = [self._caption(), ""]
-        lines.append("".join(f"{h:>10}" for h in self._header()))
-        lines += ["".join(f"{c:>10}" for c in row) for row in self._rows()]
-        return "\n".join(line.rstrip() for line in lines)
+    def as_table(self) -> NumberTable:
+        return NumberTable(tuple(self._header()), tuple(map(tuple, self._rows())), caption=self._caption(),
+                           css_class="speclib-committed-table")
 
 
 def committed_table(curves=None) -> CommittedTable:

@@ -53,6 +53,7 @@ from . import speculation as _spec
 from ._checks import checked_array, checked_int, scalar_or_array
 from .cost import CostModel, check_batch, check_context, check_draft_cost
 from .presets import Hardware, lookup, resolve
+from .tables import NumberTable, RendersAsTable
 
 t = _cost.t  # tokens per GPU in one step
 k, E, n_s, b, W_E, R = _moe.k, _moe.E, _moe.n_s, _moe.b, _cost.W_E, _cost.R
@@ -437,7 +438,7 @@ def derivation(model=None, hardware=None, G: int = 64, interconnect=None, *, dis
     return Derivation(f"Expert parallelism: local experts and the all-to-all ({model.name})", steps)
 
 
-class ExpertParallelSummary:
+class ExpertParallelSummary(RendersAsTable):
     """Per G: where speculation pays (gamma* >= 1) against the batch per GPU,
     the best speedup and where, and what the all-to-all costs in speedup."""
 
@@ -456,19 +457,9 @@ class ExpertParallelSummary:
         return (str(r["G"]), r["zero"], str(r["gmax"]), f"{r['best']:.3f}", f"{r['best_at']:,.0f}",
                 f"{r['comm_loss']:.1%}", str(r["comm_changes"]))
 
-    def _repr_html_(self):
-        import html
-
-        head = "".join(f"<th>{html.escape(x)}</th>" for x in self._HEAD)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._cells(r)) + "</tr>"
-                       for r in self.rows)
-        return (f'<table class="speclib-ep-summary"><caption>{html.escape(self._caption())}</caption>'
-                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-
-    def __repr__(self):
-        lines = [self._caption(), ""]
-        lines += ["; ".join(f"{hd}: {c}" for hd, c in zip(self._HEAD, self._cells(r))) for r in self.rows]
-        return "\n".join(lines)
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._HEAD, tuple(self._cells(r) for r in self.rows), caption=self._caption(),
+                           css_class="speclib-ep-summary", align="rl")
 
 
 def _zero_runs(B, g):

@@ -17,6 +17,7 @@ from . import acceptance as _acc
 from ._checks import checked_int, scalar_or_array
 from . import cost as _cost
 from .cost import check_batch, check_context, check_draft_cost
+from .tables import NumberTable, RendersAsTable
 
 alpha, gamma = _acc.alpha, _acc.gamma
 N = sp.Symbol("N", positive=True)  # expected committed tokens per verify pass
@@ -113,7 +114,7 @@ def optimal_gamma(alpha, B, S, c_draft=0.1, model=None, hardware=None, gamma_max
 # --- measured survival curves against the i.i.d. model ------------------------------
 
 
-class SurvivalComparison:
+class SurvivalComparison(RendersAsTable):
     """gamma* and the best speedup under each measured survival curve against
     the i.i.d. curve of the same first-position acceptance (searched over the
     same draft lengths), across a grid of batches."""
@@ -138,20 +139,9 @@ class SurvivalComparison:
                 str(r["max_diff"]), str(r["longer"]), str(r["shorter"]), f"{r['shortfall']:.1%}",
                 f"{r['at_batch']:,.0f}", f"{r['gamma_measured']} / {r['gamma_iid']}")
 
-    def _repr_html_(self) -> str:
-        import html
-
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEAD)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._cells(r)) + "</tr>"
-                       for r in self.rows)
-        return (f'<table class="speclib-survival-comparison"><caption>{html.escape(self._caption())}</caption>'
-                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-
-    def __repr__(self) -> str:
-        lines = [self._caption(), ""]
-        for r in self.rows:
-            lines.append("; ".join(f"{h}: {c}" for h, c in zip(self._HEAD, self._cells(r))))
-        return "\n".join(lines)
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._HEAD, tuple(self._cells(r) for r in self.rows), caption=self._caption(),
+                           css_class="speclib-survival-comparison", align="l")
 
 
 def compare_survival(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardware=None, *, query_bytes=False):

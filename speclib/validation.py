@@ -25,7 +25,6 @@ below it means one of the constants is wrong for that run.
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
 from functools import lru_cache
 from importlib import resources
@@ -36,6 +35,7 @@ import sympy as sp
 from . import cost as _cost
 from ._checks import checked_array, checked_choice, scalar_or_array
 from .presets import PRECISIONS, resolve
+from .tables import NumberTable, RendersAsTable
 
 # --- bytes per element of each storage format ------------------------------------
 
@@ -314,7 +314,7 @@ def _fmt_range(values) -> str:
     return f"{np.median(values):.2f} ({np.min(values):.2f}-{np.max(values):.2f})"
 
 
-class RatioTable:
+class RatioTable(RendersAsTable):
     """Measured / predicted TPOT per workload, chip, framework and precision:
     the median over concurrencies (and its min-max) at each TP."""
 
@@ -346,27 +346,11 @@ class RatioTable:
 
     _HEAD = ("workload", "chip", "framework", "precision")
 
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in self._HEAD)
-        head += "".join(f'<th style="text-align:right">TP={n}</th>' for n in self.TPS)
-        head += '<th style="text-align:right">below</th>'
-        body = []
-        for *key, cells, below in self.rows:
-            tds = "".join(f"<td>{html.escape(str(v))}</td>" for v in key)
-            tds += "".join(f'<td style="text-align:right">{c}</td>' for c in cells)
-            tds += f'<td style="text-align:right">{below}</td>'
-            body.append(f"<tr>{tds}</tr>")
-        return (f'<table class="speclib-ratio-table"><caption>{html.escape(self._caption())}</caption>'
-                f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
-
-    def __repr__(self) -> str:
-        widths = (9, 7, 10, 10) + (21,) * len(self.TPS) + (6,)
-        header = list(self._HEAD) + [f"TP={n}" for n in self.TPS] + ["below"]
-        lines = [self._caption(), ""]
-        lines.append("".join(f"{h:<{w}}" for h, w in zip(header, widths)).rstrip())
-        for *key, cells, below in self.rows:
-            lines.append("".join(f"{v:<{w}}" for v, w in zip([*key, *cells, below], widths)).rstrip())
-        return "\n".join(lines)
+    def as_table(self) -> NumberTable:
+        columns = (*self._HEAD, *(f"TP={n}" for n in self.TPS), "below")
+        rows = tuple((*key, *cells, str(below)) for *key, cells, below in self.rows)
+        return NumberTable(columns, rows, caption=self._caption(), css_class="speclib-ratio-table",
+                           align="l" * len(self._HEAD))
 
 
 def ratio_table(comparison=None, *, little: bool = False) -> RatioTable:
@@ -374,7 +358,7 @@ def ratio_table(comparison=None, *, little: bool = False) -> RatioTable:
     return RatioTable(compare() if comparison is None else comparison, little=little)
 
 
-class BelowRooflineTable:
+class BelowRooflineTable(RendersAsTable):
     """The runs measured faster than the roofline at batch = concurrency, with
     what their own throughput says the decode batch really was."""
 
@@ -399,19 +383,9 @@ class BelowRooflineTable:
                 "pred: roofline at batch = concurrency; Little B: decode batch implied by the run's "
                 "throughput and TPOT; pred(B): roofline at that batch.")
 
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in self._HEAD)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._cells(row)) + "</tr>"
-                       for row in self.rows)
-        return (f'<table class="speclib-below-table"><caption>{html.escape(self._caption())}</caption>'
-                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-
-    def __repr__(self) -> str:
-        widths = (9, 7, 10, 5, 4, 6, 8, 9, 9, 10, 10)
-        lines = [self._caption(), "", "".join(f"{h:<{w}}" for h, w in zip(self._HEAD, widths)).rstrip()]
-        for row in self.rows:
-            lines.append("".join(f"{c:<{w}}" for c, w in zip(self._cells(row), widths)).rstrip())
-        return "\n".join(lines)
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._HEAD, tuple(self._cells(row) for row in self.rows), caption=self._caption(),
+                           css_class="speclib-below-table", align="llll")
 
 
 def below_roofline_table(comparison=None) -> BelowRooflineTable:
@@ -452,7 +426,7 @@ def derivation(model=MEASURED_MODEL, hardware="H200", precision="fp8", *, kv_pre
     return Derivation(f"Decode workload algebra and the {model.name} step", tuple(steps))
 
 
-class ConsistencyTable:
+class ConsistencyTable(RendersAsTable):
     """How many runs beat the roofline under each KV-cache assumption, at
     batch = concurrency and at the Little's-law decode batch, and how far the
     Little's-law batch sits from the concurrency."""
@@ -471,16 +445,9 @@ class ConsistencyTable:
     def _caption(self):
         return "Runs measured faster than the roofline, by KV-cache precision assumed in the prediction"
 
-    def _repr_html_(self):
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEAD)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self.rows)
-        return (f'<table class="speclib-consistency-table"><caption>{html.escape(self._caption())}</caption>'
-                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-
-    def __repr__(self):
-        lines = [self._caption(), ""]
-        lines += ["; ".join(f"{h}: {c}" for h, c in zip(self._HEAD, row)) for row in self.rows]
-        return "\n".join(lines)
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._HEAD, tuple(self.rows), caption=self._caption(),
+                           css_class="speclib-consistency-table", align="l")
 
 
 def consistency_table(kv_precisions=("fp8", "bf16"), records=None) -> ConsistencyTable:

@@ -234,8 +234,8 @@ def test_derivation_and_tables_render_deterministically():
     table = acc.committed_table()
     text = repr(table)
     assert text == repr(acc.committed_table()) and "<table" in table._repr_html_()
-    # one row per position of the longest curve, plus caption, blank and header
-    assert len(text.splitlines()) == 15 + 3
+    # one row per position of the longest curve, plus caption and header
+    assert len(text.splitlines()) == 15 + 2
 
 
 def test_compare_survival_counts_are_consistent():

@@ -9,7 +9,6 @@ functions (``optimal_gamma``, ``moe.knees``, ``attention.compute_bound_width``).
 from __future__ import annotations
 
 import dataclasses
-import html
 from dataclasses import dataclass
 from itertools import product
 
@@ -23,6 +22,7 @@ from .. import moe as _moe
 from .. import speculation as _speculation
 from .._checks import checked_array, checked_int
 from ..presets import PRECISIONS, GQAAttention, describe_hardware, describe_model, resolve
+from ..tables import NumberTable, RendersAsTable
 from . import _style
 from .paper import zero_gamma_bands
 
@@ -173,10 +173,11 @@ def attention_swap_maps(model="DeepSeek-V4-Flash", hardware="B200", *, n_kv_head
 
 
 # --- tables -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DeploymentTable:
-    """A small table with an HTML form (for the book) and a fixed-width text
-    form (for a terminal and for the notebook's stored text/plain output)."""
+@dataclass(frozen=True, repr=False)  # repr=False: keep RendersAsTable's text form
+class DeploymentTable(RendersAsTable):
+    """A small table of preset-derived strings, shown as a
+    :class:`speclib.tables.NumberTable` (HTML for the book, aligned text for a
+    terminal and for the notebook's stored text/plain output)."""
 
     caption: str
     headers: tuple
@@ -186,25 +187,9 @@ class DeploymentTable:
     def _align(self):
         return self.align or "l" + "r" * (len(self.headers) - 1)
 
-    def _repr_html_(self) -> str:
-        style = {"l": "text-align:left;padding:0.1em 0.6em", "r": "text-align:right;padding:0.1em 0.6em"}
-        align = self._align()
-        head = "".join(f'<th style="{style[a]}">{html.escape(str(h))}</th>' for h, a in zip(self.headers, align))
-        body = "".join(
-            "<tr>" + "".join(f'<td style="{style[a]}">{html.escape(str(c))}</td>' for c, a in zip(row, align)) + "</tr>"
-            for row in self.rows
-        )
-        return (f'<table class="speclib-deployment-table"><caption>{html.escape(self.caption)}</caption>'
-                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-
-    def __repr__(self) -> str:
-        cells = [list(map(str, self.headers))] + [list(map(str, row)) for row in self.rows]
-        widths = [max(len(row[i]) for row in cells) for i in range(len(self.headers))]
-        lines = [self.caption, ""]
-        for row in cells:
-            lines.append("  ".join(c.ljust(w) if a == "l" else c.rjust(w)
-                                   for c, w, a in zip(row, widths, self._align())).rstrip())
-        return "\n".join(lines)
+    def as_table(self) -> NumberTable:
+        return NumberTable(self.headers, tuple(tuple(map(str, row)) for row in self.rows), caption=self.caption,
+                           css_class="speclib-deployment-table", align=self._align())
 
 
 def _attention_label(model):
