@@ -27,6 +27,7 @@ STATIC_SUBDIR = "speclib"
 MODEL_JS = f"{STATIC_SUBDIR}/speclib_model.js"
 LIVE_JS = f"{STATIC_SUBDIR}/speclib_live.js"
 LIVE_CSS = f"{STATIC_SUBDIR}/speclib_live.css"
+TABLES_CSS = f"{STATIC_SUBDIR}/speclib_tables.css"
 MATHJAX_SUBDIR = "mathjax"
 _HAND_WRITTEN = Path(__file__).parent / "web" / "static"
 _FIGURE_TAG = re.compile(r"\btag_figure-([A-Za-z0-9_]+)")
@@ -129,5 +130,6 @@ def setup(app):
     # After MyST-NB's and MathJax's own html-page-context handlers (500).
     app.connect("html-page-context", _add_page_assets, priority=900)
     app.connect("builder-inited", _write_live_assets)
+    app.add_css_file(TABLES_CSS)  # every page: the chapters' tables of computed numbers
     app.connect("build-finished", _copy_mathjax)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
