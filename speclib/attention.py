@@ -71,6 +71,22 @@ mha_form_flops_expr = S * 2 * d_c * n_h * (d_n + d_v) + T * S * 2 * n_h * ((d_n 
 #: Verify width past which the up-projected (MHA) form is cheaper.
 mha_form_crossover_expr = sp.simplify(sp.solve(sp.Eq(mqa_form_flops_expr, mha_form_flops_expr), T)[0])
 
+# --- DeepSeek-V4's compressed variants: the context each one attends over ---
+c_hca = sp.Symbol("c_HCA", positive=True)  # HCA compression ratio along the sequence
+c_csa = sp.Symbol("c_CSA", positive=True)  # CSA's light compression ratio
+K_csa = sp.Symbol("K_CSA", positive=True)  # positions CSA's indexer keeps (top-k)
+
+#: HCA runs MLA over the sequence compressed c_HCA times.
+hca_context_expr = S / c_hca
+#: CSA's main attention runs MLA over the top-K of the lightly compressed positions.
+csa_context_expr = sp.Min(S / c_csa, K_csa)
+#: CSA's indexer scores every lightly compressed position.
+indexer_context_expr = S / c_csa
+
+_hca_context = sp.lambdify((S, c_hca), hca_context_expr, "numpy")
+_csa_context = sp.lambdify((S, c_csa, K_csa), csa_context_expr, "numpy")
+_indexer_context = sp.lambdify((S, c_csa), indexer_context_expr, "numpy")
+
 _intensity = sp.lambdify((T, S, m_c, m_q, f), intensity_expr, "numpy")
 
 #: Variant names accepted by :func:`attention_intensity`.

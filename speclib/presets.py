@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-import numpy as np
 
 from . import attention as _attn
 from ._checks import checked_array, checked_choice, checked_int
@@ -153,20 +152,20 @@ class MLAAttention:
         if self.hca_ratio is None:
             raise ValueError(f"variant {variant!r} needs a model with DeepSeek-V4 HCA/CSA attention; this one has only 'mla'")
         if variant == "hca":
-            return self.context_bytes, self.query_bytes_per_token, self.flops_per_pair, np.divide(S, self.hca_ratio)
+            return self.context_bytes, self.query_bytes_per_token, self.flops_per_pair, _attn._hca_context(S, self.hca_ratio)
         if variant == "csa":
             return (
                 self.context_bytes,
                 self.query_bytes_per_token,
                 self.flops_per_pair,
-                np.minimum(np.divide(S, self.csa_ratio), self.csa_top_k),
+                _attn._csa_context(S, self.csa_ratio, self.csa_top_k),
             )
         subs = self._indexer_subs()
         return (
             float(_attn.indexer_context_bytes_expr.subs(subs)),
             float(_attn.indexer_query_bytes_expr.subs(subs)),
             float(_attn.indexer_flops_per_pair_expr.subs(subs)),
-            np.divide(S, self.csa_ratio),
+            _attn._indexer_context(S, self.csa_ratio),
         )
 
 

@@ -204,3 +204,22 @@ def test_indexer_intensity_equals_sympy_evalf(T, S):
 def test_intensity_from_constants_broadcasts():
     out = at.intensity_from_constants(np.array([[1.0], [2.0]]), np.array([512.0, 1024.0, 2048.0]), M_C, M_Q, F)
     assert out.shape == (2, 3)
+
+
+def test_csa_main_attention_reads_all_compressed_positions_below_top_k():
+    # MODEL.md: CSA compresses ~4x, keeps the top ~512 positions; MLA constants
+    # f = 139,264, m_c = 576, m_q = 73,728. At S = 1,024 only 256 compressed
+    # positions exist, so all are attended; from S = 2,048 the cap binds.
+    def mla(T, S):
+        return 139_264 * T * S / (576 * S + 73_728 * T)
+
+    assert speclib.attention_intensity(1, 1024, variant="csa") == pytest.approx(mla(1, 256), rel=1e-12)
+    assert speclib.attention_intensity(2, 2048, variant="csa") == pytest.approx(mla(2, 512), rel=1e-12)
+    assert speclib.attention_intensity(2, 10**6, variant="csa") == pytest.approx(mla(2, 512), rel=1e-12)
+
+
+def test_variant_contexts_are_the_sympy_substitutions():
+    S, c, K = at.S, at.c_hca, at.K_csa
+    assert at.hca_context_expr == S / c
+    assert at.csa_context_expr.subs({at.c_csa: 4, K: 512, S: 4096}) == 512
+    assert at.csa_context_expr.subs({at.c_csa: 4, K: 512, S: 1024}) == 256
