@@ -15,6 +15,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Optional, Union
 
@@ -66,8 +67,36 @@ class Hardware:
         return self.peak_flops(precision) / self.memory_bandwidth
 
 
+class _AttentionConstants:
+    """m_c, m_q and f of an attention layout, evaluated once per preset from
+    the sympy expressions in :mod:`speclib.attention` that ``_EXPRS`` names
+    (context bytes, query bytes, FLOPs per pair) with ``_subs()``."""
+
+    _EXPRS: tuple = ()
+
+    @cached_property
+    def _constants(self) -> tuple:
+        subs = self._subs()
+        return tuple(float(expr.subs(subs)) for expr in self._EXPRS)
+
+    @property
+    def context_bytes(self) -> float:
+        """m_c: bytes read per context token."""
+        return self._constants[0]
+
+    @property
+    def query_bytes_per_token(self) -> float:
+        """m_q: bytes read per query token."""
+        return self._constants[1]
+
+    @property
+    def flops_per_pair(self) -> float:
+        """f: FLOPs per query-context pair."""
+        return self._constants[2]
+
+
 @dataclass(frozen=True)
-class MLAAttention:
+class MLAAttention(_AttentionConstants):
     """Multi-head latent attention, with DeepSeek-V4's compressed variants.
 
     Widths are element counts; ``*_bytes`` are bytes per element.
@@ -96,6 +125,7 @@ class MLAAttention:
     indexer_key_bytes: float = 1.0
 
     kind = "mla"
+    _EXPRS = (_attn.mla_context_bytes_expr, _attn.mla_query_bytes_expr, _attn.mla_flops_per_pair_expr)
 
     def _subs(self):
         return {
@@ -105,21 +135,6 @@ class MLAAttention:
             _attn.b_kv: self.kv_bytes,
             _attn.b_q: self.query_bytes,
         }
-
-    @property
-    def context_bytes(self) -> float:
-        """m_c: bytes read per context token."""
-        return float(_attn.mla_context_bytes_expr.subs(self._subs()))
-
-    @property
-    def query_bytes_per_token(self) -> float:
-        """m_q: bytes read per query token."""
-        return float(_attn.mla_query_bytes_expr.subs(self._subs()))
-
-    @property
-    def flops_per_pair(self) -> float:
-        """f: FLOPs per query-context pair."""
-        return float(_attn.mla_flops_per_pair_expr.subs(self._subs()))
 
     def projection_params(self, hidden: int) -> int:
         """Weights of the attention projections (everything but the cache)."""
@@ -135,42 +150,35 @@ class MLAAttention:
             o = o_in * hidden
         return int(q + kv + o)
 
-    def _indexer_subs(self):
-        return {
+    @cached_property
+    def _indexer_constants(self) -> tuple:
+        """m_c, m_q, f of CSA's score-only indexer."""
+        subs = {
             _attn.n_h: self.indexer_heads,
             _attn.d_h: self.indexer_head_dim,
             _attn.b_kv: self.indexer_key_bytes,
             _attn.b_q: self.query_bytes,
         }
+        exprs = (_attn.indexer_context_bytes_expr, _attn.indexer_query_bytes_expr, _attn.indexer_flops_per_pair_expr)
+        return tuple(float(expr.subs(subs)) for expr in exprs)
 
     def variant_constants(self, variant: str, S):
         """(m_c, m_q, f, effective context) for ``variant`` at context ``S``."""
         if variant == "mla":
-            return self.context_bytes, self.query_bytes_per_token, self.flops_per_pair, S
+            return (*self._constants, S)
         if variant == "gqa":
             raise ValueError("variant 'gqa' needs a GQA model; this model uses MLA ('mla', 'hca', 'csa', 'indexer')")
         if self.hca_ratio is None:
             raise ValueError(f"variant {variant!r} needs a model with DeepSeek-V4 HCA/CSA attention; this one has only 'mla'")
         if variant == "hca":
-            return self.context_bytes, self.query_bytes_per_token, self.flops_per_pair, _attn._hca_context(S, self.hca_ratio)
+            return (*self._constants, _attn._hca_context(S, self.hca_ratio))
         if variant == "csa":
-            return (
-                self.context_bytes,
-                self.query_bytes_per_token,
-                self.flops_per_pair,
-                _attn._csa_context(S, self.csa_ratio, self.csa_top_k),
-            )
-        subs = self._indexer_subs()
-        return (
-            float(_attn.indexer_context_bytes_expr.subs(subs)),
-            float(_attn.indexer_query_bytes_expr.subs(subs)),
-            float(_attn.indexer_flops_per_pair_expr.subs(subs)),
-            _attn._indexer_context(S, self.csa_ratio),
-        )
+            return (*self._constants, _attn._csa_context(S, self.csa_ratio, self.csa_top_k))
+        return (*self._indexer_constants, _attn._indexer_context(S, self.csa_ratio))
 
 
 @dataclass(frozen=True)
-class GQAAttention:
+class GQAAttention(_AttentionConstants):
     """Grouped-query attention (MHA when n_kv_heads == n_heads)."""
 
     n_heads: int
@@ -180,6 +188,7 @@ class GQAAttention:
     query_bytes: float = 2.0
 
     kind = "gqa"
+    _EXPRS = (_attn.gqa_context_bytes_expr, _attn.gqa_query_bytes_expr, _attn.gqa_flops_per_pair_expr)
 
     def _subs(self):
         return {
@@ -189,18 +198,6 @@ class GQAAttention:
             _attn.b_kv: self.kv_bytes,
             _attn.b_q: self.query_bytes,
         }
-
-    @property
-    def context_bytes(self) -> float:
-        return float(_attn.gqa_context_bytes_expr.subs(self._subs()))
-
-    @property
-    def query_bytes_per_token(self) -> float:
-        return float(_attn.gqa_query_bytes_expr.subs(self._subs()))
-
-    @property
-    def flops_per_pair(self) -> float:
-        return float(_attn.gqa_flops_per_pair_expr.subs(self._subs()))
 
     def projection_params(self, hidden: int) -> int:
         qkv = hidden * (self.n_heads + 2 * self.n_kv_heads) * self.head_dim
