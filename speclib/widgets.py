@@ -268,26 +268,26 @@ def ledger(model=None, hardware=None):
     return FigureWidget(_paper.LedgerPlot, controls, fixed={"model": model, "hardware": hardware})
 
 
-def optimal_gamma(model=None, hardware=None):
-    """Figure 3, live: sequence length, acceptance alpha, drafter cost."""
-    d = _paper.OptimalGammaPlot.defaults
+def _speculation_widget(plot_class, model, hardware):
+    """Figure 3 and the curves behind it share their controls: the paper's
+    sequence length, acceptance alpha and drafter cost."""
+    d = plot_class.defaults
     controls = {
         "S": seq_len_slider(d["S"], "sequence length S"),
         "alpha": percent_slider(d["alpha"], 0.01, 0.99, "acceptance \u03b1"),
         "c_draft": percent_slider(d["c_draft"], 0.0, 0.5, "drafter cost (of a step)"),
     }
-    return FigureWidget(_paper.OptimalGammaPlot, controls, fixed={"model": model, "hardware": hardware})
+    return FigureWidget(plot_class, controls, fixed={"model": model, "hardware": hardware})
+
+
+def optimal_gamma(model=None, hardware=None):
+    """Figure 3, live: sequence length, acceptance alpha, drafter cost."""
+    return _speculation_widget(_paper.OptimalGammaPlot, model, hardware)
 
 
 def speedup_curves(model=None, hardware=None):
     """The curves behind Figure 3, live: sequence length, alpha, drafter cost."""
-    d = _paper.SpeedupCurvesPlot.defaults
-    controls = {
-        "S": seq_len_slider(d["S"], "sequence length S"),
-        "alpha": percent_slider(d["alpha"], 0.01, 0.99, "acceptance \u03b1"),
-        "c_draft": percent_slider(d["c_draft"], 0.0, 0.5, "drafter cost (of a step)"),
-    }
-    return FigureWidget(_paper.SpeedupCurvesPlot, controls, fixed={"model": model, "hardware": hardware})
+    return _speculation_widget(_paper.SpeedupCurvesPlot, model, hardware)
 
 
 def expert_tax_log(model=None, hardware="B200"):
