@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every benchmarks/bench_*.py with the project's venv Python.
 #
-#   bash scripts/bench.sh
+#   bash scripts/bench.sh            # every benchmark
+#   bash scripts/bench.sh startup    # only benchmarks/bench_*startup*.py
 #
 # Each benchmark is run as a plain script from the repository root; the first
 # failing benchmark makes this script exit non-zero (after running the rest).
@@ -10,7 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 export MPLBACKEND=Agg   # plain scripts: never try to open a window
 
 shopt -s nullglob
-benches=(benchmarks/bench_*.py)
+benches=(benchmarks/bench_*${1:-}*.py)
 if [ ${#benches[@]} -eq 0 ]; then
     echo "No benchmarks found (benchmarks/bench_*.py); nothing to run."
     exit 0
