@@ -1,4 +1,4 @@
-"""``python -m speclib``: the same command line as the ``speclib`` script."""
-from .cli import main
+"""``python -m speclib``: the ``speclib`` command."""
+from .tools.cli import main
 
 raise SystemExit(main())

@@ -5,7 +5,7 @@ import pytest
 
 import speclib
 from speclib import presets
-from speclib.figures import deployments as dep
+from speclib.presentation.figures import deployments as dep
 
 
 def test_map_data_equals_pointwise_calls():

@@ -18,8 +18,8 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import speclib  # noqa: E402
 from speclib import figures  # noqa: E402
-from speclib.figures import paper  # noqa: E402
-from speclib.figures.paper import artist  # noqa: E402
+from speclib.presentation.figures import paper  # noqa: E402
+from speclib.presentation.figures.paper import artist  # noqa: E402
 
 # B200 ridges from the datasheet peaks over 8 TB/s (MODEL.md's table).
 RIDGE_FP4 = 9e15 / 8e12  # 1125
@@ -506,11 +506,27 @@ def test_equation_renders_sympy_latex():
     assert both.data.startswith("\\begin{aligned}x &= 1 = 2 \\\\ y &= 3")
 
 
-def test_fast_knees_agree_with_the_sympy_solve():
+def test_knees_agree_with_sympy_solving_the_expressions():
+    """moe.knees (closed forms printed to numpy, the exact crossing by
+    bisection) against sympy: the knee expressions evaluated exactly and the
+    crossing found by nsolve on the uncapped MoE intensity expression."""
+    import sympy as sp
+
+    f = speclib.formulas.moe
     for kwargs in ({}, {"experts": 8, "top_k": 1}, {"experts": 512, "top_k": 16}):
         model = paper.moe_what_if(**kwargs)
         for hw in ("B200", "H100"):
-            exact = speclib.moe.knees(model, hw)
-            fast = paper.fast_knees(model, hw)
-            for key in fast:
-                assert fast[key] == pytest.approx(exact[key], rel=1e-9)
+            ffn, ridge = model.ffn, speclib.presets.hardware(hw).ridge(model.ffn.precision)
+            values = {f.k: ffn.top_k, f.E: ffn.n_routed, f.n_s: ffn.n_shared, f.b: ffn.weight_bytes, f.R: ridge}
+            asymptotic = float(f.moe_ridge_batch_expr.subs(values))
+            expected = {
+                "expert_knee": float(f.expert_knee_expr.subs(values)),
+                "dense_knee": float(f.dense_knee_expr.subs(values)),
+                "moe_ridge_asymptotic": asymptotic,
+                "moe_ridge": float(sp.nsolve((f.moe_intensity_uncapped_expr - f.R).subs(values), f.B, asymptotic)),
+                "slope_ratio": float(f.moe_slope_ratio_expr.subs(values)),
+            }
+            got = speclib.moe.knees(model, hw)
+            assert set(got) == set(expected)
+            for key in expected:
+                assert got[key] == pytest.approx(expected[key], rel=1e-9), key

@@ -10,7 +10,7 @@ import pytest
 import sympy as sp
 
 import speclib
-from speclib import cost, moe, parallel, presets
+from speclib import cost, derivations, moe, parallel, presets, summaries
 
 BATCHES = np.array([1.0, 2.0, 7.0, 30.0, 100.0, 281.0, 1000.0, 5000.0, 30000.0])
 FLASH = presets.model("DeepSeek-V4-Flash")
@@ -177,7 +177,7 @@ def test_unknown_interconnect():
 
 
 def test_derivation_numbers_match_the_cost_model():
-    d = parallel.derivation(G=64)
+    d = derivations.expert_parallelism(G=64)
     assert d["value_link"].value == parallel.comm_bytes_per_token(FLASH, 64)
     ep = parallel.expert_parallel_cost_model(G=64)
     assert d["value_hbm"].value == pytest.approx(float(ep.comm(1.0)), rel=1e-12)
@@ -185,10 +185,10 @@ def test_derivation_numbers_match_the_cost_model():
 
 def test_summary_agrees_with_optimal_gamma():
     B = np.unique(np.round(np.geomspace(1, 4096, 40)))
-    table = parallel.summary(B=B)
+    table = summaries.expert_parallel_summary(B=B)
     for row in table.rows:
         g, s = parallel.optimal_gamma(0.75, B, 4096, 0.1, G=row["G"])
         assert row["gmax"] == g.max()
         assert row["best"] == pytest.approx(s.max())
     assert table.rows[0]["comm_loss"] == 0.0  # G = 1 sends nothing
-    assert repr(table) == repr(parallel.summary(B=B)) and "<table" in table._repr_html_()
+    assert repr(table) == repr(summaries.expert_parallel_summary(B=B)) and "<table" in table._repr_html_()

@@ -170,3 +170,48 @@ def test_moe_ffn_rejects_impossible_routing(kwargs, match):
 def test_dense_ffn_rejects_bad_width():
     with pytest.raises(ValueError, match=r"width"):
         presets.DenseFFN(width=0, weight_bytes=2.0)
+
+
+# --- the preset tables are data, read by one reader ------------------------------
+def test_every_shipped_config_is_listed_once_in_models_json():
+    from speclib.presets import catalog
+
+    listed = [p.stem for p in catalog.model_files()]
+    assert sorted(listed) == sorted(presets.shipped_configs()) and len(set(listed)) == len(listed)
+    assert presets.model_names() == [presets.from_hf_config(p).name for p in catalog.model_files()]
+
+
+def test_the_reader_converts_units_to_si():
+    import json
+
+    from speclib.presets import catalog
+
+    raw = json.loads((catalog.DATA_DIR / "hardware.json").read_text())["hardware"]
+    b200 = next(r for r in raw if r["name"] == "B200")
+    assert presets.B200.memory_bandwidth == b200["memory_bandwidth_TBps"] * 1e12 == 8e12  # the paper's 8 TB/s
+    assert presets.B200.fp4_flops == 9e15  # the paper's 9 PFLOPS
+    assert presets.interconnect("NVLink5").bandwidth == 1.8e12
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r.pop("source"), r"missing fields \['source'\]"),
+    (lambda r: r.update(hbm="80 GB"), r"unknown fields \['hbm'\]"),
+])
+def test_a_bad_hardware_record_names_the_file_record_and_field(tmp_path, monkeypatch, edit, message):
+    import json
+    import shutil
+
+    from speclib.presets import catalog
+
+    shutil.copy(catalog.DATA_DIR / "hardware.json", tmp_path / "hardware.json")
+    data = json.loads((tmp_path / "hardware.json").read_text())
+    edit(data["hardware"][1])
+    (tmp_path / "hardware.json").write_text(json.dumps(data))
+    monkeypatch.setattr(catalog, "DATA_DIR", tmp_path)
+    with pytest.raises(ValueError, match=r"hardware\.json: hardware\[1\] \(H100-SXM\): " + message):
+        catalog.read_table("hardware")
+
+
+def test_each_chip_names_an_interconnect_preset():
+    for chip in presets.all_hardware():
+        assert presets.default_interconnect(chip).name == chip.interconnect

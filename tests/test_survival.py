@@ -16,7 +16,7 @@ import sympy as sp
 
 import speclib
 from speclib import acceptance as acc
-from speclib import speculation
+from speclib import derivations, speculation, summaries
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "acceptance" / "survival.json"
 MTP = [0.779, 0.583, 0.444, 0.349, 0.279, 0.226, 0.185, 0.155]
@@ -228,19 +228,19 @@ def test_passing_the_default_cost_model_changes_nothing():
 
 
 def test_derivation_and_tables_render_deterministically():
-    d = acc.survival_derivation()
+    d = derivations.survival()
     assert d.keys() == ["tail", "zero", "difference", "iid"]
-    assert "<" in d._repr_html_() and repr(d) == repr(acc.survival_derivation())
-    table = acc.committed_table()
+    assert "<" in d._repr_html_() and repr(d) == repr(derivations.survival())
+    table = summaries.committed_table()
     text = repr(table)
-    assert text == repr(acc.committed_table()) and "<table" in table._repr_html_()
+    assert text == repr(summaries.committed_table()) and "<table" in table._repr_html_()
     # one row per position of the longest curve, plus caption and header
     assert len(text.splitlines()) == 15 + 2
 
 
 def test_compare_survival_counts_are_consistent():
     batches = np.unique(np.round(np.geomspace(1, 30000, 60)))
-    summary = speculation.compare_survival(B=batches)
+    summary = summaries.compare_survival(B=batches)
     curves = acc.load_survival_curves()
     for row, curve in zip(summary.rows, curves.values()):
         g_m, s_m = speclib.optimal_gamma(curve, batches, 4096, 0.1)

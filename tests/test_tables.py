@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from speclib import tables
-from speclib.tables import NumberTable, RendersAsTable, number
+from speclib.presentation.tables import NumberTable, RendersAsTable, number
 
 
 def test_number_formats_whole_and_fractional_values():
@@ -81,7 +81,7 @@ def test_mixin_shows_the_table_it_builds():
 
 
 def test_figures_reexport_the_same_class():
-    from speclib.figures import NumberTable as FromFigures
+    from speclib.presentation.figures import NumberTable as FromFigures
 
     assert FromFigures is tables.NumberTable
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speclib import presets, validation
+from speclib import derivations, presets, summaries, validation
 
 LLAMA = presets.model("Llama-3.3-70B")
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "decode-benchmarks"
@@ -146,7 +146,7 @@ def test_compare_skips_chips_without_a_preset_and_says_so():
     comparison = validation.compare([record, fake])
     assert comparison.missing == ("NoSuchChip",)
     assert len(comparison) == 1
-    assert "NoSuchChip" in repr(validation.ratio_table(comparison))
+    assert "NoSuchChip" in repr(summaries.ratio_table(comparison))
 
 
 def test_compare_uses_concurrency_and_the_mean_context():
@@ -170,24 +170,24 @@ def test_roofline_bounds_every_run_at_its_decode_batch():
 
 def test_tables_render_both_ways():
     comparison = validation.compare()
-    table = validation.ratio_table(comparison)
+    table = summaries.ratio_table(comparison)
     text, page = repr(table), table._repr_html_()
     assert "MI355X" in text and "<table" in page
-    assert repr(validation.ratio_table(comparison)) == text  # deterministic
-    below = validation.below_roofline_table(comparison)
+    assert repr(summaries.ratio_table(comparison)) == text  # deterministic
+    below = summaries.below_roofline_table(comparison)
     assert len(below.rows) == len(comparison.below_roofline())
     assert "<table" in below._repr_html_()
 
 
 def test_derivation_steps():
-    d = validation.derivation()
+    d = derivations.decode_workload()
     assert float(d["context_1k1k"].rhs) == validation.mean_decode_context(1024, 1024)
     assert float(d["kv"].rhs) == 2 * 8 * 128 * 1 * 80
     assert d["weights"].value == pytest.approx(LLAMA.total_params() / 1e9, rel=1e-5)
 
 
 def test_consistency_table_counts():
-    table = validation.consistency_table()
+    table = summaries.consistency_table()
     for kv, row in zip(("fp8", "bf16"), table.rows):
         c = validation.compare(kv_precision=kv)
         assert row[0] == kv and row[2] == str(len(c.below_roofline()))

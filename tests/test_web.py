@@ -19,8 +19,9 @@ import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
 from speclib import sphinx_ext
-from speclib.web import codegen, offline
-from speclib.web.live_figures import build_live_figures
+from speclib.formulas import catalog
+from speclib.presentation.web import codegen, offline
+from speclib.presentation.web.live_figures import build_live_figures
 
 NODE = shutil.which("node") or shutil.which("nodejs")
 needs_node = pytest.mark.skipif(NODE is None, reason="Node.js is needed to run the generated JavaScript")
@@ -88,7 +89,7 @@ def test_bound_constants_reproduce_the_cost_model(model):
     binds them, give speclib's CostModel costs and slopes (a dense FFN and a MoE
     with k = E are priced by the GEMM formula)."""
     from speclib import cost
-    from speclib.figures.paper import moe_what_if
+    from speclib.presentation.figures.paper import moe_what_if
 
     m = moe_what_if(None, experts=8, top_k=8) if model == "every expert active" else model
     c = codegen.cost_constants(m)
@@ -149,7 +150,7 @@ def test_strict_printing_refuses_what_javascript_cannot_compute():
     with pytest.raises(Exception):
         codegen.javascript_expression(sp.Function("mystery")(x))
     with pytest.raises(ValueError, match="free symbols"):
-        codegen.javascript_function(codegen.Formula("bad", x + sp.Symbol("y"), (x,), "y is not an argument"))
+        catalog.Formula("bad", x + sp.Symbol("y"), (x,), "y is not an argument")
 
 
 def seq_len(control, u):

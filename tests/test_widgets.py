@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 
 import speclib  # noqa: E402
 from speclib import widgets  # noqa: E402
-from speclib.figures.paper import artist  # noqa: E402
+from speclib.presentation.figures.paper import artist  # noqa: E402
 
 # A move for every control of every widget (a value different from the default).
 MOVES = {

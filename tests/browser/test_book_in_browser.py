@@ -14,7 +14,7 @@ import pytest
 
 import speclib
 from speclib import attention, cost, moe, speculation
-from speclib.figures.paper import (attention_table, mha_counterpart, moe_what_if, seq_len_from_slider,
+from speclib.presentation.figures.paper import (attention_table, mha_counterpart, moe_what_if, seq_len_from_slider,
                                    v4_attention_what_if)
 from speclib.presets import resolve
 

@@ -14,7 +14,7 @@ import matplotlib as mpl
 
 from ..figures import _style
 from ..figures import paper as _paper
-from ..presets import hardware_names, model_names
+from ...presets import hardware_names, model_names
 
 #: The paper's sequence-length slider: S = 512 * 2**(8u), u in [0, 1].
 SEQ_SLIDER = {"base": 512.0, "span": 8.0}

@@ -24,9 +24,9 @@ import sys
 
 import numpy as np
 
-from . import presets
-from .cost import COMPONENTS, cost_shares, marginal_cost
-from .speculation import optimal_gamma
+from .. import presets
+from ..core.cost import COMPONENTS, cost_shares, marginal_cost
+from ..core.speculation import optimal_gamma
 
 EXIT_USAGE = 2
 

@@ -2,9 +2,9 @@
 
 The HTML book redraws its figures in the reader's browser, with no Python
 behind the page. The formulas it evaluates there are not typed a second time:
-each is printed here from the very sympy expression that speclib lambdifies for
-numpy, with the same argument order, so the browser and Python compute the same
-function. The model's constants (weights, bytes, ridges) are emitted as data
+each is printed here from the very catalogue entry
+(:mod:`speclib.formulas.catalog`) that speclib prints to numpy, with the same
+argument order, so the browser and Python compute the same function. The model's constants (weights, bytes, ridges) are emitted as data
 from the same :class:`speclib.cost.CostModel` that :func:`speclib.marginal_cost`
 and :func:`speclib.optimal_gamma` use.
 
@@ -14,17 +14,12 @@ these functions, sums components, loops over draft lengths and takes argmaxes.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-
 import sympy as sp
 from sympy.printing.jscode import JavascriptCodePrinter
 
-from .. import acceptance as _acc
-from .. import attention as _attention
-from .. import cost as _cost
-from .. import moe as _moe
-from .. import speculation as _spec
-from ..presets import hardware_names, resolve
+from ...core import cost as _cost
+from ...formulas.catalog import FORMULAS
+from ...presets import hardware_names, model_names, resolve
 from .live_figures import COLORS, CYCLE, VIRIDIS, build_live_figures
 
 #: Functions the JS printer does not know by itself; everything else it cannot
@@ -32,48 +27,18 @@ from .live_figures import COLORS, CYCLE, VIRIDIS, build_live_figures
 _JS_FUNCTIONS = {"expm1": "Math.expm1", "log1p": "Math.log1p"}
 
 
-@dataclass(frozen=True)
-class Formula:
-    """One closed form to print: its JS name, the sympy expression, and the
-    argument symbols in the order speclib's lambdified twin takes them."""
-
-    name: str
-    expr: sp.Expr
-    args: tuple
-    doc: str
+#: The closed forms the live figures evaluate, by their name in
+#: :data:`speclib.formulas.catalog.FORMULAS` (and in the page's ``formulas``).
+LIVE_FORMULAS = (
+    "gemm_cost", "gemm_slope", "moe_cost", "moe_slope", "attn_cost", "attn_slope",
+    "committed", "committed_at_one", "speedup", "moe_intensity", "dense_intensity", "attention_intensity",
+)
 
 
 def formulas() -> tuple:
-    """The closed forms the live figures evaluate, each paired with the argument
-    order of speclib's own ``lambdify`` call for it."""
-    committed_at_one = _acc.expected_committed_expr.args[0][0]
-    return (
-        *(
-            Formula(f"{roofline.name}_{part}", getattr(roofline, f"numeric_{part}_expr"), roofline.args,
-                    f"{doc}: {'step cost' if part == 'cost' else 'its log-slope d log C / d log (tokens)'}")
-            for roofline, doc in (
-                (_cost.ROOFLINES["gemm"], "roofline of a dense GEMM (attention projections, dense FFN)"),
-                (_cost.ROOFLINES["moe"], "roofline of the MoE experts"),
-                (_cost.ROOFLINES["attn"], "roofline of attention over B sequences of q queries"),
-            )
-            for part in ("cost", "slope")
-        ),
-        Formula("committed", _acc.expected_committed_stable_expr, (_acc.alpha, _acc.gamma),
-                "expected tokens committed per verify pass, alpha < 1"),
-        Formula("committed_at_one", committed_at_one, (_acc.gamma,),
-                "the same at alpha = 1"),
-        Formula("speedup", _spec.speedup_expr,
-                (_spec.N, _spec.C_0, _spec.C_v, _spec.c, _spec.gamma),
-                "throughput of a draft length over plain decoding"),
-        Formula("moe_intensity", _moe.numeric_form(_moe.moe_intensity_expr),
-                (_moe.B, _moe.k, _moe.E, _moe.n_s, _moe.b, _moe.R),
-                "MoE FFN arithmetic intensity, capped at the ridge"),
-        Formula("dense_intensity", _moe.dense_intensity_expr, (_moe.B, _moe.b, _moe.R),
-                "dense FFN arithmetic intensity, capped at the ridge"),
-        Formula("attention_intensity", _attention.intensity_expr,
-                (_attention.T, _attention.S, _attention.m_c, _attention.m_q, _attention.f),
-                "attention arithmetic intensity of T queries over S context tokens"),
-    )
+    """The catalogue entries the live figures evaluate: the same expressions,
+    in the same argument order, as the numpy functions speclib calls."""
+    return tuple(FORMULAS[name] for name in LIVE_FORMULAS)
 
 
 def javascript_expression(expr: sp.Expr) -> str:
@@ -82,11 +47,9 @@ def javascript_expression(expr: sp.Expr) -> str:
     return " ".join(printer.doprint(expr).split())
 
 
-def javascript_function(formula: Formula) -> str:
+def javascript_function(formula) -> str:
+    """A catalogue :class:`~speclib.formulas.catalog.Formula` as a JavaScript function."""
     names = [str(a) for a in formula.args]
-    missing = {str(s) for s in formula.expr.free_symbols} - set(names)
-    if missing:
-        raise ValueError(f"formula {formula.name!r}: free symbols {sorted(missing)} are not arguments")
     body = javascript_expression(formula.expr)
     return f"function ({', '.join(names)}) {{ return {body}; }}"
 
@@ -167,8 +130,6 @@ def _variant_entry(model, variant, S) -> dict:
 
 def _attention_table_constants(paper) -> dict:
     """Table 1 for every model preset and each of its attention variants."""
-    from ..presets import model_names
-
     contexts = [int(s) for s in paper.TABLE_CONTEXTS]
     models = {}
     for name in model_names():

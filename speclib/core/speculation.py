@@ -6,40 +6,27 @@ measured per-position survival curve (``alpha`` a
 :class:`speclib.acceptance.SurvivalCurve`). The step costs come from the
 single-GPU :class:`speclib.cost.CostModel` of ``model`` on ``hardware``, or
 from any cost model passed as ``cost_model=`` (for example
-:func:`speclib.parallel.expert_parallel_cost_model`).
+:func:`speclib.parallel.expert_parallel_cost_model`). The speedup's closed form
+is in :mod:`speclib.formulas.speculation`.
 """
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
+from .._checks import checked_int, scalar_or_array
+from ..formulas import numpy_functions as nf
 from . import acceptance as _acc
-from ._checks import checked_int, scalar_or_array
 from . import cost as _cost
+from ._symbolic import twin_lookup
 from .cost import check_batch, check_context, check_draft_cost
-from .tables import NumberTable, RendersAsTable
 
-alpha, gamma = _acc.alpha, _acc.gamma
-N = sp.Symbol("N", positive=True)  # expected committed tokens per verify pass
-C_0 = sp.Symbol("C_0", positive=True)  # plain decode step cost
-C_v = sp.Symbol("C_v", positive=True)  # verify step cost at width gamma + 1
-c = sp.Symbol("c", nonnegative=True)  # drafter cost per drafted token, x C_0
-
-#: Tokens per unit cost with speculation over tokens per unit cost without:
-#: one verify pass commits N tokens for C_v plus gamma drafter steps, while
-#: plain decoding commits one token per C_0.
-speedup_expr = N * C_0 / (C_v + c * gamma * C_0)
-
-#: The same with N written out (the general branch, alpha != 1).
-speedup_closed_form = speedup_expr.subs(N, _acc.expected_committed_closed_form)
-
-_speedup_from_parts = sp.lambdify((N, C_0, C_v, c, gamma), speedup_expr, "numpy")
+__getattr__ = twin_lookup("speculation")
 
 
 def _speedup_from_committed(n, gamma_arr, B_arr, S_arr, c_arr, cm):
     c0 = cm.decode(B_arr, S_arr)
     cv = cm.verify(B_arr, gamma_arr + 1.0, S_arr)
-    return _speedup_from_parts(n, c0, cv, c_arr, gamma_arr)
+    return nf.speedup(n, c0, cv, c_arr, gamma_arr)
 
 
 def _speedup_arrays(alpha_arr, gamma_arr, B_arr, S_arr, c_arr, cm):
@@ -109,63 +96,3 @@ def optimal_gamma(alpha, B, S, c_draft=0.1, model=None, hardware=None, gamma_max
     if best.ndim == 0:
         return int(best), float(best_speedup)
     return best, best_speedup
-
-
-# --- measured survival curves against the i.i.d. model ------------------------------
-
-
-class SurvivalComparison(RendersAsTable):
-    """gamma* and the best speedup under each measured survival curve against
-    the i.i.d. curve of the same first-position acceptance (searched over the
-    same draft lengths), across a grid of batches."""
-
-    def __init__(self, rows, batches, S, c_draft, model_name, hardware_name):
-        self.rows = rows
-        self.batches = batches
-        self.S, self.c_draft = S, c_draft
-        self.model_name, self.hardware_name = model_name, hardware_name
-
-    def _caption(self) -> str:
-        return (f"Measured survival curve against i.i.d. acceptance with the same alpha = survival(1): "
-                f"{self.model_name} on {self.hardware_name}, S = {self.S:,.0f}, drafter {self.c_draft:.0%} of a step, "
-                f"{len(self.batches)} batches from {self.batches[0]:,.0f} to {self.batches[-1]:,.0f}. "
-                f"Shortfall: 1 - measured best speedup / i.i.d. best speedup.")
-
-    _HEAD = ("drafter", "alpha", "positions", "gamma* differs", "largest |diff|", "longer", "shorter",
-             "largest shortfall", "at batch", "gamma* there (measured / i.i.d.)")
-
-    def _cells(self, r):
-        return (r["name"], f"{r['alpha']:.3f}", str(r["length"]), f"{r['differs']} of {len(self.batches)}",
-                str(r["max_diff"]), str(r["longer"]), str(r["shorter"]), f"{r['shortfall']:.1%}",
-                f"{r['at_batch']:,.0f}", f"{r['gamma_measured']} / {r['gamma_iid']}")
-
-    def as_table(self) -> NumberTable:
-        return NumberTable(self._HEAD, tuple(self._cells(r) for r in self.rows), caption=self._caption(),
-                           css_class="speclib-survival-comparison", align="l")
-
-
-def compare_survival(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardware=None, *, query_bytes=False):
-    """:class:`SurvivalComparison` of each curve in ``curves`` (default: the
-    shipped MTP and DFlash curves) with its i.i.d. counterpart over the batches
-    ``B`` (default: 600 whole-sequence batches from 1 to 30,000)."""
-    from .presets import resolve
-
-    curves = _acc.load_survival_curves() if curves is None else {k: _acc.as_survival_curve(v)
-                                                                 for k, v in dict(curves).items()}
-    if B is None:
-        B = np.unique(np.round(np.geomspace(1, 30_000, 600)))
-    B = check_batch(B).ravel()
-    m, h = resolve(model, hardware)
-    rows = []
-    for curve in curves.values():
-        g_m, s_m = optimal_gamma(curve, B, S, c_draft, m, h, query_bytes=query_bytes)
-        g_i, s_i = optimal_gamma(curve.iid(), B, S, c_draft, m, h, query_bytes=query_bytes)
-        shortfall = 1 - s_m / s_i
-        worst = int(np.argmax(shortfall))
-        diff = g_m - g_i
-        rows.append(dict(name=curve.name, alpha=curve.first_position_acceptance, length=len(curve),
-                         differs=int(np.count_nonzero(diff)), max_diff=int(np.max(np.abs(diff))),
-                         longer=int(np.count_nonzero(diff > 0)), shorter=int(np.count_nonzero(diff < 0)),
-                         shortfall=float(shortfall[worst]), at_batch=float(B[worst]),
-                         gamma_measured=int(g_m[worst]), gamma_iid=int(g_i[worst])))
-    return SurvivalComparison(rows, B, float(S), float(c_draft), m.name, h.name)

@@ -17,11 +17,11 @@ import numpy as np
 from matplotlib.colors import BoundaryNorm
 from matplotlib.ticker import FuncFormatter
 
-from .. import attention as _attention
-from .. import moe as _moe
-from .. import speculation as _speculation
-from .._checks import checked_array, checked_int
-from ..presets import PRECISIONS, GQAAttention, describe_hardware, describe_model, resolve
+from ..._checks import checked_array, checked_int
+from ...core import attention as _attention
+from ...core import moe as _moe
+from ...core import speculation as _speculation
+from ...presets import PRECISIONS, GQAAttention, describe_hardware, describe_model, resolve
 from ..tables import NumberTable, RendersAsTable
 from . import _style
 from .paper import zero_gamma_bands

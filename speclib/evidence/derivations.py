@@ -29,12 +29,16 @@ from typing import Iterator, Optional
 
 import sympy as sp
 
-from . import acceptance as _acc
-from . import attention as _attn
-from . import cost as _cost
-from . import moe as _moe
-from . import speculation as _spec
-from .presets import GQAAttention, LLAMA_3_70B, MLAAttention, resolve
+from ..formulas import acceptance as _acc
+from ..formulas import attention as _attn
+from ..formulas import cost as _cost
+from ..formulas import moe as _moe
+from ..formulas import speculation as _spec
+from ..formulas import parallel as _par
+from ..formulas import workload as _work
+from ..presets import LLAMA_3_70B, GQAAttention, MLAAttention, default_interconnect, resolve
+from ..presets import interconnect as presets_interconnect
+from . import validation as _val
 
 # --------------------------------------------------------------------------
 # The step-list structure
@@ -898,3 +902,116 @@ ALL = (
     speedup_reduction,
     break_even,
 )
+
+
+# --------------------------------------------------------------------------
+# The chapters beyond the paper
+# --------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def survival():
+    """The survival-curve form of N as a sympy step list: the tail sum, N(0),
+    the forward difference, and the reduction to the i.i.d. formula, each
+    identity checked here with sympy before it is shown."""
+    N = sp.Function("N")
+    # sympy returns 1 + Piecewise(...): take the general branch of the Piecewise term
+    pieces = [t for t in sp.Add.make_args(_acc.expected_committed_geometric_expr) if isinstance(t, sp.Piecewise)]
+    rest = sum(t for t in sp.Add.make_args(_acc.expected_committed_geometric_expr) if not isinstance(t, sp.Piecewise))
+    general = rest + next(expr for expr, cond in pieces[0].args if cond is sp.true)
+    if sp.simplify(general - _acc.expected_committed_closed_form) != 0:  # pragma: no cover - a broken identity
+        raise ArithmeticError("the geometric survival curve does not reduce to the i.i.d. N")
+    if _acc.committed_increment_expr != _acc.survival[_acc.gamma + 1]:  # pragma: no cover
+        raise ArithmeticError("the forward difference of N is not the next survival")
+    steps = (
+        Step("tail", "Tail sum: the accepted prefix reaches position d exactly when d survives; "
+             "the 1 is the bonus token", (N(_acc.gamma), _acc.expected_committed_survival_expr)),
+        Step("zero", "No drafts: only the bonus token", (N(0), _acc.committed_at_zero_expr)),
+        Step("difference", "Forward difference (sympy difference_delta): one more position adds its own survival",
+             (N(_acc.gamma + 1) - N(_acc.gamma), _acc.committed_increment_expr)),
+        Step("iid", "i.i.d. acceptance, s_d = alpha^d, summed by sympy (alpha != 1 branch)",
+             (N(_acc.gamma), general, _acc.expected_committed_closed_form)),
+    )
+    return Derivation("Expected committed tokens from a survival curve", steps)
+
+
+@functools.lru_cache(maxsize=None)
+def expert_parallelism(model=None, hardware=None, G: int = 64, interconnect=None, *, dispatch_bytes: float = 1.0,
+                       combine_bytes: float = 2.0):
+    """The expert-parallel model as a sympy step list, with ``model`` on
+    ``hardware`` and ``G`` GPUs put in at the end; identities are checked
+    before they are shown."""
+    model, hardware = resolve(model, hardware)
+    net = default_interconnect(hardware) if interconnect is None else presets_interconnect(interconnect)
+    ffn = model.ffn
+    if not ffn.is_moe:
+        raise ValueError(f"expert parallelism needs a mixture-of-experts model; {model.name} has a dense FFN")
+    T = sp.Symbol("T", positive=True)
+    A_loc, P, C_comm, r_comm = sp.symbols("A_local P_hit C_comm r_comm")
+    single = _moe.experts_activated_expr.subs(_moe.B, _par.t)
+    if sp.simplify(_par.local_experts_expr.subs(_par.G, 1) - single) != 0:  # pragma: no cover
+        raise ArithmeticError("A_local at G = 1 is not the single-GPU coupon count")
+    if _par.comm_slope_expr != 1:  # pragma: no cover
+        raise ArithmeticError("the communication slope is not 1")
+    values = {_par.k: ffn.top_k, _par.E: ffn.n_routed, _par.G: G, _par.h: model.hidden_size,
+              _par.b_d: sp.nsimplify(dispatch_bytes), _par.b_c: sp.nsimplify(combine_bytes),
+              _par.M: sp.nsimplify(hardware.memory_bandwidth), _par.L: sp.nsimplify(net.bandwidth)}
+    per_token_link = _par.link_bytes_per_token_expr.subs(values)
+    per_token_hbm = (_par.comm_cost_expr / _par.t).subs(values)
+    moe_compute_per_token = (_cost.moe_compute_expr / _par.t).subs(
+        {_par.k: ffn.top_k, _par.n_s: ffn.n_shared, _par.W_E: model.expert_params,
+         _par.R: sp.nsimplify(hardware.ridge(ffn.precision))})
+    steps = (
+        Step("hit", "One expert is hit by at least one of T tokens (the coupon count per expert)",
+             (P, _par.expert_hit_probability_expr.subs(_moe.B, T))),
+        Step("local", "A GPU's E/G experts see all G t tokens of the group: expected distinct local experts",
+             (A_loc, _par.local_experts_expr)),
+        Step("one", "At G = 1 this is the single-GPU count A(t)", (_par.local_experts_expr.subs(_par.G, 1), single)),
+        Step("picks", "Routed picks landing on one GPU (its share of G t k)", (sp.Symbol("picks"), _par.local_picks_expr)),
+        Step("bytes", "Link bytes per token (dispatch + combine, each remote pick, sent and received)",
+             (sp.Symbol("bytes_link"), _par.link_bytes_per_token_expr)),
+        Step("comm", "Communication cost of a step, in HBM byte-equivalents", (C_comm, _par.comm_cost_expr)),
+        Step("slope", "Its log-slope in tokens: every token pays in full", (r_comm, _par.comm_slope_expr)),
+        Step("value_link", f"{model.name}, G = {G}: link bytes per token per MoE layer",
+             (sp.Symbol("bytes_link"), per_token_link), approx=None),
+        Step("value_hbm", f"... as HBM byte-equivalents on {hardware.name} + {net.name}",
+             (C_comm / _par.t, per_token_hbm), approx=None if per_token_hbm.is_Integer else per_token_hbm),
+        Step("value_compute", "for scale: the MoE compute per token, in the same units",
+             (sp.Symbol("C_MoE_compute") / _par.t, moe_compute_per_token), approx=moe_compute_per_token),
+    )
+    return Derivation(f"Expert parallelism: local experts and the all-to-all ({model.name})", steps)
+
+
+@functools.lru_cache(maxsize=None)
+def decode_workload(model=_val.MEASURED_MODEL, hardware="H200", precision="fp8", *, kv_precision="fp8"):
+    """The workload algebra of the measured-decode chapter and the
+    whole-model step, as a sympy step list."""
+    model, hw = resolve(model, hardware)
+    _val._check_dense(model)
+    S_bar, B_dec = sp.symbols("Sbar B_decode")
+    wb = _val.weight_bytes_for(precision, hw)
+    head = model.vocab_size * model.hidden_size
+    decoder = model.total_params() - 2 * head
+    weights_gb = sp.Float((decoder * wb + head * 2.0) / 1e9, 6)
+    kv_per_token = model.context_bytes / model.attention.kv_bytes * _val.KV_BYTES[kv_precision] * model.n_layers
+    steps = [
+        Step("context", "Mean cached context over a request's O decode steps (sympy summation)",
+             (S_bar, sp.Sum(_work.I_in + _work._j, (_work._j, 0, _work.O_out - 1)) / _work.O_out,
+              _work.mean_decode_context_expr)),
+    ]
+    for name, (i, o) in _val.WORKLOADS.items():
+        steps.append(Step(f"context_{name}", f"{name}: I = {i:,}, O = {o:,}",
+                          (S_bar, _work.mean_decode_context_expr.subs({_work.I_in: i, _work.O_out: o}))))
+    steps += [
+        Step("little", "Little's law: decoding requests = output tokens per second x seconds per token",
+             (B_dec, _work.littles_law_batch_expr)),
+        Step("weights", f"{model.name}: bytes of weights read per step ({precision} decoder, bf16 head), GB",
+             (sp.Symbol("W_bytes"), weights_gb)),
+        Step("kv", f"KV-cache bytes per cached token, all {model.n_layers} layers, {kv_precision}",
+             (sp.Symbol("m_c") * sp.Symbol("n_layers"), sp.Integer(int(kv_per_token)))),
+    ]
+    return Derivation(f"Decode workload algebra and the {model.name} step", tuple(steps))
+
+
+#: The derivations of the chapters beyond the paper.
+BEYOND = (survival, expert_parallelism, decode_workload)

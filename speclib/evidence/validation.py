@@ -30,12 +30,12 @@ from functools import lru_cache
 from importlib import resources
 
 import numpy as np
-import sympy as sp
 
-from . import cost as _cost
-from ._checks import checked_array, checked_choice, scalar_or_array
-from .presets import PRECISIONS, resolve
-from .tables import NumberTable, RendersAsTable
+from .._checks import checked_array, checked_choice, scalar_or_array
+from ..core import cost as _cost
+from ..formulas import numpy_functions as nf
+from ..presets import PRECISIONS, resolve
+from ..presets import hardware as hardware_preset
 
 # --- bytes per element of each storage format ------------------------------------
 
@@ -58,28 +58,6 @@ def weight_bytes_for(precision: str, hardware) -> float:
     if precision == "fp4" and hardware.name in MXFP4_CHIPS:
         return MXFP4_BYTES
     return WEIGHT_BYTES[precision]
-
-
-# --- workload algebra ------------------------------------------------------------------
-
-I_in, O_out = sp.symbols("I O", positive=True, integer=True)  # input / output tokens per request
-_j = sp.Symbol("j", integer=True, nonnegative=True)
-
-#: Context a request attends over, averaged over its decode steps: step j
-#: (j = 0 .. O-1) reads I + j cached tokens.
-mean_decode_context_expr = sp.simplify(sp.summation(I_in + _j, (_j, 0, O_out - 1)) / O_out)
-
-X_total, tau, n_tp = sp.symbols("X tau n_tp", positive=True)
-#: Little's law for the decoding requests: each emits one token per tau
-#: seconds, so the output rate is B_decode / tau. The benchmark's throughput X
-#: counts input and output tokens per GPU, of which a share O/(I+O) are output.
-littles_law_batch_expr = X_total * n_tp * O_out / (I_in + O_out) * tau
-
-_mean_context = sp.lambdify((I_in, O_out), mean_decode_context_expr, "numpy")
-_littles_batch = sp.lambdify((X_total, n_tp, I_in, O_out, tau), littles_law_batch_expr, "numpy")
-
-#: The output head is one GEMM over vocab x hidden weights.
-_head_cost = sp.lambdify((_cost.t, _cost.W, _cost.b_w, _cost.R), _cost.gemm_cost_expr, "numpy")
 
 
 # --- the prediction ------------------------------------------------------------------
@@ -117,7 +95,7 @@ def predicted_step_bytes(model, hardware, batch, context, precision="fp8", *, kv
     cm = _quantised_cost_model(model, hardware, wb, precision, KV_BYTES[kv_precision])
     layers = cm.decode(B, S) * model.n_layers
     # The output head stays in bf16 in the fp8/fp4 checkpoints, and runs at the bf16 peak.
-    head = _head_cost(B, float(model.vocab_size * model.hidden_size), hb, hardware.ridge("bf16"))
+    head = nf.gemm_cost(B, float(model.vocab_size * model.hidden_size), hb, hardware.ridge("bf16"))
     return layers + head
 
 
@@ -147,6 +125,8 @@ WORKLOADS = {"1k1k": (1024, 1024), "1k8k": (1024, 8192)}
 MEASURED_MODEL = "Llama-3.3-70B"
 #: Chips in the measurements, in the order figures and tables list them.
 CHIPS = ("B200", "H100", "H200", "MI300X", "MI325X", "MI355X")
+#: Tensor-parallel widths in the measurements, in the order figures and tables list them.
+TP_WIDTHS = (1, 2, 4, 8)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,25 +194,25 @@ def load_measurements() -> list:
 
 
 def mean_decode_context(input_len, output_len):
-    """Average cached context over a request's decode steps: I + (O - 1)/2."""
+    """Average cached context over a request's decode steps: I + (O - 1)/2
+    (:data:`speclib.formulas.workload.mean_decode_context_expr`)."""
     I_arr = checked_array("input_len", input_len, lo=0, lo_open=True)
     O_arr = checked_array("output_len", output_len, lo=1)
-    return scalar_or_array(_mean_context(I_arr, O_arr))
+    return scalar_or_array(nf.mean_decode_context(I_arr, O_arr))
 
 
 def littles_law_batch(throughput_per_gpu, tp, input_len, output_len, tpot_s):
-    """Requests decoding at once, from a run's own throughput and TPOT."""
+    """Requests decoding at once, from a run's own throughput and TPOT
+    (:data:`speclib.formulas.workload.littles_law_batch_expr`)."""
     args = [checked_array(n, v, lo=0, lo_open=True) for n, v in
             (("throughput_per_gpu", throughput_per_gpu), ("tp", tp), ("input_len", input_len),
              ("output_len", output_len), ("tpot_s", tpot_s))]
-    return scalar_or_array(_littles_batch(*args))
+    return scalar_or_array(nf.littles_law_batch(*args))
 
 
 def _preset_or_none(chip):
-    from .presets import hardware
-
     try:
-        return hardware(chip)
+        return hardware_preset(chip)
     except ValueError:
         return None
 
@@ -303,154 +283,3 @@ def compare(records=None, model=MEASURED_MODEL, *, kv_precision="fp8") -> Compar
     cat = lambda parts: np.concatenate(parts)[order] if parts else np.zeros(0)  # noqa: E731
     return Comparison([kept[i] for i in order], cat(pred), cat(pred_little), cat(little), sorted(set(missing)),
                       kv_precision)
-
-
-# --- tables --------------------------------------------------------------------------
-
-
-def _fmt_range(values) -> str:
-    if len(values) == 0:
-        return "-"
-    return f"{np.median(values):.2f} ({np.min(values):.2f}-{np.max(values):.2f})"
-
-
-class RatioTable(RendersAsTable):
-    """Measured / predicted TPOT per workload, chip, framework and precision:
-    the median over concurrencies (and its min-max) at each TP."""
-
-    TPS = (1, 2, 4, 8)
-
-    def __init__(self, comparison: Comparison, little: bool = False):
-        self.little = little
-        ratio = comparison.ratio_little if little else comparison.ratio
-        keys = []
-        for r in comparison.records:
-            key = (r.workload, r.chip, r.framework, r.precision)
-            if key not in keys:
-                keys.append(key)
-        tp = comparison.column("tp")
-        self.rows = []
-        for key in keys:
-            idx = comparison.select(workload=key[0], chip=key[1], framework=key[2], precision=key[3])
-            cells = [_fmt_range(ratio[idx[tp[idx] == n]]) for n in self.TPS]
-            self.rows.append((*key, cells, int(np.sum(ratio[idx] < 1))))
-        self.missing = comparison.missing
-        self.kv_precision = comparison.kv_precision
-
-    def _caption(self) -> str:
-        batch = "the decode batch from Little's law" if self.little else "batch = concurrency"
-        note = f" Skipped (no hardware preset): {', '.join(self.missing)}." if self.missing else ""
-        return (f"Measured / predicted TPOT, Llama-3.3-70B, {batch}, {self.kv_precision} KV cache: "
-                f"median over concurrencies (min-max) at each tensor-parallel width; "
-                f"last column counts runs faster than the roofline.{note}")
-
-    _HEAD = ("workload", "chip", "framework", "precision")
-
-    def as_table(self) -> NumberTable:
-        columns = (*self._HEAD, *(f"TP={n}" for n in self.TPS), "below")
-        rows = tuple((*key, *cells, str(below)) for *key, cells, below in self.rows)
-        return NumberTable(columns, rows, caption=self._caption(), css_class="speclib-ratio-table",
-                           align="l" * len(self._HEAD))
-
-
-def ratio_table(comparison=None, *, little: bool = False) -> RatioTable:
-    """The measured/predicted ratio table (see :class:`RatioTable`)."""
-    return RatioTable(compare() if comparison is None else comparison, little=little)
-
-
-class BelowRooflineTable(RendersAsTable):
-    """The runs measured faster than the roofline at batch = concurrency, with
-    what their own throughput says the decode batch really was."""
-
-    def __init__(self, comparison: Comparison):
-        idx = comparison.below_roofline()
-        self.rows = [
-            (comparison.records[i], comparison.predicted_s[i] * 1e3, comparison.little_batch[i],
-             comparison.predicted_little_s[i] * 1e3)
-            for i in idx
-        ]
-
-    _HEAD = ("workload", "chip", "framework", "prec", "TP", "conc", "TTFT s", "TPOT ms", "pred ms",
-             "Little B", "pred(B) ms")
-
-    def _cells(self, row):
-        r, pred, b, pred_b = row
-        return (r.workload, r.chip, r.framework, r.precision, f"{r.tp}", f"{r.concurrency}", f"{r.ttft_ms / 1e3:.1f}",
-                f"{r.tpot_ms:.2f}", f"{pred:.2f}", f"{b:.1f}", f"{pred_b:.2f}")
-
-    def _caption(self) -> str:
-        return ("Runs faster than the roofline at batch = concurrency. TTFT: time to first token; "
-                "pred: roofline at batch = concurrency; Little B: decode batch implied by the run's "
-                "throughput and TPOT; pred(B): roofline at that batch.")
-
-    def as_table(self) -> NumberTable:
-        return NumberTable(self._HEAD, tuple(self._cells(row) for row in self.rows), caption=self._caption(),
-                           css_class="speclib-below-table", align="llll")
-
-
-def below_roofline_table(comparison=None) -> BelowRooflineTable:
-    return BelowRooflineTable(compare() if comparison is None else comparison)
-
-
-# --- presentation -------------------------------------------------------------------------
-
-
-def derivation(model=MEASURED_MODEL, hardware="H200", precision="fp8", *, kv_precision="fp8"):
-    """The workload algebra and the whole-model step as a sympy step list (a
-    :class:`speclib.derivations.Derivation`)."""
-    from .derivations import Derivation, Step
-
-    model, hw = resolve(model, hardware)
-    _check_dense(model)
-    S_bar, B_dec = sp.symbols("Sbar B_decode")
-    wb = weight_bytes_for(precision, hw)
-    head = model.vocab_size * model.hidden_size
-    decoder = model.total_params() - 2 * head
-    weights_gb = sp.Float((decoder * wb + head * 2.0) / 1e9, 6)
-    kv_per_token = model.context_bytes / model.attention.kv_bytes * KV_BYTES[kv_precision] * model.n_layers
-    steps = [
-        Step("context", "Mean cached context over a request's O decode steps (sympy summation)",
-             (S_bar, sp.Sum(I_in + _j, (_j, 0, O_out - 1)) / O_out, mean_decode_context_expr)),
-    ]
-    for name, (i, o) in WORKLOADS.items():
-        steps.append(Step(f"context_{name}", f"{name}: I = {i:,}, O = {o:,}",
-                          (S_bar, mean_decode_context_expr.subs({I_in: i, O_out: o}))))
-    steps += [
-        Step("little", "Little's law: decoding requests = output tokens per second x seconds per token",
-             (B_dec, littles_law_batch_expr)),
-        Step("weights", f"{model.name}: bytes of weights read per step ({precision} decoder, bf16 head), GB",
-             (sp.Symbol("W_bytes"), weights_gb)),
-        Step("kv", f"KV-cache bytes per cached token, all {model.n_layers} layers, {kv_precision}",
-             (sp.Symbol("m_c") * sp.Symbol("n_layers"), sp.Integer(int(kv_per_token)))),
-    ]
-    return Derivation(f"Decode workload algebra and the {model.name} step", tuple(steps))
-
-
-class ConsistencyTable(RendersAsTable):
-    """How many runs beat the roofline under each KV-cache assumption, at
-    batch = concurrency and at the Little's-law decode batch, and how far the
-    Little's-law batch sits from the concurrency."""
-
-    _HEAD = ("KV cache", "runs", "below roofline, batch = concurrency", "below roofline, Little's-law batch",
-             "Little batch / concurrency: min, median, max")
-
-    def __init__(self, comparisons):
-        self.rows = []
-        for c in comparisons:
-            share = c.little_batch / c.column("concurrency")
-            self.rows.append((c.kv_precision, str(len(c)), str(len(c.below_roofline())),
-                              str(len(c.below_roofline(little=True))),
-                              f"{share.min():.2f}, {np.median(share):.2f}, {share.max():.2f}"))
-
-    def _caption(self):
-        return "Runs measured faster than the roofline, by KV-cache precision assumed in the prediction"
-
-    def as_table(self) -> NumberTable:
-        return NumberTable(self._HEAD, tuple(self.rows), caption=self._caption(),
-                           css_class="speclib-consistency-table", align="l")
-
-
-def consistency_table(kv_precisions=("fp8", "bf16"), records=None) -> ConsistencyTable:
-    """:class:`ConsistencyTable` over the KV-cache precisions given."""
-    records = load_measurements() if records is None else list(records)
-    return ConsistencyTable([compare(records, kv_precision=kv) for kv in kv_precisions])

@@ -4,115 +4,61 @@ Every component's step cost is a roofline in byte-equivalents,
 C = max(FLOPs / R, bytes moved), over t tokens. A token already in the batch
 pays the average C/t, a speculated token wedged into the same step pays the
 marginal dC/dt; their ratio is the roofline's log-slope r = d log C / d log t.
-The slopes are obtained here by differentiating each branch in sympy.
+The rooflines and their slopes (sympy derivatives of each branch) are in
+:mod:`speclib.formulas.cost`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
 
 import numpy as np
-import sympy as sp
 
-from . import moe as _moe
-from ._checks import checked_array, scalar_or_array
-from .presets import resolve
+from .._checks import checked_array, scalar_or_array
+from ..formulas import numpy_functions as nf
+from ..presets import resolve
+from ._symbolic import twin_lookup
 
-t = sp.Symbol("t", positive=True)  # tokens through a GEMM in one step (batch x verify width)
-B = sp.Symbol("B", positive=True)  # sequences in the batch
-q = sp.Symbol("q", positive=True)  # query tokens per sequence (verify width, 1 = plain decode)
-S = sp.Symbol("S", positive=True)  # context length
-W = sp.Symbol("W", positive=True)  # weights of a GEMM
-b_w = sp.Symbol("b_w", positive=True)  # bytes per weight
-R = sp.Symbol("R", positive=True)  # ridge of the GEMM precision
-m_c, m_q, f = sp.symbols("m_c m_q f", positive=True)
-W_E = sp.Symbol("W_E", positive=True)
-k, E, n_s, b = _moe.k, _moe.E, _moe.n_s, _moe.b
+__getattr__ = twin_lookup("cost")
 
-# Dense GEMM (attention projections; a dense FFN): 2 FLOP per weight per token,
-# weights read once per step.
-gemm_compute_expr = 2 * W * t / R
-gemm_memory_expr = W * b_w
-
-# MoE experts: every token applies k routed + n_s shared experts; the bytes
-# are those of the distinct experts the step touches.
-moe_compute_expr = 2 * (k + n_s) * W_E * t / R
-moe_memory_expr = (_moe.experts_activated_expr.subs(_moe.B, t) + n_s) * W_E * b
-
-# Attention over a batch of B sequences, q query tokens each: the KV read
-# (m_c per context token) is paid once per sequence, the query bytes per token.
-attn_compute_expr = B * f * S * q / R
-attn_memory_expr = B * (m_c * S + m_q * q)
-
-
-def roofline(compute, memory):
-    """Step cost in byte-equivalents."""
-    return sp.Max(compute, memory)
-
-
-def elasticity(expr, var):
-    """d log expr / d log var, left unsimplified: ``simplify`` rewrites the
-    MoE branch with (E/(E-k))**t terms that overflow in floating point."""
-    return var * sp.diff(expr, var) / expr
-
-
-def roofline_slope(compute, memory, var):
-    """r = d log C / d log var for C = max(compute, memory), branch by branch."""
-    return sp.Piecewise(
-        (elasticity(compute, var), compute >= memory),
-        (elasticity(memory, var), True),
-    )
-
-
-gemm_cost_expr = roofline(gemm_compute_expr, gemm_memory_expr)
-moe_cost_expr = roofline(moe_compute_expr, moe_memory_expr)
-attn_cost_expr = roofline(attn_compute_expr, attn_memory_expr)
-
-gemm_slope_expr = roofline_slope(gemm_compute_expr, gemm_memory_expr, t)
-moe_slope_expr = roofline_slope(moe_compute_expr, moe_memory_expr, t)
-attn_slope_expr = roofline_slope(attn_compute_expr, attn_memory_expr, q)
 
 @dataclass(frozen=True)
 class Roofline:
-    """One family of rooflines: its cost and slope expressions, and the
-    argument order of their numeric functions (the variables, then the
-    constants a model and chip fix). ``cost`` and ``slope`` are generated
-    when the roofline is defined, from ``numeric_*_expr``: the same functions
-    written in floating-point friendly form (see :func:`speclib.moe.numeric_form`)."""
+    """One family of rooflines as numpy functions: ``cost`` and ``slope``
+    (``<name>_cost`` and ``<name>_slope`` of
+    :mod:`speclib.formulas.numpy_functions`, printed from the family's
+    :class:`speclib.formulas.cost.RooflineForm`), taking the
+    ``n_variables`` variables, then the constants a model and chip fix."""
 
     name: str
-    cost_expr: sp.Expr
-    slope_expr: sp.Expr
-    args: tuple
     n_variables: int
-    numeric_cost_expr: sp.Expr = field(init=False, repr=False)
-    numeric_slope_expr: sp.Expr = field(init=False, repr=False)
-    cost: Callable = field(init=False, repr=False)
-    slope: Callable = field(init=False, repr=False)
 
     def __post_init__(self):
-        numeric_cost = _moe.numeric_form(self.cost_expr)
-        numeric_slope = _moe.numeric_form(self.slope_expr)
-        object.__setattr__(self, "numeric_cost_expr", numeric_cost)
-        object.__setattr__(self, "numeric_slope_expr", numeric_slope)
-        object.__setattr__(self, "cost", sp.lambdify(self.args, numeric_cost, "numpy"))
-        object.__setattr__(self, "slope", sp.lambdify(self.args, numeric_slope, "numpy"))
+        if nf.ARGUMENTS[f"{self.name}_cost"] != nf.ARGUMENTS[f"{self.name}_slope"]:  # pragma: no cover
+            raise ValueError(f"roofline {self.name!r}: cost and slope take different arguments")
 
     @property
-    def variables(self) -> tuple:
-        return self.args[: self.n_variables]
+    def cost(self):
+        return getattr(nf, f"{self.name}_cost")
 
     @property
-    def constant_symbols(self) -> tuple:
-        return self.args[self.n_variables:]
+    def slope(self):
+        return getattr(nf, f"{self.name}_slope")
+
+    @property
+    def arg_names(self) -> tuple:
+        return nf.ARGUMENTS[f"{self.name}_cost"]
+
+    @property
+    def variable_names(self) -> tuple:
+        return self.arg_names[: self.n_variables]
+
+    @property
+    def constant_names(self) -> tuple:
+        return self.arg_names[self.n_variables:]
 
 
 #: The three roofline families of a layer, keyed by name.
-ROOFLINES = {
-    "gemm": Roofline("gemm", gemm_cost_expr, gemm_slope_expr, (t, W, b_w, R), 1),
-    "moe": Roofline("moe", moe_cost_expr, moe_slope_expr, (t, k, E, n_s, W_E, b, R), 1),
-    "attn": Roofline("attn", attn_cost_expr, attn_slope_expr, (B, q, S, m_c, m_q, f, R), 3),
-}
+ROOFLINES = {"gemm": Roofline("gemm", 1), "moe": Roofline("moe", 1), "attn": Roofline("attn", 3)}
 
 
 @dataclass(frozen=True)
@@ -130,7 +76,7 @@ class BoundRoofline:
 
     def named_constants(self) -> dict:
         """{symbol name: value} for the constants, in argument order."""
-        return {str(sym): value for sym, value in zip(self.roofline.constant_symbols, self.constants)}
+        return dict(zip(self.roofline.constant_names, self.constants))
 
 
 COMPONENTS = ("attn_proj", "moe", "attention")

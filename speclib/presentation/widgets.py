@@ -23,7 +23,7 @@ from matplotlib.text import Text
 
 from .figures import _style
 from .figures import paper as _paper
-from .presets import hardware_names, model_names
+from ..presets import hardware_names, model_names
 
 #: The sequence-length slider of the paper: S = 512 * 2**(8u), u in [0, 1].
 #: FloatLogSlider's exponent x = 9 + 8u shows S itself.

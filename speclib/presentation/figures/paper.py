@@ -16,16 +16,15 @@ from functools import partial
 
 import matplotlib as mpl
 import numpy as np
-import sympy as sp
 from matplotlib.colors import BoundaryNorm
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from .. import attention as _attention
-from .. import cost as _cost
-from .. import moe as _moe
-from .. import speculation as _speculation
-from .._checks import checked_array, checked_choice, checked_int
-from ..presets import hardware_names, resolve
+from ..._checks import checked_array, checked_choice, checked_int
+from ...core import attention as _attention
+from ...core import cost as _cost
+from ...core import moe as _moe
+from ...core import speculation as _speculation
+from ...presets import hardware_names, resolve
 from . import _style
 from ._style import BAND_ALPHA, COLORS, CYCLE, RIDGE_STYLE
 
@@ -231,38 +230,6 @@ def moe_what_if(model=None, *, experts=None, top_k=None, weights=None):
     return dataclasses.replace(model, ffn=dataclasses.replace(ffn, **changes))
 
 
-_knee_args = (_moe.k, _moe.E, _moe.n_s, _moe.b, _moe.R)
-_dense_knee = sp.lambdify(_knee_args, _moe.dense_knee_expr, "numpy")
-_moe_ridge_asymptotic = sp.lambdify(_knee_args, _moe.moe_ridge_batch_expr, "numpy")
-_expert_knee = sp.lambdify(_knee_args, _moe.expert_knee_expr, "numpy")
-
-
-def fast_knees(model=None, hardware=None) -> dict:
-    """:func:`speclib.moe.knees` for a MoE model without sympy in the loop
-    (a live slider calls this on every move): the closed forms lambdified
-    once, and the exact MoE/ridge crossing by bisection on the numpy
-    intensity, bracketed by the saturated line's crossing (the exact curve
-    lies above the saturated one, so it crosses first)."""
-    model, hardware = resolve(model, hardware)
-    ffn = model.ffn
-    args = (ffn.top_k, ffn.n_routed, ffn.n_shared, ffn.weight_bytes, hardware.ridge(ffn.precision))
-    asymptotic = float(_moe_ridge_asymptotic(*args))
-    lo, hi = 1e-9, asymptotic
-    ridge = args[-1]
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if _moe.ffn_intensity(mid, model, hardware, capped=False) >= ridge:
-            hi = mid
-        else:
-            lo = mid
-    return {
-        "expert_knee": float(_expert_knee(*args)),
-        "dense_knee": float(_dense_knee(*args)),
-        "moe_ridge_asymptotic": asymptotic,
-        "moe_ridge": hi,
-    }
-
-
 class ExpertTaxPlot(Plot):
     """Figure 1: FFN arithmetic intensity against batch, dense versus MoE, both
     capped at the ridge of the experts' precision, memory-bound bands shaded."""
@@ -298,7 +265,7 @@ class ExpertTaxPlot(Plot):
         hw = self.hardware
         ffn = model.ffn
         ridge = hw.ridge(ffn.precision)
-        knees = fast_knees(model, hw)
+        knees = _moe.knees(model, hw)
         self.knees = knees
         ax = self.ax
         n = checked_int("points", points, lo=10, hi=100_000)

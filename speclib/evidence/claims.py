@@ -7,7 +7,7 @@ model can check with a dense preset (Llama-3-70B).
 
 Each claim carries the paper's number (``paper_value``), our number
 (``our_value``, computed here at call time from speclib's sympy expressions,
-lambdified functions and presets, never typed), a tolerance and a ``status``
+numpy functions printed from them and presets, never typed), a tolerance and a ``status``
 that is *derived* from them, never typed:
 
 ``status == "reproduced"``  when ``|our_value - paper_value| <= allowed``,
@@ -44,8 +44,9 @@ from decimal import Decimal
 import numpy as np
 import sympy as sp
 
-from . import acceptance, attention, cost, moe, presets
-from .speculation import optimal_gamma
+from .. import presets
+from ..core import acceptance, attention, cost, moe
+from ..core.speculation import optimal_gamma
 
 STATUSES = ("reproduced", "differs")
 TOLERANCE_KINDS = ("absolute", "relative")
@@ -408,7 +409,8 @@ def _constants_and_ridges():
     yield _value("mla.m_c", sec, "MLA reads m_c = (d_c + d_r) b_kv bytes per context token", "576", m.context_bytes)
     yield _value("mla.m_q", sec, "each query token brings m_q = n_h (d_c + d_r) b_q bytes", "73,728", m.query_bytes)
     yield _value("mla.f", sec, "MLA costs f = 2 n_h (2 d_c + d_r) FLOPs per query-context pair", "139,264", m.flops_per_pair)
-    ratio = float(attention.mla_query_context_ratio_expr.subs(m.attention._subs()))
+    arch = {getattr(attention, name): value for name, value in m.attention.architecture().items()}
+    ratio = float(attention.mla_query_context_ratio_expr.subs(arch))
     yield _value("mla.query_context_ratio", sec, "the fat-query asymmetry m_q/m_c", "128", ratio)
     yield _value(
         "model.expert_params",

@@ -12,12 +12,12 @@ import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
 
-from .. import acceptance as _acc
-from .. import parallel as _par
-from .. import speculation as _spec
-from .. import validation as _val
-from .._checks import checked_array
-from ..presets import resolve
+from ..._checks import checked_array
+from ...core import acceptance as _acc
+from ...core import parallel as _par
+from ...core import speculation as _spec
+from ...evidence import validation as _val
+from ...presets import resolve
 from . import _style
 from ._style import COLORS, CYCLE
 from .paper import BATCH_RANGE, integer_batches
@@ -267,7 +267,7 @@ def measured_tpot(workload="1k1k", precision="fp8", comparison=None):
                 ax.text(0.5, 0.5, "no hardware preset", transform=ax.transAxes, ha="center", va="center")
             elif len(idx) == 0:
                 ax.text(0.5, 0.5, f"no {precision} runs", transform=ax.transAxes, ha="center", va="center")
-            for n in _val.RatioTable.TPS:
+            for n in _val.TP_WIDTHS:
                 sel = idx[tp[idx] == n]
                 if len(sel) == 0:
                     continue
@@ -291,7 +291,7 @@ def measured_tpot(workload="1k1k", precision="fp8", comparison=None):
             ax.set_xlabel("concurrent requests")
         for ax in axes[::cols]:
             ax.set_ylabel("TPOT (ms)")
-        handles = [Line2D([], [], color=TP_COLORS[n], lw=2, label=f"TP = {n}") for n in _val.RatioTable.TPS]
+        handles = [Line2D([], [], color=TP_COLORS[n], lw=2, label=f"TP = {n}") for n in _val.TP_WIDTHS]
         handles += [Line2D([], [], color="k", marker="o", ls="none", label="measured, vLLM"),
                     Line2D([], [], color="k", marker="s", mfc="none", ls="none", label="measured, TRT-LLM"),
                     Line2D([], [], color="k", ls="--", lw=1.3, label="roofline")]
@@ -371,7 +371,7 @@ def tpot_ratio(precision=None, comparison=None):
             ax.set_xlabel("concurrent requests")
         for ax in axes[::3]:
             ax.set_ylabel("measured / roofline")
-        handles = [Line2D([], [], color=TP_COLORS[n], marker="o", ls="none", label=f"TP = {n}") for n in _val.RatioTable.TPS]
+        handles = [Line2D([], [], color=TP_COLORS[n], marker="o", ls="none", label=f"TP = {n}") for n in _val.TP_WIDTHS]
         handles += [Line2D([], [], color="k", marker="o", ls="none", label="1k1k"),
                     Line2D([], [], color="k", marker="o", mfc="none", ls="none", label="1k8k"),
                     Line2D([], [], color="k", marker="s", ls="none", label="TRT-LLM")]

@@ -1,0 +1,176 @@
+"""How many tokens one verify pass commits: the accepted draft prefix plus the
+target's own bonus token. The closed forms are in
+:mod:`speclib.formulas.acceptance`.
+
+Two acceptance models:
+
+* i.i.d.: every draft token is accepted with the same probability alpha, so
+  draft position d survives verification with probability alpha**d
+  (:func:`expected_committed`);
+* a measured survival curve: position d survives with probability
+  ``survival[d-1]``, whatever shape the curve has
+  (:func:`expected_committed_from_survival`, :class:`SurvivalCurve`,
+  :func:`load_survival_curves`).
+"""
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import numpy as np
+
+from .._checks import checked_array, checked_int, scalar_or_array
+from ..formulas import numpy_functions as nf
+from ._symbolic import twin_lookup
+
+__getattr__ = twin_lookup("acceptance")
+
+
+def committed_numeric(alpha_arr: np.ndarray, gamma_arr: np.ndarray) -> np.ndarray:
+    """N(alpha, gamma) for already-checked arrays (no validation)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        general = nf.committed(alpha_arr, gamma_arr)
+    return np.where(alpha_arr == 1, nf.committed_at_one(gamma_arr) + 0 * alpha_arr, general)
+
+
+def check_alpha(alpha_value) -> np.ndarray:
+    return checked_array("alpha", alpha_value, lo=0, hi=1)
+
+
+def check_gamma(gamma_value) -> np.ndarray:
+    return checked_array("gamma", gamma_value, lo=0, integer=True)
+
+
+def expected_committed(alpha, gamma):
+    """Expected tokens committed by one verify pass with draft length ``gamma``
+    and i.i.d. acceptance ``alpha``: (1 - alpha^(gamma+1)) / (1 - alpha), and
+    exactly gamma + 1 at alpha = 1. Broadcasts over arrays."""
+    return scalar_or_array(committed_numeric(check_alpha(alpha), check_gamma(gamma)))
+
+
+# --- depth-dependent acceptance: a measured survival curve --------------------
+
+
+class SurvivalCurve:
+    """A measured per-position survival curve: ``values[d-1]`` is the
+    probability that draft position d survives verification.
+
+    Checked on construction: a non-empty 1-D sequence of numbers in [0, 1]
+    that never increases with depth (surviving position d+1 requires surviving
+    d). Passing a ``SurvivalCurve`` where the API takes ``alpha``
+    (:func:`speclib.speedup`, :func:`speclib.optimal_gamma`) replaces the
+    i.i.d. model by this curve; a plain list there still means a batch of
+    i.i.d. alphas.
+    """
+
+    __slots__ = ("_values", "name", "source")
+
+    def __init__(self, values, name: str = "", source: str = ""):
+        if isinstance(values, SurvivalCurve):
+            values = values.values
+        arr = checked_array("survival", values, lo=0, hi=1)
+        if arr.ndim != 1:
+            raise ValueError(f"survival must be a 1-D sequence (one probability per draft position); got shape {arr.shape}")
+        rises = np.flatnonzero(np.diff(arr) > 0)
+        if rises.size:
+            d = int(rises[0]) + 1
+            raise ValueError(
+                "survival must be non-increasing in draft position (surviving position d+1 needs position d); "
+                f"got survival[{d}] = {arr[d - 1]:g} < survival[{d + 1}] = {arr[d]:g} (1-based)"
+            )
+        arr = arr.copy()
+        arr.setflags(write=False)
+        self._values = arr
+        self.name = str(name)
+        self.source = str(source)
+
+    @property
+    def values(self) -> np.ndarray:
+        """The survival probabilities, position 1 first (read-only)."""
+        return self._values
+
+    def __len__(self) -> int:
+        return self._values.size
+
+    @property
+    def first_position_acceptance(self) -> float:
+        """survival(1): the alpha of the i.i.d. curve this one is compared with."""
+        return float(self._values[0])
+
+    @property
+    def conditional_acceptance(self) -> np.ndarray:
+        """P(position d survives | position d-1 survived) = s_d / s_{d-1}
+        (s_0 = 1); NaN after a zero."""
+        prev = np.concatenate([[1.0], self._values[:-1]])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(prev > 0, self._values / prev, np.nan)
+
+    def committed_table(self) -> np.ndarray:
+        """N(gamma) for gamma = 0 .. len(self): N(0) plus the running sum of
+        the increments s_gamma."""
+        return nf.committed_at_zero() + np.concatenate([[0.0], np.cumsum(self._values)])
+
+    def iid(self) -> "SurvivalCurve":
+        """The i.i.d. curve alpha**d of the same length and first-position
+        acceptance."""
+        return geometric_survival(self.first_position_acceptance, len(self), name=f"i.i.d. (alpha = {self.first_position_acceptance:g})")
+
+    def __repr__(self) -> str:
+        vals = ", ".join(f"{v:g}" for v in self._values)
+        label = f"{self.name!r}, " if self.name else ""
+        return f"SurvivalCurve({label}[{vals}])"
+
+
+def as_survival_curve(value) -> SurvivalCurve:
+    """``value`` as a checked :class:`SurvivalCurve`."""
+    return value if isinstance(value, SurvivalCurve) else SurvivalCurve(value)
+
+
+def geometric_survival(alpha_value, length: int, name: str = "") -> SurvivalCurve:
+    """The i.i.d. survival curve alpha**d, d = 1 .. length."""
+    a = float(checked_array("alpha", alpha_value, lo=0, hi=1))
+    n = checked_int("length", length, lo=1, hi=100_000)
+    return SurvivalCurve(nf.iid_survival(a, np.arange(1, n + 1, dtype=float)), name=name)
+
+
+def check_gamma_for_curve(gamma_value, curve: SurvivalCurve) -> np.ndarray:
+    """gamma as an integer array in [0, len(curve)]."""
+    try:
+        return checked_array("gamma", gamma_value, lo=0, hi=len(curve), integer=True)
+    except ValueError as err:
+        raise ValueError(f"{err} (the survival curve has {len(curve)} positions, so gamma can be 0 to {len(curve)})") from None
+
+
+def committed_from_curve(curve: SurvivalCurve, gamma_arr: np.ndarray) -> np.ndarray:
+    """N for already-checked integer gamma (a float array); no validation."""
+    return curve.committed_table()[gamma_arr.astype(np.intp)]
+
+
+def expected_committed_from_survival(survival, gamma):
+    """Expected tokens committed by one verify pass with draft length ``gamma``
+    when draft position d survives with probability ``survival[d-1]``:
+    N = 1 + survival[0] + ... + survival[gamma-1].
+
+    ``survival``: a :class:`SurvivalCurve` or a 1-D sequence (values in [0, 1],
+    non-increasing, non-empty). ``gamma``: integers in [0, len(survival)];
+    broadcasts over arrays. With ``survival = alpha**d`` this equals
+    :func:`expected_committed`.
+    """
+    curve = as_survival_curve(survival)
+    return scalar_or_array(committed_from_curve(curve, check_gamma_for_curve(gamma, curve)))
+
+
+#: Where the measured curves came from (the README in speclib/data says more).
+SURVIVAL_SOURCE = (
+    "Qwen3.6-35B-A3B on SPEED-Bench at temperature 0.6; F. Finn, "
+    "'Adaptive speculative decoding: picking draft lengths at runtime' (2026)"
+)
+
+
+def load_survival_curves() -> dict:
+    """The measured survival curves shipped with speclib, by drafter:
+    ``{"mtp": SurvivalCurve (8 positions), "dflash": SurvivalCurve (15)}``."""
+    text = resources.files("speclib").joinpath("data", "acceptance", "survival.json").read_text()
+    raw = json.loads(text)
+    names = {"mtp": "MTP", "dflash": "DFlash"}
+    return {key: SurvivalCurve(raw[key], name=label, source=SURVIVAL_SOURCE) for key, label in names.items()}

@@ -1,0 +1,70 @@
+"""The attention roofline: arithmetic intensity of T query tokens over S
+context tokens, for the attention layouts of :mod:`speclib.presets` (MLA and
+DeepSeek-V4's HCA/CSA variants, GQA/MHA). The closed forms, and the constants
+(m_c, m_q, f) an architecture implies, are in :mod:`speclib.formulas.attention`.
+"""
+from __future__ import annotations
+
+from .._checks import checked_array, checked_choice, scalar_or_array
+from ..formulas import numpy_functions as nf
+from ..presets import resolve
+from ._symbolic import twin_lookup
+
+__getattr__ = twin_lookup("attention")
+
+#: Variant names accepted by :func:`attention_intensity`.
+VARIANTS = ("mla", "hca", "csa", "indexer", "gqa")
+
+
+def intensity_from_constants(T, S, context_bytes, query_bytes, flops_per_pair):
+    """AI(T, S) for explicit constants (m_c, m_q, f); broadcasts."""
+    T_arr = checked_array("T", T, lo=0, lo_open=True)
+    S_arr = checked_array("S", S, lo=0, lo_open=True)
+    m_c_arr = checked_array("context_bytes", context_bytes, lo=0, lo_open=True)
+    m_q_arr = checked_array("query_bytes", query_bytes, lo=0)
+    f_arr = checked_array("flops_per_pair", flops_per_pair, lo=0, lo_open=True)
+    return scalar_or_array(nf.attention_intensity(T_arr, S_arr, m_c_arr, m_q_arr, f_arr))
+
+
+def attention_intensity(T, S, model=None, variant=None, *, query_bytes: bool = True):
+    """Arithmetic intensity (FLOP/byte) of ``T`` query tokens per sequence over
+    ``S`` tokens of (original, uncompressed) context.
+
+    ``variant``: ``"mla"`` (the full-length MLA, the paper's Table 1), ``"hca"``
+    (MLA over the context compressed by the model's HCA ratio), ``"csa"`` (CSA's
+    main attention: MLA over the top-k selected compressed positions),
+    ``"indexer"`` (CSA's score-only indexer over the lightly compressed
+    context), ``"gqa"`` for GQA/MHA models. ``None`` means the model's own
+    full attention. ``query_bytes=False`` drops the m_q*T term, as the paper's
+    ledger does.
+    """
+    model, _ = resolve(model, None)
+    T_arr = checked_array("T", T, lo=0, lo_open=True)
+    S_arr = checked_array("S", S, lo=0, lo_open=True)
+    attn = model.attention
+    variant = attn.kind if variant is None else checked_choice("variant", variant, VARIANTS)
+    context_bytes, q_bytes, flops, S_eff = attn.variant_constants(variant, S_arr)
+    if not query_bytes:
+        q_bytes = 0.0
+    return scalar_or_array(nf.attention_intensity(T_arr, S_eff, context_bytes, q_bytes, flops))
+
+
+def compute_bound_width(model=None, hardware=None, variant=None) -> float:
+    """Verify width T at which the long-context attention intensity reaches the
+    ridge of the attention precision (the paper's T ~ 1.16 for MLA on B200)."""
+    model, hardware = resolve(model, hardware)
+    attn = model.attention
+    variant = attn.kind if variant is None else checked_choice("variant", variant, VARIANTS)
+    context_bytes, _, flops, _ = attn.variant_constants(variant, 1.0)
+    ridge = hardware.ridge(model.attention_precision)
+    return float(nf.compute_bound_width(context_bytes, flops, ridge))
+
+
+def mha_form_crossover(model=None) -> float:
+    """Verify width past which MLA's up-projected (MHA) form needs fewer FLOPs
+    than the absorbed (MQA) form (the paper's T ~ 170)."""
+    model, _ = resolve(model, None)
+    attn = model.attention
+    if attn.kind != "mla" or attn.mha_nope_dim is None:
+        raise ValueError("model must use MLA with up-projected head widths (mha_nope_dim, mha_v_dim)")
+    return float(nf.mha_form_crossover(attn.kv_lora_rank, attn.rope_dim, attn.mha_nope_dim, attn.mha_v_dim))

@@ -1,0 +1,223 @@
+"""Expert parallelism: the routed experts of every MoE layer spread over G GPUs,
+and the all-to-all traffic that spreading costs.
+
+Assumptions (each one is a choice; the chapter ``expert_parallelism`` argues
+for them):
+
+* **Batch per GPU.** ``B`` is the number of sequences *each* GPU decodes.
+  Attention and its projections are data-parallel: every GPU holds a full
+  copy of the attention weights and runs attention for its own B sequences
+  only, so those costs are the single-GPU ones at batch B. The EP group as a
+  whole decodes G*B sequences.
+* **Experts.** Each GPU holds E/G of the routed experts (contiguous blocks; G
+  need not divide E, E/G is then an average) and a replica of every shared
+  expert, which it applies to its own tokens without any traffic.
+* **Uniform routing.** Each of the G*t tokens of a step (t = B*q per GPU, q
+  the verify width) picks k distinct routed experts uniformly at random,
+  independently of every other token, as in the paper's single-GPU model.
+* **Dispatch and combine.** A token's hidden vector (h elements) is sent to
+  the GPU of each routed expert it picks (dispatch, ``dispatch_bytes`` per
+  element: 1, fp8, by default) and that expert's output comes back (combine,
+  ``combine_bytes``: 2, bf16), as DeepEP does. A pick that lands on the
+  token's own GPU (probability 1/G) moves nothing. Picks are not merged per
+  destination GPU (a token picking two experts on one GPU sends twice), so
+  the traffic is an upper bound for deduplicating kernels.
+* **Link accounting.** By symmetry every GPU sends as many bytes as it
+  receives. The interconnect figure is the per-GPU bandwidth with both
+  directions counted (NVLink 5: 1.8 TB/s = 900 GB/s each way), so the time is
+  (bytes sent + bytes received) / bandwidth. It is expressed in HBM
+  byte-equivalents, bytes x (HBM bandwidth / link bandwidth), so it adds to
+  the roofline costs of :mod:`speclib.cost` directly.
+* **No overlap.** The communication time adds to the compute/memory time.
+  Overlapping it with other work (two micro-batches, as DeepSeek's serving
+  stack does) would hide it up to the size of the other work; this model
+  leaves that out, so it is the pessimistic end.
+* **One flat network.** All G GPUs share one interconnect preset; a G larger
+  than the preset's domain (8 GPUs on an HGX board, 72 in an NVL72 rack) is
+  refused rather than silently mixing two networks.
+
+Every formula is a sympy expression in :mod:`speclib.formulas.parallel`, built
+on those of :mod:`speclib.formulas.cost` and :mod:`speclib.formulas.moe`; the
+interconnects are presets (:func:`speclib.presets.interconnect`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import checked_array, checked_int, scalar_or_array
+from ..formulas import numpy_functions as nf
+from ..presets import Interconnect, default_interconnect, interconnect, interconnect_names, resolve
+from . import cost as _cost
+from . import moe as _moe
+from . import speculation as _spec
+from ._symbolic import twin_lookup
+from .cost import CostModel, check_batch, check_context, check_draft_cost
+
+__getattr__ = twin_lookup("parallel")
+
+interconnect_preset = interconnect  # for functions whose argument ``interconnect`` shadows it
+
+#: The local MoE roofline, its arguments those of the single-GPU one plus G.
+EP_MOE_ROOFLINE = _cost.Roofline("ep_moe", 1)
+
+
+def check_gpus(G_value, n_routed: int) -> int:
+    return checked_int("G", G_value, lo=1, hi=n_routed)
+
+
+class ExpertParallelCostModel(CostModel):
+    """:class:`speclib.cost.CostModel` with the MoE spread over ``G`` GPUs and
+    an all-to-all communication term; ``B`` is sequences per GPU.
+
+    ``ffn`` is the local MoE roofline (A_local distinct experts), ``comm``
+    the link time in HBM byte-equivalents, and ``verify`` adds ``comm`` to the
+    single-GPU sum of projections, FFN and attention. With
+    ``include_comm=False`` the communication term is zero (a free network),
+    which isolates what spreading the experts does to the MoE tax.
+    """
+
+    def __init__(self, model, hardware, G: int, interconnect_preset: Interconnect, query_bytes: bool = False,
+                 *, include_comm: bool = True, dispatch_bytes: float = 1.0, combine_bytes: float = 2.0):
+        if not model.ffn.is_moe:
+            raise ValueError(f"expert parallelism needs a mixture-of-experts model; {model.name} has a dense FFN")
+        super().__init__(model, hardware, query_bytes)
+        ffn = model.ffn
+        self.G = check_gpus(G, ffn.n_routed)
+        self.interconnect = interconnect_preset
+        domain = interconnect_preset.domain_size
+        if domain is not None and self.G > domain:
+            raise ValueError(
+                f"G must be in [1, {domain}] on {interconnect_preset.name} (one all-to-all domain holds {domain} GPUs); "
+                f"got {self.G}. Use a larger domain or a scale-out preset such as 'InfiniBand-NDR'"
+            )
+        self.include_comm = bool(include_comm)
+        self.dispatch_bytes = float(checked_array("dispatch_bytes", dispatch_bytes, lo=0, lo_open=True))
+        self.combine_bytes = float(checked_array("combine_bytes", combine_bytes, lo=0, lo_open=True))
+        self.rooflines["moe"] = _cost.BoundRoofline(
+            EP_MOE_ROOFLINE,
+            (ffn.top_k, ffn.n_routed, ffn.n_shared, float(model.expert_params), ffn.weight_bytes,
+             hardware.ridge(ffn.precision), float(self.G)),
+        )
+        self._comm_args = (
+            ffn.top_k,
+            float(self.G),
+            model.hidden_size,
+            self.dispatch_bytes,
+            self.combine_bytes,
+            hardware.memory_bandwidth,
+            interconnect_preset.bandwidth,
+        )
+
+    # costs -------------------------------------------------------------------
+    def comm(self, tokens):
+        """All-to-all time of a step of ``tokens`` tokens per GPU, in HBM
+        byte-equivalents (zero at G = 1 or without communication)."""
+        if not self.include_comm:
+            return 0.0 * np.asarray(tokens, dtype=float)
+        return nf.comm_cost(tokens, *self._comm_args)
+
+    def verify(self, batch, width, context):
+        return super().verify(batch, width, context) + self.comm(batch * width)
+
+    def local_experts(self, tokens):
+        """A_local: distinct routed experts one GPU reads at ``tokens`` per GPU."""
+        return nf.local_experts(tokens, self.model.ffn.top_k, self.model.ffn.n_routed, float(self.G))
+
+    # slopes ------------------------------------------------------------------
+    def comm_slope(self, tokens):
+        if not self.include_comm or self.G == 1:
+            return 0.0 * np.asarray(tokens, dtype=float)
+        return nf.comm_slope(tokens, *self._comm_args) + 0 * np.asarray(tokens, dtype=float)
+
+
+_cache: dict = {}
+
+
+def expert_parallel_cost_model(model=None, hardware=None, G: int = 8, interconnect=None, *, query_bytes: bool = False,
+                               include_comm: bool = True, dispatch_bytes: float = 1.0,
+                               combine_bytes: float = 2.0) -> ExpertParallelCostModel:
+    """The (cached) :class:`ExpertParallelCostModel` of ``model`` on
+    ``hardware`` with experts over ``G`` GPUs joined by ``interconnect``
+    (default: the scale-up network the chip preset names, see
+    :func:`speclib.presets.default_interconnect`)."""
+    model, hardware = resolve(model, hardware)
+    net = default_interconnect(hardware) if interconnect is None else interconnect_preset(interconnect)
+    key = (model, hardware, G, net, bool(query_bytes), bool(include_comm), dispatch_bytes, combine_bytes)
+    if key not in _cache:
+        _cache[key] = ExpertParallelCostModel(model, hardware, G, net, query_bytes, include_comm=include_comm,
+                                              dispatch_bytes=dispatch_bytes, combine_bytes=combine_bytes)
+    return _cache[key]
+
+
+def local_experts_activated(tokens_per_gpu, k_value, E_value, G_value):
+    """Expected distinct routed experts one GPU reads when each of the
+    ``G * tokens_per_gpu`` tokens of the EP group picks ``k`` of ``E`` experts
+    uniformly and the GPU holds ``E/G`` of them; broadcasts over tokens."""
+    tokens = checked_array("tokens_per_gpu", tokens_per_gpu, lo=0, lo_open=True)
+    k_arr, E_arr = _moe._check_experts(k_value, E_value)
+    G_arr = checked_array("G", G_value, lo=1, integer=True)
+    if (G_arr > E_arr).any():
+        raise ValueError("G must be in [1, E] (each GPU holds at least one expert)")
+    return scalar_or_array(nf.local_experts(tokens, k_arr, E_arr, G_arr))
+
+
+def comm_bytes_per_token(model=None, G: int = 8, *, dispatch_bytes: float = 1.0, combine_bytes: float = 2.0) -> float:
+    """Link bytes one token moves through its GPU's ports per MoE layer (sent
+    plus received), from :data:`speclib.formulas.parallel.link_bytes_per_token_expr`."""
+    model, _ = resolve(model, None)
+    if not model.ffn.is_moe:
+        raise ValueError(f"expert parallelism needs a mixture-of-experts model; {model.name} has a dense FFN")
+    G = check_gpus(G, model.ffn.n_routed)
+    return float(nf.link_bytes_per_token(model.ffn.top_k, G, model.hidden_size, dispatch_bytes, combine_bytes))
+
+
+# --- speedup and gamma* ---------------------------------------------------------------
+
+
+def speedup(alpha, gamma, B, S, c_draft=0.1, model=None, hardware=None, *, G: int = 8, interconnect=None,
+            include_comm: bool = True, query_bytes: bool = False):
+    """:func:`speclib.speedup` with the experts over ``G`` GPUs; ``B`` is
+    sequences per GPU. ``alpha`` may be a survival curve."""
+    cm = expert_parallel_cost_model(model, hardware, G, interconnect, query_bytes=query_bytes, include_comm=include_comm)
+    return _spec.speedup(alpha, gamma, B, S, c_draft, cost_model=cm)
+
+
+def optimal_gamma(alpha, B, S, c_draft=0.1, model=None, hardware=None, gamma_max: int = 64, *, G: int = 8,
+                  interconnect=None, include_comm: bool = True, query_bytes: bool = False):
+    """:func:`speclib.optimal_gamma` with the experts over ``G`` GPUs; ``B``
+    is sequences per GPU. Returns (gamma*, speedup)."""
+    cm = expert_parallel_cost_model(model, hardware, G, interconnect, query_bytes=query_bytes, include_comm=include_comm)
+    return _spec.optimal_gamma(alpha, B, S, c_draft, gamma_max=gamma_max, cost_model=cm)
+
+
+COMPONENTS = ("attn_proj", "moe", "attention", "comm")
+
+
+def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, G: int = 8, interconnect=None,
+                  include_comm: bool = True, query_bytes: bool = False, verify_width=2):
+    """The paper's ledger (:func:`speclib.marginal_cost`) with expert
+    parallelism: each component's slope r, the communication term's slope
+    (1 whenever there is traffic), and ``total`` = the slopes blended by each
+    component's share of a plain decode step, plus ``c_draft``."""
+    B_arr, S_arr, c_arr = check_batch(B), check_context(S), check_draft_cost(c_draft)
+    width = checked_array("verify_width", verify_width, lo=1)
+    cm = expert_parallel_cost_model(model, hardware, G, interconnect, query_bytes=query_bytes, include_comm=include_comm)
+    B_arr, S_arr, c_arr = np.broadcast_arrays(B_arr, S_arr, c_arr)
+    costs = {
+        "attn_proj": cm.proj(B_arr),
+        "moe": cm.ffn(B_arr),
+        "attention": cm.attention(B_arr, 1.0, S_arr),
+        "comm": cm.comm(B_arr) + 0 * B_arr,
+    }
+    slopes = {
+        "attn_proj": cm.proj_slope(B_arr),
+        "moe": cm.ffn_slope(B_arr),
+        "attention": cm.attention_slope(B_arr, width, S_arr),
+        "comm": cm.comm_slope(B_arr) + 0 * B_arr,
+    }
+    total_cost = sum(costs.values())
+    out = {name: scalar_or_array(slopes[name]) for name in COMPONENTS}
+    out["drafter"] = scalar_or_array(c_arr)
+    out["total"] = scalar_or_array(sum(slopes[n] * costs[n] / total_cost for n in COMPONENTS) + c_arr)
+    out["comm_share"] = scalar_or_array(costs["comm"] / total_cost)
+    return out

@@ -1,0 +1,121 @@
+"""The closed forms the numeric model evaluates, each with the argument order
+of its numeric function.
+
+:mod:`speclib.formulas.generate` prints every entry of :data:`NUMERIC` into
+:mod:`speclib.formulas.numpy_functions` (a numpy function of the same name),
+and :mod:`speclib.presentation.web.codegen` prints a selection of them to
+JavaScript. An expression is listed here in the form that is best in floating
+point (:func:`speclib.formulas.moe.numeric_form`); the tests check that form is
+the same function as the expression the book shows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from . import acceptance as _acc
+from . import attention as _attn
+from . import cost as _cost
+from . import moe as _moe
+from . import parallel as _par
+from . import speculation as _spec
+from . import workload as _work
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One closed form to print: the function's name, the sympy expression,
+    its argument symbols in order, and a line saying what it is."""
+
+    name: str
+    expr: sp.Expr
+    args: tuple
+    doc: str
+
+    def __post_init__(self):
+        missing = {str(s) for s in self.expr.free_symbols} - {str(a) for a in self.args}
+        if missing:
+            raise ValueError(f"formula {self.name!r}: free symbols {sorted(missing)} are not arguments")
+
+
+def _rooflines():
+    forms = (
+        (_cost.ROOFLINE_FORMS["gemm"], "roofline of a dense GEMM (attention projections, dense FFN)"),
+        (_cost.ROOFLINE_FORMS["moe"], "roofline of the MoE experts"),
+        (_cost.ROOFLINE_FORMS["attn"], "roofline of attention over B sequences of q queries"),
+        (_par.EP_MOE_FORM, "roofline of one GPU's share of expert-parallel MoE experts"),
+    )
+    for form, doc in forms:
+        yield Formula(f"{form.name}_cost", form.numeric_cost_expr, form.args, f"{doc}: step cost")
+        yield Formula(f"{form.name}_slope", form.numeric_slope_expr, form.args,
+                      f"{doc}: its log-slope d log C / d log (tokens)")
+
+
+_m, _a = _moe, _attn
+
+#: Every closed form :mod:`speclib.core` evaluates, by function name.
+NUMERIC = (
+    # --- the expert tax (speclib.formulas.moe) ---
+    Formula("experts_activated", _m.numeric_form(_m.experts_activated_expr), (_m.B, _m.k, _m.E),
+            "expected distinct routed experts touched by B tokens"),
+    Formula("experts_activated_rate", _m.numeric_form(_m.experts_activated_rate_expr), (_m.B, _m.k, _m.E),
+            "dA/dB: fresh routed experts per extra token"),
+    Formula("dense_intensity", _m.dense_intensity_expr, (_m.B, _m.b, _m.R),
+            "dense FFN arithmetic intensity, capped at the ridge"),
+    Formula("moe_intensity", _m.numeric_form(_m.moe_intensity_expr), (_m.B, _m.k, _m.E, _m.n_s, _m.b, _m.R),
+            "MoE FFN arithmetic intensity, capped at the ridge"),
+    Formula("moe_intensity_uncapped", _m.numeric_form(_m.moe_intensity_uncapped_expr),
+            (_m.B, _m.k, _m.E, _m.n_s, _m.b), "MoE FFN arithmetic intensity, uncapped"),
+    Formula("dense_knee", _m.dense_knee_expr, (_m.b, _m.R), "batch where the dense line meets the ridge"),
+    Formula("moe_ridge_batch", _m.moe_ridge_batch_expr, (_m.k, _m.E, _m.n_s, _m.b, _m.R), "batch where the saturated MoE line meets the ridge"),
+    Formula("expert_knee", _m.expert_knee_expr, (_m.k, _m.E), "E/k: where the coupon count saturates"),
+    Formula("moe_slope_ratio", _m.moe_slope_ratio_expr, (_m.k, _m.E, _m.n_s), "saturated MoE slope over the dense slope"),
+    # --- attention (speclib.formulas.attention) ---
+    Formula("attention_intensity", _a.intensity_expr, (_a.T, _a.S, _a.m_c, _a.m_q, _a.f),
+            "attention arithmetic intensity of T queries over S context tokens"),
+    Formula("hca_context", _a.hca_context_expr, (_a.S, _a.c_hca), "context HCA attends over"),
+    Formula("csa_context", _a.csa_context_expr, (_a.S, _a.c_csa, _a.K_csa), "context CSA's main attention attends over"),
+    Formula("indexer_context", _a.indexer_context_expr, (_a.S, _a.c_csa), "context CSA's indexer scores"),
+    Formula("compute_bound_width", _a.compute_bound_width_expr, (_a.m_c, _a.f, _a.R),
+            "verify width at which long-context attention reaches the ridge"),
+    Formula("mha_form_crossover", _a.mha_form_crossover_expr, (_a.d_c, _a.d_r, _a.d_n, _a.d_v),
+            "verify width past which MLA's up-projected form needs fewer FLOPs"),
+    Formula("mla_context_bytes", _a.mla_context_bytes_expr, (_a.d_c, _a.d_r, _a.b_kv), "MLA m_c"),
+    Formula("mla_query_bytes", _a.mla_query_bytes_expr, (_a.n_h, _a.d_c, _a.d_r, _a.b_q), "MLA m_q"),
+    Formula("mla_flops_per_pair", _a.mla_flops_per_pair_expr, (_a.n_h, _a.d_c, _a.d_r), "MLA f"),
+    Formula("gqa_context_bytes", _a.gqa_context_bytes_expr, (_a.n_kv, _a.d_h, _a.b_kv), "GQA m_c"),
+    Formula("gqa_query_bytes", _a.gqa_query_bytes_expr, (_a.n_h, _a.d_h, _a.b_q), "GQA m_q"),
+    Formula("gqa_flops_per_pair", _a.gqa_flops_per_pair_expr, (_a.n_h, _a.d_h), "GQA f"),
+    Formula("indexer_context_bytes", _a.indexer_context_bytes_expr, (_a.d_h, _a.b_kv), "CSA indexer m_c"),
+    Formula("indexer_query_bytes", _a.indexer_query_bytes_expr, (_a.n_h, _a.d_h, _a.b_q), "CSA indexer m_q"),
+    Formula("indexer_flops_per_pair", _a.indexer_flops_per_pair_expr, (_a.n_h, _a.d_h), "CSA indexer f"),
+    # --- acceptance (speclib.formulas.acceptance) ---
+    Formula("committed", _acc.expected_committed_stable_expr, (_acc.alpha, _acc.gamma),
+            "expected tokens committed per verify pass, alpha < 1"),
+    Formula("committed_at_one", _acc.expected_committed_at_one_expr, (_acc.gamma,), "the same at alpha = 1"),
+    Formula("committed_at_zero", _acc.committed_at_zero_expr, (), "tokens committed with no drafts"),
+    Formula("iid_survival", _acc.iid_survival_expr, (_acc.alpha, _acc._d),
+            "survival of draft position d under i.i.d. acceptance"),
+    # --- pricing a step (speclib.formulas.cost, .parallel) ---
+    *_rooflines(),
+    Formula("local_experts", _m.numeric_form(_par.local_experts_expr), (_par.t, _m.k, _m.E, _par.G),
+            "distinct routed experts one GPU of an expert-parallel group reads"),
+    Formula("comm_cost", _par.comm_cost_expr, _par.COMM_ARGS, "all-to-all time of a step, HBM byte-equivalents"),
+    Formula("comm_slope", _par.comm_slope_expr, _par.COMM_ARGS, "its log-slope in tokens"),
+    Formula("link_bytes_per_token", _par.link_bytes_per_token_expr, (_m.k, _par.G, _par.h, _par.b_d, _par.b_c),
+            "link bytes one token moves per MoE layer"),
+    # --- speculation (speclib.formulas.speculation) ---
+    Formula("speedup", _spec.speedup_expr, (_spec.N, _spec.C_0, _spec.C_v, _spec.c, _spec.gamma),
+            "throughput of a draft length over plain decoding"),
+    # --- serving workloads (speclib.formulas.workload) ---
+    Formula("mean_decode_context", _work.mean_decode_context_expr, (_work.I_in, _work.O_out),
+            "mean cached context over a request's decode steps"),
+    Formula("littles_law_batch", _work.littles_law_batch_expr,
+            (_work.X_total, _work.n_tp, _work.I_in, _work.O_out, _work.tau),
+            "decoding requests implied by a run's throughput and time per token"),
+)
+
+FORMULAS = {formula.name: formula for formula in NUMERIC}
+if len(FORMULAS) != len(NUMERIC):  # pragma: no cover - a name listed twice
+    raise ValueError("duplicate names in the formula catalogue")

@@ -1,0 +1,92 @@
+"""The MoE roofline as sympy expressions: how many experts a batch touches,
+and what that does to arithmetic intensity (the paper's "expert tax", its
+first chart and appendix). The numeric side is :mod:`speclib.core.moe`.
+"""
+from __future__ import annotations
+
+import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
+
+# B is a token count: the batch of a plain decode step, or batch x verify width.
+B = sp.Symbol("B", positive=True)
+k = sp.Symbol("k", positive=True)  # routed experts picked per token
+E = sp.Symbol("E", positive=True)  # routed experts in the layer
+n_s = sp.Symbol("n_s", nonnegative=True)  # always-on shared experts
+b = sp.Symbol("b", positive=True)  # bytes per expert parameter
+R = sp.Symbol("R", positive=True)  # ridge point of the expert GEMM precision, FLOP/byte
+
+#: Coupon-collector (occupancy) expectation: a token misses a given expert with
+#: probability 1 - k/E, all B tokens miss it with (1 - k/E)^B.
+experts_activated_expr = E * (1 - (1 - k / E) ** B)
+
+#: Fresh experts brought in per extra token, written in the paper's form.
+#: ``tests`` check it is dA/dB; it is not obtained by differentiating here so
+#: that the check means something.
+experts_activated_rate_expr = -E * sp.log(1 - k / E) * (1 - k / E) ** B
+
+#: Intensity of a dense FFN holding the same parameters: 2 FLOP per weight per
+#: token, weights read once, b bytes each.
+dense_intensity_uncapped_expr = 2 * B / b
+
+#: MoE intensity: each token applies k routed + n_s shared experts (compute),
+#: while the bytes are those of the distinct routed experts touched plus the
+#: shared ones.
+moe_intensity_uncapped_expr = 2 * B * (k + n_s) / (b * (experts_activated_expr + n_s))
+
+dense_intensity_expr = sp.Min(dense_intensity_uncapped_expr, R)
+moe_intensity_expr = sp.Min(moe_intensity_uncapped_expr, R)
+
+#: Batch at which the dense line meets the ridge.
+dense_knee_expr = sp.solve(sp.Eq(dense_intensity_uncapped_expr, R), B)[0]
+
+#: Far-out MoE line (every expert resident, A = E) and where it meets the ridge.
+moe_saturated_intensity_expr = moe_intensity_uncapped_expr.subs(experts_activated_expr, E)
+moe_ridge_batch_expr = sp.solve(sp.Eq(moe_saturated_intensity_expr, R), B)[0]
+
+#: Ratio of the saturated MoE slope to the dense slope: (k + n_s)/(E + n_s).
+moe_slope_ratio_expr = sp.simplify(
+    sp.diff(moe_saturated_intensity_expr, B) / sp.diff(dense_intensity_uncapped_expr, B)
+)
+
+#: The knee of the coupon count: where B*k reaches E.
+expert_knee_expr = E / k
+
+#: Probability that one token misses a given routed expert.
+miss_probability_expr = 1 - k / E
+
+
+def numeric_form(expr):
+    """``expr`` with the coupon-collector terms rewritten for floating point,
+    for the printed numeric functions only (the sympy expressions above stay
+    as written):
+
+    1 - (1 - k/E)**x  ->  -expm1(x*log1p(-k/E))
+        (1 - k/E)**x  ->  exp(x*log1p(-k/E))
+        log(1 - k/E)  ->  log1p(-k/E)
+
+    The same functions (the tests check it); but 1 - (1 - k/E)**B cancels to a
+    few digits at a tiny batch, and numpy's float power is several times slower
+    than exp/expm1, which made it most of ``optimal_gamma``'s run time.
+    At k = E, log1p(-1) = -inf gives the right limits (expm1(-inf) = -1) but
+    numpy warns: callers silence ``divide`` or avoid k = E.
+    """
+    log_miss = log1p(-k / E)
+
+    def is_miss_power(e):
+        return e.is_Pow and e.base == miss_probability_expr
+
+    def is_complement(e):  # 1 - miss**x
+        return (
+            e.is_Add
+            and len(e.args) == 2
+            and sp.S.One in e.args
+            and any(is_miss_power(-a) for a in e.args if a != 1)
+        )
+
+    def complement(e):
+        power = next(-a for a in e.args if a != 1)
+        return -expm1(power.exp * log_miss)
+
+    expr = expr.replace(is_complement, complement)
+    expr = expr.replace(is_miss_power, lambda e: sp.exp(e.exp * log_miss))
+    return expr.replace(lambda e: isinstance(e, sp.log) and e.args[0] == miss_probability_expr, lambda e: log_miss)

@@ -1,0 +1,23 @@
+"""How far ahead to speculate, as sympy: the throughput speedup of a draft
+length gamma over plain decoding. The numeric side (including gamma*, the
+argmax) is :mod:`speclib.core.speculation`.
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from . import acceptance as _acc
+
+alpha, gamma = _acc.alpha, _acc.gamma
+N = sp.Symbol("N", positive=True)  # expected committed tokens per verify pass
+C_0 = sp.Symbol("C_0", positive=True)  # plain decode step cost
+C_v = sp.Symbol("C_v", positive=True)  # verify step cost at width gamma + 1
+c = sp.Symbol("c", nonnegative=True)  # drafter cost per drafted token, x C_0
+
+#: Tokens per unit cost with speculation over tokens per unit cost without:
+#: one verify pass commits N tokens for C_v plus gamma drafter steps, while
+#: plain decoding commits one token per C_0.
+speedup_expr = N * C_0 / (C_v + c * gamma * C_0)
+
+#: The same with N written out (the general branch, alpha != 1).
+speedup_closed_form = speedup_expr.subs(N, _acc.expected_committed_closed_form)

@@ -1,0 +1,21 @@
+"""Workload algebra of a serving benchmark, as sympy: the mean context a
+request's decode steps attend over, and the decode batch Little's law implies.
+Used by :mod:`speclib.evidence.validation` to hold the roofline against
+measured decoding.
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+I_in, O_out = sp.symbols("I O", positive=True, integer=True)  # input / output tokens per request
+_j = sp.Symbol("j", integer=True, nonnegative=True)
+
+#: Context a request attends over, averaged over its decode steps: step j
+#: (j = 0 .. O-1) reads I + j cached tokens.
+mean_decode_context_expr = sp.simplify(sp.summation(I_in + _j, (_j, 0, O_out - 1)) / O_out)
+
+X_total, tau, n_tp = sp.symbols("X tau n_tp", positive=True)
+#: Little's law for the decoding requests: each emits one token per tau
+#: seconds, so the output rate is B_decode / tau. The benchmark's throughput X
+#: counts input and output tokens per GPU, of which a share O/(I+O) are output.
+littles_law_batch_expr = X_total * n_tp * O_out / (I_in + O_out) * tau

@@ -1,0 +1,294 @@
+"""Tables that summarise what the model says, for the book's chapters beyond
+the paper: committed tokens and gamma* under measured survival curves, expert
+parallelism per GPU count, and the roofline against measured decoding. Each is
+computed by :mod:`speclib.core` or :mod:`speclib.evidence` and shown as a
+:class:`~speclib.presentation.tables.NumberTable` (HTML and text).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import presets
+from ..core import acceptance as _acc
+from ..core import cost as _cost
+from ..core import parallel as _par
+from ..core import speculation as _spec
+from ..evidence import validation as _val
+from ..presets import default_interconnect, resolve
+from .tables import NumberTable, RendersAsTable
+
+
+# --- committed tokens under measured survival curves (chapter: acceptance curves) ---
+
+
+class CommittedTable(RendersAsTable):
+    """N(gamma) under each measured curve and under the i.i.d. curve of the
+    same first-position acceptance, gamma = 1 .. the curve's length."""
+
+    def __init__(self, curves):
+        self.curves = dict(curves)
+        self.length = max(len(c) for c in self.curves.values())
+
+    def _cells(self, curve, g):
+        if g > len(curve):
+            return ("", "", "")
+        n = _acc.expected_committed_from_survival(curve, g)
+        n_iid = _acc.expected_committed(curve.first_position_acceptance, g)
+        return (f"{n:.3f}", f"{n_iid:.3f}", f"{n - n_iid:+.3f}")
+
+    def _caption(self) -> str:
+        return ("Expected tokens committed per verify pass, N(gamma): measured survival curve, the i.i.d. curve "
+                "alpha^d with alpha = survival(1), and measured minus i.i.d. (positive: the curve beats i.i.d.)")
+
+    def _header(self):
+        head = ["gamma"]
+        for curve in self.curves.values():
+            head += [f"{curve.name} N", "i.i.d. N", "diff"]
+        return head
+
+    def _rows(self):
+        for g in range(1, self.length + 1):
+            row = [str(g)]
+            for curve in self.curves.values():
+                row += list(self._cells(curve, g))
+            yield row
+
+    def as_table(self) -> NumberTable:
+        return NumberTable(tuple(self._header()), tuple(map(tuple, self._rows())), caption=self._caption(),
+                           css_class="speclib-committed-table")
+
+
+def committed_table(curves=None) -> CommittedTable:
+    """:class:`CommittedTable` for ``curves`` (default: the shipped MTP and
+    DFlash curves)."""
+    curves = _acc.load_survival_curves() if curves is None else {k: _acc.as_survival_curve(v) for k, v in dict(curves).items()}
+    return CommittedTable(curves)
+
+
+# --- gamma* under measured survival curves against i.i.d. -----------------------------
+
+
+class SurvivalComparison(RendersAsTable):
+    """gamma* and the best speedup under each measured survival curve against
+    the i.i.d. curve of the same first-position acceptance (searched over the
+    same draft lengths), across a grid of batches."""
+
+    def __init__(self, rows, batches, S, c_draft, model_name, hardware_name):
+        self.rows = rows
+        self.batches = batches
+        self.S, self.c_draft = S, c_draft
+        self.model_name, self.hardware_name = model_name, hardware_name
+
+    def _caption(self) -> str:
+        return (f"Measured survival curve against i.i.d. acceptance with the same alpha = survival(1): "
+                f"{self.model_name} on {self.hardware_name}, S = {self.S:,.0f}, drafter {self.c_draft:.0%} of a step, "
+                f"{len(self.batches)} batches from {self.batches[0]:,.0f} to {self.batches[-1]:,.0f}. "
+                f"Shortfall: 1 - measured best speedup / i.i.d. best speedup.")
+
+    _HEAD = ("drafter", "alpha", "positions", "gamma* differs", "largest |diff|", "longer", "shorter",
+             "largest shortfall", "at batch", "gamma* there (measured / i.i.d.)")
+
+    def _cells(self, r):
+        return (r["name"], f"{r['alpha']:.3f}", str(r["length"]), f"{r['differs']} of {len(self.batches)}",
+                str(r["max_diff"]), str(r["longer"]), str(r["shorter"]), f"{r['shortfall']:.1%}",
+                f"{r['at_batch']:,.0f}", f"{r['gamma_measured']} / {r['gamma_iid']}")
+
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._HEAD, tuple(self._cells(r) for r in self.rows), caption=self._caption(),
+                           css_class="speclib-survival-comparison", align="l")
+
+
+def compare_survival(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardware=None, *, query_bytes=False):
+    """:class:`SurvivalComparison` of each curve in ``curves`` (default: the
+    shipped MTP and DFlash curves) with its i.i.d. counterpart over the batches
+    ``B`` (default: 600 whole-sequence batches from 1 to 30,000)."""
+    curves = _acc.load_survival_curves() if curves is None else {k: _acc.as_survival_curve(v)
+                                                                 for k, v in dict(curves).items()}
+    if B is None:
+        B = np.unique(np.round(np.geomspace(1, 30_000, 600)))
+    B = _cost.check_batch(B).ravel()
+    m, h = resolve(model, hardware)
+    rows = []
+    for curve in curves.values():
+        g_m, s_m = _spec.optimal_gamma(curve, B, S, c_draft, m, h, query_bytes=query_bytes)
+        g_i, s_i = _spec.optimal_gamma(curve.iid(), B, S, c_draft, m, h, query_bytes=query_bytes)
+        shortfall = 1 - s_m / s_i
+        worst = int(np.argmax(shortfall))
+        diff = g_m - g_i
+        rows.append(dict(name=curve.name, alpha=curve.first_position_acceptance, length=len(curve),
+                         differs=int(np.count_nonzero(diff)), max_diff=int(np.max(np.abs(diff))),
+                         longer=int(np.count_nonzero(diff > 0)), shorter=int(np.count_nonzero(diff < 0)),
+                         shortfall=float(shortfall[worst]), at_batch=float(B[worst]),
+                         gamma_measured=int(g_m[worst]), gamma_iid=int(g_i[worst])))
+    return SurvivalComparison(rows, B, float(S), float(c_draft), m.name, h.name)
+
+
+# --- expert parallelism (chapter: expert parallelism) -----------------------------------
+
+
+class ExpertParallelSummary(RendersAsTable):
+    """Per G: where speculation pays (gamma* >= 1) against the batch per GPU,
+    the best speedup and where, and what the all-to-all costs in speedup."""
+
+    def __init__(self, rows, batches, S, alpha, c_draft, label):
+        self.rows, self.batches = rows, batches
+        self.S, self.alpha, self.c_draft, self.label = S, alpha, c_draft, label
+
+    _HEAD = ("G", "gamma* = 0 (batch per GPU)", "largest gamma*", "best speedup", "at batch",
+             "speedup lost to all-to-all (max)", "batches where comm changes gamma*")
+
+    def _caption(self):
+        return (f"Expert parallelism, {self.label}: S = {self.S:,.0f}, alpha = {self.alpha:.0%}, drafter "
+                f"{self.c_draft:.0%} of a step, batch per GPU {self.batches[0]:,.0f} to {self.batches[-1]:,.0f}")
+
+    def _cells(self, r):
+        return (str(r["G"]), r["zero"], str(r["gmax"]), f"{r['best']:.3f}", f"{r['best_at']:,.0f}",
+                f"{r['comm_loss']:.1%}", str(r["comm_changes"]))
+
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._HEAD, tuple(self._cells(r) for r in self.rows), caption=self._caption(),
+                           css_class="speclib-ep-summary", align="rl")
+
+
+def _zero_runs(B, g):
+    zero = g == 0
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], zero.astype(np.int8), [0]])))
+    runs = [f"{B[a]:,.0f}-{B[b - 1]:,.0f}" for a, b in zip(edges[::2], edges[1::2])]
+    return ", ".join(runs) if runs else "never"
+
+
+def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096, alpha=0.75, c_draft=0.1, interconnect=None,
+            B=None) -> ExpertParallelSummary:
+    """:class:`ExpertParallelSummary` over ``B`` (default 1..4,096 sequences
+    per GPU, whole numbers, about 300 log-spaced)."""
+    m, hw = resolve(model, hardware)
+    if B is None:
+        B = np.unique(np.round(np.geomspace(1, 4096, 300)))
+    B = _cost.check_batch(B).ravel()
+    net = default_interconnect(hw) if interconnect is None else presets.interconnect(interconnect)
+    rows = []
+    for G_value in Gs:
+        g, s = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=net)
+        g0, s0 = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=net, include_comm=False)
+        best = int(np.argmax(s))
+        rows.append(dict(G=G_value, zero=_zero_runs(B, g), gmax=int(g.max()), best=float(s[best]),
+                         best_at=float(B[best]), comm_loss=float(np.max(1 - s / s0)),
+                         comm_changes=int(np.count_nonzero(g != g0))))
+    return ExpertParallelSummary(rows, B, float(S), float(alpha), float(c_draft), f"{m.name} on {hw.name} + {net.name}")
+
+
+# --- the roofline against measured decoding (chapter: measured decode) -------------------
+
+
+def _fmt_range(values) -> str:
+    if len(values) == 0:
+        return "-"
+    return f"{np.median(values):.2f} ({np.min(values):.2f}-{np.max(values):.2f})"
+
+
+class RatioTable(RendersAsTable):
+    """Measured / predicted TPOT per workload, chip, framework and precision:
+    the median over concurrencies (and its min-max) at each TP."""
+
+    TPS = _val.TP_WIDTHS
+
+    def __init__(self, comparison: _val.Comparison, little: bool = False):
+        self.little = little
+        ratio = comparison.ratio_little if little else comparison.ratio
+        keys = []
+        for r in comparison.records:
+            key = (r.workload, r.chip, r.framework, r.precision)
+            if key not in keys:
+                keys.append(key)
+        tp = comparison.column("tp")
+        self.rows = []
+        for key in keys:
+            idx = comparison.select(workload=key[0], chip=key[1], framework=key[2], precision=key[3])
+            cells = [_fmt_range(ratio[idx[tp[idx] == n]]) for n in self.TPS]
+            self.rows.append((*key, cells, int(np.sum(ratio[idx] < 1))))
+        self.missing = comparison.missing
+        self.kv_precision = comparison.kv_precision
+
+    def _caption(self) -> str:
+        batch = "the decode batch from Little's law" if self.little else "batch = concurrency"
+        note = f" Skipped (no hardware preset): {', '.join(self.missing)}." if self.missing else ""
+        return (f"Measured / predicted TPOT, Llama-3.3-70B, {batch}, {self.kv_precision} KV cache: "
+                f"median over concurrencies (min-max) at each tensor-parallel width; "
+                f"last column counts runs faster than the roofline.{note}")
+
+    _HEAD = ("workload", "chip", "framework", "precision")
+
+    def as_table(self) -> NumberTable:
+        columns = (*self._HEAD, *(f"TP={n}" for n in self.TPS), "below")
+        rows = tuple((*key, *cells, str(below)) for *key, cells, below in self.rows)
+        return NumberTable(columns, rows, caption=self._caption(), css_class="speclib-ratio-table",
+                           align="l" * len(self._HEAD))
+
+
+def ratio_table(comparison=None, *, little: bool = False) -> RatioTable:
+    """The measured/predicted ratio table (see :class:`RatioTable`)."""
+    return RatioTable(_val.compare() if comparison is None else comparison, little=little)
+
+
+class BelowRooflineTable(RendersAsTable):
+    """The runs measured faster than the roofline at batch = concurrency, with
+    what their own throughput says the decode batch really was."""
+
+    def __init__(self, comparison: _val.Comparison):
+        idx = comparison.below_roofline()
+        self.rows = [
+            (comparison.records[i], comparison.predicted_s[i] * 1e3, comparison.little_batch[i],
+             comparison.predicted_little_s[i] * 1e3)
+            for i in idx
+        ]
+
+    _HEAD = ("workload", "chip", "framework", "prec", "TP", "conc", "TTFT s", "TPOT ms", "pred ms",
+             "Little B", "pred(B) ms")
+
+    def _cells(self, row):
+        r, pred, b, pred_b = row
+        return (r.workload, r.chip, r.framework, r.precision, f"{r.tp}", f"{r.concurrency}", f"{r.ttft_ms / 1e3:.1f}",
+                f"{r.tpot_ms:.2f}", f"{pred:.2f}", f"{b:.1f}", f"{pred_b:.2f}")
+
+    def _caption(self) -> str:
+        return ("Runs faster than the roofline at batch = concurrency. TTFT: time to first token; "
+                "pred: roofline at batch = concurrency; Little B: decode batch implied by the run's "
+                "throughput and TPOT; pred(B): roofline at that batch.")
+
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._HEAD, tuple(self._cells(row) for row in self.rows), caption=self._caption(),
+                           css_class="speclib-below-table", align="llll")
+
+
+def below_roofline_table(comparison=None) -> BelowRooflineTable:
+    return BelowRooflineTable(_val.compare() if comparison is None else comparison)
+
+
+class ConsistencyTable(RendersAsTable):
+    """How many runs beat the roofline under each KV-cache assumption, at
+    batch = concurrency and at the Little's-law decode batch, and how far the
+    Little's-law batch sits from the concurrency."""
+
+    _HEAD = ("KV cache", "runs", "below roofline, batch = concurrency", "below roofline, Little's-law batch",
+             "Little batch / concurrency: min, median, max")
+
+    def __init__(self, comparisons):
+        self.rows = []
+        for c in comparisons:
+            share = c.little_batch / c.column("concurrency")
+            self.rows.append((c.kv_precision, str(len(c)), str(len(c.below_roofline())),
+                              str(len(c.below_roofline(little=True))),
+                              f"{share.min():.2f}, {np.median(share):.2f}, {share.max():.2f}"))
+
+    def _caption(self):
+        return "Runs measured faster than the roofline, by KV-cache precision assumed in the prediction"
+
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._HEAD, tuple(self.rows), caption=self._caption(),
+                           css_class="speclib-consistency-table", align="l")
+
+
+def consistency_table(kv_precisions=("fp8", "bf16"), records=None) -> ConsistencyTable:
+    """:class:`ConsistencyTable` over the KV-cache precisions given."""
+    records = _val.load_measurements() if records is None else list(records)
+    return ConsistencyTable([_val.compare(records, kv_precision=kv) for kv in kv_precisions])

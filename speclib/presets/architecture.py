@@ -1,0 +1,349 @@
+"""What a chip, a model and an interconnect are: frozen dataclasses holding
+architecture and datasheet numbers. Every quantity the cost model uses
+(W_attn, W_E, m_c, m_q, f, ridges) is derived from them here, by the formulas
+of :mod:`speclib.formulas` printed to numpy; the presets themselves are data
+(:mod:`speclib.presets.catalog`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Optional, Union
+
+from .._checks import checked_array, checked_choice, checked_int
+from ..formulas import numpy_functions as nf
+
+
+def _evaluate(functions, values: dict) -> tuple:
+    """Each named function of the printed formulas at ``values``, its
+    arguments picked from ``values`` by name."""
+    return tuple(float(getattr(nf, name)(*(values[a] for a in nf.ARGUMENTS[name]))) for name in functions)
+
+
+#: Precisions from narrowest to widest. A chip without tensor cores for a
+#: precision runs it on the next wider one it has (MXFP4 weights on Hopper are
+#: dequantised and multiplied in fp8), so it gets that precision's peak while
+#: the bytes moved stay those of the narrow format.
+PRECISIONS = ("fp4", "fp8", "bf16")
+
+@dataclass(frozen=True)
+class Hardware:
+    """One accelerator: HBM bandwidth and dense peak FLOP/s per precision, and
+    the name of the scale-up network it ships with (an :class:`Interconnect`
+    preset, or None)."""
+
+    name: str
+    memory_bandwidth: float  # bytes/s
+    bf16_flops: float
+    fp8_flops: Optional[float]
+    fp4_flops: Optional[float]
+    source: str
+    aliases: tuple = ()
+    interconnect: Optional[str] = None
+
+    def peak_flops(self, precision: str) -> float:
+        """Dense peak for ``precision``; a precision the chip lacks falls back to
+        the next wider one it supports (see :data:`PRECISIONS`)."""
+        precision = checked_choice("precision", precision, PRECISIONS)
+        for p in PRECISIONS[PRECISIONS.index(precision):]:
+            value = getattr(self, f"{p}_flops")
+            if value is not None:
+                return value
+        raise AssertionError("bf16 is always present")  # pragma: no cover
+
+    def native(self, precision: str) -> bool:
+        """Whether the chip has tensor cores for ``precision`` itself."""
+        precision = checked_choice("precision", precision, PRECISIONS)
+        return getattr(self, f"{precision}_flops") is not None
+
+    def ridge(self, precision: str) -> float:
+        """Ridge point R = peak FLOP/s / bandwidth, in FLOP per byte."""
+        return self.peak_flops(precision) / self.memory_bandwidth
+
+
+class _AttentionConstants:
+    """m_c, m_q and f of an attention layout, evaluated once per preset by the
+    functions of :mod:`speclib.formulas.numpy_functions` that ``_FORMULAS``
+    names (context bytes, query bytes, FLOPs per pair) on the layout's
+    ``architecture()`` numbers, matched to each function's arguments by name."""
+
+    _FORMULAS: tuple = ()
+
+    def architecture(self) -> dict:
+        """The layout's numbers under the names the sympy expressions of
+        :mod:`speclib.formulas.attention` give them (n_h, d_c, b_kv, ...)."""
+        raise NotImplementedError  # pragma: no cover - each layout defines it
+
+    @cached_property
+    def _constants(self) -> tuple:
+        return _evaluate(self._FORMULAS, self.architecture())
+
+    @property
+    def context_bytes(self) -> float:
+        """m_c: bytes read per context token."""
+        return self._constants[0]
+
+    @property
+    def query_bytes_per_token(self) -> float:
+        """m_q: bytes read per query token."""
+        return self._constants[1]
+
+    @property
+    def flops_per_pair(self) -> float:
+        """f: FLOPs per query-context pair."""
+        return self._constants[2]
+
+
+@dataclass(frozen=True)
+class MLAAttention(_AttentionConstants):
+    """Multi-head latent attention, with DeepSeek-V4's compressed variants.
+
+    Widths are element counts; ``*_bytes`` are bytes per element.
+    """
+
+    n_heads: int
+    kv_lora_rank: int  # d_c, the cached latent
+    rope_dim: int  # d_r, the shared rope key
+    q_lora_rank: Optional[int]
+    q_head_dim: int  # per-head query width out of the query projection
+    kv_proj_width: int  # output width of the hidden -> KV down projection
+    o_head_dim: int  # per-head width entering the output projection
+    o_groups: Optional[int] = None  # grouped low-rank output projection (V4)
+    o_lora_rank: Optional[int] = None
+    kv_up_proj: bool = False  # V2/V3: a latent -> per-head K/V up projection is stored
+    mha_nope_dim: Optional[int] = None  # d_n of the up-projected (MHA) form
+    mha_v_dim: Optional[int] = None  # d_v of the up-projected (MHA) form
+    kv_bytes: float = 1.0
+    query_bytes: float = 2.0
+    # DeepSeek-V4 sparse variants (None when the model has none)
+    hca_ratio: Optional[float] = None
+    csa_ratio: Optional[float] = None
+    csa_top_k: Optional[int] = None
+    indexer_heads: Optional[int] = None
+    indexer_head_dim: Optional[int] = None
+    indexer_key_bytes: float = 1.0
+
+    kind = "mla"
+    _FORMULAS = ("mla_context_bytes", "mla_query_bytes", "mla_flops_per_pair")
+
+    def architecture(self) -> dict:
+        return {"n_h": self.n_heads, "d_c": self.kv_lora_rank, "d_r": self.rope_dim, "b_kv": self.kv_bytes,
+                "b_q": self.query_bytes}
+
+    def projection_params(self, hidden: int) -> int:
+        """Weights of the attention projections (everything but the cache)."""
+        q_out = self.n_heads * self.q_head_dim
+        q = hidden * self.q_lora_rank + self.q_lora_rank * q_out if self.q_lora_rank else hidden * q_out
+        kv = hidden * self.kv_proj_width
+        if self.kv_up_proj:
+            kv += self.kv_lora_rank * self.n_heads * (self.mha_nope_dim + self.mha_v_dim)
+        o_in = self.n_heads * self.o_head_dim
+        if self.o_groups:
+            o = o_in * self.o_lora_rank + self.o_groups * self.o_lora_rank * hidden
+        else:
+            o = o_in * hidden
+        return int(q + kv + o)
+
+    @cached_property
+    def _indexer_constants(self) -> tuple:
+        """m_c, m_q, f of CSA's score-only indexer."""
+        return _evaluate(("indexer_context_bytes", "indexer_query_bytes", "indexer_flops_per_pair"),
+                         {"n_h": self.indexer_heads, "d_h": self.indexer_head_dim, "b_kv": self.indexer_key_bytes,
+                          "b_q": self.query_bytes})
+
+    def variant_constants(self, variant: str, S):
+        """(m_c, m_q, f, effective context) for ``variant`` at context ``S``."""
+        if variant == "mla":
+            return (*self._constants, S)
+        if variant == "gqa":
+            raise ValueError("variant 'gqa' needs a GQA model; this model uses MLA ('mla', 'hca', 'csa', 'indexer')")
+        if self.hca_ratio is None:
+            raise ValueError(f"variant {variant!r} needs a model with DeepSeek-V4 HCA/CSA attention; this one has only 'mla'")
+        if variant == "hca":
+            return (*self._constants, nf.hca_context(S, self.hca_ratio))
+        if variant == "csa":
+            return (*self._constants, nf.csa_context(S, self.csa_ratio, self.csa_top_k))
+        return (*self._indexer_constants, nf.indexer_context(S, self.csa_ratio))
+
+
+@dataclass(frozen=True)
+class GQAAttention(_AttentionConstants):
+    """Grouped-query attention (MHA when n_kv_heads == n_heads)."""
+
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    kv_bytes: float = 2.0
+    query_bytes: float = 2.0
+
+    kind = "gqa"
+    _FORMULAS = ("gqa_context_bytes", "gqa_query_bytes", "gqa_flops_per_pair")
+
+    def architecture(self) -> dict:
+        return {"n_h": self.n_heads, "n_kv": self.n_kv_heads, "d_h": self.head_dim, "b_kv": self.kv_bytes,
+                "b_q": self.query_bytes}
+
+    def projection_params(self, hidden: int) -> int:
+        qkv = hidden * (self.n_heads + 2 * self.n_kv_heads) * self.head_dim
+        return int(qkv + self.n_heads * self.head_dim * hidden)
+
+    def variant_constants(self, variant: str, S):
+        if variant != "gqa":
+            raise ValueError(f"variant {variant!r} needs an MLA model; this model uses GQA (variant 'gqa')")
+        return self.context_bytes, self.query_bytes_per_token, self.flops_per_pair, S
+
+
+@dataclass(frozen=True)
+class MoEFFN:
+    """Routed experts (top-k of E) plus always-on shared experts."""
+
+    n_routed: int
+    top_k: int
+    n_shared: int
+    expert_width: int  # intermediate size of one expert
+    weight_bytes: float  # bytes per parameter as stored (MXFP4: 0.53)
+    precision: str = "fp4"  # the GEMM precision the experts run in
+
+    is_moe = True
+
+    def __post_init__(self):
+        # A custom model with top_k > n_routed would otherwise surface as a NaN
+        # deep inside the cost model.
+        checked_int("n_routed", self.n_routed, lo=1)
+        checked_int("top_k", self.top_k, lo=1, hi=self.n_routed)
+        checked_int("n_shared", self.n_shared, lo=0)
+        checked_int("expert_width", self.expert_width, lo=1)
+        checked_array("weight_bytes", self.weight_bytes, lo=0, lo_open=True)
+        checked_choice("precision", self.precision, PRECISIONS)
+
+    def expert_params(self, hidden: int) -> int:
+        """W_E: gate, up and down projections of one expert."""
+        return 3 * hidden * self.expert_width
+
+
+@dataclass(frozen=True)
+class DenseFFN:
+    """A gated dense FFN."""
+
+    width: int
+    weight_bytes: float
+    precision: str = "fp8"
+
+    def __post_init__(self):
+        checked_int("width", self.width, lo=1)
+        checked_array("weight_bytes", self.weight_bytes, lo=0, lo_open=True)
+        checked_choice("precision", self.precision, PRECISIONS)
+
+    is_moe = False
+
+    def expert_params(self, hidden: int) -> int:
+        """The whole FFN, treated as one always-on expert."""
+        return 3 * hidden * self.width
+
+
+@dataclass(frozen=True)
+class Model:
+    """A transformer layer's architecture numbers (the layer count cancels in
+    every ratio the book draws; ``n_layers``, ``vocab_size`` and the dense-layer
+    fields are kept for totals such as :meth:`total_params`).
+
+    The cost model describes one representative layer: for a MoE model that is
+    a MoE layer, so the few dense-FFN layers some MoE models keep at the bottom
+    (DeepSeek-V3's first three) do not enter ``optimal_gamma``; they count only
+    in the parameter totals (``n_dense_layers`` of width ``dense_ffn_width``).
+    """
+
+    name: str
+    hidden_size: int
+    attention: Union[MLAAttention, GQAAttention]
+    ffn: Union[MoEFFN, DenseFFN]
+    proj_weight_bytes: float = 1.0
+    proj_precision: str = "fp8"
+    attention_precision: str = "bf16"
+    n_layers: Optional[int] = None
+    source: str = ""
+    aliases: tuple = ()
+    vocab_size: Optional[int] = None
+    n_dense_layers: int = 0  # layers of a MoE model whose FFN is dense
+    dense_ffn_width: Optional[int] = None  # intermediate size of those layers
+    tie_word_embeddings: bool = False
+
+    @property
+    def attn_proj_params(self) -> int:
+        """W_attn."""
+        return self.attention.projection_params(self.hidden_size)
+
+    @property
+    def expert_params(self) -> int:
+        """W_E (for a dense model, the whole FFN)."""
+        return self.ffn.expert_params(self.hidden_size)
+
+    @property
+    def context_bytes(self) -> float:
+        """m_c of the full attention."""
+        return self.attention.context_bytes
+
+    @property
+    def query_bytes(self) -> float:
+        """m_q of the full attention."""
+        return self.attention.query_bytes_per_token
+
+    @property
+    def flops_per_pair(self) -> float:
+        """f of the full attention."""
+        return self.attention.flops_per_pair
+
+    # --- whole-model totals --------------------------------------------------
+    def _layer_counts(self):
+        if self.n_layers is None or self.vocab_size is None:
+            raise ValueError(
+                f"model {self.name!r} needs n_layers and vocab_size for parameter totals; "
+                "build it from a config with num_hidden_layers and vocab_size"
+            )
+        n_dense = self.n_dense_layers if self.ffn.is_moe else 0
+        if n_dense and self.dense_ffn_width is None:
+            raise ValueError(f"model {self.name!r} has dense layers but no dense_ffn_width")
+        return self.n_layers, self.n_layers - n_dense, n_dense
+
+    def _params(self, experts_per_layer) -> int:
+        n_layers, n_ffn_layers, n_dense = self._layer_counts()
+        embeddings = self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+        attention = n_layers * self.attn_proj_params
+        if self.ffn.is_moe:
+            router = self.hidden_size * self.ffn.n_routed
+            ffn = n_ffn_layers * (experts_per_layer * self.expert_params + router)
+            if n_dense:
+                ffn += n_dense * 3 * self.hidden_size * self.dense_ffn_width
+        else:
+            ffn = n_layers * self.expert_params
+        return int(embeddings + attention + ffn)
+
+    def total_params(self) -> int:
+        """Parameters of the whole model: embeddings (and an untied output head),
+        attention projections, FFNs (every routed and shared expert, routers,
+        dense layers). Norms, biases, multi-token-prediction modules and
+        DeepSeek-V4's compressors and indexers are left out."""
+        ffn = self.ffn
+        return self._params(ffn.n_routed + ffn.n_shared if ffn.is_moe else 1)
+
+    def active_params(self) -> int:
+        """Parameters one token uses: as :meth:`total_params` but with only the
+        ``top_k`` routed experts (plus the shared ones) of each MoE layer."""
+        ffn = self.ffn
+        return self._params(ffn.top_k + ffn.n_shared if ffn.is_moe else 1)
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """A GPU-to-GPU network as one GPU sees it.
+
+    ``bandwidth``: bytes/s per GPU with both directions counted (half of it
+    each way). ``domain_size``: the most GPUs it joins into one all-to-all
+    domain (None for a scale-out network with no such limit).
+    """
+
+    name: str
+    bandwidth: float
+    domain_size: Optional[int]
+    source: str
+    aliases: tuple = ()

@@ -1,0 +1,84 @@
+"""The preset tables: chips, interconnects and models, read from the data files
+beside this module.
+
+* ``hardware.json``: one record per chip (bandwidth, dense peaks, its
+  interconnect, its source);
+* ``interconnects.json``: one record per network;
+* ``models.json``: the model presets in listing order, each a Hugging Face
+  style ``config.json`` in ``models/`` read by
+  :func:`speclib.presets.hf_config.from_hf_config`.
+
+Every number in them carries its source; nothing here is a number but the unit
+conversions. A record with a missing or unknown field is an error naming the
+file, the record and the field.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .architecture import Hardware, Interconnect
+from .hf_config import from_hf_config
+
+DATA_DIR = Path(__file__).resolve().parent
+#: Where the shipped model configs live.
+MODELS_DIR = DATA_DIR / "models"
+
+_TERA = 1e12
+_GIGA = 1e9
+
+
+def _scaled(factor):
+    return lambda value: None if value is None else value * factor
+
+
+#: Per table: the file, its list key, and each field's dataclass field and
+#: conversion to SI units.
+_TABLES = {
+    "hardware": ("hardware.json", Hardware, {
+        "name": ("name", str),
+        "aliases": ("aliases", tuple),
+        "memory_bandwidth_TBps": ("memory_bandwidth", _scaled(_TERA)),
+        "bf16_TFLOPS": ("bf16_flops", _scaled(_TERA)),
+        "fp8_TFLOPS": ("fp8_flops", _scaled(_TERA)),
+        "fp4_TFLOPS": ("fp4_flops", _scaled(_TERA)),
+        "interconnect": ("interconnect", lambda v: v),
+        "source": ("source", str),
+    }),
+    "interconnects": ("interconnects.json", Interconnect, {
+        "name": ("name", str),
+        "aliases": ("aliases", tuple),
+        "bandwidth_GBps": ("bandwidth", _scaled(_GIGA)),
+        "domain_size": ("domain_size", lambda v: v),
+        "source": ("source", str),
+    }),
+}
+
+
+def read_table(kind: str) -> tuple:
+    """The presets of one table (``"hardware"`` or ``"interconnects"``), in
+    file order, as dataclasses with SI values."""
+    filename, cls, fields = _TABLES[kind]
+    path = DATA_DIR / filename
+    records = json.loads(path.read_text(encoding="utf-8"))[kind]
+    out = []
+    for i, record in enumerate(records):
+        where = f"{path.name}: {kind}[{i}] ({record.get('name', '?')})"
+        missing, unknown = set(fields) - set(record), set(record) - set(fields)
+        if missing or unknown:
+            problems = [f"{what} fields {sorted(names)}" for what, names in (("missing", missing), ("unknown", unknown))
+                        if names]
+            raise ValueError(f"{where}: {'; '.join(problems)} (allowed: {', '.join(fields)})")
+        out.append(cls(**{target: convert(record[key]) for key, (target, convert) in fields.items()}))
+    return tuple(out)
+
+
+def model_files() -> tuple:
+    """The shipped model configs, in the listing order of ``models.json``."""
+    listed = json.loads((DATA_DIR / "models.json").read_text(encoding="utf-8"))["models"]
+    return tuple(MODELS_DIR / f"{stem}.json" for stem in listed)
+
+
+def read_models() -> tuple:
+    """Every model preset, in listing order."""
+    return tuple(from_hf_config(path) for path in model_files())

@@ -1,0 +1,357 @@
+"""Models from Hugging Face style ``config.json`` files: the reader behind
+every model preset (:mod:`speclib.presets.catalog` reads the shipped configs
+in ``speclib/presets/models``) and behind ``speclib --model-config``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Optional
+
+from .._checks import checked_array, checked_choice, checked_int
+from .architecture import PRECISIONS, DenseFFN, GQAAttention, MLAAttention, Model, MoEFFN
+
+_MISSING = object()
+
+#: Bytes per parameter of MXFP4 as the paper's charts count it (4-bit values
+#: plus one 8-bit scale per 32: 4.25 bits, rounded to 0.53 bytes).
+MXFP4_BYTES = 0.53
+
+_DTYPE_BYTES = {
+    "bfloat16": 2.0,
+    "float16": 2.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "float32": 4.0,
+    "fp32": 4.0,
+    "float8_e4m3fn": 1.0,
+    "fp8": 1.0,
+}
+
+#: Keys of the optional "speclib" block: what an HF config does not say.
+SPECLIB_KEYS = {
+    "name": "display name",
+    "aliases": "other names model() accepts",
+    "source": "where the numbers come from",
+    "weight_bytes": "bytes per parameter of every weight (overridden by the two below)",
+    "ffn_weight_bytes": "bytes per parameter of the FFN / experts (MXFP4: 0.53)",
+    "ffn_precision": "GEMM precision of the FFN / experts: fp4, fp8 or bf16",
+    "proj_weight_bytes": "bytes per parameter of the attention projections",
+    "proj_precision": "GEMM precision of the attention projections",
+    "attention_precision": "precision of the attention matmuls (default bf16)",
+    "kv_bytes": "bytes per cached element (default: the config's dtype)",
+    "query_bytes": "bytes per query element (default 2)",
+    "mha_nope_dim": "MLA: per-head no-rope key width of the up-projected form",
+    "mha_v_dim": "MLA: per-head value width of the up-projected form",
+    "hca_ratio": "DeepSeek-V4: HCA compression ratio",
+    "csa_ratio": "DeepSeek-V4: CSA compression ratio",
+    "csa_top_k": "DeepSeek-V4: compressed positions CSA keeps (default: index_topk)",
+    "indexer_heads": "DeepSeek-V4: indexer heads (default: index_n_heads)",
+    "indexer_head_dim": "DeepSeek-V4: indexer head width (default: index_head_dim)",
+    "indexer_key_bytes": "DeepSeek-V4: bytes per indexer key element (default 1)",
+}
+
+
+class _ConfigReader:
+    """Typed access to a config dict; every error names the file and the key."""
+
+    def __init__(self, cfg: Mapping, where: str):
+        self.cfg = cfg
+        self.where = where
+
+    def error(self, message: str) -> ValueError:
+        return ValueError(f"{self.where}: {message}")
+
+    def present(self, key: str) -> bool:
+        return self.cfg.get(key) is not None
+
+    def first_present(self, *keys):
+        return next((k for k in keys if self.present(k)), None)
+
+    def integer(self, key: str, default=_MISSING, lo: int = 1):
+        value = self.cfg.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise self.error(f"missing {key!r} (an integer >= {lo})")
+            return default
+        try:
+            return checked_int(key, value, lo=lo)
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
+
+    def number(self, key: str, value, lo: float = 0.0) -> float:
+        try:
+            return float(checked_array(key, value, lo=lo, lo_open=True))
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
+
+    def choice(self, key: str, value, choices) -> str:
+        try:
+            return checked_choice(key, value, choices)
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
+
+
+def _read_config(config):
+    if isinstance(config, Mapping):
+        return dict(config), "model config"
+    if not isinstance(config, (str, os.PathLike)):
+        raise ValueError(f"model config must be a path to a config.json or a dict; got {type(config).__name__}")
+    path = Path(config)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the model config ({exc.strerror or exc})") from None
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{path}: a model config must be a JSON object")
+    return cfg, str(path)
+
+
+def _weight_formats(r: _ConfigReader, extra: Mapping):
+    """(activation bytes, proj bytes, proj precision, ffn bytes, ffn precision)."""
+    dtype = r.cfg.get("torch_dtype", r.cfg.get("dtype", "bfloat16"))
+    dtype_key = str(dtype).lower().removeprefix("torch.")
+    if dtype_key not in _DTYPE_BYTES:
+        raise r.error(f"torch_dtype must be one of {', '.join(map(repr, _DTYPE_BYTES))}; got {dtype!r}")
+    act_bytes = _DTYPE_BYTES[dtype_key]
+    # Without a quantisation recipe the weights are stored, and (for fp32
+    # configs, an assumption) multiplied, in 16-bit.
+    proj = ffn = (act_bytes, "fp8" if act_bytes == 1.0 else "bf16")
+    quant = r.cfg.get("quantization_config")
+    if quant is not None:
+        if not isinstance(quant, Mapping):
+            raise r.error("quantization_config must be an object")
+        method = str(quant.get("quant_method", "")).lower()
+        if method == "fp8":
+            proj = ffn = (1.0, "fp8")
+        elif method == "mxfp4":
+            ffn = (MXFP4_BYTES, "fp4")  # the experts only; attention stays unquantised
+        elif method in ("awq", "gptq"):
+            bits = quant.get("bits")
+            if not isinstance(bits, int) or bits not in (2, 3, 4, 8):
+                raise r.error(f"quantization_config.bits must be one of 2, 3, 4, 8; got {bits!r}")
+            # Weight-only formats: dequantised and multiplied in 16-bit.
+            proj = ffn = (bits / 8, "bf16")
+        else:
+            raise r.error(
+                "quantization_config.quant_method must be one of 'fp8', 'mxfp4', 'awq', 'gptq' "
+                f"(or describe the weights in the \"speclib\" block); got {quant.get('quant_method')!r}"
+            )
+    if "weight_bytes" in extra:
+        both = r.number("speclib.weight_bytes", extra["weight_bytes"])
+        proj, ffn = (both, proj[1]), (both, ffn[1])
+    proj_bytes = r.number("speclib.proj_weight_bytes", extra.get("proj_weight_bytes", proj[0]))
+    ffn_bytes = r.number("speclib.ffn_weight_bytes", extra.get("ffn_weight_bytes", ffn[0]))
+    proj_precision = r.choice("speclib.proj_precision", extra.get("proj_precision", proj[1]), PRECISIONS)
+    ffn_precision = r.choice("speclib.ffn_precision", extra.get("ffn_precision", ffn[1]), PRECISIONS)
+    return act_bytes, proj_bytes, proj_precision, ffn_bytes, ffn_precision
+
+
+def _compress_ratios(r: _ConfigReader):
+    """(csa_ratio, hca_ratio) from DeepSeek-V4's per-layer compress_ratios list."""
+    ratios = r.cfg.get("compress_ratios")
+    if ratios is None:
+        return None, None
+    if not isinstance(ratios, list) or not all(isinstance(x, int) and x >= 0 for x in ratios):
+        raise r.error("compress_ratios must be a list of non-negative integers (0 = uncompressed layer)")
+    used = sorted({x for x in ratios if x > 1})
+    if not used:
+        return None, None
+    # The lightly compressed, sparsely selected layers (CSA) use the smallest
+    # ratio, the heavily compressed dense ones (HCA) the largest.
+    return used[0], (used[-1] if len(used) > 1 else None)
+
+
+def _mla_attention(r: _ConfigReader, extra: Mapping, kv_bytes: float, query_bytes: float):
+    heads = r.integer("num_attention_heads")
+    rope = r.integer("qk_rope_head_dim")
+    if r.present("kv_lora_rank"):
+        # DeepSeek-V2/V3: the latent (kv_lora_rank) plus a shared rope key is
+        # cached; a stored up-projection turns the latent into per-head keys
+        # (qk_nope_head_dim) and values (v_head_dim).
+        kv_lora = r.integer("kv_lora_rank")
+        nope = r.integer("qk_nope_head_dim")
+        v_dim = r.integer("v_head_dim")
+        return MLAAttention(
+            n_heads=heads,
+            kv_lora_rank=kv_lora,
+            rope_dim=rope,
+            q_lora_rank=r.integer("q_lora_rank", None),
+            q_head_dim=nope + rope,
+            kv_proj_width=kv_lora + rope,
+            o_head_dim=v_dim,
+            kv_up_proj=True,
+            mha_nope_dim=int(extra.get("mha_nope_dim", nope)),
+            mha_v_dim=int(extra.get("mha_v_dim", v_dim)),
+            kv_bytes=kv_bytes,
+            query_bytes=query_bytes,
+        )
+    # DeepSeek-V4: one head_dim-wide latent per token serves as key and value,
+    # queries come out head_dim wide, and the output projection is grouped and
+    # low-rank. Counted as the paper counts it: d_c = head_dim with the rope key
+    # d_r = qk_rope_head_dim on top (m_c = 576 B for Flash in fp8).
+    head_dim = r.integer("head_dim")
+    csa_from_list, hca_from_list = _compress_ratios(r)
+    csa_ratio = extra.get("csa_ratio", csa_from_list)
+    hca_ratio = extra.get("hca_ratio", hca_from_list)
+    sparse = hca_ratio is not None
+    if sparse and csa_ratio is None:
+        raise r.error("an HCA ratio needs a CSA ratio too (speclib.csa_ratio or compress_ratios)")
+    indexer = dict(
+        csa_top_k=int(extra.get("csa_top_k", r.integer("index_topk"))) if sparse else None,
+        indexer_heads=int(extra.get("indexer_heads", r.integer("index_n_heads"))) if sparse else None,
+        indexer_head_dim=int(extra.get("indexer_head_dim", r.integer("index_head_dim"))) if sparse else None,
+    )
+    return MLAAttention(
+        n_heads=heads,
+        kv_lora_rank=head_dim,
+        rope_dim=rope,
+        q_lora_rank=r.integer("q_lora_rank"),
+        q_head_dim=head_dim,
+        kv_proj_width=head_dim,
+        o_head_dim=head_dim,
+        o_groups=r.integer("o_groups"),
+        o_lora_rank=r.integer("o_lora_rank"),
+        mha_nope_dim=extra.get("mha_nope_dim"),
+        mha_v_dim=extra.get("mha_v_dim"),
+        kv_bytes=kv_bytes,
+        query_bytes=query_bytes,
+        hca_ratio=None if hca_ratio is None else r.number("speclib.hca_ratio", hca_ratio, lo=1),
+        csa_ratio=None if csa_ratio is None else r.number("speclib.csa_ratio", csa_ratio, lo=1),
+        indexer_key_bytes=r.number("speclib.indexer_key_bytes", extra.get("indexer_key_bytes", 1.0)),
+        **indexer,
+    )
+
+
+def _gqa_attention(r: _ConfigReader, hidden: int, kv_bytes: float, query_bytes: float):
+    heads = r.integer("num_attention_heads")
+    kv_heads = r.integer("num_key_value_heads", heads)
+    if heads % kv_heads:
+        raise r.error(f"num_attention_heads ({heads}) must be a multiple of num_key_value_heads ({kv_heads})")
+    if r.present("head_dim"):
+        head_dim = r.integer("head_dim")
+    elif hidden % heads:
+        raise r.error(f"give head_dim: hidden_size ({hidden}) is not a multiple of num_attention_heads ({heads})")
+    else:
+        head_dim = hidden // heads
+    return GQAAttention(n_heads=heads, n_kv_heads=kv_heads, head_dim=head_dim, kv_bytes=kv_bytes, query_bytes=query_bytes)
+
+
+def _moe_layers(r: _ConfigReader, n_layers: Optional[int]) -> Optional[int]:
+    """How many of the layers are MoE, under either family's placement rule."""
+    if n_layers is None:
+        return None
+    first_dense = r.integer("first_k_dense_replace", 0, lo=0)  # DeepSeek
+    every = r.integer("moe_layer_freq", 1)  # DeepSeek
+    step = r.integer("decoder_sparse_step", 1)  # Qwen-MoE
+    mlp_only = r.cfg.get("mlp_only_layers") or []  # Qwen-MoE
+    if not isinstance(mlp_only, list):
+        raise r.error("mlp_only_layers must be a list of layer indices")
+    return sum(
+        1
+        for i in range(n_layers)
+        if i >= first_dense and i % every == 0 and (i + 1) % step == 0 and i not in mlp_only
+    )
+
+
+def _ffn(r: _ConfigReader, n_layers, ffn_bytes: float, ffn_precision: str):
+    """(ffn, n_dense_layers, dense_ffn_width)."""
+    experts_key = r.first_present("n_routed_experts", "num_local_experts", "num_experts")
+    n_routed = r.integer(experts_key, lo=0) if experts_key else 0
+    if n_routed <= 1:
+        return DenseFFN(width=r.integer("intermediate_size"), weight_bytes=ffn_bytes, precision=ffn_precision), 0, None
+    top_k = r.integer("num_experts_per_tok")
+    if top_k > n_routed:
+        raise r.error(f"num_experts_per_tok ({top_k}) must be at most {experts_key} ({n_routed})")
+    width_key = "moe_intermediate_size" if r.present("moe_intermediate_size") else "intermediate_size"
+    width = r.integer(width_key)
+    n_shared = r.integer("n_shared_experts", 0, lo=0)
+    if r.present("shared_expert_intermediate_size"):
+        # Qwen2-MoE style: one wide shared expert, counted in units of a routed one.
+        shared_width = r.integer("shared_expert_intermediate_size", lo=0)
+        if shared_width % width:
+            raise r.error(
+                f"shared_expert_intermediate_size ({shared_width}) must be a multiple of {width_key} ({width})"
+            )
+        n_shared = shared_width // width
+    ffn = MoEFFN(
+        n_routed=n_routed, top_k=top_k, n_shared=n_shared, expert_width=width, weight_bytes=ffn_bytes, precision=ffn_precision
+    )
+    n_moe = _moe_layers(r, n_layers)
+    n_dense = 0 if n_moe is None else n_layers - n_moe
+    dense_width = r.integer("intermediate_size") if n_dense else None
+    return ffn, n_dense, dense_width
+
+
+def from_hf_config(config, *, name: Optional[str] = None) -> Model:
+    """A :class:`Model` from a Hugging Face style ``config.json`` (a path or an
+    already-parsed dict).
+
+    Reads the spellings of the DeepSeek-V2/V3 (``kv_lora_rank``, ``q_lora_rank``,
+    ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim``,
+    ``n_routed_experts``, ``n_shared_experts``, ``first_k_dense_replace``),
+    DeepSeek-V4 (``head_dim``, ``o_groups``, ``o_lora_rank``, ``index_*``,
+    ``compress_ratios``), Mixtral (``num_local_experts``), Qwen-MoE
+    (``num_experts``, ``moe_intermediate_size``, ``mlp_only_layers``,
+    ``decoder_sparse_step``) and Llama (dense ``intermediate_size``, GQA
+    ``num_key_value_heads``) families; ``torch_dtype`` and
+    ``quantization_config`` (``fp8``, ``mxfp4``, ``awq``/``gptq``) set the
+    bytes per weight. An optional ``"speclib"`` object supplies what such
+    configs do not say (see :data:`SPECLIB_KEYS`), e.g. MXFP4 experts
+    (``"ffn_weight_bytes": 0.53, "ffn_precision": "fp4"``) or an fp8 KV cache
+    (``"kv_bytes": 1``). A multimodal config's ``text_config`` is read in
+    place of the top level.
+
+    Raises ``ValueError`` naming the file and key when something is missing
+    or out of range.
+    """
+    cfg, where = _read_config(config)
+    if isinstance(cfg.get("text_config"), Mapping):
+        cfg = {**cfg, **cfg["text_config"]}
+    extra = cfg.get("speclib") or {}
+    r = _ConfigReader(cfg, where)
+    if not isinstance(extra, Mapping):
+        raise r.error('"speclib" must be an object')
+    unknown = sorted(set(extra) - set(SPECLIB_KEYS))
+    if unknown:
+        raise r.error(f"unknown speclib key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(SPECLIB_KEYS)}")
+
+    hidden = r.integer("hidden_size")
+    n_layers = r.integer("num_hidden_layers", None)
+    act_bytes, proj_bytes, proj_precision, ffn_bytes, ffn_precision = _weight_formats(r, extra)
+    kv_bytes = r.number("speclib.kv_bytes", extra.get("kv_bytes", act_bytes))
+    query_bytes = r.number("speclib.query_bytes", extra.get("query_bytes", 2.0))
+    if r.present("kv_lora_rank") or r.present("o_groups"):
+        attention = _mla_attention(r, extra, kv_bytes, query_bytes)
+    else:
+        attention = _gqa_attention(r, hidden, kv_bytes, query_bytes)
+    ffn, n_dense, dense_width = _ffn(r, n_layers, ffn_bytes, ffn_precision)
+
+    default_name = Path(where).stem if where != "model config" else "custom model"
+    aliases = extra.get("aliases", ())
+    if isinstance(aliases, str) or not all(isinstance(a, str) for a in aliases):
+        raise r.error("speclib.aliases must be a list of strings")
+    return Model(
+        name=name or extra.get("name") or cfg.get("_name_or_path") or default_name,
+        hidden_size=hidden,
+        attention=attention,
+        ffn=ffn,
+        proj_weight_bytes=proj_bytes,
+        proj_precision=proj_precision,
+        attention_precision=r.choice(
+            "speclib.attention_precision", extra.get("attention_precision", "bf16"), PRECISIONS
+        ),
+        n_layers=n_layers,
+        source=str(extra.get("source", f"built from {where}")),
+        aliases=tuple(aliases),
+        vocab_size=r.integer("vocab_size", None),
+        n_dense_layers=n_dense,
+        dense_ffn_width=dense_width,
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+    )

@@ -1,0 +1,1 @@
+"""Tools on top of the model: the ``speclib`` command (:mod:`.cli`)."""
