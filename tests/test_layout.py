@@ -1,0 +1,191 @@
+"""The package's shape: imports run one way (model maths at the bottom, presets
+beside it, the numeric core on them, evidence and presentation on top, tools
+last), no module imports another that imports it back, and ``import speclib``
+and the ``speclib`` command stay light (numpy, no sympy, matplotlib or
+ipywidgets). Old import paths keep working."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import speclib
+
+PACKAGE = Path(speclib.__file__).resolve().parent
+
+#: Roles from the bottom up: a module may import its own role or a lower one.
+LAYERS = (
+    ("speclib._checks", "speclib.formulas"),
+    ("speclib.presets",),
+    ("speclib.core",),
+    ("speclib.evidence",),
+    ("speclib.presentation",),
+    ("speclib.tools",),
+    ("speclib.__main__",),
+)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer(name: str) -> int:
+    for i, prefixes in enumerate(LAYERS):
+        if any(name == p or name.startswith(p + ".") for p in prefixes):
+            return i
+    raise AssertionError(f"{name} belongs to no role; add it to LAYERS")
+
+
+def imported_modules(name: str) -> set:
+    """Every speclib module ``name`` imports, at module level or inside a
+    function (a cycle hidden in a function is still a cycle), with the
+    package ``__init__`` modules each import passes through (but for the
+    packages ``name`` itself is in: Python has them loaded before it runs)."""
+    path = MODULES[name]
+    own_packages = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 2)}
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            parts = target.split(".")
+            for i in range(2, len(parts) + 1):  # the packages on the way, then the module
+                candidate = ".".join(parts[:i])
+                if candidate in MODULES and candidate not in own_packages:
+                    found.add(candidate)
+    found.discard(name)
+    found.discard("speclib")  # the facade: every module's parent, importing every role on demand
+    return found
+
+
+GRAPH = {name: imported_modules(name) for name in MODULES if name != "speclib"}
+
+
+def test_every_module_has_a_role():
+    for name in GRAPH:
+        layer(name)
+
+
+@pytest.mark.parametrize("name", sorted(GRAPH))
+def test_imports_go_down_the_layers(name):
+    upward = sorted(t for t in GRAPH[name] if layer(t) > layer(name))
+    assert not upward, f"{name} (role {LAYERS[layer(name)]}) imports from a higher role: {upward}"
+
+
+def test_no_import_cycles():
+    """Tarjan's strongly connected components: any with two or more modules
+    is a cycle."""
+    index, low, on_stack, stack, cycles = {}, {}, set(), [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in GRAPH.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_the_cycle_check_can_fail():
+    """The graph above is built from source: a planted cycle is found."""
+    planted = {"a": {"b"}, "b": {"c"}, "c": {"a"}}
+    saved = dict(GRAPH)
+    GRAPH.clear()
+    GRAPH.update(planted)
+    try:
+        with pytest.raises(AssertionError, match="import cycles"):
+            test_no_import_cycles()
+    finally:
+        GRAPH.clear()
+        GRAPH.update(saved)
+
+
+def test_core_and_presets_never_import_sympy_or_plotting():
+    heavy = {"sympy", "matplotlib", "ipywidgets", "IPython"}
+    for name, path in MODULES.items():
+        symbolic = name.startswith("speclib.formulas.") and name != "speclib.formulas.numpy_functions"
+        if name == "speclib" or symbolic or layer(name) > layer("speclib.core"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        roots = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        roots |= {(node.module or "").split(".")[0] for node in ast.walk(tree)
+                  if isinstance(node, ast.ImportFrom) and not node.level}
+        assert not roots & heavy, f"{name} imports {sorted(roots & heavy)}"
+
+
+def _loaded_after(code: str) -> set:
+    probe = code + "\nimport sys\nprint(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+    probe += "('sympy', 'matplotlib', 'ipywidgets', 'IPython'))))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return set(out.split())
+
+
+def test_import_speclib_loads_no_sympy_matplotlib_or_ipywidgets():
+    assert _loaded_after("import speclib") == set()
+
+
+@pytest.mark.parametrize("argv", [
+    ["gamma", "--model", "deepseek-v4-flash", "--hardware", "b200", "--batch", "64", "--seq", "4096",
+     "--alpha", "0.75", "--draft-cost", "0.1"],
+    ["presets"],
+    ["sweep", "--batch", "1,64", "--seq", "4096", "--alpha", "0.75"],
+])
+def test_the_command_loads_no_sympy(argv):
+    code = ("import io, contextlib\nfrom speclib.tools.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main({argv!r}) == 0")
+    assert _loaded_after(code) == set()
+
+
+def test_sympy_names_still_answer_on_the_core_modules():
+    # the twin lookup: the sympy side of an idea, loaded on first use
+    assert speclib.moe.experts_activated_expr is speclib.formulas.moe.experts_activated_expr
+    assert speclib.cost.t is speclib.formulas.cost.t
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent_expr'"):
+        speclib.moe.nonexistent_expr
+
+
+def test_old_import_paths_keep_working():
+    import speclib.figures.paper
+    import speclib.moe
+    from speclib.cost import cost_model
+    from speclib.presentation.figures import paper
+    from speclib.tables import NumberTable
+
+    assert speclib.moe is speclib.core.moe
+    assert speclib.figures.paper is paper  # one module, not a second copy
+    assert cost_model is speclib.core.cost.cost_model
+    assert NumberTable is speclib.presentation.tables.NumberTable
+    assert paper.__spec__.name == "speclib.presentation.figures.paper"
+    assert speclib.claims is sys.modules["speclib.evidence.claims"]
