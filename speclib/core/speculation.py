@@ -8,6 +8,18 @@ single-GPU :class:`speclib.cost.CostModel` of ``model`` on ``hardware``, or
 from any cost model passed as ``cost_model=`` (for example
 :func:`speclib.parallel.expert_parallel_cost_model`). The speedup's closed form
 is in :mod:`speclib.formulas.speculation`.
+
+How a speculative step is priced:
+
+* the paper's ledger (the default): one representative layer's
+  per-component rooflines (:class:`speclib.cost.CostModel`), the drafter a
+  constant fraction ``c_draft`` of a plain step;
+* the whole step (the sequel's): every layer and the output head in
+  seconds (:class:`speclib.core.step.StepModel`), with a drafter priced by
+  its own roofline (``drafter=``), under either composition rule
+  (``roofline="per-component"`` or ``"aggregate"``). It is used as soon as
+  a drafter preset is given, the aggregate rule is asked for, or the model
+  is a hybrid (one layer cannot stand for layers of two kinds).
 """
 from __future__ import annotations
 
@@ -15,84 +27,220 @@ import numpy as np
 
 from .._checks import checked_int, scalar_or_array
 from ..formulas import numpy_functions as nf
+from ..presets import resolve
 from . import acceptance as _acc
 from . import cost as _cost
+from . import drafters as _draft
+from . import step as _step
 from ._symbolic import twin_lookup
-from .cost import check_batch, check_context, check_draft_cost
+from .cost import check_batch, check_context
 
 __getattr__ = twin_lookup("speculation")
 
 
-def _speedup_from_committed(n, gamma_arr, B_arr, S_arr, c_arr, cm):
-    c0 = cm.decode(B_arr, S_arr)
-    cv = cm.verify(B_arr, gamma_arr + 1.0, S_arr)
-    return nf.speedup(n, c0, cv, c_arr, gamma_arr)
+class LedgerPricing:
+    """The paper's: a layer's per-component rooflines, drafting at a
+    constant fraction of a plain step (in the cost model's units)."""
+
+    def __init__(self, cost_model, drafter: _draft.ConstantDrafter):
+        self.cost_model = cost_model
+        self.drafter = drafter
+        self.max_gamma = None
+        self.acceptance = None
+
+    def speedup(self, n, gamma, B, S):
+        c0 = self.cost_model.decode(B, S)
+        cv = self.cost_model.verify(B, gamma + 1.0, S)
+        return nf.speedup(n, c0, cv, self.drafter.c, gamma)
+
+    def broadcast(self, B, S):
+        B, S, _ = np.broadcast_arrays(B, S, self.drafter.c)
+        return B, S
 
 
-def _speedup_arrays(alpha_arr, gamma_arr, B_arr, S_arr, c_arr, cm):
-    return _speedup_from_committed(_acc.committed_numeric(alpha_arr, gamma_arr), gamma_arr, B_arr, S_arr, c_arr, cm)
+class StepPricing:
+    """The sequel's: the whole model's step in seconds (``step_model``), the
+    drafter on the same clock."""
+
+    def __init__(self, step_model: _step.StepModel, drafter):
+        self.step_model = step_model
+        self.drafter = drafter
+        self.max_gamma = drafter.max_gamma
+        self.acceptance = drafter.acceptance
+
+    def plain(self, B, S):
+        """Seconds of a plain decode step."""
+        return self.step_model.time(B, 1.0, S)
+
+    def step(self, gamma, B, S):
+        """Seconds of one speculative step: verify gamma + 1 positions, draft gamma."""
+        return self.step_model.time(B, gamma + 1.0, S) + self.drafter.time(gamma, B, S, self.step_model)
+
+    def speedup(self, n, gamma, B, S):
+        return nf.priced_speedup(n, self.plain(B, S), self.step(gamma, B, S))
+
+    def throughput(self, B, gamma, S, acceptance):
+        """Committed tokens per second (arguments checked by the caller)."""
+        return nf.throughput(B, committed(acceptance, gamma), self.step(gamma, B, S))
+
+    def broadcast(self, B, S):
+        return np.broadcast_arrays(B, S)
+
+    def measured_acceptance(self):
+        """The drafter preset's measured survival curve, padded with zeros to a
+        DFlash block: the sequel counts an unmeasured position as never
+        surviving."""
+        if self.acceptance is None:
+            raise ValueError("alpha must be given (an acceptance in [0, 1] or a SurvivalCurve): only a drafter "
+                             "preset brings a measured survival curve")
+        curve = _acc.load_survival_curves()[self.acceptance]
+        top = self.max_gamma or len(curve)
+        if top > len(curve):
+            curve = _acc.SurvivalCurve(np.concatenate([curve.values, np.zeros(top - len(curve))]), name=curve.name,
+                                       source=curve.source)
+        return curve
 
 
-def _resolve_cost_model(model, hardware, query_bytes, cost_model):
-    if cost_model is None:
-        return _cost.cost_model(model, hardware, query_bytes)
-    if model is not None or hardware is not None:
-        raise ValueError("give either cost_model or model/hardware, not both (cost_model already fixes the model and chip)")
-    if not all(hasattr(cost_model, m) for m in ("decode", "verify")):
-        raise ValueError(f"cost_model must have decode(B, S) and verify(B, width, S) methods; got {cost_model!r}")
-    return cost_model
+def pricing(model=None, hardware=None, *, c_draft=None, drafter=None, roofline: str = "per-component",
+            query_bytes: bool = False, cost_model=None):
+    """How a speculative step of ``model`` on ``hardware`` is priced (see the
+    module notes): a :class:`LedgerPricing` (the paper's) or a
+    :class:`StepPricing` (the whole step, with ``drafter``)."""
+    roofline = _step.check_roofline(roofline)
+    if cost_model is not None:
+        if model is not None or hardware is not None:
+            raise ValueError("give either cost_model or model/hardware, not both (cost_model already fixes the model "
+                             "and chip)")
+        if not all(hasattr(cost_model, m) for m in ("decode", "verify")):
+            raise ValueError(f"cost_model must have decode(B, S) and verify(B, width, S) methods; got {cost_model!r}")
+        if drafter is not None or roofline != "per-component":
+            raise ValueError("cost_model prices the paper's per-layer ledger; drafter= and roofline='aggregate' "
+                             "price the whole model's step")
+        return LedgerPricing(cost_model, _draft.resolve_drafter(None, c_draft, None))
+    m, hw = resolve(model, hardware)
+    if drafter is None and roofline == "per-component" and not m.is_hybrid:
+        return LedgerPricing(_cost.cost_model(m, hw, query_bytes), _draft.resolve_drafter(None, c_draft, hw))
+    if query_bytes:
+        raise ValueError("query_bytes is an option of the paper's per-layer ledger; the whole-model step leaves "
+                         "the query bytes out, as the sequel does")
+    return StepPricing(_step.step_model(m, hw, roofline=roofline),
+                       _draft.resolve_drafter(drafter, c_draft, hw, roofline=roofline))
 
 
-def speedup(alpha, gamma, B, S, c_draft=0.1, model=None, hardware=None, *, query_bytes: bool = False,
-            cost_model=None):
+def _acceptance(alpha, priced):
+    """``alpha`` as i.i.d. acceptances or a survival curve; None means the
+    drafter preset's measured curve."""
+    if alpha is None:
+        if not isinstance(priced, StepPricing):
+            raise ValueError("alpha must be given (an acceptance in [0, 1] or a SurvivalCurve): only a drafter "
+                             "preset brings a measured survival curve")
+        return priced.measured_acceptance()
+    return alpha if isinstance(alpha, _acc.SurvivalCurve) else _acc.check_alpha(alpha)
+
+
+def committed(acceptance, gamma):
+    """N for checked ``gamma``: i.i.d. alphas or a survival curve."""
+    if isinstance(acceptance, _acc.SurvivalCurve):
+        return _acc.committed_from_curve(acceptance, gamma)
+    return _acc.committed_numeric(acceptance, gamma)
+
+
+def _checked_gamma(gamma, acceptance, priced):
+    if isinstance(acceptance, _acc.SurvivalCurve):
+        gamma_arr = _acc.check_gamma_for_curve(gamma, acceptance)
+    else:
+        gamma_arr = _acc.check_gamma(gamma)
+    return _draft.check_gamma_for_drafter(gamma_arr, priced)
+
+
+def speedup(alpha, gamma, B, S, c_draft=None, model=None, hardware=None, *, drafter=None,
+            roofline: str = "per-component", query_bytes: bool = False, cost_model=None):
     """Throughput of speculative decoding with draft length ``gamma`` relative to
     plain decoding, at batch ``B`` sequences and context ``S``; broadcasts.
 
     ``alpha``: the i.i.d. acceptance (a number or array), or a
     :class:`~speclib.acceptance.SurvivalCurve` for depth-dependent acceptance
-    (``gamma`` then at most the curve's length). ``gamma = 0`` gives exactly 1.
-    ``c_draft`` is the drafter's cost per drafted token as a fraction of a
-    plain decode step. ``cost_model`` replaces the single-GPU model of
-    ``model`` on ``hardware``.
+    (``gamma`` then at most the curve's length), or None with a drafter preset
+    (its measured curve). ``gamma = 0`` gives exactly 1. ``c_draft`` is the
+    paper's drafter cost per drafted token as a fraction of a plain decode
+    step (0.1 unless given); ``drafter`` instead names a drafter priced by its
+    own roofline (:func:`speclib.presets.drafter`), ``roofline`` how a step's
+    components compose (see the module notes). ``cost_model`` replaces the
+    single-GPU ledger of ``model`` on ``hardware``.
     """
-    B_arr, S_arr, c_arr = check_batch(B), check_context(S), check_draft_cost(c_draft)
-    cm = _resolve_cost_model(model, hardware, query_bytes, cost_model)
-    if isinstance(alpha, _acc.SurvivalCurve):
-        gamma_arr = _acc.check_gamma_for_curve(gamma, alpha)
-        n = _acc.committed_from_curve(alpha, gamma_arr)
-        return scalar_or_array(_speedup_from_committed(n, gamma_arr, B_arr, S_arr, c_arr, cm))
-    alpha_arr, gamma_arr = _acc.check_alpha(alpha), _acc.check_gamma(gamma)
-    return scalar_or_array(_speedup_arrays(alpha_arr, gamma_arr, B_arr, S_arr, c_arr, cm))
+    B_arr, S_arr = check_batch(B), check_context(S)
+    priced = pricing(model, hardware, c_draft=c_draft, drafter=drafter, roofline=roofline, query_bytes=query_bytes,
+                     cost_model=cost_model)
+    acceptance = _acceptance(alpha, priced)
+    gamma_arr = _checked_gamma(gamma, acceptance, priced)
+    return scalar_or_array(priced.speedup(committed(acceptance, gamma_arr), gamma_arr, B_arr, S_arr))
 
 
-def optimal_gamma(alpha, B, S, c_draft=0.1, model=None, hardware=None, gamma_max: int = 64, *,
-                  query_bytes: bool = False, cost_model=None):
-    """The draft length gamma* in {0, ..., gamma_max} with the highest speedup,
-    and that speedup; arrays broadcast over ``alpha``, ``B``, ``S``, ``c_draft``.
-
-    ``alpha`` may be a :class:`~speclib.acceptance.SurvivalCurve` instead of
-    an i.i.d. acceptance; the search then stops at the curve's length (no
-    survival is known past it): gamma in {0, ..., min(gamma_max, len(curve))}.
-    gamma* = 0 means plain decoding wins (speedup exactly 1). Ties go to the
-    shorter draft. ``cost_model`` replaces the single-GPU model of ``model``
-    on ``hardware``.
-    """
-    B_arr, S_arr, c_arr = check_batch(B), check_context(S), check_draft_cost(c_draft)
-    gamma_max = checked_int("gamma_max", gamma_max, lo=0, hi=4096)
-    cm = _resolve_cost_model(model, hardware, query_bytes, cost_model)
-    if isinstance(alpha, _acc.SurvivalCurve):
-        B_arr, S_arr, c_arr = np.broadcast_arrays(B_arr, S_arr, c_arr)
-        gamma_top = min(gamma_max, len(alpha))
-        gammas = np.arange(gamma_top + 1, dtype=float).reshape((-1,) + (1,) * B_arr.ndim)
-        n = _acc.committed_from_curve(alpha, gammas)
-        table = _speedup_from_committed(n, gammas, B_arr, S_arr, c_arr, cm)
+def best_gamma(priced, acceptance, B, S, gamma_max: int = 64):
+    """gamma* and its speedup for a checked acceptance (i.i.d. alphas or a
+    survival curve) and checked arrays ``B``, ``S`` under ``priced``: the
+    argmax over gamma in {0, ..., gamma_max}, capped at the curve's length and
+    the drafter's block; ties go to the shorter draft."""
+    if isinstance(acceptance, _acc.SurvivalCurve):
+        B, S = priced.broadcast(B, S)
+        gamma_max = min(gamma_max, len(acceptance))
     else:
-        alpha_arr = _acc.check_alpha(alpha)
-        alpha_arr, B_arr, S_arr, c_arr = np.broadcast_arrays(alpha_arr, B_arr, S_arr, c_arr)
-        gammas = np.arange(gamma_max + 1, dtype=float).reshape((-1,) + (1,) * alpha_arr.ndim)
-        table = _speedup_arrays(alpha_arr, gammas, B_arr, S_arr, c_arr, cm)
+        acceptance, B, S = np.broadcast_arrays(acceptance, B, S)
+        B, S = priced.broadcast(B, S)
+        acceptance = np.broadcast_to(acceptance, B.shape)
+    if priced.max_gamma is not None:
+        gamma_max = min(gamma_max, priced.max_gamma)
+    gammas = np.arange(gamma_max + 1, dtype=float).reshape((-1,) + (1,) * B.ndim)
+    table = priced.speedup(committed(acceptance, gammas), gammas, B, S)
     best = np.argmax(table, axis=0)
     best_speedup = np.take_along_axis(table, best[None], axis=0)[0]
     if best.ndim == 0:
         return int(best), float(best_speedup)
     return best, best_speedup
+
+
+def optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_max: int = 64, *, drafter=None,
+                  roofline: str = "per-component", query_bytes: bool = False, cost_model=None):
+    """The draft length gamma* in {0, ..., gamma_max} with the highest speedup,
+    and that speedup; arrays broadcast over ``alpha``, ``B``, ``S``, ``c_draft``.
+
+    ``alpha`` may be a :class:`~speclib.acceptance.SurvivalCurve` instead of
+    an i.i.d. acceptance; the search then stops at the curve's length (no
+    survival is known past it): gamma in {0, ..., min(gamma_max, len(curve))};
+    and at a DFlash drafter's block. gamma* = 0 means plain decoding wins
+    (speedup exactly 1). Ties go to the shorter draft. With a drafter priced
+    by its roofline this is the sequel's priced policy: at a fixed batch the
+    highest speedup is the highest throughput (:func:`throughput`). The other
+    arguments are :func:`speedup`'s.
+    """
+    B_arr, S_arr = check_batch(B), check_context(S)
+    gamma_max = checked_int("gamma_max", gamma_max, lo=0, hi=4096)
+    priced = pricing(model, hardware, c_draft=c_draft, drafter=drafter, roofline=roofline, query_bytes=query_bytes,
+                     cost_model=cost_model)
+    return best_gamma(priced, _acceptance(alpha, priced), B_arr, S_arr, gamma_max)
+
+
+def throughput(B, gamma, S, *, model=None, hardware=None, drafter=None, c_draft=None, acceptance=None,
+               roofline: str = "per-component"):
+    """Committed output tokens per second of ``B`` sequences decoding with
+    draft length ``gamma`` at context ``S`` (the whole model's step in
+    seconds; ``gamma = 0`` is plain decoding); broadcasts.
+
+    ``drafter``: a drafter preset priced by its own roofline, or None for
+    the paper's constant ``c_draft`` (0.1 unless given). ``acceptance``: an
+    i.i.d. alpha, a :class:`~speclib.acceptance.SurvivalCurve`, or None for
+    the drafter preset's measured curve. ``roofline``: ``"per-component"`` or
+    ``"aggregate"`` (the sequel's simulator).
+    """
+    B_arr, S_arr = check_batch(B), check_context(S)
+    m, hw = resolve(model, hardware)
+    priced = StepPricing(_step.step_model(m, hw, roofline=roofline),
+                         _draft.resolve_drafter(drafter, c_draft, hw, roofline=roofline))
+    accepted = _acceptance(acceptance, priced)
+    gamma_arr = _checked_gamma(gamma, accepted, priced)
+    return scalar_or_array(priced.throughput(B_arr, gamma_arr, S_arr, accepted))
+
+
+# The whole-step pieces, importable from here too.
+step_model = _step.step_model
+resolve_drafter = _draft.resolve_drafter

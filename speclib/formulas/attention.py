@@ -82,3 +82,29 @@ hca_context_expr = S / c_hca
 csa_context_expr = sp.Min(S / c_csa, K_csa)
 #: CSA's indexer scores every lightly compressed position.
 indexer_context_expr = S / c_csa
+
+# --- GatedDeltaNet (linear attention): a fixed state per sequence -------------
+n_k = sp.Symbol("n_k", positive=True)  # key heads
+n_v = sp.Symbol("n_v", positive=True)  # value heads
+d_k = sp.Symbol("d_k", positive=True)  # key head width
+d_v = sp.Symbol("d_v", positive=True)  # value head width
+K_conv = sp.Symbol("K_conv", positive=True)  # short-convolution kernel
+b_s = sp.Symbol("b_s", positive=True)  # bytes per state element
+
+#: Channels of the short convolution over queries, keys and values.
+linear_conv_channels_expr = 2 * n_k * d_k + n_v * d_v
+
+#: What one sequence keeps per layer, read and written every step whatever
+#: the context: a d_k x d_v recurrent state per value head, and the last K
+#: inputs of the short convolution.
+linear_state_bytes_expr = (n_v * d_k * d_v + linear_conv_channels_expr * K_conv) * b_s
+
+#: FLOPs per position per layer: the gated delta rule touches every state
+#: element about four times (decay, read-out, error, rank-one update), 2 FLOP
+#: each; the convolution and the gates are left out.
+linear_flops_per_position_expr = 8 * n_v * d_k * d_v
+
+#: Its intensity over T positions per sequence: about 8T / b_s (4T in bf16),
+#: a little less for the convolution's bytes. Full attention's tends to
+#: f T / m_c (8T for GQA with 8 query heads per KV head in bf16).
+linear_intensity_expr = T * linear_flops_per_position_expr / linear_state_bytes_expr

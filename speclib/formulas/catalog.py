@@ -17,9 +17,11 @@ import sympy as sp
 from . import acceptance as _acc
 from . import attention as _attn
 from . import cost as _cost
+from . import drafters as _draft
 from . import moe as _moe
 from . import parallel as _par
 from . import speculation as _spec
+from . import step as _step
 from . import workload as _work
 
 
@@ -52,7 +54,7 @@ def _rooflines():
                       f"{doc}: its log-slope d log C / d log (tokens)")
 
 
-_m, _a = _moe, _attn
+_m, _a, _s = _moe, _attn, _step
 
 #: Every closed form :mod:`speclib.core` evaluates, by function name.
 NUMERIC = (
@@ -108,6 +110,43 @@ NUMERIC = (
     # --- speculation (speclib.formulas.speculation) ---
     Formula("speedup", _spec.speedup_expr, (_spec.N, _spec.C_0, _spec.C_v, _spec.c, _spec.gamma),
             "throughput of a draft length over plain decoding"),
+    Formula("priced_speedup", _spec.priced_speedup_expr, (_spec.N, _spec.C_0, _spec.C_g),
+            "the same with drafting priced inside the speculative step"),
+    Formula("throughput", _spec.throughput_expr, (_spec.B, _spec.N, _spec.C_g),
+            "committed output tokens per second of B sequences"),
+    # --- a whole model's step in seconds (speclib.formulas.step) ---
+    Formula("roofline_time", _s.roofline_time_expr, (_s.F, _s.Q, _s.peak, _s.M),
+            "time of work F moving Q bytes on a chip of peak P and bandwidth M"),
+    Formula("attended_context", _s.attended_context_expr, (_s.S, _s.T),
+            "context the T verified positions attend over, on average"),
+    Formula("experts_touched", _m.numeric_form(_s.experts_touched_expr), (_s.B, _s.T, _m.k, _m.E),
+            "distinct routed experts a step of B x T positions touches"),
+    Formula("experts_touched_slots", _m.numeric_form(_s.experts_touched_slots_expr, miss=1 - 1 / _m.E),
+            (_s.B, _s.T, _m.k, _m.E), "the same counted over B x T x k single picks, as the sequel's simulator does"),
+    Formula("dense_flops", _s.dense_flops_expr, (_s.P_d, _s.B, _s.T), "FLOPs of the dense weights"),
+    Formula("dense_bytes", _s.dense_bytes_expr, (_s.P_d, _s.b_d), "bytes of the dense weights"),
+    Formula("expert_flops", _s.expert_flops_expr, (_s.w, _m.k, _m.n_s, _s.B, _s.T), "FLOPs of the experts"),
+    Formula("expert_bytes", _s.expert_bytes_expr, (_s.w, _s.b_e, _m.n_s, _s.A), "bytes of the experts touched"),
+    Formula("attention_flops", _s.attention_flops_expr, (_s.B, _s.T, _s.S, _s.L_a, _s.f, _s.L_l, _s.phi),
+            "FLOPs of full and linear attention"),
+    Formula("attention_bytes", _s.attention_bytes_expr, (_s.B, _s.T, _s.S, _s.L_a, _s.m_c, _s.L_l, _s.sigma),
+            "bytes of the KV caches and linear-attention states read"),
+    Formula("linear_state_bytes", _a.linear_state_bytes_expr, (_a.n_k, _a.n_v, _a.d_k, _a.d_v, _a.K_conv, _a.b_s),
+            "bytes of state one sequence keeps in one GatedDeltaNet layer"),
+    Formula("linear_flops_per_position", _a.linear_flops_per_position_expr, (_a.n_v, _a.d_k, _a.d_v),
+            "FLOPs per position per GatedDeltaNet layer"),
+    Formula("linear_intensity", _a.linear_intensity_expr, (_a.T, _a.n_k, _a.n_v, _a.d_k, _a.d_v, _a.K_conv, _a.b_s),
+            "GatedDeltaNet arithmetic intensity of T positions per sequence"),
+    # --- drafting (speclib.formulas.drafters) ---
+    Formula("constant_draft_time", _draft.constant_draft_time_expr, (_draft.c, _draft.gamma, _draft.t_0),
+            "drafting at a constant fraction c of a plain step"),
+    Formula("mtp_draft_time", _draft.mtp_draft_time_expr, (_draft.gamma, _draft.t_pass),
+            "gamma MTP passes in series"),
+    Formula("dflash_draft_time", _draft.dflash_draft_time_expr, (_draft.gamma, _draft.t_pass),
+            "one DFlash pass for any gamma in 1..D, none at gamma = 0"),
+    Formula("drafter_crossover_batch", _draft.crossover_batch_expr,
+            (_draft.gamma, _draft.b, _draft.P_m, _draft.w_m, _draft.E, _draft.n_s, _draft.P_f, _draft.D, _draft.peak,
+             _draft.M), "batch below which a DFlash block is cheaper than gamma MTP passes (experts saturated)"),
     # --- serving workloads (speclib.formulas.workload) ---
     Formula("mean_decode_context", _work.mean_decode_context_expr, (_work.I_in, _work.O_out),
             "mean cached context over a request's decode steps"),

@@ -55,7 +55,7 @@ expert_knee_expr = E / k
 miss_probability_expr = 1 - k / E
 
 
-def numeric_form(expr):
+def numeric_form(expr, miss=miss_probability_expr):
     """``expr`` with the coupon-collector terms rewritten for floating point,
     for the printed numeric functions only (the sympy expressions above stay
     as written):
@@ -68,12 +68,14 @@ def numeric_form(expr):
     few digits at a tiny batch, and numpy's float power is several times slower
     than exp/expm1, which made it most of ``optimal_gamma``'s run time.
     At k = E, log1p(-1) = -inf gives the right limits (expm1(-inf) = -1) but
-    numpy warns: callers silence ``divide`` or avoid k = E.
+    numpy warns: callers silence ``divide`` or avoid k = E. ``miss`` is the
+    probability a pick misses an expert, 1 - k/E unless the count is over
+    single picks (1 - 1/E).
     """
-    log_miss = log1p(-k / E)
+    log_miss = log1p(miss - 1)  # log(1 - p) for miss = 1 - p
 
     def is_miss_power(e):
-        return e.is_Pow and e.base == miss_probability_expr
+        return e.is_Pow and e.base == miss
 
     def is_complement(e):  # 1 - miss**x
         return (
@@ -89,4 +91,4 @@ def numeric_form(expr):
 
     expr = expr.replace(is_complement, complement)
     expr = expr.replace(is_miss_power, lambda e: sp.exp(e.exp * log_miss))
-    return expr.replace(lambda e: isinstance(e, sp.log) and e.args[0] == miss_probability_expr, lambda e: log_miss)
+    return expr.replace(lambda e: isinstance(e, sp.log) and e.args[0] == miss, lambda e: log_miss)

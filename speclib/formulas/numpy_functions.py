@@ -51,6 +51,25 @@ ARGUMENTS = {
     'comm_slope': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L'),
     'link_bytes_per_token': ('k', 'G', 'h', 'b_d', 'b_c'),
     'speedup': ('N', 'C_0', 'C_v', 'c', 'gamma'),
+    'priced_speedup': ('N', 'C_0', 'C_gamma'),
+    'throughput': ('B', 'N', 'C_gamma'),
+    'roofline_time': ('F', 'Q', 'P', 'M'),
+    'attended_context': ('S', 'T'),
+    'experts_touched': ('B', 'T', 'k', 'E'),
+    'experts_touched_slots': ('B', 'T', 'k', 'E'),
+    'dense_flops': ('P_d', 'B', 'T'),
+    'dense_bytes': ('P_d', 'b_d'),
+    'expert_flops': ('w', 'k', 'n_s', 'B', 'T'),
+    'expert_bytes': ('w', 'b_e', 'n_s', 'A'),
+    'attention_flops': ('B', 'T', 'S', 'L_a', 'f', 'L_l', 'phi'),
+    'attention_bytes': ('B', 'T', 'S', 'L_a', 'm_c', 'L_l', 'sigma'),
+    'linear_state_bytes': ('n_k', 'n_v', 'd_k', 'd_v', 'K_conv', 'b_s'),
+    'linear_flops_per_position': ('n_v', 'd_k', 'd_v'),
+    'linear_intensity': ('T', 'n_k', 'n_v', 'd_k', 'd_v', 'K_conv', 'b_s'),
+    'constant_draft_time': ('c', 'gamma', 't_0'),
+    'mtp_draft_time': ('gamma', 't_pass'),
+    'dflash_draft_time': ('gamma', 't_pass'),
+    'drafter_crossover_batch': ('gamma', 'b_d', 'P_MTP', 'w_MTP', 'E', 'n_s', 'P_DF', 'D', 'P', 'M'),
     'mean_decode_context': ('I', 'O'),
     'littles_law_batch': ('X', 'n_tp', 'I', 'O', 'tau'),
 }
@@ -382,6 +401,158 @@ def speedup(N, C_0, C_v, c, gamma):
     C_0*N/(C_0*c*gamma + C_v)
     """
     return C_0*N/(C_0*c*gamma + C_v)
+
+
+def priced_speedup(N, C_0, C_gamma):
+    """the same with drafting priced inside the speculative step:
+
+    C_0*N/C_gamma
+    """
+    return C_0*N/C_gamma
+
+
+def throughput(B, N, C_gamma):
+    """committed output tokens per second of B sequences:
+
+    B*N/C_gamma
+    """
+    return B*N/C_gamma
+
+
+def roofline_time(F, Q, P, M):
+    """time of work F moving Q bytes on a chip of peak P and bandwidth M:
+
+    Max(F/P, Q/M)
+    """
+    return functools.reduce(numpy.maximum, [F/P, Q/M])
+
+
+def attended_context(S, T):
+    """context the T verified positions attend over, on average:
+
+    S + ceiling(T/2)
+    """
+    return S + numpy.ceil((1/2)*T)
+
+
+def experts_touched(B, T, k, E):
+    """distinct routed experts a step of B x T positions touches:
+
+    -E*expm1(B*T*log1p(-k/E))
+    """
+    return -E*numpy.expm1(B*T*numpy.log1p(-k/E))
+
+
+def experts_touched_slots(B, T, k, E):
+    """the same counted over B x T x k single picks, as the sequel's simulator does:
+
+    -E*expm1(B*T*k*log1p(-1/E))
+    """
+    return -E*numpy.expm1(B*T*k*numpy.log1p(-1/E))
+
+
+def dense_flops(P_d, B, T):
+    """FLOPs of the dense weights:
+
+    2*B*P_d*T
+    """
+    return 2*B*P_d*T
+
+
+def dense_bytes(P_d, b_d):
+    """bytes of the dense weights:
+
+    P_d*b_d
+    """
+    return P_d*b_d
+
+
+def expert_flops(w, k, n_s, B, T):
+    """FLOPs of the experts:
+
+    B*T*w*(2*k + 2*n_s)
+    """
+    return B*T*w*(2*k + 2*n_s)
+
+
+def expert_bytes(w, b_e, n_s, A):
+    """bytes of the experts touched:
+
+    b_e*w*(A + n_s)
+    """
+    return b_e*w*(A + n_s)
+
+
+def attention_flops(B, T, S, L_a, f, L_l, phi):
+    """FLOPs of full and linear attention:
+
+    B*T*(L_a*f*(S + ceiling(T/2)) + L_l*phi)
+    """
+    return B*T*(L_a*f*(S + numpy.ceil((1/2)*T)) + L_l*phi)
+
+
+def attention_bytes(B, T, S, L_a, m_c, L_l, sigma):
+    """bytes of the KV caches and linear-attention states read:
+
+    B*(L_a*m_c*(S + ceiling(T/2)) + L_l*sigma)
+    """
+    return B*(L_a*m_c*(S + numpy.ceil((1/2)*T)) + L_l*sigma)
+
+
+def linear_state_bytes(n_k, n_v, d_k, d_v, K_conv, b_s):
+    """bytes of state one sequence keeps in one GatedDeltaNet layer:
+
+    b_s*(K_conv*(2*d_k*n_k + d_v*n_v) + d_k*d_v*n_v)
+    """
+    return b_s*(K_conv*(2*d_k*n_k + d_v*n_v) + d_k*d_v*n_v)
+
+
+def linear_flops_per_position(n_v, d_k, d_v):
+    """FLOPs per position per GatedDeltaNet layer:
+
+    8*d_k*d_v*n_v
+    """
+    return 8*d_k*d_v*n_v
+
+
+def linear_intensity(T, n_k, n_v, d_k, d_v, K_conv, b_s):
+    """GatedDeltaNet arithmetic intensity of T positions per sequence:
+
+    8*T*d_k*d_v*n_v/(b_s*(K_conv*(2*d_k*n_k + d_v*n_v) + d_k*d_v*n_v))
+    """
+    return 8*T*d_k*d_v*n_v/(b_s*(K_conv*(2*d_k*n_k + d_v*n_v) + d_k*d_v*n_v))
+
+
+def constant_draft_time(c, gamma, t_0):
+    """drafting at a constant fraction c of a plain step:
+
+    c*gamma*t_0
+    """
+    return c*gamma*t_0
+
+
+def mtp_draft_time(gamma, t_pass):
+    """gamma MTP passes in series:
+
+    gamma*t_pass
+    """
+    return gamma*t_pass
+
+
+def dflash_draft_time(gamma, t_pass):
+    """one DFlash pass for any gamma in 1..D, none at gamma = 0:
+
+    Piecewise((0, Eq(gamma, 0)), (t_pass, True))
+    """
+    return numpy.select([numpy.equal(gamma, 0),True], [0,t_pass], default=numpy.nan)
+
+
+def drafter_crossover_batch(gamma, b_d, P_MTP, w_MTP, E, n_s, P_DF, D, P, M):
+    """batch below which a DFlash block is cheaper than gamma MTP passes (experts saturated):
+
+    P*b_d*gamma*(E*w_MTP + P_MTP + n_s*w_MTP)/(2*D*M*P_DF)
+    """
+    return (1/2)*P*b_d*gamma*(E*w_MTP + P_MTP + n_s*w_MTP)/(D*M*P_DF)
 
 
 def mean_decode_context(I, O):

@@ -21,3 +21,17 @@ speedup_expr = N * C_0 / (C_v + c * gamma * C_0)
 
 #: The same with N written out (the general branch, alpha != 1).
 speedup_closed_form = speedup_expr.subs(N, _acc.expected_committed_closed_form)
+
+# --- the sequel: a step priced whole, drafting included -----------------------
+C_g = sp.Symbol("C_gamma", positive=True)  # one speculative step: verify at width gamma + 1 plus drafting
+B = sp.Symbol("B", positive=True)  # sequences decoding together
+
+#: The same ratio when the speculative step's cost already includes drafting
+#: (a drafter priced by its own roofline). With C_gamma = C_v + c gamma C_0 it
+#: is ``speedup_expr``.
+priced_speedup_expr = N * C_0 / C_g
+
+#: Committed output tokens per second of B sequences, each step taking
+#: C_gamma seconds and committing N tokens per sequence: the quantity the
+#: sequel's priced policy maximises over gamma at every step.
+throughput_expr = B * N / C_g

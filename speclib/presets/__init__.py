@@ -12,13 +12,17 @@ from __future__ import annotations
 from . import catalog as _catalog
 from .architecture import (
     PRECISIONS,
+    DRAFTER_KINDS,
     DenseFFN,
+    Drafter,
+    GatedDeltaNet,
     GQAAttention,
     Hardware,
     Interconnect,
     MLAAttention,
     Model,
     MoEFFN,
+    StepArchitecture,
 )
 from .hf_config import MXFP4_BYTES, SPECLIB_KEYS, from_hf_config
 
@@ -30,6 +34,7 @@ CONFIG_DIR = _catalog.MODELS_DIR
 
 _HARDWARE = _catalog.read_table("hardware")
 _INTERCONNECTS = _catalog.read_table("interconnects")
+_DRAFTERS = _catalog.read_table("drafters")
 _MODELS = _catalog.read_models()
 
 
@@ -56,6 +61,23 @@ def interconnect(name) -> Interconnect:
     if isinstance(name, Interconnect):
         return name
     return lookup("interconnect", name, _INTERCONNECTS)
+
+
+def drafter(name) -> Drafter:
+    """The drafter preset called ``name`` (case-insensitive), or ``name``
+    itself if it already is a :class:`Drafter`."""
+    if isinstance(name, Drafter):
+        return name
+    return lookup("drafter", name, _DRAFTERS)
+
+
+def drafter_names() -> list:
+    return [d.name for d in _DRAFTERS]
+
+
+def all_drafters() -> tuple:
+    """Every drafter preset, in listing order."""
+    return _DRAFTERS
 
 
 def model(name: str) -> Model:

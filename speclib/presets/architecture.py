@@ -168,13 +168,16 @@ class MLAAttention(_AttentionConstants):
 
 @dataclass(frozen=True)
 class GQAAttention(_AttentionConstants):
-    """Grouped-query attention (MHA when n_kv_heads == n_heads)."""
+    """Grouped-query attention (MHA when n_kv_heads == n_heads). With
+    ``output_gate`` (Qwen3-Next, Qwen3.5/3.6) the query projection also
+    produces a per-head gate on the attention output, doubling its width."""
 
     n_heads: int
     n_kv_heads: int
     head_dim: int
     kv_bytes: float = 2.0
     query_bytes: float = 2.0
+    output_gate: bool = False
 
     kind = "gqa"
     _FORMULAS = ("gqa_context_bytes", "gqa_query_bytes", "gqa_flops_per_pair")
@@ -184,13 +187,64 @@ class GQAAttention(_AttentionConstants):
                 "b_q": self.query_bytes}
 
     def projection_params(self, hidden: int) -> int:
-        qkv = hidden * (self.n_heads + 2 * self.n_kv_heads) * self.head_dim
+        q_heads = self.n_heads * (2 if self.output_gate else 1)
+        qkv = hidden * (q_heads + 2 * self.n_kv_heads) * self.head_dim
         return int(qkv + self.n_heads * self.head_dim * hidden)
 
     def variant_constants(self, variant: str, S):
         if variant != "gqa":
             raise ValueError(f"variant {variant!r} needs an MLA model; this model uses GQA (variant 'gqa')")
         return self.context_bytes, self.query_bytes_per_token, self.flops_per_pair, S
+
+
+@dataclass(frozen=True)
+class GatedDeltaNet:
+    """Linear attention as Qwen3-Next and Qwen3.5/3.6 run it (GatedDeltaNet):
+    each sequence keeps a fixed recurrent state per layer, read every step
+    whatever its context, instead of a KV cache that grows with it."""
+
+    n_key_heads: int
+    n_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+    state_bytes_per_element: float = 2.0
+
+    kind = "gdn"
+
+    def __post_init__(self):
+        for name in ("n_key_heads", "n_value_heads", "key_head_dim", "value_head_dim", "conv_kernel"):
+            checked_int(name, getattr(self, name), lo=1)
+        checked_array("state_bytes_per_element", self.state_bytes_per_element, lo=0, lo_open=True)
+
+    def architecture(self) -> dict:
+        """The layout's numbers under the names of :mod:`speclib.formulas.attention`."""
+        return {"n_k": self.n_key_heads, "n_v": self.n_value_heads, "d_k": self.key_head_dim,
+                "d_v": self.value_head_dim, "K_conv": self.conv_kernel, "b_s": self.state_bytes_per_element}
+
+    @cached_property
+    def _constants(self) -> tuple:
+        return _evaluate(("linear_state_bytes", "linear_flops_per_position"), self.architecture())
+
+    @property
+    def state_bytes(self) -> float:
+        """sigma: bytes of state one sequence keeps in one layer."""
+        return self._constants[0]
+
+    @property
+    def flops_per_position(self) -> float:
+        """phi: FLOPs per position per layer of the gated delta rule."""
+        return self._constants[1]
+
+    def projection_params(self, hidden: int) -> int:
+        """Weights of one layer: the input projection to queries, keys, values
+        and the output gate, the per-head decay and update gates, the short
+        convolution, and the output projection."""
+        key_dim = self.n_key_heads * self.key_head_dim
+        value_dim = self.n_value_heads * self.value_head_dim
+        in_proj = hidden * (2 * key_dim + 2 * value_dim) + hidden * 2 * self.n_value_heads
+        conv = (2 * key_dim + value_dim) * self.conv_kernel
+        return int(in_proj + conv + value_dim * hidden)
 
 
 @dataclass(frozen=True)
@@ -247,10 +301,13 @@ class Model:
     every ratio the book draws; ``n_layers``, ``vocab_size`` and the dense-layer
     fields are kept for totals such as :meth:`total_params`).
 
-    The cost model describes one representative layer: for a MoE model that is
-    a MoE layer, so the few dense-FFN layers some MoE models keep at the bottom
-    (DeepSeek-V3's first three) do not enter ``optimal_gamma``; they count only
-    in the parameter totals (``n_dense_layers`` of width ``dense_ffn_width``).
+    The paper's cost model describes one representative layer: for a MoE
+    model that is a MoE layer, so the few dense-FFN layers some MoE models keep
+    at the bottom (DeepSeek-V3's first three) do not enter its ledger; they
+    count in the parameter totals (``n_dense_layers`` of width
+    ``dense_ffn_width``) and in the whole-model step (:meth:`step_architecture`).
+    A hybrid model has ``n_linear_layers`` layers of ``linear_attention`` and
+    the rest of ``attention``.
     """
 
     name: str
@@ -267,6 +324,8 @@ class Model:
     n_dense_layers: int = 0  # layers of a MoE model whose FFN is dense
     dense_ffn_width: Optional[int] = None  # intermediate size of those layers
     tie_word_embeddings: bool = False
+    linear_attention: Optional[GatedDeltaNet] = None  # a hybrid's linear-attention layout
+    n_linear_layers: int = 0  # layers that use it; the rest use ``attention``
 
     @property
     def attn_proj_params(self) -> int:
@@ -293,6 +352,11 @@ class Model:
         """f of the full attention."""
         return self.attention.flops_per_pair
 
+    @property
+    def is_hybrid(self) -> bool:
+        """Whether some layers use linear attention."""
+        return self.linear_attention is not None and self.n_linear_layers > 0
+
     # --- whole-model totals --------------------------------------------------
     def _layer_counts(self):
         if self.n_layers is None or self.vocab_size is None:
@@ -308,7 +372,7 @@ class Model:
     def _params(self, experts_per_layer) -> int:
         n_layers, n_ffn_layers, n_dense = self._layer_counts()
         embeddings = self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
-        attention = n_layers * self.attn_proj_params
+        attention = self._attention_params(n_layers)
         if self.ffn.is_moe:
             router = self.hidden_size * self.ffn.n_routed
             ffn = n_ffn_layers * (experts_per_layer * self.expert_params + router)
@@ -317,6 +381,18 @@ class Model:
         else:
             ffn = n_layers * self.expert_params
         return int(embeddings + attention + ffn)
+
+    def _attention_params(self, n_layers: int) -> int:
+        """Attention and linear-attention projection weights over all layers."""
+        if not self.is_hybrid:
+            return n_layers * self.attn_proj_params
+        linear = self.n_linear_layers * self.linear_attention.projection_params(self.hidden_size)
+        return (n_layers - self.n_linear_layers) * self.attn_proj_params + linear
+
+    def step_architecture(self) -> "StepArchitecture":
+        """What one forward step of the whole model touches (every layer and
+        the output head), for :class:`speclib.core.step.StepModel`."""
+        return _step_architecture(self)
 
     def total_params(self) -> int:
         """Parameters of the whole model: embeddings (and an untied output head),
@@ -347,3 +423,120 @@ class Interconnect:
     domain_size: Optional[int]
     source: str
     aliases: tuple = ()
+
+
+@dataclass(frozen=True)
+class StepArchitecture:
+    """What one forward step of a whole network touches, in the terms of
+    :mod:`speclib.formulas.step`: the ``dense`` weights every position uses
+    (projections, routers, the output head), the ``ffn`` (one routed expert's
+    weights summed over the MoE layers, with top-k of ``n_routed`` routed and
+    ``n_shared`` shared experts per position; a dense FFN is one shared expert
+    with no routed ones), and the attention (``attention_layers`` with m_c
+    bytes per cached token and f FLOPs per pair; ``linear_layers`` with a
+    fixed state of ``state_bytes`` per sequence and ``linear_flops`` per
+    position). Built by :meth:`Model.step_architecture` and by drafter presets.
+    """
+
+    name: str
+    dense_params: float
+    dense_bytes: float
+    dense_precision: str
+    ffn_params: float = 0.0
+    ffn_bytes: float = 1.0
+    ffn_precision: str = "bf16"
+    n_routed: int = 0
+    top_k: int = 0
+    n_shared: int = 0
+    attention_layers: int = 0
+    context_bytes: float = 0.0
+    flops_per_pair: float = 0.0
+    attention_precision: str = "bf16"
+    linear_layers: int = 0
+    state_bytes: float = 0.0
+    linear_flops: float = 0.0
+
+    def __post_init__(self):
+        checked_array("dense_params", self.dense_params, lo=0)
+        checked_array("ffn_params", self.ffn_params, lo=0)
+        for name in ("dense_bytes", "ffn_bytes"):
+            checked_array(name, getattr(self, name), lo=0, lo_open=True)
+        for name in ("dense_precision", "ffn_precision", "attention_precision"):
+            checked_choice(name, getattr(self, name), PRECISIONS)
+        checked_int("n_routed", self.n_routed, lo=0)
+        checked_int("top_k", self.top_k, lo=0, hi=self.n_routed)
+        checked_int("n_shared", self.n_shared, lo=0)
+        checked_int("attention_layers", self.attention_layers, lo=0)
+        checked_int("linear_layers", self.linear_layers, lo=0)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_routed > 0
+
+
+def _step_architecture(model: "Model") -> StepArchitecture:
+    n_layers, n_ffn_layers, n_dense = model._layer_counts()
+    h = model.hidden_size
+    ffn = model.ffn
+    dense = model._attention_params(n_layers) + model.vocab_size * h  # the output head
+    if ffn.is_moe:
+        dense += n_ffn_layers * h * ffn.n_routed  # routers
+        if n_dense:
+            dense += n_dense * 3 * h * model.dense_ffn_width
+        experts = dict(ffn_params=float(n_ffn_layers * model.expert_params), n_routed=ffn.n_routed,
+                       top_k=ffn.top_k, n_shared=ffn.n_shared)
+    else:
+        experts = dict(ffn_params=float(n_layers * model.expert_params), n_shared=1)
+    linear = model.linear_attention if model.is_hybrid else None
+    return StepArchitecture(
+        name=model.name,
+        dense_params=float(dense),
+        dense_bytes=model.proj_weight_bytes,
+        dense_precision=model.proj_precision,
+        ffn_bytes=ffn.weight_bytes,
+        ffn_precision=ffn.precision,
+        **experts,
+        attention_layers=n_layers - (model.n_linear_layers if linear else 0),
+        context_bytes=model.context_bytes,
+        flops_per_pair=model.flops_per_pair,
+        attention_precision=model.attention_precision,
+        linear_layers=model.n_linear_layers if linear else 0,
+        state_bytes=linear.state_bytes if linear else 0.0,
+        linear_flops=linear.flops_per_position if linear else 0.0,
+    )
+
+
+#: Drafter kinds: ``mtp`` drafts one position per pass (gamma passes in
+#: series), ``dflash`` one block of positions per pass (one pass for any gamma
+#: up to the block).
+DRAFTER_KINDS = ("mtp", "dflash")
+
+
+@dataclass(frozen=True)
+class Drafter:
+    """A drafter priced by its own roofline: ``step`` is what one of its
+    passes touches (its own weights; no KV cache), ``block`` the positions a
+    DFlash pass drafts. ``acceptance`` names its measured survival curve
+    (:func:`speclib.acceptance.load_survival_curves`), ``target`` the model it
+    drafts for."""
+
+    name: str
+    kind: str
+    step: StepArchitecture
+    source: str
+    block: Optional[int] = None
+    target: Optional[str] = None
+    acceptance: Optional[str] = None
+    aliases: tuple = ()
+
+    def __post_init__(self):
+        checked_choice("kind", self.kind, DRAFTER_KINDS)
+        if self.kind == "dflash":
+            checked_int("block", self.block, lo=1)
+        elif self.block is not None:
+            raise ValueError(f"block is for DFlash drafters; {self.name} is {self.kind}")
+
+    @property
+    def max_gamma(self) -> Optional[int]:
+        """The longest draft one call can make (a DFlash block), or None."""
+        return self.block

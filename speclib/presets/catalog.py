@@ -4,6 +4,7 @@ beside this module.
 * ``hardware.json``: one record per chip (bandwidth, dense peaks, its
   interconnect, its source);
 * ``interconnects.json``: one record per network;
+* ``drafters.json``: one record per drafter priced by its own roofline;
 * ``models.json``: the model presets in listing order, each a Hugging Face
   style ``config.json`` in ``models/`` read by
   :func:`speclib.presets.hf_config.from_hf_config`.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .architecture import Hardware, Interconnect
+from .architecture import Drafter, Hardware, Interconnect, StepArchitecture
 from .hf_config import from_hf_config
 
 DATA_DIR = Path(__file__).resolve().parent
@@ -32,8 +33,23 @@ def _scaled(factor):
     return lambda value: None if value is None else value * factor
 
 
-#: Per table: the file, its list key, and each field's dataclass field and
-#: conversion to SI units.
+def _same(value):
+    return value
+
+
+def _drafter(name, aliases, kind, target, acceptance, dense_params, weight_bytes, precision, experts, block, source):
+    experts = experts or {}
+    step = StepArchitecture(
+        name=name, dense_params=float(dense_params), dense_bytes=float(weight_bytes), dense_precision=precision,
+        ffn_params=float(experts.get("expert_params", 0)), ffn_bytes=float(weight_bytes), ffn_precision=precision,
+        n_routed=experts.get("n_routed", 0), top_k=experts.get("top_k", 0), n_shared=experts.get("n_shared", 0),
+    )
+    return Drafter(name=name, kind=kind, step=step, source=source, block=block, target=target,
+                   acceptance=acceptance, aliases=aliases)
+
+
+#: Per table: the file, what builds one preset, and each field's keyword for
+#: it with its conversion to SI units.
 _TABLES = {
     "hardware": ("hardware.json", Hardware, {
         "name": ("name", str),
@@ -42,23 +58,30 @@ _TABLES = {
         "bf16_TFLOPS": ("bf16_flops", _scaled(_TERA)),
         "fp8_TFLOPS": ("fp8_flops", _scaled(_TERA)),
         "fp4_TFLOPS": ("fp4_flops", _scaled(_TERA)),
-        "interconnect": ("interconnect", lambda v: v),
+        "interconnect": ("interconnect", _same),
         "source": ("source", str),
     }),
     "interconnects": ("interconnects.json", Interconnect, {
         "name": ("name", str),
         "aliases": ("aliases", tuple),
         "bandwidth_GBps": ("bandwidth", _scaled(_GIGA)),
-        "domain_size": ("domain_size", lambda v: v),
+        "domain_size": ("domain_size", _same),
+        "source": ("source", str),
+    }),
+    "drafters": ("drafters.json", _drafter, {
+        "name": ("name", str),
+        "aliases": ("aliases", tuple),
+        **{key: (key, _same) for key in ("kind", "target", "acceptance", "dense_params", "weight_bytes",
+                                         "precision", "experts", "block")},
         "source": ("source", str),
     }),
 }
 
 
 def read_table(kind: str) -> tuple:
-    """The presets of one table (``"hardware"`` or ``"interconnects"``), in
-    file order, as dataclasses with SI values."""
-    filename, cls, fields = _TABLES[kind]
+    """The presets of one table (``"hardware"``, ``"interconnects"`` or
+    ``"drafters"``), in file order, as dataclasses with SI values."""
+    filename, build, fields = _TABLES[kind]
     path = DATA_DIR / filename
     records = json.loads(path.read_text(encoding="utf-8"))[kind]
     out = []
@@ -69,7 +92,10 @@ def read_table(kind: str) -> tuple:
             problems = [f"{what} fields {sorted(names)}" for what, names in (("missing", missing), ("unknown", unknown))
                         if names]
             raise ValueError(f"{where}: {'; '.join(problems)} (allowed: {', '.join(fields)})")
-        out.append(cls(**{target: convert(record[key]) for key, (target, convert) in fields.items()}))
+        try:
+            out.append(build(**{target: convert(record[key]) for key, (target, convert) in fields.items()}))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
     return tuple(out)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from .._checks import checked_array, checked_choice, checked_int
-from .architecture import PRECISIONS, DenseFFN, GQAAttention, MLAAttention, Model, MoEFFN
+from .architecture import PRECISIONS, DenseFFN, GatedDeltaNet, GQAAttention, MLAAttention, Model, MoEFFN
 
 _MISSING = object()
 
@@ -51,6 +51,7 @@ SPECLIB_KEYS = {
     "indexer_heads": "DeepSeek-V4: indexer heads (default: index_n_heads)",
     "indexer_head_dim": "DeepSeek-V4: indexer head width (default: index_head_dim)",
     "indexer_key_bytes": "DeepSeek-V4: bytes per indexer key element (default 1)",
+    "state_bytes": "linear attention: bytes per state element (default: the config's dtype)",
 }
 
 
@@ -240,7 +241,50 @@ def _gqa_attention(r: _ConfigReader, hidden: int, kv_bytes: float, query_bytes: 
         raise r.error(f"give head_dim: hidden_size ({hidden}) is not a multiple of num_attention_heads ({heads})")
     else:
         head_dim = hidden // heads
-    return GQAAttention(n_heads=heads, n_kv_heads=kv_heads, head_dim=head_dim, kv_bytes=kv_bytes, query_bytes=query_bytes)
+    gate = r.cfg.get("attn_output_gate", False)
+    if not isinstance(gate, bool):
+        raise r.error(f"attn_output_gate must be true or false; got {gate!r}")
+    return GQAAttention(n_heads=heads, n_kv_heads=kv_heads, head_dim=head_dim, kv_bytes=kv_bytes,
+                        query_bytes=query_bytes, output_gate=gate)
+
+
+#: The spellings of a hybrid's layer kinds in ``layer_types``.
+_LAYER_KINDS = ("full_attention", "linear_attention")
+
+
+def _linear_layers(r: _ConfigReader, n_layers: Optional[int], state_bytes: float):
+    """(GatedDeltaNet layout, how many layers use it) of a hybrid
+    (Qwen3-Next, Qwen3.5/3.6), or (None, 0). The layer kinds come from
+    ``layer_types`` or, failing that, ``full_attention_interval`` (every
+    interval-th layer full); both given must agree."""
+    if not r.present("linear_num_value_heads"):
+        return None, 0
+    if n_layers is None:
+        raise r.error("a hybrid model needs num_hidden_layers (to count its linear-attention layers)")
+    kinds = r.cfg.get("layer_types")
+    counted = None
+    if kinds is not None:
+        if not isinstance(kinds, list) or len(kinds) != n_layers or not set(kinds) <= set(_LAYER_KINDS):
+            raise r.error(f"layer_types must list {n_layers} entries, each one of {', '.join(map(repr, _LAYER_KINDS))}")
+        counted = kinds.count("linear_attention")
+    if r.present("full_attention_interval"):
+        interval = r.integer("full_attention_interval")
+        by_interval = n_layers - n_layers // interval
+        if counted is not None and counted != by_interval:
+            raise r.error(f"layer_types has {counted} linear-attention layers but full_attention_interval "
+                          f"{interval} gives {by_interval}")
+        counted = by_interval
+    if counted is None:
+        raise r.error("a hybrid model needs layer_types or full_attention_interval")
+    layout = GatedDeltaNet(
+        n_key_heads=r.integer("linear_num_key_heads"),
+        n_value_heads=r.integer("linear_num_value_heads"),
+        key_head_dim=r.integer("linear_key_head_dim"),
+        value_head_dim=r.integer("linear_value_head_dim"),
+        conv_kernel=r.integer("linear_conv_kernel_dim"),
+        state_bytes_per_element=state_bytes,
+    )
+    return layout, counted
 
 
 def _moe_layers(r: _ConfigReader, n_layers: Optional[int]) -> Optional[int]:
@@ -332,6 +376,7 @@ def from_hf_config(config, *, name: Optional[str] = None) -> Model:
     else:
         attention = _gqa_attention(r, hidden, kv_bytes, query_bytes)
     ffn, n_dense, dense_width = _ffn(r, n_layers, ffn_bytes, ffn_precision)
+    linear, n_linear = _linear_layers(r, n_layers, r.number("speclib.state_bytes", extra.get("state_bytes", act_bytes)))
 
     default_name = Path(where).stem if where != "model config" else "custom model"
     aliases = extra.get("aliases", ())
@@ -354,4 +399,6 @@ def from_hf_config(config, *, name: Optional[str] = None) -> Model:
         n_dense_layers=n_dense,
         dense_ffn_width=dense_width,
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        linear_attention=linear,
+        n_linear_layers=n_linear,
     )

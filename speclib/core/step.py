@@ -1,0 +1,116 @@
+"""A whole model's forward step in seconds, component by component, priced
+either as the paper prices a step (each component its own roofline, the
+times added) or as the sequel's simulator does (one roofline per precision
+stream over every component in it). The closed forms are in
+:mod:`speclib.formulas.step`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import checked_array, checked_choice
+from ..formulas import numpy_functions as nf
+from ..presets import StepArchitecture, resolve
+from ._symbolic import twin_lookup
+
+__getattr__ = twin_lookup("step")
+
+#: How a step's components compose into its time.
+ROOFLINES = ("per-component", "aggregate")
+#: How the experts a step touches are counted: the paper's coupon count
+#: (each position picks k distinct experts) or the sequel's simulator's (each
+#: of the k picks independently).
+EXPERT_COUNTS = ("top-k", "slots")
+#: The components of a step, as :mod:`speclib.formulas.step` names them.
+COMPONENTS = ("dense", "ffn", "attention")
+
+
+def check_roofline(value) -> str:
+    return checked_choice("roofline", value, ROOFLINES)
+
+
+class StepModel:
+    """Seconds of one forward step of ``architecture`` on ``hardware``, for B
+    sequences of T positions at context S (arrays broadcast, assumed checked).
+
+    ``roofline``: ``"per-component"`` adds each component's roofline time,
+    ``"aggregate"`` takes one roofline per precision stream (the sequel's
+    simulator: with every weight, cache and state in one precision, one max of
+    sums). ``expert_count``: see :data:`EXPERT_COUNTS`.
+    ``linear_attention_flops``: the sequel's simulator charges none for
+    linear attention; True charges its FLOPs too.
+    """
+
+    def __init__(self, architecture: StepArchitecture, hardware, *, roofline: str = "per-component",
+                 expert_count: str = "top-k", linear_attention_flops: bool = False):
+        self.architecture = architecture
+        self.hardware = hardware
+        self.roofline = check_roofline(roofline)
+        self.expert_count = checked_choice("expert_count", expert_count, EXPERT_COUNTS)
+        self.linear_attention_flops = bool(linear_attention_flops)
+        a = architecture
+        self._precision = {"dense": a.dense_precision, "ffn": a.ffn_precision, "attention": a.attention_precision}
+        self._peak = {name: hardware.peak_flops(p) for name, p in self._precision.items()}
+
+    def experts_touched(self, B, T):
+        """Distinct routed experts a step touches (0 without routed experts)."""
+        a = self.architecture
+        if not a.is_moe:
+            return 0.0 * B * T
+        count = nf.experts_touched if self.expert_count == "top-k" else nf.experts_touched_slots
+        with np.errstate(divide="ignore"):  # k == E: see speclib.formulas.moe.numeric_form
+            return count(B, T, a.top_k, a.n_routed)
+
+    def components(self, B, T, S) -> dict:
+        """{component: (FLOPs, bytes)} of one step."""
+        a = self.architecture
+        phi = a.linear_flops if self.linear_attention_flops else 0.0
+        return {
+            "dense": (nf.dense_flops(a.dense_params, B, T), nf.dense_bytes(a.dense_params, a.dense_bytes)),
+            "ffn": (nf.expert_flops(a.ffn_params, a.top_k, a.n_shared, B, T),
+                    nf.expert_bytes(a.ffn_params, a.ffn_bytes, a.n_shared, self.experts_touched(B, T))),
+            "attention": (nf.attention_flops(B, T, S, a.attention_layers, a.flops_per_pair, a.linear_layers, phi),
+                          nf.attention_bytes(B, T, S, a.attention_layers, a.context_bytes, a.linear_layers,
+                                             a.state_bytes)),
+        }
+
+    def component_times(self, B, T, S) -> dict:
+        """{component: seconds}, each priced by its own roofline."""
+        M = self.hardware.memory_bandwidth
+        return {name: nf.roofline_time(F, Q, self._peak[name], M) for name, (F, Q) in self.components(B, T, S).items()}
+
+    def time(self, B, T, S):
+        """Seconds of the step."""
+        if self.roofline == "per-component":
+            return sum(self.component_times(B, T, S).values())
+        streams = {}
+        for name, (F, Q) in self.components(B, T, S).items():
+            flops, moved = streams.get(self._precision[name], (0.0, 0.0))
+            streams[self._precision[name]] = (flops + F, moved + Q)
+        M = self.hardware.memory_bandwidth
+        return sum(nf.roofline_time(F, Q, self.hardware.peak_flops(p), M) for p, (F, Q) in streams.items())
+
+
+_cache: dict = {}
+
+
+def step_model(model=None, hardware=None, *, roofline: str = "per-component", expert_count: str = "top-k",
+               linear_attention_flops: bool = False) -> StepModel:
+    """The (cached) :class:`StepModel` of a whole ``model`` on ``hardware``."""
+    model, hardware = resolve(model, hardware)
+    key = (model, hardware, check_roofline(roofline), checked_choice("expert_count", expert_count, EXPERT_COUNTS),
+           bool(linear_attention_flops))
+    if key not in _cache:
+        _cache[key] = StepModel(model.step_architecture(), hardware, roofline=roofline, expert_count=expert_count,
+                                linear_attention_flops=linear_attention_flops)
+    return _cache[key]
+
+
+def step_time(B, T, S, model=None, hardware=None, *, roofline: str = "per-component", expert_count: str = "top-k"):
+    """Seconds of one forward step of the whole ``model`` over ``B`` sequences
+    of ``T`` positions each at context ``S``; broadcasts."""
+    B_arr = checked_array("B", B, lo=0, lo_open=True)
+    T_arr = checked_array("T", T, lo=1, integer=True)
+    S_arr = checked_array("S", S, lo=0)
+    out = step_model(model, hardware, roofline=roofline, expert_count=expert_count).time(B_arr, T_arr, S_arr)
+    return float(out) if np.ndim(out) == 0 else out

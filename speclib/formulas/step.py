@@ -1,0 +1,86 @@
+"""A whole model's forward step, as sympy: the FLOPs and bytes of each
+component of one pass over B sequences of T positions each at context S, and
+the two ways the book turns them into time.
+
+The paper prices one representative layer (:mod:`speclib.formulas.cost`);
+the sequel ("Adaptive speculative decoding", Finn 2026) prices the whole step
+in seconds, because a drafter priced by its own roofline has to be compared
+with the target's step in the same units. The components:
+
+* ``dense``: every weight a position uses that is not a routed or shared
+  expert (attention and linear-attention projections, routers, the output
+  head): 2 FLOP per weight per position, each weight read once per step;
+* ``experts``: k routed + n_s shared experts per position; the bytes are
+  those of the distinct experts the step touches;
+* ``attention``: full-attention layers read each sequence's KV cache once per
+  step, m_c bytes per cached token per layer, and do f FLOPs per
+  query-context pair; linear-attention (GatedDeltaNet) layers read a fixed
+  state of sigma bytes per sequence per layer whatever S is, and do phi
+  FLOPs per position per layer. The T verified positions attend over the
+  cache plus, on average, half of themselves: S_eff = S + ceil(T/2).
+
+Each component's time is a roofline, max(FLOPs / peak, bytes / bandwidth).
+The paper adds the components' rooflines (``per-component``); the sequel's
+simulator takes one roofline per precision stream over all the components
+that share it (``aggregate``). :mod:`speclib.evidence.derivations` proves the
+aggregate is never more and says when the two agree.
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from . import moe as _moe
+
+B = sp.Symbol("B", positive=True)  # sequences in the step
+T = sp.Symbol("T", positive=True)  # positions per sequence (1 decodes, gamma + 1 verifies)
+S = sp.Symbol("S", positive=True)  # cached context per sequence
+
+P_d = sp.Symbol("P_d", positive=True)  # dense weights per position, whole model
+b_d = sp.Symbol("b_d", positive=True)  # bytes per dense weight
+w = sp.Symbol("w", positive=True)  # weights of one expert, summed over the MoE layers
+b_e = sp.Symbol("b_e", positive=True)  # bytes per expert weight
+k, E, n_s = _moe.k, _moe.E, _moe.n_s
+L_a = sp.Symbol("L_a", nonnegative=True)  # full-attention layers
+f = sp.Symbol("f", positive=True)  # FLOPs per query-context pair per full-attention layer
+m_c = sp.Symbol("m_c", positive=True)  # KV bytes per cached token per full-attention layer
+L_l = sp.Symbol("L_l", nonnegative=True)  # linear-attention layers
+sigma = sp.Symbol("sigma", nonnegative=True)  # state bytes per sequence per linear layer
+phi = sp.Symbol("phi", nonnegative=True)  # FLOPs per position per linear layer
+
+F = sp.Symbol("F", nonnegative=True)  # FLOPs of a component (or stream)
+Q = sp.Symbol("Q", nonnegative=True)  # bytes it moves
+peak = sp.Symbol("P", positive=True)  # peak FLOP/s of its precision
+M = sp.Symbol("M", positive=True)  # HBM bandwidth, bytes/s
+
+#: Time of work F moving Q bytes: compute and memory overlap, the slower wins.
+roofline_time_expr = sp.Max(F / peak, Q / M)
+
+#: Context the T verified positions attend over, on average.
+attended_context_expr = S + sp.ceiling(T / 2)
+
+#: Tokens through the experts in one step.
+expert_tokens_expr = B * T
+
+#: Distinct routed experts the step touches: the paper's coupon count, each of
+#: the B*T positions picking k distinct experts of E.
+experts_touched_expr = _moe.experts_activated_expr.subs(_moe.B, expert_tokens_expr)
+
+#: The sequel's simulator instead counts n = B*T*k independent picks of one
+#: expert each (its e(n) = E(1 - (1 - 1/E)^n)); the same to first order in k/E,
+#: and 7.89 rather than exactly 8 experts for one token of Qwen3.6-35B-A3B.
+experts_touched_slots_expr = E * (1 - (1 - 1 / E) ** (k * expert_tokens_expr))
+
+dense_flops_expr = 2 * P_d * B * T
+dense_bytes_expr = b_d * P_d
+
+expert_flops_expr = 2 * (k + n_s) * w * B * T
+#: ``A`` stands for the experts touched (either count above).
+A = sp.Symbol("A", positive=True)
+expert_bytes_expr = b_e * w * (n_s + A)
+
+attention_flops_expr = B * T * (L_a * f * attended_context_expr + L_l * phi)
+attention_bytes_expr = B * (L_a * m_c * attended_context_expr + L_l * sigma)
+
+#: A component's arithmetic intensity (FLOP per byte), for the chapter that
+#: holds full attention and linear attention against the ridge.
+intensity_expr = F / Q
