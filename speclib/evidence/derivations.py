@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import html
+import itertools
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -1013,5 +1014,122 @@ def decode_workload(model=_val.MEASURED_MODEL, hardware="H200", precision="fp8",
     return Derivation(f"Decode workload algebra and the {model.name} step", tuple(steps))
 
 
+@functools.lru_cache(maxsize=None)
+def pricing_rule(n: int = 3) -> Derivation:
+    """Per-component against aggregate pricing of a step of ``n`` components:
+    the aggregate (one roofline over the sums) is never more than the sum of
+    the components' rooflines, and equals it exactly when every component is
+    on the same side of its ridge. Each step is checked by sympy; the
+    inequality by every sign pattern of the components' compute-minus-memory
+    gaps (2**n cases), which covers any n by induction on the triangle
+    inequality |x + y| <= |x| + |y|."""
+    x_ = sp.symbols(f"x1:{n + 1}", nonnegative=True)  # compute times, F_i / P
+    y_ = sp.symbols(f"y1:{n + 1}", nonnegative=True)  # memory times, Q_i / M
+    X, Y = sp.Add(*x_), sp.Add(*y_)
+    per_component = sp.Add(*(sp.Max(x, y) for x, y in zip(x_, y_)))
+    aggregate = sp.Max(X, Y)
+    half_sum = lambda a, b: (a + b + sp.Abs(a - b)) / 2  # noqa: E731
+    d = _Builder(f"Pricing a step of {n} components: per-component against aggregate")
+    C_pc, C_ag, Delta = sp.symbols("C_per-component C_aggregate Delta")
+    d.show("per_component", "The paper's rule: each component its own roofline, the times added", C_pc, per_component)
+    d.show("aggregate", "The sequel's simulator: one roofline over all the work and all the bytes", C_ag, aggregate)
+    a, b = sp.symbols("a b", real=True)
+    d.identity("max", "A maximum is the mean plus half the gap (sympy rewrites Max as Abs)", sp.Max(a, b),
+               half_sum(a, b), equals=sp.Max(a, b).rewrite(sp.Abs))
+    gap = (sp.Add(*(sp.Abs(x - y) for x, y in zip(x_, y_))) - sp.Abs(X - Y)) / 2
+    d.identity("difference", "So the difference is half the triangle inequality's slack",
+               Delta, gap, equals=(per_component - aggregate).rewrite(sp.Abs))
+    # Every sign pattern of the gaps g_i = x_i - y_i: the slack is >= 0, and 0
+    # exactly when all the gaps have one sign.
+    g_ = sp.symbols(f"g1:{n + 1}", real=True)
+    slack = sp.Add(*(sp.Abs(g) for g in g_)) - sp.Abs(sp.Add(*g_))
+    equal_cases = unequal_cases = 0
+    for signs in itertools.product((1, -1), repeat=n):
+        signed = [sp.Symbol(f"h{i}", positive=True) * sign for i, sign in enumerate(signs)]
+        value = sp.simplify(slack.subs(dict(zip(g_, signed))))
+        if len(set(signs)) == 1:
+            if value != 0:  # pragma: no cover - a broken identity
+                raise ArithmeticError(f"{signs}: slack {value} is not 0 when the gaps share a sign")
+            equal_cases += 1
+        else:
+            if not _positive_when_mixed(value):  # pragma: no cover - a broken inequality
+                raise ArithmeticError(f"{signs}: slack {value} can be <= 0")
+            unequal_cases += 1
+    d.show("signs", f"Checked for every sign pattern of the gaps x_i - y_i ({2 ** n} cases): the slack is 0 in the "
+           f"{equal_cases} where they share a sign, positive in the other {unequal_cases}",
+           sp.Symbol("Delta") >= 0)
+    d.show("rule", "So the aggregate never costs more, and the two agree exactly when every component is "
+           "compute-bound or every one is memory-bound", C_ag <= C_pc)
+    return d.done()
+
+
+def _positive_when_mixed(value) -> bool:
+    """Whether ``value`` = sum of h_i - |sum of +-h_i| (positive h_i, mixed
+    signs) is positive for every positive h: on either branch of the one
+    remaining |.| it is twice the sum of the h_i of one sign, so every
+    coefficient must be positive."""
+    abs_terms = list(value.atoms(sp.Abs))
+    if not abs_terms:
+        return bool(sp.ask(sp.Q.positive(value)))
+    inner = abs_terms[0].args[0]
+    branches = (value.subs(abs_terms[0], inner), value.subs(abs_terms[0], -inner))
+    # On the branch where inner >= 0 the first form holds, else the second;
+    # each is a sum with positive coefficients of the symbols on one side.
+    return all(all(c > 0 for c in sp.Poly(b, *b.free_symbols).coeffs()) for b in branches if b != 0)
+
+
+@functools.lru_cache(maxsize=None)
+def kv_state_crossing(model="Qwen3.6-35B-A3B") -> Derivation:
+    """Context at which a hybrid's KV cache (full-attention layers) weighs as
+    much as its linear-attention state, per sequence."""
+    from ..formulas import step as _step
+
+    model, _ = resolve(model, None)
+    if not model.is_hybrid:
+        raise ValueError(f"model must be a hybrid with linear-attention layers; {model.name} has none")
+    arch = model.step_architecture()
+    S_x = sp.Symbol("S_x")
+    kv = _step.L_a * _step.m_c * _step.S
+    state = _step.L_l * _step.sigma
+    d = _Builder(f"KV cache against linear-attention state, {model.name}")
+    d.show("kv", "KV bytes one sequence keeps, full-attention layers", sp.Symbol("KV"), kv)
+    d.show("state", "State bytes one sequence keeps, linear-attention layers, whatever S", sp.Symbol("state"), state)
+    crossing = sp.solve(sp.Eq(kv, state), _step.S)[0]
+    d.show("solve", "They weigh the same at (sympy.solve)", S_x, crossing)
+    values = {_step.L_a: arch.attention_layers, _step.m_c: _exact(arch.context_bytes),
+              _step.L_l: arch.linear_layers, _step.sigma: _exact(arch.state_bytes)}
+    d.value("value", f"{model.name}: {arch.attention_layers} x {arch.context_bytes:,.0f} B per token against "
+            f"{arch.linear_layers} x {arch.state_bytes:,.0f} B", S_x, crossing.subs(values))
+    return d.done()
+
+
+@functools.lru_cache(maxsize=None)
+def drafter_crossover(mtp="Qwen3.6-MTP", dflash="Qwen3.6-DFlash", hardware="B200") -> Derivation:
+    """Which drafter is cheaper: gamma memory-bound MTP passes (every expert
+    resident) against one compute-bound DFlash block; the saturated crossover
+    batch in closed form, per drafted token."""
+    from .. import presets
+    from ..formulas import drafters as _dr
+
+    m, f = presets.drafter(mtp), presets.drafter(dflash)
+    _, hw = resolve(None, hardware)
+    if m.kind != "mtp" or f.kind != "dflash":
+        raise ValueError("drafter_crossover compares an MTP drafter with a DFlash drafter")
+    d = _Builder(f"MTP against DFlash on {hw.name}")
+    t_m, t_f = sp.symbols("t_MTP t_DF")
+    d.show("mtp", "gamma MTP passes, memory-bound once every expert is resident", t_m,
+           _dr.gamma * _dr.b * _dr.mtp_saturated_weights_expr / _dr.M)
+    d.show("dflash", "One DFlash pass over its block, compute-bound past a few sequences", t_f,
+           2 * _dr.P_f * _dr.B * _dr.D / _dr.peak)
+    B_x = sp.Symbol("B_x")
+    d.show("solve", "Equal at (sympy.solve); DFlash is cheaper below", B_x, _dr.crossover_batch_expr)
+    values = {_dr.b: _exact(m.step.dense_bytes), _dr.P_m: _exact(m.step.dense_params), _dr.w_m: _exact(m.step.ffn_params),
+              _dr.E: m.step.n_routed, _dr.n_s: m.step.n_shared, _dr.P_f: _exact(f.step.dense_params), _dr.D: f.block,
+              _dr.peak: _exact(hw.peak_flops(f.step.dense_precision)), _dr.M: _exact(hw.memory_bandwidth)}
+    per_token = (_dr.crossover_batch_expr / _dr.gamma).subs(values)
+    d.value("per_token", f"{m.name} against {f.name}: sequences per drafted token", B_x / _dr.gamma, per_token)
+    return d.done()
+
+
 #: The derivations of the chapters beyond the paper.
-BEYOND = (survival, expert_parallelism, decode_workload)
+BEYOND = (survival, expert_parallelism, decode_workload, pricing_rule, kv_state_crossing, drafter_crossover)
