@@ -3,7 +3,9 @@
 Three subcommands, each with examples in its ``--help``:
 
 * ``speclib gamma``: the best draft length gamma*, its speedup and what a
-  speculated token costs, component by component, at one operating point;
+  speculated token costs, component by component, at one operating point
+  (with ``--drafter``, a drafter priced by its own roofline: the whole step
+  in seconds and the throughput);
 * ``speclib sweep``: gamma* and the speedup over a grid of batch sizes,
   context lengths, acceptance rates and drafter costs (CSV or a table);
 * ``speclib presets``: the model and hardware presets with their key numbers.
@@ -25,8 +27,10 @@ import sys
 import numpy as np
 
 from .. import presets
+from ..core import speculation as _spec
 from ..core.cost import COMPONENTS, cost_shares, marginal_cost
 from ..core.speculation import optimal_gamma
+from ..core.step import ROOFLINES
 
 EXIT_USAGE = 2
 
@@ -37,6 +41,7 @@ OPTION_FOR_PARAMETER = {
     "alpha": "--alpha",
     "c_draft": "--draft-cost",
     "gamma_max": "--gamma-max",
+    "roofline": "--roofline",
 }
 
 #: The ranges speclib accepts, as its error messages state them (a test holds
@@ -149,6 +154,19 @@ def _models(args) -> list:
         raise UsageError(f"--model: {exc}") from None
 
 
+def _drafters(args) -> list:
+    """The --drafter presets (None: the paper's constant --draft-cost)."""
+    if args.drafter is None:
+        return [None]
+    if args.draft_cost is not None:
+        raise UsageError("--drafter: give either --draft-cost (the paper's constant drafter cost) or --drafter (a "
+                         "drafter priced by its own roofline), not both")
+    try:
+        return [presets.drafter(name) for name in _split_names(args.drafter)]
+    except ValueError as exc:
+        raise UsageError(f"--drafter: {exc}") from None
+
+
 def _hardware(args) -> list:
     try:
         return [presets.hardware(name) for name in _split_names(args.hardware or presets.DEFAULT_HARDWARE.name)]
@@ -183,17 +201,23 @@ def _grouped(x, digits=0) -> str:
 
 # --- subcommands ----------------------------------------------------------------
 def run_gamma(args, out) -> int:
-    models, chips = _models(args), _hardware(args)
+    models, chips, drafters = _models(args), _hardware(args), _drafters(args)
     if len(models) != 1:
         raise UsageError("--model: gamma takes one model (use 'speclib sweep' for several)")
     if len(chips) != 1:
         raise UsageError("--hardware: gamma takes one chip (use 'speclib sweep' for several)")
-    model, chip = models[0], chips[0]
-    point = dict(B=args.batch, S=args.seq, c_draft=args.draft_cost, model=model, hardware=chip)
+    if len(drafters) != 1:
+        raise UsageError("--drafter: gamma takes one drafter (use 'speclib sweep' for several)")
+    model, chip, drafter = models[0], chips[0], drafters[0]
     try:
-        gamma_star, speedup = optimal_gamma(
-            args.alpha, gamma_max=args.gamma_max, query_bytes=args.query_bytes, **point
-        )
+        priced = _spec.pricing(model, chip, c_draft=args.draft_cost, drafter=drafter, roofline=args.roofline,
+                               query_bytes=args.query_bytes)
+        if isinstance(priced, _spec.StepPricing):
+            return _gamma_whole_step(args, out, model, chip, priced)
+        c_draft = float(priced.drafter.c)
+        point = dict(B=args.batch, S=args.seq, c_draft=c_draft, model=model, hardware=chip)
+        alpha = _required_alpha(args)
+        gamma_star, speedup = optimal_gamma(alpha, gamma_max=args.gamma_max, query_bytes=args.query_bytes, **point)
         costs = marginal_cost(query_bytes=args.query_bytes, **point)
         shares = cost_shares(args.batch, args.seq, model, chip, query_bytes=args.query_bytes)
     except ValueError as exc:
@@ -206,7 +230,7 @@ def run_gamma(args, out) -> int:
             "batch": args.batch,
             "seq": args.seq,
             "alpha": args.alpha,
-            "draft_cost": args.draft_cost,
+            "draft_cost": c_draft,
             "gamma_max": args.gamma_max,
             "query_bytes": args.query_bytes,
             "gamma_star": gamma_star,
@@ -224,7 +248,7 @@ def run_gamma(args, out) -> int:
     lines = [
         f"{model.name} on {chip.name}",
         f"  batch {_exact(args.batch)}, context {_exact(args.seq)} tokens, acceptance {args.alpha:g}, "
-        f"drafter {args.draft_cost:g} x a step",
+        f"drafter {c_draft:g} x a step",
         "",
         f"  gamma*   {gamma_star}   ({verdict}; searched 0..{args.gamma_max})",
         f"  speedup  {speedup:.4f}x over plain decoding",
@@ -240,58 +264,148 @@ def run_gamma(args, out) -> int:
     return 0
 
 
+def _required_alpha(args):
+    if args.alpha is None:
+        raise UsageError("--alpha: required (an acceptance in [0, 1]) unless --drafter names a drafter with a "
+                         "measured survival curve")
+    return args.alpha
+
+
+def _acceptance_label(args, priced) -> str:
+    if args.alpha is not None:
+        return f"acceptance {args.alpha:g} (i.i.d.)"
+    return f"acceptance: {priced.drafter.name}'s measured survival curve"
+
+
+def _gamma_whole_step(args, out, model, chip, priced) -> int:
+    """gamma with the whole model's step in seconds: a drafter priced by its
+    roofline, the aggregate rule, or a hybrid model."""
+    B, S = np.asarray(float(args.batch)), np.asarray(float(args.seq))
+    acceptance = priced.measured_acceptance() if args.alpha is None else _spec._acceptance(args.alpha, priced)
+    gamma_star, speedup = _spec.best_gamma(priced, acceptance, B, S, args.gamma_max)
+    g = np.asarray(float(gamma_star))
+    plain_s = float(priced.plain(B, S))
+    verify = {name: float(t) for name, t in priced.step_model.component_times(B, g + 1.0, S).items()}
+    verify_s = float(priced.step_model.time(B, g + 1.0, S))
+    draft_s = float(priced.drafter.time(g, B, S, priced.step_model))
+    tokens = float(priced.throughput(B, g, S, acceptance))
+    plain_tokens = float(priced.throughput(B, np.asarray(0.0), S, acceptance))
+    searched = min(args.gamma_max, *(x for x in (priced.max_gamma, _curve_length(acceptance)) if x is not None))
+    if args.json:
+        record = {
+            "model": model.name, "hardware": chip.name, "batch": args.batch, "seq": args.seq,
+            "alpha": args.alpha, "acceptance": "i.i.d." if args.alpha is not None else "measured",
+            "drafter": priced.drafter.name, "roofline": args.roofline, "gamma_max": searched,
+            "gamma_star": gamma_star, "speedup": speedup,
+            "step_seconds": {"plain": plain_s, "verify": verify_s, "verify_components": verify, "draft": draft_s},
+            "throughput": {"speculative": tokens, "plain": plain_tokens},
+        }
+        out.write(json.dumps(record, indent=2) + "\n")
+        return 0
+    verdict = "speculate" if gamma_star > 0 else "do not speculate: plain decoding is best"
+    rows = [(f"verify {name}", f"{t * 1e6:,.1f}") for name, t in verify.items()]
+    rows += [("verify (whole step)", f"{verify_s * 1e6:,.1f}"), (f"draft ({priced.drafter.name})", f"{draft_s * 1e6:,.1f}"),
+             ("plain decode step", f"{plain_s * 1e6:,.1f}")]
+    lines = [
+        f"{model.name} on {chip.name}, the whole model's step ({args.roofline} roofline)",
+        f"  batch {_exact(args.batch)}, context {_exact(args.seq)} tokens, {_acceptance_label(args, priced)}",
+        "",
+        f"  gamma*      {gamma_star}   ({verdict}; searched 0..{searched})",
+        f"  speedup     {speedup:.4f}x over plain decoding",
+        f"  throughput  {tokens:,.0f} committed tokens/s ({plain_tokens:,.0f} plain)",
+        "",
+        f"  one step at gamma* = {gamma_star}, microseconds",
+        "",
+        "\n".join("  " + line for line in format_table(("part", "time (us)"), rows).splitlines()),
+    ]
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _curve_length(acceptance):
+    return len(acceptance) if isinstance(acceptance, _spec._acc.SurvivalCurve) else None
+
+
 SWEEP_COLUMNS = ("model", "hardware", "batch", "seq", "alpha", "draft_cost", "gamma_star", "speedup")
 
 
-def sweep_records(models, chips, batch, seq, alpha, draft_cost, *, gamma_max=64, query_bytes=False):
-    """Rows of (model, hardware, batch, seq, alpha, draft_cost, gamma*, speedup):
-    one :func:`optimal_gamma` call over the whole broadcast grid per model and chip."""
-    cells = (gamma_max + 1) * len(batch) * len(seq) * len(alpha) * len(draft_cost)
+def sweep_records(models, chips, batch, seq, alpha, draft_cost, *, drafters=(None,), roofline="per-component",
+                  gamma_max=64, query_bytes=False):
+    """Rows of (model, hardware, batch, seq, alpha, draft_cost, gamma*,
+    speedup, drafter): one :func:`optimal_gamma` call over the whole broadcast
+    grid per model, chip and drafter. With a drafter preset the draft cost is
+    None, and an alpha of None means its measured survival curve."""
+    per_drafter = len(batch) * len(seq) * len(alpha) * len(draft_cost)
+    cells = (gamma_max + 1) * per_drafter * len(drafters)
     if cells > MAX_SWEEP_CELLS:
         raise UsageError(
             f"--batch/--seq/--alpha/--draft-cost: the grid times (gamma_max + 1) is {cells:,} cells; "
             f"at most {MAX_SWEEP_CELLS:,} (use fewer points or a smaller --gamma-max)"
         )
-    grid = np.meshgrid(batch, seq, alpha, draft_cost, indexing="ij")
-    B, S, A, C = (axis.ravel() for axis in grid)
     rows = []
     for model in models:
         for chip in chips:
-            try:
-                gamma_star, speedup = optimal_gamma(
-                    A, B, S, C, model=model, hardware=chip, gamma_max=gamma_max, query_bytes=query_bytes
+            for drafter in drafters:
+                costs = draft_cost if drafter is None else [np.nan]
+                grid = np.meshgrid(batch, seq, np.arange(len(alpha)), costs, indexing="ij")
+                B, S, which, C = (axis.ravel() for axis in grid)
+                A = np.asarray(alpha, dtype=object)[which.astype(int)]
+                measured = alpha[0] is None
+                try:
+                    gamma_star, speedup = optimal_gamma(
+                        None if measured else A.astype(float), B, S, None if drafter is not None else C,
+                        model=model, hardware=chip, gamma_max=gamma_max, drafter=drafter, roofline=roofline,
+                        query_bytes=query_bytes,
+                    )
+                except ValueError as exc:
+                    raise UsageError(_speclib_error(exc)) from None
+                gamma_star, speedup = np.atleast_1d(gamma_star), np.atleast_1d(speedup)
+                name = None if drafter is None else drafter.name
+                rows.extend(
+                    (model.name, chip.name, b, s, a, None if drafter is not None else c, int(g), float(sp), name)
+                    for b, s, a, c, g, sp in zip(B, S, A, C, gamma_star, speedup)
                 )
-            except ValueError as exc:
-                raise UsageError(_speclib_error(exc)) from None
-            gamma_star, speedup = np.atleast_1d(gamma_star), np.atleast_1d(speedup)
-            rows.extend(
-                (model.name, chip.name, b, s, a, c, int(g), float(sp))
-                for b, s, a, c, g, sp in zip(B, S, A, C, gamma_star, speedup)
-            )
     return rows
 
 
 def run_sweep(args, out) -> int:
     batch = parse_grid("--batch", args.batch, counts=True)
     seq = parse_grid("--seq", args.seq, counts=True)
-    alpha = parse_grid("--alpha", args.alpha)
-    draft_cost = parse_grid("--draft-cost", args.draft_cost)
+    drafters = _drafters(args)
+    if args.alpha is None:
+        if drafters == [None]:
+            raise UsageError("--alpha: required (acceptances in [0, 1]) unless --drafter names drafters with "
+                             "measured survival curves")
+        alpha = [None]
+    else:
+        alpha = parse_grid("--alpha", args.alpha)
+    draft_cost = parse_grid("--draft-cost", "0.1" if args.draft_cost is None else args.draft_cost)
     rows = sweep_records(
-        _models(args), _hardware(args), batch, seq, alpha, draft_cost,
+        _models(args), _hardware(args), batch, seq, alpha, draft_cost, drafters=drafters, roofline=args.roofline,
         gamma_max=args.gamma_max, query_bytes=args.query_bytes,
     )
-    if args.format == "csv":
-        text_rows = [(m, h, _exact(b), _exact(s), _exact(a), _exact(c), str(g), repr(sp)) for m, h, b, s, a, c, g, sp in rows]
-    else:
-        text_rows = [(m, h, _exact(b), _exact(s), f"{a:g}", f"{c:g}", str(g), f"{sp:.4f}") for m, h, b, s, a, c, g, sp in rows]
+    priced = drafters != [None] or args.roofline != "per-component"
+    columns = SWEEP_COLUMNS + (("drafter", "roofline") if priced else ())
+
+    def cells(a, c, exact):
+        alpha_text = "measured" if a is None else (_exact(a) if exact else f"{a:g}")
+        cost_text = "" if c is None else (_exact(c) if exact else f"{c:g}")
+        return alpha_text, cost_text
+
+    text_rows = []
+    for m, h, b, s, a, c, g, sp, d in rows:
+        exact = args.format == "csv"
+        alpha_text, cost_text = cells(a, c, exact)
+        row = (m, h, _exact(b), _exact(s), alpha_text, cost_text, str(g), repr(sp) if exact else f"{sp:.4f}")
+        text_rows.append(row + ((d or "constant", args.roofline) if priced else ()))
 
     def write(stream):
         if args.format == "csv":
             writer = csv.writer(stream, lineterminator="\n")
-            writer.writerow(SWEEP_COLUMNS)
+            writer.writerow(columns)
             writer.writerows(text_rows)
         else:
-            stream.write(format_table(SWEEP_COLUMNS, text_rows, align="llrrrrrr") + "\n")
+            stream.write(format_table(columns, text_rows, align="llrrrrrr" + "ll" * priced) + "\n")
 
     if args.output is None:
         write(out)
@@ -377,6 +491,7 @@ Each subcommand has its own --help. Bad input exits with status 2.
 GAMMA_EPILOG = """\
 examples:
   speclib gamma --model deepseek-v4-flash --hardware b200 --batch 64 --seq 4096 --alpha 0.75 --draft-cost 0.1
+  speclib gamma --model qwen3.6-35b-a3b --drafter qwen3.6-mtp --roofline aggregate --batch 64 --seq 512
   speclib gamma --model llama-3-70b --hardware h100 --batch 8 --seq 2048 --alpha 0.8 --json
   speclib gamma --model-config my-model/config.json --hardware mi355x --batch 256 --seq 16384 --alpha 0.7
 
@@ -420,6 +535,16 @@ def _add_model_options(parser, *, several: bool):
     parser.add_argument("--hardware", help=f"hardware preset {noun} (default {presets.DEFAULT_HARDWARE.name})")
     parser.add_argument("--gamma-max", type=_typed("--gamma-max", int), default=64, metavar="N", help="longest draft length searched, 0..4096 (default 64)")
     parser.add_argument(
+        "--drafter", metavar="NAME" + (",..." if several else ""),
+        help=f"a drafter priced by its own roofline instead of --draft-cost: {', '.join(presets.drafter_names())} "
+        "(prices the whole model's step in seconds)",
+    )
+    parser.add_argument(
+        "--roofline", choices=ROOFLINES, default="per-component",
+        help="how a step's components compose: per-component (the paper, default) or aggregate (one roofline per "
+        "precision stream, as the sequel's simulator charges; prices the whole model's step)",
+    )
+    parser.add_argument(
         "--query-bytes", action="store_true",
         help="count the query bytes in attention's cost (the paper's ledger leaves them out; default off)",
     )
@@ -443,8 +568,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gamma.add_argument("--batch", type=_typed("--batch", float), required=True, metavar="B", help="sequences decoded together (> 0)")
     gamma.add_argument("--seq", type=_typed("--seq", float), required=True, metavar="S", help="average context length in tokens (> 0)")
-    gamma.add_argument("--alpha", type=_typed("--alpha", float), required=True, metavar="A", help="per-token acceptance probability, 0..1")
-    gamma.add_argument("--draft-cost", type=_typed("--draft-cost", float), default=0.1, metavar="C", help="drafter cost per drafted token, x a decode step (>= 0, default 0.1)")
+    gamma.add_argument("--alpha", type=_typed("--alpha", float), metavar="A", help="per-token acceptance probability, 0..1 (required unless --drafter brings a measured survival curve)")
+    gamma.add_argument("--draft-cost", type=_typed("--draft-cost", float), metavar="C", help="the paper's drafter cost per drafted token, x a decode step (>= 0, default 0.1)")
     _add_model_options(gamma, several=False)
     gamma.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     gamma.set_defaults(handler=run_gamma)
@@ -457,8 +582,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.add_argument("--batch", required=True, metavar="GRID", help="batch sizes (> 0), e.g. 1,8,64 or 1:30000:log20")
     sweep.add_argument("--seq", required=True, metavar="GRID", help="context lengths (> 0), e.g. 1024,4096")
-    sweep.add_argument("--alpha", required=True, metavar="GRID", help="acceptance probabilities in [0, 1], e.g. 0.6:0.9:lin4")
-    sweep.add_argument("--draft-cost", default="0.1", metavar="GRID", help="drafter costs (>= 0), default 0.1")
+    sweep.add_argument("--alpha", metavar="GRID", help="acceptance probabilities in [0, 1], e.g. 0.6:0.9:lin4 (default with --drafter: its measured survival curve)")
+    sweep.add_argument("--draft-cost", metavar="GRID", help="the paper's drafter costs (>= 0), default 0.1")
     _add_model_options(sweep, several=True)
     sweep.add_argument("--format", choices=("csv", "table"), default="csv", help="output format (default csv)")
     sweep.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
