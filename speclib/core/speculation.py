@@ -150,7 +150,7 @@ def _checked_gamma(gamma, acceptance, priced):
         gamma_arr = _acc.check_gamma_for_curve(gamma, acceptance)
     else:
         gamma_arr = _acc.check_gamma(gamma)
-    return _draft.check_gamma_for_drafter(gamma_arr, priced)
+    return _draft.check_gamma_for_drafter(gamma_arr, priced.drafter)
 
 
 def speedup(alpha, gamma, B, S, c_draft=None, model=None, hardware=None, *, drafter=None,

@@ -49,6 +49,9 @@ HARDWARE = "B200"
 #: grid's keys.
 MODEL = "Qwen3.6-35B-A3B"
 DRAFTERS = {"mtp": "Qwen3.6-MTP", "dflash": "Qwen3.6-DFlash"}
+#: Tokens the simulator's scheduler admits into one step: at most
+#: floor(16384 / (gamma + 1)) sequences verify together.
+SCHEDULER_TOKEN_CAP = 16_384
 #: The targets the book holds the closed form to (issue 11).
 TARGET_MEDIAN_ERROR = 0.01
 TARGET_MAX_ERROR = 0.035
