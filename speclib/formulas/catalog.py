@@ -20,6 +20,7 @@ from . import cost as _cost
 from . import drafters as _draft
 from . import moe as _moe
 from . import parallel as _par
+from . import sequel_figures as _fig
 from . import speculation as _spec
 from . import step as _step
 from . import workload as _work
@@ -147,6 +148,15 @@ NUMERIC = (
     Formula("drafter_crossover_batch", _draft.crossover_batch_expr,
             (_draft.gamma, _draft.b, _draft.P_m, _draft.w_m, _draft.E, _draft.n_s, _draft.P_f, _draft.D, _draft.peak,
              _draft.M), "batch below which a DFlash block is cheaper than gamma MTP passes (experts saturated)"),
+    # --- what the sequel's chapters draw (speclib.formulas.sequel_figures) ---
+    Formula("cache_bytes", _fig.cache_bytes_expr, (_s.B, _s.S, _s.L_a, _s.m_c, _s.L_l, _s.sigma),
+            "bytes of KV cache and linear-attention state B sequences keep at context S"),
+    Formula("kv_state_crossing", _fig.kv_state_crossing_expr, (_s.L_a, _s.m_c, _s.L_l, _s.sigma),
+            "context at which a sequence's KV cache weighs as much as its linear-attention state"),
+    Formula("time_per_output_token", _fig.time_per_output_token_expr, (_spec.N, _spec.C_g),
+            "time per output token of each sequence of a closed loop"),
+    Formula("closed_loop_throughput", _fig.closed_loop_throughput_expr, (_spec.B, _fig.tau),
+            "throughput of B sequences in a closed loop at a time per output token tau"),
     # --- serving workloads (speclib.formulas.workload) ---
     Formula("mean_decode_context", _work.mean_decode_context_expr, (_work.I_in, _work.O_out),
             "mean cached context over a request's decode steps"),

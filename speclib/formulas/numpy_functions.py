@@ -70,6 +70,10 @@ ARGUMENTS = {
     'mtp_draft_time': ('gamma', 't_pass'),
     'dflash_draft_time': ('gamma', 't_pass'),
     'drafter_crossover_batch': ('gamma', 'b_d', 'P_MTP', 'w_MTP', 'E', 'n_s', 'P_DF', 'D', 'P', 'M'),
+    'cache_bytes': ('B', 'S', 'L_a', 'm_c', 'L_l', 'sigma'),
+    'kv_state_crossing': ('L_a', 'm_c', 'L_l', 'sigma'),
+    'time_per_output_token': ('N', 'C_gamma'),
+    'closed_loop_throughput': ('B', 'tau'),
     'mean_decode_context': ('I', 'O'),
     'littles_law_batch': ('X', 'n_tp', 'I', 'O', 'tau'),
 }
@@ -553,6 +557,38 @@ def drafter_crossover_batch(gamma, b_d, P_MTP, w_MTP, E, n_s, P_DF, D, P, M):
     P*b_d*gamma*(E*w_MTP + P_MTP + n_s*w_MTP)/(2*D*M*P_DF)
     """
     return (1/2)*P*b_d*gamma*(E*w_MTP + P_MTP + n_s*w_MTP)/(D*M*P_DF)
+
+
+def cache_bytes(B, S, L_a, m_c, L_l, sigma):
+    """bytes of KV cache and linear-attention state B sequences keep at context S:
+
+    B*(L_a*S*m_c + L_l*sigma)
+    """
+    return B*(L_a*S*m_c + L_l*sigma)
+
+
+def kv_state_crossing(L_a, m_c, L_l, sigma):
+    """context at which a sequence's KV cache weighs as much as its linear-attention state:
+
+    L_l*sigma/(L_a*m_c)
+    """
+    return L_l*sigma/(L_a*m_c)
+
+
+def time_per_output_token(N, C_gamma):
+    """time per output token of each sequence of a closed loop:
+
+    C_gamma/N
+    """
+    return C_gamma/N
+
+
+def closed_loop_throughput(B, tau):
+    """throughput of B sequences in a closed loop at a time per output token tau:
+
+    B/tau
+    """
+    return B/tau
 
 
 def mean_decode_context(I, O):
