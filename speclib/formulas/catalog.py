@@ -153,8 +153,8 @@ NUMERIC = (
             "bytes of KV cache and linear-attention state B sequences keep at context S"),
     Formula("kv_state_crossing", _fig.kv_state_crossing_expr, (_s.L_a, _s.m_c, _s.L_l, _s.sigma),
             "context at which a sequence's KV cache weighs as much as its linear-attention state"),
-    Formula("time_per_output_token", _fig.time_per_output_token_expr, (_spec.N, _spec.C_g),
-            "time per output token of each sequence of a closed loop"),
+    Formula("time_per_output_token", _fig.time_per_output_token_expr, (_spec.B, _fig.X),
+            "time per output token of each of B sequences in a closed loop committing X tokens per second"),
     Formula("closed_loop_throughput", _fig.closed_loop_throughput_expr, (_spec.B, _fig.tau),
             "throughput of B sequences in a closed loop at a time per output token tau"),
     # --- serving workloads (speclib.formulas.workload) ---

@@ -72,7 +72,7 @@ ARGUMENTS = {
     'drafter_crossover_batch': ('gamma', 'b_d', 'P_MTP', 'w_MTP', 'E', 'n_s', 'P_DF', 'D', 'P', 'M'),
     'cache_bytes': ('B', 'S', 'L_a', 'm_c', 'L_l', 'sigma'),
     'kv_state_crossing': ('L_a', 'm_c', 'L_l', 'sigma'),
-    'time_per_output_token': ('N', 'C_gamma'),
+    'time_per_output_token': ('B', 'X'),
     'closed_loop_throughput': ('B', 'tau'),
     'mean_decode_context': ('I', 'O'),
     'littles_law_batch': ('X', 'n_tp', 'I', 'O', 'tau'),
@@ -575,12 +575,12 @@ def kv_state_crossing(L_a, m_c, L_l, sigma):
     return L_l*sigma/(L_a*m_c)
 
 
-def time_per_output_token(N, C_gamma):
-    """time per output token of each sequence of a closed loop:
+def time_per_output_token(B, X):
+    """time per output token of each of B sequences in a closed loop committing X tokens per second:
 
-    C_gamma/N
+    B/X
     """
-    return C_gamma/N
+    return B/X
 
 
 def closed_loop_throughput(B, tau):

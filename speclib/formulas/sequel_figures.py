@@ -36,13 +36,13 @@ kv_state_crossing_expr = sp.solve(
 
 N, C_g = _spec.N, _spec.C_g
 tau = _work.tau  # time per output token of each sequence, seconds
-
-#: Time per output token of each of the B sequences of a closed loop: the
-#: batch over its committed tokens per second (one step commits N tokens per
-#: sequence).
-time_per_output_token_expr = sp.simplify(_spec.B / _spec.throughput_expr)
+X = sp.Symbol("X", positive=True)  # committed output tokens per second of the whole batch
 
 #: The throughput B sequences in a closed loop reach when each takes tau per
 #: output token (Little's law): the throughput with the step written as
 #: tau N. A concurrency contour of a throughput-against-latency chart.
 closed_loop_throughput_expr = sp.simplify(_spec.throughput_expr.subs(C_g, tau * N))
+
+#: The time per output token of each of B sequences in a closed loop that
+#: commits X tokens per second (the same law solved for tau).
+time_per_output_token_expr = sp.solve(sp.Eq(X, closed_loop_throughput_expr), tau)[0]
