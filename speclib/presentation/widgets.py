@@ -23,6 +23,7 @@ from matplotlib.text import Text
 
 from .figures import _style
 from .figures import paper as _paper
+from .figures import sequel as _sequel
 from ..presets import hardware_names, model_names
 
 #: The sequence-length slider of the paper: S = 512 * 2**(8u), u in [0, 1].
@@ -338,6 +339,116 @@ def gamma_map(model=None, hardware=None):
                                                                "batch_points": 100, "context_points": 50})
 
 
+# --- the sequel's chapters ---------------------------------------------------------------
+
+_ROOFLINE_OPTIONS = [(f"{r}: {_sequel.ROOFLINE_LABELS[r]}", r) for r in _sequel.ROOFLINES]
+_DRAFTER_OPTIONS = [(_sequel.DRAFTER_LABELS[k], k) for k in _sequel.DRAFTER_KEYS]
+
+
+def _roofline(value):
+    return dropdown(_ROOFLINE_OPTIONS, value, "pricing rule")
+
+
+def _acceptance(value):
+    return dropdown(list(_sequel.ACCEPTANCES), value, "acceptance")
+
+
+def _drafter(value):
+    return dropdown(_DRAFTER_OPTIONS, value, "drafter")
+
+
+def _chip(hardware):
+    return dropdown(hardware_names(), _paper.resolve(None, hardware or "B200")[1].name, "hardware")
+
+
+def drafter_cost(model=None, hardware=None):
+    """MTP and DFlash draft times against batch, live: gamma, the pricing
+    rule, the chip."""
+    d = _sequel.DrafterCostPlot.defaults
+    controls = {
+        "gamma": W.IntSlider(value=d["gamma"], min=1, max=16, description="draft length \u03b3",
+                             style={"description_width": "initial"}, layout=W.Layout(width="420px")),
+        "roofline": _roofline(d["roofline"]),
+        "hardware": _chip(hardware),
+    }
+    return FigureWidget(_sequel.DrafterCostPlot, controls)
+
+
+def drafter_crossover(model=None, hardware=None):
+    """Which drafter is cheaper over gamma and batch, live: the pricing rule, the chip."""
+    controls = {"roofline": _roofline(_sequel.DrafterCrossoverPlot.defaults["roofline"]), "hardware": _chip(hardware)}
+    return FigureWidget(_sequel.DrafterCrossoverPlot, controls)
+
+
+def hybrid_intensity(model=None, hardware=None):
+    """MLA, GQA and GatedDeltaNet intensity against verify width, live:
+    context, query bytes, the chip."""
+    d = _sequel.HybridIntensityPlot.defaults
+    controls = {
+        "S": seq_len_slider(d["S"], "context S"),
+        "query_bytes": toggle(d["query_bytes"], "count query bytes"),
+        "hardware": _chip(hardware),
+    }
+    return FigureWidget(_sequel.HybridIntensityPlot, controls)
+
+
+def kv_state_bytes(model=None, hardware=None):
+    """KV cache against linear-attention state per sequence, live: how many
+    layers are full attention, and the KV-cache format."""
+    arch = _sequel.hybrid_architecture()
+    controls = {
+        "full_attention_layers": W.SelectionSlider(options=list(_sequel.FULL_ATTENTION_LAYERS),
+                                                   value=arch.attention_layers,
+                                                   description="full-attention layers",
+                                                   style={"description_width": "initial"}),
+        "kv_format": dropdown(list(_sequel.KV_FORMATS), "bf16", "KV cache"),
+    }
+    return FigureWidget(_sequel.KVStatePlot, controls)
+
+
+def concurrency_gamma(model=None, hardware=None):
+    """gamma* against concurrency for both drafters, live: pricing rule, acceptance."""
+    d = _sequel.ConcurrencyGammaPlot.defaults
+    controls = {"roofline": _roofline(d["roofline"]), "acceptance": _acceptance(d["acceptance"])}
+    return FigureWidget(_sequel.ConcurrencyGammaPlot, controls)
+
+
+def concurrency_throughput(model=None, hardware=None):
+    """Throughput against concurrency per drafter, live: pricing rule, and
+    tokens per second or the speedup over plain decoding."""
+    d = _sequel.ConcurrencyThroughputPlot.defaults
+    controls = {"roofline": _roofline(d["roofline"]),
+                "relative": toggle(d["relative"], "over plain decoding")}
+    return FigureWidget(_sequel.ConcurrencyThroughputPlot, controls)
+
+
+def throughput_tpot(model=None, hardware=None):
+    """Throughput against time per output token per drafter, live: pricing
+    rule, acceptance."""
+    d = _sequel.ThroughputTPOTPlot.defaults
+    controls = {"roofline": _roofline(d["roofline"]), "acceptance": _acceptance(d["acceptance"])}
+    return FigureWidget(_sequel.ThroughputTPOTPlot, controls)
+
+
+def pricing_ratio(model=_sequel.HYBRID_MODEL, hardware=None):
+    """Per-component over aggregate step time against batch, live: model,
+    context, the chip."""
+    d = _sequel.PricingRatioPlot.defaults
+    controls = {
+        "model": dropdown(model_names(), _paper.resolve(model, None)[0].name, "model"),
+        "S": seq_len_slider(d["S"], "context S"),
+        "hardware": _chip(hardware),
+    }
+    return FigureWidget(_sequel.PricingRatioPlot, controls)
+
+
+def pricing_gamma(model=None, hardware=None):
+    """gamma* under each pricing rule and what it loses, live: drafter, acceptance."""
+    d = _sequel.PricingGammaPlot.defaults
+    controls = {"drafter": _drafter(d["drafter"]), "acceptance": _acceptance(d["acceptance"])}
+    return FigureWidget(_sequel.PricingGammaPlot, controls)
+
+
 #: Every live figure by its figure name.
 FACTORIES = {
     "expert_tax": expert_tax,
@@ -349,4 +460,13 @@ FACTORIES = {
     "optimal_gamma": optimal_gamma,
     "speedup_curves": speedup_curves,
     "gamma_map": gamma_map,
+    "drafter_cost": drafter_cost,
+    "drafter_crossover": drafter_crossover,
+    "hybrid_intensity": hybrid_intensity,
+    "kv_state_bytes": kv_state_bytes,
+    "concurrency_gamma": concurrency_gamma,
+    "concurrency_throughput": concurrency_throughput,
+    "throughput_tpot": throughput_tpot,
+    "pricing_ratio": pricing_ratio,
+    "pricing_gamma": pricing_gamma,
 }

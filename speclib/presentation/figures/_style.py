@@ -38,6 +38,13 @@ COLORS = {
     "hca": "#ff7f0e",
     "csa": "#2ca02c",
     "indexer": "#9467bd",
+    # the sequel's chapters
+    "gdn": "#2ca02c",
+    "mtp": "#1f77b4",
+    "dflash": "#ff7f0e",
+    "policy": "#d62728",
+    "aggregate": "#111111",
+    "per-component": "#9467bd",
 }
 #: A sequence for families of curves (batches, verify widths).
 CYCLE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
