@@ -43,8 +43,9 @@ from . import _style
 from ._style import COLORS, CYCLE, RIDGE_STYLE
 from .paper import Plot, _batch_grid, _nice_ceiling, integer_batches
 
-#: The drafters by the grid's keys, and how the book names them.
-DRAFTER_KEYS = tuple(_sequel.DRAFTERS)
+#: The drafters by the grid's keys (preset names), and how the book names them.
+DRAFTERS = dict(_sequel.DRAFTERS)
+DRAFTER_KEYS = tuple(DRAFTERS)
 DRAFTER_LABELS = {"mtp": "MTP", "dflash": "DFlash"}
 #: Acceptance: the drafter's measured survival curve, or the geometric curve
 #: alpha**d with alpha its first position's survival.
@@ -69,6 +70,11 @@ PRICING_WIDTHS = (1, 2, 4, 8, 16)
 US, MS, MB = 1e6, 1e3, 1e-6  # seconds to microseconds, to milliseconds; bytes to megabytes
 
 _VIRIDIS = mpl.colormaps["viridis"]
+
+
+def dflash_block() -> int:
+    """Positions one DFlash pass drafts: the longest draft either figure offers."""
+    return int(drafter_preset(DRAFTERS["dflash"]).block)
 
 
 def check_drafter(drafter) -> str:
@@ -337,7 +343,7 @@ class DrafterCostPlot(Plot):
         ax.set_ylabel("time (\u00b5s)")
 
     def _draw(self, gamma, roofline, batch_range, points):
-        self.gamma_max = drafter_preset(_sequel.DRAFTERS["dflash"]).block
+        self.gamma_max = dflash_block()
         gamma = checked_int("gamma", gamma, lo=1, hi=self.gamma_max)
         roofline = _step.check_roofline(roofline)
         B = _batch_grid(batch_range[0], batch_range[1], points)
@@ -350,7 +356,7 @@ class DrafterCostPlot(Plot):
             line.set_label(f"{DRAFTER_LABELS[key]}: " + ("\u03b3 passes of one position" if key == "mtp"
                                                           else "one pass over its block"))
         self.target_line.set_data(B, target * US)
-        self.target_line.set_label(f"the target's plain decode step (S = {context():,.0f})")
+        self.target_line.set_label(f"the target's plain decode step (S = {context():g})")
         crossing = _drafters.crossover_batch(gamma, hardware=hw, roofline=roofline)
         self.crossover = crossing
         inside = B[0] < crossing < B[-1]
@@ -405,7 +411,7 @@ class DrafterCrossoverPlot(Plot):
 
     def _draw(self, roofline, gamma_max, batch_range, points, ratio_max):
         roofline = _step.check_roofline(roofline)
-        gamma_max = checked_int("gamma_max", gamma_max, lo=2, hi=drafter_preset(_sequel.DRAFTERS["dflash"]).block)
+        gamma_max = checked_int("gamma_max", gamma_max, lo=2, hi=dflash_block())
         ratio_max = float(checked_array("ratio_max", ratio_max, lo=0, lo_open=True))
         B = _batch_grid(batch_range[0], batch_range[1], points)
         gammas = np.arange(1, gamma_max + 1)

@@ -20,7 +20,7 @@ from sympy.printing.jscode import JavascriptCodePrinter
 from ...core import cost as _cost
 from ...formulas.catalog import FORMULAS
 from ...presets import hardware_names, model_names, resolve
-from .live_figures import COLORS, CYCLE, VIRIDIS, build_live_figures
+from .live_figures import COLORS, CYCLE, DIVERGING, VIRIDIS, build_live_figures
 
 #: Functions the JS printer does not know by itself; everything else it cannot
 #: print raises (strict mode) instead of emitting a silent comment.
@@ -32,6 +32,12 @@ _JS_FUNCTIONS = {"expm1": "Math.expm1", "log1p": "Math.log1p"}
 LIVE_FORMULAS = (
     "gemm_cost", "gemm_slope", "moe_cost", "moe_slope", "attn_cost", "attn_slope",
     "committed", "committed_at_one", "speedup", "moe_intensity", "dense_intensity", "attention_intensity",
+    # the sequel's chapters: a whole step in seconds, the drafters, the priced policy
+    "roofline_time", "dense_flops", "dense_bytes", "expert_flops", "expert_bytes", "experts_touched",
+    "attention_flops", "attention_bytes", "mtp_draft_time", "dflash_draft_time", "drafter_crossover_batch",
+    "committed_at_zero", "iid_survival", "priced_speedup", "throughput", "time_per_output_token",
+    "closed_loop_throughput", "linear_intensity", "linear_state_bytes", "gqa_context_bytes", "cache_bytes",
+    "kv_state_crossing",
 )
 
 
@@ -115,7 +121,80 @@ def model_constants(model=None, hardware=None) -> dict:
     figures = build_live_figures()
     constants["attention_table"] = _attention_table_constants(_paper)
     constants["compressed_attention"] = _compressed_attention_constants(_paper, model, figures["compressed_attention"])
+    constants["sequel"] = sequel_constants()
     return constants
+
+
+def _arguments(formula: str, values: dict, skip: int) -> dict:
+    """``values`` for a catalogue formula's arguments after its first
+    ``skip`` (the variables), named and in the formula's order."""
+    names = [str(a) for a in FORMULAS[formula].args][skip:]
+    return {"names": names, "values": [float(values[n]) for n in names]}
+
+
+def sequel_constants() -> dict:
+    """What the sequel's live figures bind to the formulas: every chip's
+    peaks and bandwidth, the whole-step architectures (the simulated target,
+    every model preset, the two drafters), the drafters' measured survival
+    curves (as the policy uses them), the simulated grid as data, and the
+    attention and cache constants of the hybrid and MLA models."""
+    import dataclasses
+
+    from ...presets import PRECISIONS, drafter as drafter_preset
+    from ..figures import sequel as _fig
+
+    chips = {}
+    for name in hardware_names():
+        _, hw = resolve(None, name)
+        chips[name] = {"peak": {p: float(hw.peak_flops(p)) for p in PRECISIONS},
+                       "bandwidth": float(hw.memory_bandwidth)}
+
+    def arch(step):
+        return {k: (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
+                for k, v in dataclasses.asdict(step).items()}
+
+    architectures = {"target": arch(_fig.target_model().step_architecture())}
+    for name in model_names():  # by the names the model control offers
+        architectures[name] = arch(resolve(name, None)[0].step_architecture())
+    drafters = {}
+    for key, name in _fig.DRAFTERS.items():
+        preset = drafter_preset(name)
+        architectures[key] = arch(preset.step)
+        drafters[key] = {"name": preset.name, "label": _fig.DRAFTER_LABELS[key], "kind": preset.kind,
+                         # positions one pass covers, as speclib.core.drafters.PricedDrafter prices it
+                         "positions": 1.0 if preset.kind == "mtp" else float(preset.block),
+                         "survival": [float(v) for v in _fig.acceptance_curve(key, "measured").values]}
+    grid = _fig.grid()
+    simulated = {key: {"gammas": [int(g) for g in rows.gammas], "gamma_max": int(rows.gamma_max),
+                       "goodput": rows.goodput.tolist(), "adaptive_goodput": rows.adaptive_goodput.tolist()}
+                 for key, rows in grid.drafters.items()}
+    hybrid, _ = resolve(_fig.HYBRID_MODEL, None)
+    mla, _ = resolve(_fig.MLA_MODEL, None)
+
+    def attention_constants(m, variant):
+        m_c, m_q, f, _ = m.attention.variant_constants(variant, 1.0)
+        return {"names": ["m_c", "m_q", "f"], "values": [float(m_c), float(m_q), float(f)], "model": m.name}
+
+    layers = _fig.hybrid_architecture()
+    attn = hybrid.attention
+    return {
+        "context": _fig.context(),
+        "hardware": chips,
+        "architectures": architectures,
+        "drafters": drafters,
+        "drafter_order": list(_fig.DRAFTER_KEYS),
+        "grid": {"concurrency": [float(c) for c in grid.concurrency], "drafters": simulated},
+        "crossover": {name: _arguments("drafter_crossover_batch", _fig.crossover_constants(name), 1)
+                      for name in hardware_names()},
+        "hybrid": {
+            "model": hybrid.name, "precision": hybrid.attention_precision,
+            "mla": attention_constants(mla, "mla"), "gqa": attention_constants(hybrid, "gqa"),
+            "gdn": _arguments("linear_intensity", hybrid.linear_attention.architecture(), 1),
+            "layers": int(layers.attention_layers + layers.linear_layers),
+            "gqa_cache": {"n_kv": float(attn.n_kv_heads), "d_h": float(attn.head_dim)},
+            "kv_formats": dict(_fig.KV_FORMATS),
+        },
+    }
 
 
 def _variant_entry(model, variant, S) -> dict:
@@ -240,7 +319,7 @@ def model_javascript(model=None, hardware=None) -> str:
     lines.append("  };")
     lines.append(f"  var constants = {json.dumps(constants, sort_keys=True)};")
     lines.append(f"  var figures = {json.dumps(live_figures(constants), sort_keys=True)};")
-    style = {"colors": COLORS, "cycle": CYCLE, "viridis": VIRIDIS}
+    style = {"colors": COLORS, "cycle": CYCLE, "viridis": VIRIDIS, "diverging": DIVERGING}
     lines.append(f"  var style = {json.dumps(style, sort_keys=True)};")
     lines.append("  root.SpeclibModel = {formulas: formulas, constants: constants, figures: figures, style: style};")
     lines.append('})(typeof window !== "undefined" ? window : globalThis);')

@@ -14,6 +14,7 @@ import matplotlib as mpl
 
 from ..figures import _style
 from ..figures import paper as _paper
+from ..figures import sequel as _sequel
 from ...presets import hardware_names, model_names
 
 #: The paper's sequence-length slider: S = 512 * 2**(8u), u in [0, 1].
@@ -170,6 +171,127 @@ def build_live_figures() -> dict:
             "points": 120,
             "panels": [list(v) for v in _paper.V4_VARIANTS],
         },
+        **sequel_figures(),
+    }
+
+
+def _select(name: str, label: str, options, value, labels=None) -> dict:
+    """A drop-down; ``labels`` maps a value to the text shown for it."""
+    opts = [{"value": o, "label": labels[o]} if labels else o for o in options]
+    return {"name": name, "param": name, "kind": "select", "label": label, "options": opts, "value": value}
+
+
+def _roofline_control(default: str) -> dict:
+    labels = {r: f"{r}: {_sequel.ROOFLINE_LABELS[r]}" for r in _sequel.ROOFLINES}
+    return _select("roofline", "pricing rule", list(_sequel.ROOFLINES), default, labels)
+
+
+def _acceptance_control(default: str) -> dict:
+    return _select("acceptance", "acceptance", list(_sequel.ACCEPTANCES), default)
+
+
+def _hardware_control(default: str = "B200") -> dict:
+    return _select("hardware", "hardware", hardware_names(), default)
+
+
+_CONCURRENCY_AXIS = {"label": "concurrency (sequences decoding together)", "scale": "log", "base": 2}
+
+
+def sequel_figures() -> dict:
+    """The live figures of the chapters on the sequel (their defaults are the
+    static figures' in :mod:`speclib.figures.sequel`)."""
+    cost = _sequel.DrafterCostPlot.defaults
+    cross = _sequel.DrafterCrossoverPlot.defaults
+    hyb = _sequel.HybridIntensityPlot.defaults
+    kv = _sequel.KVStatePlot.defaults
+    cg = _sequel.ConcurrencyGammaPlot.defaults
+    ct = _sequel.ConcurrencyThroughputPlot.defaults
+    tt = _sequel.ThroughputTPOTPlot.defaults
+    pr = _sequel.PricingRatioPlot.defaults
+    pg = _sequel.PricingGammaPlot.defaults
+    batches = {"label": "batch (sequences)", "scale": "log", "min": _sequel.DRAFTER_BATCHES[0],
+               "max": _sequel.DRAFTER_BATCHES[1]}
+    C = [float(c) for c in _sequel.grid().concurrency]
+    concurrency = {**_CONCURRENCY_AXIS, "min": C[0], "max": C[-1]}
+    drafter_labels = dict(_sequel.DRAFTER_LABELS)
+    return {
+        "drafter_cost": {
+            "title": "What drafting costs",
+            "controls": [
+                {"name": "gamma", "param": "gamma", "kind": "range", "label": "draft length \u03b3", "min": 1,
+                 "max": _sequel.dflash_block(), "step": 1,
+                 "value": cost["gamma"], "format": "int"},
+                _roofline_control(cost["roofline"]),
+                _hardware_control(),
+            ],
+            "x": batches, "y": {"label": "time (\u00b5s)", "scale": "log"}, "points": cost["points"],
+        },
+        "drafter_crossover": {
+            "title": "Which drafter is cheaper",
+            "controls": [_roofline_control(cross["roofline"]), _hardware_control()],
+            "x": batches,
+            "y": {"label": "draft length \u03b3", "scale": "linear", "min": 0.5, "max": cross["gamma_max"] + 0.5},
+            "points": cross["points"], "gamma_max": cross["gamma_max"], "ratio_max": cross["ratio_max"],
+            "line_points": 200,
+        },
+        "hybrid_intensity": {
+            "title": "Intensity against verify width",
+            "controls": [{**_seq_control(hyb["S"]), "label": "context S"},
+                         {"name": "query_bytes", "param": "query_bytes", "kind": "checkbox",
+                          "label": "count query bytes", "value": bool(hyb["query_bytes"])},
+                         _hardware_control()],
+            "x": {"label": "positions per sequence T (1 = decode, 1 + \u03b3 when verifying)", "scale": "log",
+                  "base": 2, "min": 1, "max": hyb["width_max"]},
+            "y": {"label": "attention intensity (FLOP/byte)", "scale": "log"},
+            "points": hyb["points"],
+        },
+        "kv_state_bytes": {
+            "title": "KV cache against recurrent state",
+            "controls": [
+                {"name": "full_attention_layers", "param": "full_attention_layers", "kind": "choice",
+                 "label": "full-attention layers", "options": list(_sequel.FULL_ATTENTION_LAYERS),
+                 "value": int(_sequel.hybrid_architecture().attention_layers)},
+                _select("kv_format", "KV cache", list(_sequel.KV_FORMATS), "bf16"),
+            ],
+            "x": {"label": "context S (tokens)", "scale": "log", "base": 2, "min": kv["context_range"][0],
+                  "max": kv["context_range"][1]},
+            "y": {"label": "MB one sequence keeps", "scale": "log"},
+            "points": kv["points"],
+        },
+        "concurrency_gamma": {
+            "title": "Draft length per concurrency",
+            "controls": [_roofline_control(cg["roofline"]), _acceptance_control(cg["acceptance"])],
+            "x": concurrency, "y": {"label": "draft length \u03b3*", "scale": "linear", "min": 0},
+            "points": cg["points"], "drafters": drafter_labels,
+        },
+        "concurrency_throughput": {
+            "title": "Throughput against concurrency",
+            "controls": [_roofline_control(ct["roofline"]),
+                         {"name": "relative", "param": "relative", "kind": "checkbox",
+                          "label": "over plain decoding", "value": bool(ct["relative"])}],
+            "x": {**concurrency, "label": "concurrency"}, "points": ct["points"], "drafters": drafter_labels,
+        },
+        "throughput_tpot": {
+            "title": "Throughput against latency",
+            "controls": [_roofline_control(tt["roofline"]), _acceptance_control(tt["acceptance"])],
+            "x": {"label": "time per output token (ms)", "scale": "log"},
+            "y": {"label": "committed output tokens per second", "scale": "log"},
+            "points": tt["points"], "drafters": drafter_labels, "contour_points": 50,
+            "concurrency": {"min": C[0], "max": C[-1]},
+        },
+        "pricing_ratio": {
+            "title": "Two ways to price a step",
+            "controls": [_select("model", "model", model_names(), _sequel.HYBRID_MODEL),
+                         {**_seq_control(pr["S"]), "label": "context S"}, _hardware_control()],
+            "x": batches, "y": {"label": "per-component time / aggregate time", "scale": "linear"},
+            "widths": [int(t) for t in pr["widths"]], "points": pr["points"],
+        },
+        "pricing_gamma": {
+            "title": "What the pricing rule does to \u03b3*",
+            "controls": [_select("drafter", "drafter", list(_sequel.DRAFTER_KEYS), pg["drafter"], drafter_labels),
+                         _acceptance_control(pg["acceptance"])],
+            "x": {**concurrency, "label": "concurrency"}, "points": pg["points"], "drafters": drafter_labels,
+        },
     }
 
 
@@ -208,3 +330,5 @@ CYCLE = list(_style.CYCLE)
 #: of gamma* = 0 there.
 VIRIDIS = [mpl.colors.to_hex(mpl.colormaps["viridis"](i / 32)) for i in range(33)]
 COLORS.setdefault("gamma_zero", "#f4cccc")
+#: The crossover map's diverging colours (the static figure's colour map) at 33 stops.
+DIVERGING = [mpl.colors.to_hex(mpl.colormaps[_sequel.DIVERGING](i / 32)) for i in range(33)]

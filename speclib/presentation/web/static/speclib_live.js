@@ -446,6 +446,460 @@
     return [1, 3, 5].map(function (i) { return parseInt(hex.slice(i, i + 2), 16); });
   }
 
+  // --- the sequel's chapters: a whole step in seconds ------------------------------
+  // The glue of speclib.core.step.StepModel, speclib.core.drafters and the
+  // priced policy (speclib.core.speculation.StepPricing); every closed form
+  // is a generated function of F.
+
+  var SQ = K.sequel;
+  var SEQUEL_DRAFTERS = SQ.drafter_order;
+  var RULES = ["aggregate", "per-component"];
+
+  // StepModel.time: each component's FLOPs and bytes, priced per component
+  // (the rooflines added) or as one roofline per precision stream.
+  function stepModel(arch, hwName, roofline) {
+    var hw = SQ.hardware[hwName], M = hw.bandwidth;
+    var prec = [arch.dense_precision, arch.ffn_precision, arch.attention_precision];
+    function components(B, T, S) {
+      var A = arch.n_routed > 0 ? F.experts_touched(B, T, arch.top_k, arch.n_routed) : 0;
+      return [[F.dense_flops(arch.dense_params, B, T), F.dense_bytes(arch.dense_params, arch.dense_bytes)],
+              [F.expert_flops(arch.ffn_params, arch.top_k, arch.n_shared, B, T),
+               F.expert_bytes(arch.ffn_params, arch.ffn_bytes, arch.n_shared, A)],
+              // the simulator charges no FLOPs for linear attention (phi = 0)
+              [F.attention_flops(B, T, S, arch.attention_layers, arch.flops_per_pair, arch.linear_layers, 0),
+               F.attention_bytes(B, T, S, arch.attention_layers, arch.context_bytes, arch.linear_layers,
+                                 arch.state_bytes)]];
+    }
+    return {
+      time: function (B, T, S) {
+        var c = components(B, T, S), total = 0, i;
+        if (roofline === "per-component") {
+          for (i = 0; i < 3; i++) { total += F.roofline_time(c[i][0], c[i][1], hw.peak[prec[i]], M); }
+          return total;
+        }
+        var order = [], sums = {};
+        for (i = 0; i < 3; i++) {
+          if (!sums[prec[i]]) { order.push(prec[i]); sums[prec[i]] = [0, 0]; }
+          sums[prec[i]][0] += c[i][0];
+          sums[prec[i]][1] += c[i][1];
+        }
+        order.forEach(function (p) { total += F.roofline_time(sums[p][0], sums[p][1], hw.peak[p], M); });
+        return total;
+      }
+    };
+  }
+  // PricedDrafter.time: MTP drafts gamma passes of one position, DFlash one pass over its block.
+  function drafterTime(key, hwName, roofline) {
+    var d = SQ.drafters[key], pass = stepModel(SQ.architectures[key], hwName, roofline);
+    var draft = d.kind === "mtp" ? F.mtp_draft_time : F.dflash_draft_time;
+    return function (gamma, B) { return draft(gamma, pass.time(B, d.positions, 0)); };
+  }
+  // speclib.core.drafters.crossover_batch: the same bisection.
+  function crossoverBatch(gamma, mtp, dflash) {
+    function cheaper(b) { return dflash(gamma, b) < mtp(gamma, b); }
+    var lo = 1, hi = 1e6;
+    if (!cheaper(lo)) { return 0; }
+    if (cheaper(hi)) { return Infinity; }
+    while (hi - lo > 1e-9 * hi) {
+      var mid = 0.5 * (lo + hi);
+      if (cheaper(mid)) { lo = mid; } else { hi = mid; }
+    }
+    return hi;
+  }
+  // The policy's survival curve: measured, or alpha**d with alpha = s_1.
+  function survivalOf(key, acceptance) {
+    var s = SQ.drafters[key].survival;
+    if (acceptance === "measured") { return s; }
+    return s.map(function (_, i) { return F.iid_survival(s[0], i + 1); });
+  }
+  // SurvivalCurve.committed_table: N(0) plus the running sum of the survivals.
+  function committedTable(curve) {
+    var N0 = F.committed_at_zero(), run = 0, N = [N0 + 0];
+    curve.forEach(function (v) { run += v; N.push(N0 + run); });
+    return N;
+  }
+  // StepPricing on the simulated target (B200) and speclib.speculation.best_gamma.
+  function pricedPolicy(key, roofline, acceptance) {
+    var target = stepModel(SQ.architectures.target, "B200", roofline), draft = drafterTime(key, "B200", roofline);
+    var S = SQ.context, N = committedTable(survivalOf(key, acceptance));
+    var gammaMax = Math.min(SQ.grid.drafters[key].gamma_max, N.length - 1);
+    function step(g, B) { return target.time(B, g + 1, S) + draft(g, B); }
+    return {
+      throughput: function (B, g) { return F.throughput(B, N[g], step(g, B)); },
+      best: function (B) {
+        var plain = target.time(B, 1, S), bestG = 0, bestS = -Infinity;
+        for (var g = 0; g <= gammaMax; g++) {
+          var sp = F.priced_speedup(N[g], plain, step(g, B));
+          if (sp > bestS) { bestS = sp; bestG = g; }
+        }
+        return bestG;
+      }
+    };
+  }
+  // The simulator's best fixed gamma and its throughput at each concurrency.
+  function simulatedBest(key) {
+    var rows = SQ.grid.drafters[key], gamma = [], goodput = [];
+    SQ.grid.concurrency.forEach(function (_, j) {
+      var best = 0;
+      rows.goodput.forEach(function (row, i) { if (row[j] > rows.goodput[best][j]) { best = i; } });
+      gamma.push(rows.gammas[best]);
+      goodput.push(rows.goodput[best][j]);
+    });
+    return {gamma: gamma, goodput: goodput};
+  }
+  function niceLogBounds(values) {
+    var v = values.filter(function (x) { return isFinite(x) && x > 0; }), lo = minOf(v), hi = maxOf(v);
+    var steps = [1, 2, 5, 10], eLo = Math.pow(10, Math.floor(Math.log10(lo))), eHi = Math.pow(10, Math.floor(Math.log10(hi)));
+    var below = eLo, above = 10 * eHi;
+    steps.forEach(function (s) { if (s * eLo <= lo * (1 + 1e-12)) { below = s * eLo; } });
+    steps.slice().reverse().forEach(function (s) { if (s * eHi >= hi * (1 - 1e-12)) { above = s * eHi; } });
+    return [below, above];
+  }
+  function decadeBounds(values, pad) {
+    var v = values.filter(function (x) { return isFinite(x) && x > 0; });
+    return [Math.pow(10, Math.floor(Math.log10(minOf(v) / (pad || 1)))),
+            Math.pow(10, Math.ceil(Math.log10(maxOf(v) * (pad || 1))))];
+  }
+  function flat(rows) { return rows.reduce(function (a, r) { return a.concat(r); }, []); }
+  function range(lo, hi) { var out = []; for (var g = lo; g <= hi; g++) { out.push(g); } return out; }
+
+  COMPUTE.drafter_cost = function (p, spec) {
+    var B = geomspace(spec.x.min, spec.x.max, spec.points), g = p.gamma, top = spec.controls[0].max;
+    var mtp = drafterTime("mtp", p.hardware, p.roofline), df = drafterTime("dflash", p.hardware, p.roofline);
+    var target = stepModel(SQ.architectures.target, p.hardware, p.roofline);
+    return {B: B, gamma: g, roofline: p.roofline, hardware: p.hardware,
+            mtp: B.map(function (b) { return mtp(g, b); }), dflash: B.map(function (b) { return df(g, b); }),
+            target: B.map(function (b) { return target.time(b, 1, SQ.context); }),
+            mtp_longest: B.map(function (b) { return mtp(top, b); }), crossover: crossoverBatch(g, mtp, df)};
+  };
+  COMPUTE.drafter_crossover = function (p, spec) {
+    var B = geomspace(spec.x.min, spec.x.max, spec.points), gammas = range(1, spec.gamma_max);
+    var mtp = drafterTime("mtp", p.hardware, p.roofline), df = drafterTime("dflash", p.hardware, p.roofline);
+    var closed = bound(F.drafter_crossover_batch, SQ.crossover[p.hardware]);
+    var lineGamma = linspace(1, spec.gamma_max, spec.line_points), exactGamma = range(2, spec.gamma_max);
+    return {B: B, gammas: gammas, roofline: p.roofline, hardware: p.hardware,
+            log2_ratio: gammas.map(function (g) { return B.map(function (b) { return Math.log2(mtp(g, b) / df(g, b)); }); }),
+            closed_gamma: lineGamma, closed: lineGamma.map(function (g) { return closed(g); }),
+            exact_gamma: exactGamma, exact: exactGamma.map(function (g) { return crossoverBatch(g, mtp, df); })};
+  };
+  COMPUTE.hybrid_intensity = function (p, spec) {
+    var T = geomspace(spec.x.min, spec.x.max, spec.points), h = SQ.hybrid, gdn = bound(F.linear_intensity, h.gdn);
+    var out = {T: T, S: p.S, query_bytes: p.query_bytes, hardware: p.hardware, intensity: {},
+               ridge: K.ridges[p.hardware][h.precision]};
+    ["mla", "gqa"].forEach(function (key) {
+      var v = h[key].values, m_q = p.query_bytes ? v[1] : 0;
+      out.intensity[key] = T.map(function (t) { return F.attention_intensity(t, p.S, v[0], m_q, v[2]); });
+    });
+    out.intensity.gdn = T.map(function (t) { return gdn(t); });
+    return out;
+  };
+  COMPUTE.kv_state_bytes = function (p, spec) {
+    var h = SQ.hybrid, S = geomspace(spec.x.min, spec.x.max, spec.points);
+    var La = p.full_attention_layers, Ll = h.layers - La;
+    var m_c = F.gqa_context_bytes(h.gqa_cache.n_kv, h.gqa_cache.d_h, h.kv_formats[p.kv_format]);
+    var sigma = F.linear_state_bytes.apply(null, h.gdn.values);
+    function at(La_, Ll_) { return S.map(function (s) { return F.cache_bytes(1, s, La_, m_c, Ll_, sigma); }); }
+    return {S: S, full_attention_layers: La, kv_format: p.kv_format, context_bytes: m_c, state_bytes: sigma,
+            kv: at(La, 0), state: at(0, Ll), total: at(La, Ll), all_full: at(h.layers, 0),
+            crossing: Ll > 0 ? F.kv_state_crossing(La, m_c, Ll, sigma) : null};
+  };
+  COMPUTE.concurrency_gamma = function (p, spec) {
+    var B = integerBatches(spec.x.min, spec.x.max, spec.points);
+    var out = {B: B, C: SQ.grid.concurrency, roofline: p.roofline, acceptance: p.acceptance, gamma_star: {},
+               simulated_best: {}};
+    SEQUEL_DRAFTERS.forEach(function (key) {
+      out.gamma_star[key] = B.map(pricedPolicy(key, p.roofline, p.acceptance).best);
+      out.simulated_best[key] = simulatedBest(key).gamma;
+    });
+    return out;
+  };
+  // Each fixed gamma of the grid and the priced policy, at every batch B.
+  function perDrafter(B, roofline, acceptance) {
+    var out = {};
+    SEQUEL_DRAFTERS.forEach(function (key) {
+      var pol = pricedPolicy(key, roofline, acceptance), rows = SQ.grid.drafters[key], g = B.map(pol.best);
+      out[key] = {gammas: rows.gammas, policy_gamma: g,
+                  throughput: rows.gammas.map(function (gamma) { return B.map(function (b) { return pol.throughput(b, gamma); }); }),
+                  policy: B.map(function (b, i) { return pol.throughput(b, g[i]); })};
+    });
+    return out;
+  }
+  COMPUTE.concurrency_throughput = function (p, spec) {
+    var B = integerBatches(spec.x.min, spec.x.max, spec.points);
+    return {B: B, C: SQ.grid.concurrency, roofline: p.roofline, relative: p.relative,
+            drafters: perDrafter(B, p.roofline, "measured")};
+  };
+  COMPUTE.throughput_tpot = function (p, spec) {
+    var B = integerBatches(spec.concurrency.min, spec.concurrency.max, spec.points), C = SQ.grid.concurrency;
+    var out = {B: B, C: C, roofline: p.roofline, acceptance: p.acceptance,
+               drafters: perDrafter(B, p.roofline, p.acceptance)};
+    function tpot(b, x) { return F.time_per_output_token(b, x) * 1e3; }
+    var xs = [], ys = [];
+    SEQUEL_DRAFTERS.forEach(function (key) {
+      var d = out.drafters[key], rows = SQ.grid.drafters[key];
+      d.tpot_ms = d.throughput.map(function (row) { return row.map(function (x, i) { return tpot(B[i], x); }); });
+      d.policy_tpot_ms = d.policy.map(function (x, i) { return tpot(B[i], x); });
+      d.simulated_tpot_ms = rows.goodput.map(function (row) { return row.map(function (x, j) { return tpot(C[j], x); }); });
+      d.adaptive_tpot_ms = rows.adaptive_goodput.map(function (x, j) { return tpot(C[j], x); });
+      xs = xs.concat(flat(d.tpot_ms), flat(d.simulated_tpot_ms));
+      ys = ys.concat(flat(d.throughput), flat(rows.goodput));
+    });
+    out.x_limits = niceLogBounds(xs);
+    out.y_limits = [1e3, niceLogBounds(ys)[1]];
+    out.tau_ms = geomspace(out.x_limits[0], out.x_limits[1], spec.contour_points);
+    out.contours = C.map(function (c) { return out.tau_ms.map(function (t) { return F.closed_loop_throughput(c, t / 1e3); }); });
+    return out;
+  };
+  COMPUTE.pricing_ratio = function (p, spec) {
+    var B = geomspace(spec.x.min, spec.x.max, spec.points), arch = SQ.architectures[p.model];
+    var per = stepModel(arch, p.hardware, "per-component"), agg = stepModel(arch, p.hardware, "aggregate");
+    return {B: B, S: p.S, model: p.model, hardware: p.hardware, widths: spec.widths,
+            ratio: spec.widths.map(function (t) {
+              return B.map(function (b) { return per.time(b, t, p.S) / agg.time(b, t, p.S); });
+            })};
+  };
+  COMPUTE.pricing_gamma = function (p, spec) {
+    var B = integerBatches(spec.x.min, spec.x.max, spec.points), C = SQ.grid.concurrency;
+    var rows = SQ.grid.drafters[p.drafter], best = simulatedBest(p.drafter);
+    var out = {B: B, C: C, drafter: p.drafter, acceptance: p.acceptance, simulated_best: best.gamma,
+               gamma_star: {}, grid_gamma: {}, shortfall: {}};
+    RULES.forEach(function (rule) {
+      var pol = pricedPolicy(p.drafter, rule, p.acceptance), g = C.map(pol.best);
+      out.gamma_star[rule] = B.map(pol.best);
+      out.grid_gamma[rule] = g;
+      out.shortfall[rule] = g.map(function (gamma, j) {
+        return 1 - rows.goodput[rows.gammas.indexOf(gamma)][j] / best.goodput[j];
+      });
+    });
+    return out;
+  };
+
+  // --- how the sequel's figures are drawn ---
+  function rampOf(stops, pos) {
+    var at = Math.min(Math.max(pos, 0), 1) * (stops.length - 1), i = Math.min(Math.floor(at), stops.length - 2);
+    var a = hexRgb(stops[i]), b = hexRgb(stops[i + 1]), f = at - i;
+    return "rgb(" + a.map(function (v, j) { return Math.round(v + (b[j] - v) * f); }).join(",") + ")";
+  }
+  function gammaColor(g, gmax) { return g === 0 ? C.total : viridisOf(g, gmax); }
+  function scaled(a, k) { return a.map(function (v) { return v * k; }); }
+  var RULE_LABEL = {"aggregate": "aggregate rule", "per-component": "per-component rule"};
+  var ROOFLINE_NOTE = {"aggregate": "one roofline over the step", "per-component": "each component its own roofline"};
+  var CONCURRENCY_PANEL = {w: 340, h: 330};
+
+  DRAW.drafter_cost = function (d, p, spec) {
+    var us = {mtp: scaled(d.mtp, 1e6), dflash: scaled(d.dflash, 1e6), target: scaled(d.target, 1e6)};
+    var yb = decadeBounds(us.mtp.concat(scaled(d.mtp_longest, 1e6), us.dflash, us.target));
+    var layers = [{type: "line", x: d.B, y: us.target, color: C.ridge, dash: true, width: 1.4},
+                  {type: "line", x: d.B, y: us.mtp, color: C.mtp}, {type: "line", x: d.B, y: us.dflash, color: C.dflash}];
+    var n = d.B.length;
+    if (d.crossover > d.B[0] && d.crossover < d.B[n - 1]) {
+      layers.push({type: "vline", x: d.crossover, color: C.total, dash: true});
+      layers.push({type: "text", x: d.crossover * 1.08, yFrac: 0.1, text: "same cost at B \u2248 " + fmtInt(d.crossover),
+                   color: C.total});
+    } else {
+      layers.push({type: "text", x: d.B[0] * 1.2, yFrac: 0.1, color: C.total,
+                   text: d.crossover === 0 ? "MTP is cheaper at every batch" : "DFlash is cheaper at every batch shown"});
+    }
+    return {
+      title: "What drafting costs on " + d.hardware,
+      subtitle: "\u03b3 = " + d.gamma + ", " + ROOFLINE_NOTE[d.roofline],
+      x: spec.x, y: {label: spec.y.label, scale: "log", min: yb[0], max: yb[1]}, layers: layers,
+      legend: [{label: "MTP: \u03b3 passes of one position", color: C.mtp, kind: "line"},
+               {label: "DFlash: one pass over its block", color: C.dflash, kind: "line"},
+               {label: "the target's plain decode step (S = " + SQ.context + ")", color: C.ridge, kind: "dash"}]
+    };
+  };
+  DRAW.drafter_crossover = function (d, p, spec) {
+    var vmax = spec.ratio_max, legend = [];
+    [-3, -2, -1, 0, 1, 2, 3].forEach(function (v) {
+      var times = Math.pow(2, Math.abs(v)) + "\u00d7";
+      legend.push({label: v === 0 ? "equal" : (v > 0 ? "DFlash " : "MTP ") + times + " cheaper", kind: "cell",
+                   color: rampOf(STYLE.diverging, (v + vmax) / (2 * vmax))});
+    });
+    legend.push({label: "closed form: MTP saturated, DFlash compute-bound", color: C.total, kind: "dash"},
+                {label: "exact: equal draft times", color: C.total, kind: "ring"});
+    return {
+      title: "Which drafter is cheaper on " + d.hardware, subtitle: ROOFLINE_NOTE[d.roofline],
+      x: spec.x, y: {label: spec.y.label, scale: "linear", min: spec.y.min, max: spec.y.max, integer: true}, noGrid: true,
+      layers: [{type: "heatmap", x: d.B, y: d.gammas, z: d.log2_ratio,
+                color: function (v) { return rampOf(STYLE.diverging, (v + vmax) / (2 * vmax)); }},
+               {type: "line", x: d.closed, y: d.closed_gamma, color: "#ffffff", width: 2.4},
+               {type: "line", x: d.closed, y: d.closed_gamma, color: C.total, width: 1, dash: true},
+               {type: "points", x: d.exact, y: d.exact_gamma, color: C.total, hollow: true, size: 3.5}],
+      legend: legend
+    };
+  };
+  DRAW.hybrid_intensity = function (d, p, spec) {
+    var h = SQ.hybrid, all = [d.ridge], layers = [], xs = [], ys = [];
+    var labels = {mla: h.mla.model + ": MLA", gqa: h.model + ": GQA full attention",
+                  gdn: h.model + ": GatedDeltaNet"};
+    ["mla", "gqa", "gdn"].forEach(function (key) {
+      var ai = d.intensity[key];
+      all = all.concat(ai);
+      layers.push({type: "line", x: d.T, y: ai, color: C[key]});
+      for (var i = 1; i < ai.length; i++) {
+        if (ai[i] > d.ridge) { if (ai[i - 1] <= d.ridge) { xs.push(d.T[i]); ys.push(ai[i]); } break; }
+      }
+    });
+    layers.unshift({type: "hline", y: d.ridge, color: C.ridge, dash: true,
+                    label: d.hardware + " " + h.precision + " ridge " + fmtInt(d.ridge)});
+    layers.push({type: "points", x: xs, y: ys, color: "#000000", size: 3.5});
+    var yb = decadeBounds(all, 1.5);
+    return {
+      title: "Intensity against verify width on " + d.hardware,
+      subtitle: "S = " + fmtInt(d.S) + (d.query_bytes ? "" : ", query bytes left out"),
+      x: spec.x, y: {label: spec.y.label, scale: "log", min: Math.min(yb[0], 1), max: Math.max(yb[1], 1e5)},
+      layers: layers,
+      legend: ["mla", "gqa", "gdn"].map(function (key) { return {label: labels[key], color: C[key], kind: "line"}; })
+    };
+  };
+  DRAW.kv_state_bytes = function (d, p, spec) {
+    function mb(a) { return a.map(function (v) { return v > 0 ? v * 1e-6 : NaN; }); }
+    var layers = [{type: "line", x: d.S, y: mb(d.all_full), color: C.ridge, dash: true, width: 1.6},
+                  {type: "line", x: d.S, y: mb(d.kv), color: C.gqa}, {type: "line", x: d.S, y: mb(d.state), color: C.gdn},
+                  {type: "line", x: d.S, y: mb(d.total), color: C.total, width: 1.4}];
+    if (d.crossing !== null && d.crossing > d.S[0] && d.crossing < d.S[d.S.length - 1]) {
+      var y = F.cache_bytes(1, d.crossing, 0, d.context_bytes, SQ.hybrid.layers - d.full_attention_layers, d.state_bytes) * 1e-6;
+      layers.push({type: "points", x: [d.crossing], y: [y], color: "#000000", size: 3.5});
+      layers.push({type: "label", x: d.crossing * 1.15, y: y / 1.4, text: "equal at S = " + fmtInt(d.crossing),
+                   color: C.total});
+    }
+    var yb = decadeBounds(mb(d.all_full).concat(mb(d.state)));
+    return {
+      title: "KV cache against recurrent state: " + SQ.hybrid.model,
+      subtitle: d.full_attention_layers + " of " + SQ.hybrid.layers + " layers full attention, KV " +
+        fmtInt(d.context_bytes) + " B per token per layer",
+      x: spec.x, y: {label: spec.y.label, scale: "log", min: yb[0], max: yb[1]}, layers: layers,
+      legend: [{label: "KV cache (full-attention layers)", color: C.gqa, kind: "line"},
+               {label: "state (GatedDeltaNet layers)", color: C.gdn, kind: "line"},
+               {label: "both", color: C.total, kind: "line"},
+               {label: "every layer full attention", color: C.ridge, kind: "dash"}]
+    };
+  };
+  DRAW.concurrency_gamma = function (d, p, spec) {
+    var layers = [], legend = [], marker = {mtp: "circle", dflash: "square"};
+    SEQUEL_DRAFTERS.forEach(function (key) {
+      layers.push({type: "line", x: d.B, y: d.gamma_star[key], color: C[key], step: true});
+      layers.push({type: "points", x: d.C, y: d.simulated_best[key], color: C[key], hollow: true, marker: marker[key],
+                   size: 4});
+      legend.push({label: spec.drafters[key] + ": priced policy (ours)", color: C[key], kind: "line"},
+                  {label: spec.drafters[key] + ": the simulator's best fixed \u03b3", color: C[key],
+                   kind: marker[key] === "square" ? "box" : "ring"});
+    });
+    var top = 0;
+    SEQUEL_DRAFTERS.forEach(function (key) { top = Math.max(top, SQ.grid.drafters[key].gamma_max); });
+    return {
+      title: "Draft length per concurrency on B200",
+      subtitle: ROOFLINE_NOTE[d.roofline] + ", " + d.acceptance + " acceptance",
+      x: {label: spec.x.label, scale: "log", base: 2, min: spec.x.min / 1.2, max: spec.x.max * 1.2},
+      y: {label: spec.y.label, scale: "linear", min: 0, max: top + 4, integer: true}, layers: layers, legend: legend
+    };
+  };
+  function perDrafterLegend() {
+    return [{label: "no speculation", color: C.total, kind: "line"},
+            {label: "fixed \u03b3 (dark: 1, yellow: longest)", color: viridisOf(1, 2), kind: "line"},
+            {label: "priced policy", color: C.policy, kind: "dash"},
+            {label: "simulator, fixed \u03b3", color: C.ridge, kind: "point"},
+            {label: "simulator's policy", color: C.policy, kind: "cross"}];
+  }
+  function perDrafterLayers(key, xOf, yOf, simX, simY, policyX, policyY, adaptX, adaptY) {
+    var rows = SQ.grid.drafters[key], layers = [];
+    rows.gammas.forEach(function (g, i) {
+      var color = gammaColor(g, rows.gamma_max);
+      layers.push({type: "line", x: xOf(i), y: yOf(i), color: color, width: g === 0 ? 1.8 : 1});
+      layers.push({type: "points", x: simX(i), y: simY(i), color: color, size: 2});
+    });
+    layers.push({type: "line", x: policyX, y: policyY, color: C.policy, width: 2.2, dash: true});
+    layers.push({type: "points", x: adaptX, y: adaptY, color: C.policy, marker: "cross", size: 4});
+    return layers;
+  }
+  DRAW.concurrency_throughput = function (d, p, spec) {
+    var tops = [], parts = {};
+    SEQUEL_DRAFTERS.forEach(function (key) {
+      var o = d.drafters[key], rows = SQ.grid.drafters[key];
+      var base = d.relative ? o.throughput[0] : null, simBase = d.relative ? rows.goodput[0] : null;
+      function rel(a, b) { return b ? a.map(function (v, i) { return v / b[i]; }) : a; }
+      parts[key] = {fixed: o.throughput.map(function (r) { return rel(r, base); }), policy: rel(o.policy, base),
+                    sim: rows.goodput.map(function (r) { return rel(r, simBase); }),
+                    adaptive: rel(rows.adaptive_goodput, simBase)};
+      tops = tops.concat(flat(parts[key].fixed), flat(parts[key].sim));
+    });
+    var y = d.relative ? {label: "throughput over plain decoding (\u00d7)", scale: "linear", min: 0, max: niceCeiling(1.05 * maxOf(tops))}
+      : {label: "committed output tokens per second", scale: "log", min: 1e3, max: decadeBounds(tops)[1]};
+    var x = {label: spec.x.label, scale: "log", base: 2, min: spec.x.min / 1.25, max: spec.x.max * 1.25};
+    return {
+      title: (d.relative ? "Speedup over plain decoding" : "Throughput") + " against concurrency on B200",
+      subtitle: ROOFLINE_NOTE[d.roofline],
+      panels: SEQUEL_DRAFTERS.map(function (key) {
+        var q = parts[key];
+        return {panelTitle: spec.drafters[key], size: CONCURRENCY_PANEL, x: x, y: y,
+                layers: perDrafterLayers(key, function () { return d.B; }, function (i) { return q.fixed[i]; },
+                                         function () { return d.C; }, function (i) { return q.sim[i]; },
+                                         d.B, q.policy, d.C, q.adaptive)};
+      }),
+      legend: perDrafterLegend()
+    };
+  };
+  DRAW.throughput_tpot = function (d, p, spec) {
+    var x = {label: spec.x.label, scale: "log", min: d.x_limits[0], max: d.x_limits[1]};
+    var y = {label: spec.y.label, scale: "log", min: d.y_limits[0], max: d.y_limits[1]};
+    return {
+      title: "Throughput against latency on B200; dotted: constant concurrency",
+      subtitle: ROOFLINE_NOTE[d.roofline] + ", " + d.acceptance + " acceptance",
+      panels: SEQUEL_DRAFTERS.map(function (key) {
+        var o = d.drafters[key], rows = SQ.grid.drafters[key], layers = [];
+        d.C.forEach(function (c, j) {
+          layers.push({type: "line", x: d.tau_ms, y: d.contours[j], color: C.ridge, width: 0.8, dash: "1.5,3"});
+          var xIn = d.x_limits[0] * 1.12, yIn = F.closed_loop_throughput(c, xIn / 1e3);
+          if (yIn > d.y_limits[1] / 1.25) { yIn = d.y_limits[1] / 1.25; xIn = F.time_per_output_token(c, yIn) * 1e3; }
+          if (xIn < d.x_limits[1]) { layers.push({type: "label", x: xIn, y: yIn, text: fmtInt(c), color: C.ridge}); }
+        });
+        layers = layers.concat(perDrafterLayers(key, function (i) { return o.tpot_ms[i]; }, function (i) { return o.throughput[i]; },
+                                                function (i) { return o.simulated_tpot_ms[i]; }, function (i) { return rows.goodput[i]; },
+                                                o.policy_tpot_ms, o.policy, o.adaptive_tpot_ms, rows.adaptive_goodput));
+        return {panelTitle: spec.drafters[key], size: CONCURRENCY_PANEL, x: x, y: y, layers: layers};
+      }),
+      legend: perDrafterLegend()
+    };
+  };
+  DRAW.pricing_ratio = function (d, p, spec) {
+    var layers = [{type: "hline", y: 1, color: C.ridge, dash: true, label: "the rules agree", anchor: "start"}], legend = [];
+    d.widths.forEach(function (t, i) {
+      var color = STYLE.cycle[i % STYLE.cycle.length];
+      layers.push({type: "line", x: d.B, y: d.ratio[i], color: color});
+      legend.push({label: "T = " + t, color: color, kind: "line"});
+    });
+    return {
+      title: "Two ways to price a step: " + d.model + " on " + d.hardware, subtitle: "S = " + fmtInt(d.S),
+      x: spec.x, y: {label: spec.y.label, scale: "linear", min: 0.95, max: Math.max(1.2, niceCeiling(1.04 * maxOf(flat(d.ratio))))},
+      layers: layers, legend: legend
+    };
+  };
+  DRAW.pricing_gamma = function (d, p, spec) {
+    var rows = SQ.grid.drafters[d.drafter], worst = 0, gammaLayers = [], lossLayers = [];
+    var x = {label: spec.x.label, scale: "log", base: 2, min: spec.x.min / 1.25, max: spec.x.max * 1.25};
+    RULES.forEach(function (rule) {
+      var dash = rule === "per-component";
+      gammaLayers.push({type: "line", x: d.B, y: d.gamma_star[rule], color: C[rule], step: true, dash: dash});
+      lossLayers.push({type: "line", x: d.C, y: scaled(d.shortfall[rule], 100), color: C[rule], dash: dash, markers: true});
+      worst = Math.max(worst, maxOf(d.shortfall[rule]));
+    });
+    gammaLayers.push({type: "points", x: d.C, y: d.simulated_best, color: C.total, hollow: true, size: 4});
+    return {
+      title: "What the pricing rule does to " + spec.drafters[d.drafter] + "'s \u03b3*",
+      subtitle: d.acceptance + " acceptance; right: the simulator's throughput lost at each rule's \u03b3*",
+      panels: [
+        {panelTitle: "draft length \u03b3*", size: CONCURRENCY_PANEL, x: x, layers: gammaLayers,
+         y: {label: "draft length \u03b3*", scale: "linear", min: 0, max: rows.gamma_max + 1, integer: true}},
+        {panelTitle: "throughput lost", size: CONCURRENCY_PANEL, x: x, layers: lossLayers,
+         y: {label: "% of the best fixed \u03b3", scale: "linear", min: -0.5, max: Math.max(5, niceCeiling(110 * worst))}}
+      ],
+      legend: [{label: RULE_LABEL.aggregate, color: C.aggregate, kind: "line"},
+               {label: RULE_LABEL["per-component"], color: C["per-component"], kind: "dash"},
+               {label: "the simulator's best fixed \u03b3", color: C.total, kind: "ring"}]
+    };
+  };
+
   // --- a small SVG plotter -------------------------------------------------------
 
   var W = 640, H = 360, PAD = {l: 64, r: 14, t: 12, b: 46};
@@ -583,7 +1037,8 @@
         }
       } else if (layer.type === "line") {
         el("path", {d: pathOf(layer.x, layer.y, sx, sy, layer.step), fill: "none", stroke: layer.color,
-                    "stroke-width": layer.width || 2, "stroke-linejoin": "round"}, plot);
+                    "stroke-width": layer.width || 2, "stroke-linejoin": "round",
+                    "stroke-dasharray": typeof layer.dash === "string" ? layer.dash : (layer.dash ? "6,4" : "none")}, plot);
         if (layer.markers) {
           layer.x.forEach(function (xv, i) {
             el("circle", {cx: sx(xv).toFixed(2), cy: sy(layer.y[i]).toFixed(2), r: 2, fill: layer.color}, plot);
@@ -592,6 +1047,31 @@
       } else if (layer.type === "star") {
         el("text", {x: sx(layer.x).toFixed(2), y: sy(layer.y).toFixed(2), "text-anchor": "middle", dy: "0.35em",
                     fill: layer.color, stroke: "#000", "stroke-width": 0.5, "class": "speclib-star"}, plot).textContent = "\u2605";
+      } else if (layer.type === "points") {
+        // Markers only: circle (default), square or cross; hollow ones are rings.
+        var r = layer.size || 3;
+        layer.x.forEach(function (xv, i) {
+          var yv = layer.y[i];
+          if (!isFinite(xv) || !isFinite(yv) || (xv <= 0 && fig.x.scale === "log") ||
+              (yv <= 0 && fig.y.scale === "log")) { return; }
+          var cx = sx(xv), cy = sy(yv), paint = layer.hollow ? {fill: "none", stroke: layer.color, "stroke-width": 1.4}
+            : {fill: layer.color, stroke: "none"};
+          if (layer.marker === "cross") {
+            el("path", {d: "M" + (cx - r) + "," + (cy - r) + "L" + (cx + r) + "," + (cy + r) + "M" + (cx - r) + "," +
+                        (cy + r) + "L" + (cx + r) + "," + (cy - r), stroke: layer.color, "stroke-width": 1.8}, plot);
+          } else if (layer.marker === "square") {
+            el("rect", Object.assign({x: (cx - r).toFixed(2), y: (cy - r).toFixed(2), width: 2 * r, height: 2 * r}, paint), plot);
+          } else {
+            el("circle", Object.assign({cx: cx.toFixed(2), cy: cy.toFixed(2), r: r}, paint), plot);
+          }
+        });
+      } else if (layer.type === "vline") {
+        var vx = sx(layer.x).toFixed(2);
+        el("line", {x1: vx, x2: vx, y1: y0, y2: y1, stroke: layer.color, "stroke-width": 1,
+                    "stroke-dasharray": layer.dash ? "2,3" : "none"}, plot);
+      } else if (layer.type === "label") {
+        el("text", {x: sx(layer.x).toFixed(2), y: sy(layer.y).toFixed(2), dy: "0.35em", "text-anchor": layer.anchor || "start",
+                    fill: layer.color, "class": "speclib-note"}, plot).textContent = layer.text;
       } else if (layer.type === "text") {
         el("text", {x: sx(layer.x).toFixed(2), y: (y0 + (y1 - y0) * layer.yFrac).toFixed(2), dy: "0.8em",
                     "text-anchor": layer.anchor || "start", fill: layer.color, "class": "speclib-note"}, plot).textContent = layer.text;
@@ -693,7 +1173,9 @@
         input = document.createElement("select");
         control.options.forEach(function (opt) {
           var o = document.createElement("option");
-          o.value = opt; o.textContent = opt;
+          // an option is a value, or {value, label} to show other text
+          o.value = opt.value === undefined ? opt : opt.value;
+          o.textContent = opt.label === undefined ? opt : opt.label;
           input.appendChild(o);
         });
         input.value = control.value;
