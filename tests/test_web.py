@@ -32,8 +32,15 @@ RANGES = {
     "W": (1e6, 2e8), "W_E": (1e6, 5e7), "b_w": (0.5, 2), "b": (0.5, 2), "R": (100, 2500),
     "k": (1, 16), "E": (32, 512), "n_s": (0, 2), "m_c": (100, 1000), "m_q": (0, 1e5), "f": (1e4, 3e5),
     "alpha": (0.01, 0.99), "gamma": (0, 64), "N": (1, 65), "C_0": (1e6, 1e10), "C_v": (1e6, 1e11), "c": (0, 0.5),
+    # the whole step, the drafters and the sequel's figures
+    "F": (1e6, 1e18), "Q": (1e6, 1e12), "P": (1e14, 2e16), "M": (1e12, 1e13), "P_d": (1e8, 1e10),
+    "b_d": (0.5, 2), "b_e": (0.5, 2), "w": (1e6, 2e9), "A": (0, 512), "L_a": (0, 100), "L_l": (0, 100),
+    "sigma": (1e5, 1e7), "phi": (0, 1e7), "t_pass": (1e-5, 1e-1), "P_MTP": (1e8, 1e9), "w_MTP": (1e6, 1e7),
+    "P_DF": (1e8, 2e9), "D": (1, 32), "C_gamma": (1e-4, 1e-1), "n_k": (1, 64), "n_v": (1, 64), "d_k": (64, 256),
+    "d_v": (64, 256), "K_conv": (2, 8), "b_s": (1, 4), "n_kv": (1, 16), "d_h": (64, 256), "b_kv": (1, 2),
+    "d": (1, 16), "X": (1e2, 1e6), "tau": (1e-4, 1e-1),
 }
-INTEGER = {"k", "E", "n_s", "gamma", "q"}
+INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d"}
 
 
 def sample_arguments(formula, rng, n):
@@ -57,7 +64,7 @@ def as_written(formula):
 def run_generated_script(expression: str) -> object:
     """Load speclib_model.js into Node and print ``expression`` as JSON."""
     script = codegen.model_javascript() + f"\nprocess.stdout.write(JSON.stringify({expression}));\n"
-    done = subprocess.run([NODE, "-e", script], capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run([NODE, "-"], input=script, capture_output=True, text=True, timeout=60, check=True)
     return json.loads(done.stdout)
 
 
@@ -250,3 +257,81 @@ def test_mathjax_copy_has_its_entry_fonts_and_lazy_parts(tmp_path):
     assert offline.copy_mathjax(tmp_path) == 0  # a rebuild copies nothing again
     size = sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file())
     assert size < 15e6
+
+
+# --- the sequel's live figures: the page's JavaScript in Node, against speclib ----------------
+
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+import sequel_live  # noqa: E402
+
+LIVE_JS = Path(codegen.__file__).parent / "static" / "speclib_live.js"
+
+
+def run_live_script(expression: str) -> object:
+    """speclib_model.js and speclib_live.js in Node with a page that has no
+    figures, then print ``expression`` (which may use ``live``, the page's
+    window.speclibLive) as JSON."""
+    stub = ("globalThis.window = globalThis; globalThis.document = {readyState: 'complete', "
+            "querySelectorAll: () => [], addEventListener: () => {}};\n")
+    script = (stub + codegen.model_javascript() + "\n" + LIVE_JS.read_text(encoding="utf-8")
+              + f"\nconst live = window.speclibLive;\nprocess.stdout.write(JSON.stringify({expression}));\n")
+    # on stdin: the script is longer than one command-line argument may be
+    done = subprocess.run([NODE, "-"], input=script, capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout)
+
+
+@needs_node
+def test_sequel_live_figures_compute_speclibs_numbers():
+    figures = codegen.live_figures(codegen.model_constants())
+    cases = [(name, p) for name, settings in sequel_live.SETTINGS.items() for p in settings]
+    got = run_live_script(
+        "(" + json.dumps([[n, p, figures[n]] for n, p in cases]) + ").map(([n, p, spec]) => live.compute[n](p, spec))"
+    )
+    assert set(sequel_live.SETTINGS) == set(codegen.sequel_figure_names())
+    for (name, params), data in zip(cases, got):
+        sequel_live.check(name, params, data)
+
+
+def test_sequel_constants_are_the_models():
+    from speclib import presets
+    from speclib.evidence import sequel
+    from speclib.presentation.figures import sequel as fig
+
+    c = codegen.model_constants()["sequel"]
+    assert c["context"] == sequel.context() == 512.5
+    target = c["architectures"]["target"]
+    arch = sequel.simulated_model().step_architecture()
+    assert target["dense_params"] == arch.dense_params and target["linear_layers"] == 30
+    assert c["architectures"]["dflash"]["dense_params"] == 982_515_712  # FOLLOWUP: P_DF
+    assert c["drafters"]["dflash"]["positions"] == 16 and c["drafters"]["mtp"]["positions"] == 1
+    # the DFlash curve is padded to its block with a never-surviving 16th position
+    assert len(c["drafters"]["dflash"]["survival"]) == 16 and c["drafters"]["dflash"]["survival"][-1] == 0
+    assert c["drafter_order"] == list(fig.DRAFTER_KEYS)
+    assert c["grid"]["drafters"]["mtp"]["goodput"][0][0] == pytest.approx(1394, abs=0.5)  # FOLLOWUP: no-spec, C = 1
+    cross = c["crossover"]["B200"]
+    assert cross["names"] == [str(a) for a in catalog.FORMULAS["drafter_crossover_batch"].args][1:]
+    assert cross["values"] == list(fig.crossover_constants("B200").values())
+    b200 = c["hardware"]["B200"]
+    assert b200 == {"peak": {"fp4": 9e15, "fp8": 4.5e15, "bf16": 2.25e15}, "bandwidth": 8e12}
+    assert set(c["architectures"]) >= set(presets.model_names())
+    assert c["hybrid"]["gdn"]["names"] == ["n_k", "n_v", "d_k", "d_v", "K_conv", "b_s"]
+
+
+def test_sequel_live_controls_open_on_the_static_figures_defaults():
+    from speclib.presentation.figures import sequel as fig
+
+    figures = codegen.live_figures(codegen.model_constants())
+    for name in codegen.sequel_figure_names():
+        cls, _ = fig.FIGURES[name]
+        spec = figures[name]
+        assert len(spec["controls"]) >= 2, name
+        for control in spec["controls"]:
+            value = control["value"]
+            if control.get("map"):  # the sequence-length slider
+                value = seq_len(control, value)
+            default = cls.defaults.get(control["param"])
+            if default is not None:
+                assert value == default, (name, control["param"])

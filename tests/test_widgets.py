@@ -24,6 +24,16 @@ MOVES = {
     "optimal_gamma": {"S": 32768.0, "alpha": 0.9, "c_draft": 0.02},
     "speedup_curves": {"S": 65536.0, "alpha": 0.5, "c_draft": 0.25},
     "gamma_map": {"alpha": 0.4, "c_draft": 0.3},
+    # the chapters on the sequel
+    "drafter_cost": {"gamma": 9, "roofline": "per-component", "hardware": "H100-SXM"},
+    "drafter_crossover": {"roofline": "per-component", "hardware": "MI300X"},
+    "hybrid_intensity": {"S": 1024.0, "query_bytes": False, "hardware": "H200"},
+    "kv_state_bytes": {"full_attention_layers": 20, "kv_format": "fp8"},
+    "concurrency_gamma": {"roofline": "per-component", "acceptance": "geometric"},
+    "concurrency_throughput": {"roofline": "per-component", "relative": False},
+    "throughput_tpot": {"roofline": "per-component", "acceptance": "geometric"},
+    "pricing_ratio": {"S": 16384.0, "hardware": "H200", "model": "Llama-3-70B"},
+    "pricing_gamma": {"drafter": "mtp", "acceptance": "geometric"},
 }
 
 
@@ -144,3 +154,32 @@ def test_live_frame_is_redrawn_when_axes_change():
     assert snapshot(w) == snapshot(fresh)
     w.update(c_draft=0.1)
     assert snapshot(w) == snapshot(widgets.ledger())
+
+
+def test_sequel_widgets_after_moves_are_speclibs():
+    from speclib.core import drafters
+    from speclib.evidence import sequel
+    from speclib.presentation.figures import sequel as fig
+
+    w = widgets.drafter_cost().update(gamma=6, roofline="per-component", hardware="H200")
+    B, mtp = artist(w.figure, "draft_mtp").get_data()
+    np.testing.assert_allclose(mtp, drafters.draft_time(6, B, "mtp", "H200", roofline="per-component") * 1e6,
+                               rtol=1e-12)
+    w = widgets.pricing_gamma().update(drafter="mtp")
+    _, loss = artist(w.figure, "loss_per-component").get_data()
+    np.testing.assert_allclose(loss, 100 * sequel.compare(roofline="per-component")["mtp"].policy_shortfall,
+                               rtol=1e-12, atol=1e-13)
+    w = widgets.kv_state_bytes().update(full_attention_layers=5)
+    assert w.plot.crossing == fig.kv_state_crossing(fig.hybrid_architecture(full_attention_layers=5))
+
+
+def test_sequel_widget_slider_moves_keep_the_frame():
+    # a slider move changes only data: the cached frame is reused (fast redraws)
+    for name, control, values in [("drafter_cost", "gamma", (5, 6, 7)), ("hybrid_intensity", "S", (2048.0, 4096.0)),
+                                  ("pricing_ratio", "S", (2048.0, 8192.0))]:
+        w = widgets.FACTORIES[name]()
+        w.update(**{control: values[0]})
+        frame = w._frame
+        for v in values[1:]:
+            w.update(**{control: v})
+            assert w._frame == frame, (name, v)

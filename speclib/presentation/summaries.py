@@ -1,6 +1,7 @@
 """Tables that summarise what the model says, for the book's chapters beyond
 the paper: committed tokens and gamma* under measured survival curves, expert
-parallelism per GPU count, and the roofline against measured decoding. Each is
+parallelism per GPU count, the roofline against measured decoding, and the
+closed form against the sequel's simulated serving grid. Each is
 computed by :mod:`speclib.core` or :mod:`speclib.evidence` and shown as a
 :class:`~speclib.presentation.tables.NumberTable` (HTML and text).
 """
@@ -13,6 +14,8 @@ from ..core import acceptance as _acc
 from ..core import cost as _cost
 from ..core import parallel as _par
 from ..core import speculation as _spec
+from .._checks import checked_choice
+from ..evidence import sequel as _sequel
 from ..evidence import validation as _val
 from ..presets import default_interconnect, resolve
 from .tables import NumberTable, RendersAsTable
@@ -292,3 +295,134 @@ def consistency_table(kv_precisions=("fp8", "bf16"), records=None) -> Consistenc
     """:class:`ConsistencyTable` over the KV-cache precisions given."""
     records = _val.load_measurements() if records is None else list(records)
     return ConsistencyTable([_val.compare(records, kv_precision=kv) for kv in kv_precisions])
+
+
+# --- the closed form against the sequel's simulator (chapter: the draft length per concurrency) ---
+
+
+def _drafter_label(key) -> str:
+    return {"mtp": "MTP", "dflash": "DFlash"}.get(key, key)
+
+
+class SequelComparisonTable(RendersAsTable):
+    """One drafter's simulated grid against the closed form, a row per
+    concurrency: the best fixed gamma each finds, the throughput there, the
+    worst error over every gamma, and the priced policy's choice held
+    against the simulator's best fixed gamma and against its own policy."""
+
+    _HEAD = ("concurrency", "best \u03b3: simulator", "best \u03b3: ours", "simulated tok/s at its best \u03b3",
+             "ours at that \u03b3", "error there", "largest |error| over \u03b3", "our policy's \u03b3*",
+             "simulated tok/s at \u03b3*", "shortfall", "simulator's policy: shortfall")
+
+    def __init__(self, key: str, comparison: _sequel.DrafterComparison, concurrency):
+        self.key, self.comparison, self.concurrency = key, comparison, np.asarray(concurrency)
+
+    def summary(self) -> dict:
+        """The numbers of the caption: median and max |error| over the
+        whole grid, how many concurrencies agree on the best gamma, and the
+        largest shortfall of our policy and of the simulator's."""
+        c = self.comparison
+        return {"median_error": c.median_error, "max_error": c.max_error,
+                "best_gamma_agrees": int(np.count_nonzero(c.best_gamma_agrees)),
+                "concurrencies": int(c.best_gamma_agrees.size),
+                "policy_shortfall": float(np.max(c.policy_shortfall)),
+                "simulated_policy_shortfall": float(np.max(c.simulated_policy_shortfall))}
+
+    def _caption(self) -> str:
+        s = self.summary()
+        return (f"{_drafter_label(self.key)}: the closed form against the simulator (throughput in committed output "
+                f"tokens per second). Over all {_cells_in(self.comparison)} cells of the grid, |error| median "
+                f"{s['median_error']:.2%}, max {s['max_error']:.2%}; the best fixed \u03b3 agrees at "
+                f"{s['best_gamma_agrees']} of {s['concurrencies']} concurrencies. Shortfall: 1 - simulated "
+                f"throughput at the policy's \u03b3 / at the best fixed \u03b3 (negative: better than every fixed "
+                f"\u03b3); ours at most {s['policy_shortfall']:.2%}, the simulator's own policy at most "
+                f"{s['simulated_policy_shortfall']:.2%}.")
+
+    def _rows(self):
+        c, grid = self.comparison, self.comparison.grid
+        cols = np.arange(grid.goodput.shape[1])
+        best_rows = np.argmax(grid.goodput, axis=0)
+        ours_at_best = c.predicted[best_rows, cols]
+        worst = np.max(np.abs(c.relative_error), axis=0)
+        for j, conc in enumerate(self.concurrency):
+            yield (f"{conc:,.0f}", str(grid.best_gamma[j]), str(c.predicted_best_gamma[j]),
+                   f"{grid.best_goodput[j]:,.0f}", f"{ours_at_best[j]:,.0f}",
+                   f"{ours_at_best[j] / grid.best_goodput[j] - 1:+.2%}", f"{worst[j]:.2%}", str(c.policy_gamma[j]),
+                   f"{c.policy_simulated[j]:,.0f}", f"{c.policy_shortfall[j]:+.2%}",
+                   f"{c.simulated_policy_shortfall[j]:+.2%}")
+
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._HEAD, tuple(self._rows()), caption=self._caption(),
+                           css_class="speclib-sequel-comparison")
+
+
+def _cells_in(comparison) -> int:
+    """Cells of one drafter's grid: every gamma (plain decoding included) at every concurrency."""
+    return int(comparison.predicted.size)
+
+
+def sequel_comparison(drafter="dflash", comparison=None) -> SequelComparisonTable:
+    """:class:`SequelComparisonTable` of ``drafter`` ("mtp" or "dflash"),
+    from ``comparison`` (default :func:`speclib.evidence.sequel.compare` with
+    the book's choices)."""
+    key = checked_choice("drafter", drafter, tuple(_sequel.DRAFTERS))
+    comparisons = _sequel.compare() if comparison is None else comparison
+    return SequelComparisonTable(key, comparisons[key], _sequel.load_grid().concurrency)
+
+
+#: The modelling choices :func:`speclib.evidence.sequel.compare` makes to
+#: price a step as the simulator does, each as the keyword that undoes it and
+#: what undoing it means.
+MODELLING_CHOICES = (
+    ({}, "all of the book's choices (the simulator's aggregate roofline, its weights, its FLOPs)"),
+    ({"roofline": "per-component"}, "each component its own roofline, the times added (the paper's rule)"),
+    ({"output_gate": True}, "the attention output gate of the published config counted"),
+    ({"linear_attention_flops": True}, "linear attention's FLOPs charged"),
+    ({"expert_count": "slots"}, "experts counted as the simulator counts them (k independent picks)"),
+)
+
+
+class ModellingChoicesTable(RendersAsTable):
+    """What each modelling choice is worth: the comparison with the
+    simulator redone with one choice undone at a time."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def _header(self):
+        head = ["variant", "keyword"]
+        for key in _sequel.DRAFTERS:
+            label = _drafter_label(key)
+            head += [f"{label} median |error|", f"{label} max |error|", f"{label} best \u03b3 agrees",
+                     f"{label} worst shortfall"]
+        return tuple(head)
+
+    def _cells(self, row):
+        description, keywords, comparisons = row
+        cells = [description, ", ".join(f"{k}={v!r}" for k, v in keywords.items()) or "(none)"]
+        for key in _sequel.DRAFTERS:
+            c = comparisons[key]
+            cells += [f"{c.median_error:.2%}", f"{c.max_error:.2%}",
+                      f"{int(np.count_nonzero(c.best_gamma_agrees))} of {c.best_gamma_agrees.size}",
+                      f"{float(np.max(c.policy_shortfall)):.2%}"]
+        return tuple(cells)
+
+    def _caption(self):
+        return ("The closed form against the simulated grid with one modelling choice undone at a time "
+                "(speclib.evidence.sequel.compare); worst shortfall: the most simulated throughput our policy's "
+                "\u03b3* loses against the best fixed \u03b3 at any concurrency.")
+
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._header(), tuple(self._cells(r) for r in self.rows), caption=self._caption(),
+                           css_class="speclib-modelling-choices", align="ll")
+
+
+def modelling_choices(choices=MODELLING_CHOICES) -> ModellingChoicesTable:
+    """:class:`ModellingChoicesTable` over ``choices``: pairs of
+    (keywords of :func:`speclib.evidence.sequel.compare`, description)."""
+    rows = []
+    for keywords, description in choices:
+        if not isinstance(keywords, dict):
+            raise ValueError(f"choices must be pairs of (keywords dict, description); got {keywords!r}")
+        rows.append((str(description), dict(keywords), _sequel.compare(**keywords)))
+    return ModellingChoicesTable(rows)

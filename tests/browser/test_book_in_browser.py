@@ -20,11 +20,15 @@ from speclib.presets import resolve
 
 from .conftest import HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, WEIGHTS, book_pages
 
+import sequel_live  # tests/sequel_live.py: what the sequel's live figures must compute  # noqa: E402
+
 PAGES = book_pages()
 #: Figures the book must show live (issue 7); the others are checked when present.
 REQUIRED_LIVE = ("ledger", "optimal_gamma")
+#: The chapters on the sequel's figures, with the settings their numbers are checked at (tests/sequel_live.py).
+SEQUEL = tuple(sequel_live.SETTINGS)
 LIVE = ("expert_tax", "expert_tax_log", "ledger", "ledger_components", "ledger_dense", "optimal_gamma",
-        "speedup_curves", "gamma_map", "attention_width", "attention_table", "compressed_attention")
+        "speedup_curves", "gamma_map", "attention_width", "attention_table", "compressed_attention") + SEQUEL
 
 
 def pages_with(name: str) -> list:
@@ -288,6 +292,36 @@ def test_compressed_attention_equals_speclib(visit):
         for variant in ("hca", "csa", "indexer"):
             want = attention.attention_intensity(T[:, None], S[None, :], model, variant, query_bytes=qb)
             np.testing.assert_allclose(got["data"]["intensity"][variant], want, rtol=RTOL)
+
+
+def control_settings(controls, params):
+    """The control values that set ``params``: the sequence-length slider
+    holds u (S = base * 2**(span u)), a choice slider the option's index."""
+    out = {}
+    for c in controls:
+        if c["param"] not in params:
+            continue
+        value = params[c["param"]]
+        if c.get("map"):
+            value = float(np.log2(value / c["map"]["base"]) / c["map"]["span"])
+        elif c["kind"] == "choice":
+            value = c["options"].index(value)
+        out[c["name"]] = value
+    return out
+
+
+@pytest.mark.parametrize("name", SEQUEL)
+def test_sequel_figure_equals_speclib(visit, name):
+    """Two settings per figure in the page (tests/test_web.py runs every
+    setting of tests/sequel_live.py through the same JavaScript in Node)."""
+    page = visit(page_for(name), settle=False).page
+    i = first_instance(page, name)
+    controls = page.evaluate("(i) => window.speclibLive.instances[i].spec.controls", i)
+    for params in sequel_live.SETTINGS[name][-2:]:
+        got = page.evaluate(SET_AND_READ, [i, control_settings(controls, params)])
+        for key, value in params.items():
+            assert got["params"][key] == (pytest.approx(value, rel=1e-15) if isinstance(value, float) else value)
+        sequel_live.check(name, got["params"], got["data"])
 
 
 def test_without_javascript_the_static_figures_show(browser, base_url):

@@ -132,6 +132,13 @@ def _arguments(formula: str, values: dict, skip: int) -> dict:
     return {"names": names, "values": [float(values[n]) for n in names]}
 
 
+def sequel_figure_names() -> tuple:
+    """The live figures of the chapters on the sequel."""
+    from .live_figures import sequel_figures
+
+    return tuple(sequel_figures())
+
+
 def sequel_constants() -> dict:
     """What the sequel's live figures bind to the formulas: every chip's
     peaks and bandwidth, the whole-step architectures (the simulated target,

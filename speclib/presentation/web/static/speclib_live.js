@@ -10,7 +10,9 @@
  * class tag_figure-<name>) gets controls and an SVG plot; its static PNG stays
  * in the page as the no-JavaScript fallback and is hidden here.
  * window.speclibLive.instances exposes each figure's parameters and arrays
- * (the browser tests compare them with speclib in Python).
+ * (the browser tests compare them with speclib in Python), and
+ * window.speclibLive.compute each kind's computation (tests/test_web.py runs
+ * it in Node.js).
  */
 (function () {
   "use strict";
@@ -1239,6 +1241,7 @@
 
   function mountAll() {
     var live = window.speclibLive = window.speclibLive || {instances: []};
+    live.compute = COMPUTE;  // what each figure computes, by kind (tests call it without a page)
     document.querySelectorAll("[class*='tag_figure-']").forEach(function (cell) {
       if (cell.classList.contains("speclib-live-active")) { return; }
       cell.classList.forEach(function (cls) {
