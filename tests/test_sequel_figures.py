@@ -322,9 +322,9 @@ def test_sequel_comparison_table(key, compared):
     assert text == repr(summaries.sequel_comparison(key))  # deterministic for nbval
     rows = table.as_table().rows
     assert len(rows) == 12 and rows[0][0] == "1" and rows[-1][0] == "2,048"
-    # the best gamma columns are the grid's and the closed form's
-    assert [r[1] for r in rows] == [str(g) for g in c.grid.best_gamma]
-    assert [r[2] for r in rows] == [str(g) for g in c.predicted_best_gamma]
+    # the best gamma column: the grid's, the closed form's, the policy's
+    assert [r[1] for r in rows] == [f"{a} / {b} / {p}" for a, b, p in
+                                    zip(c.grid.best_gamma, c.predicted_best_gamma, c.policy_gamma)]
     assert "<table" in table._repr_html_()
 
 
@@ -333,7 +333,9 @@ def test_modelling_choices_table():
     assert [kw for _, kw, _ in table.rows] == [kw for kw, _ in summaries.MODELLING_CHOICES]
     base, per_component = table.rows[0][2], table.rows[1][2]
     assert per_component["mtp"].max_error > 5 * base["mtp"].max_error  # the rule matters most
-    assert len(table.as_table().columns) == 2 + 4 * 2
+    shown = table.as_table().rows
+    assert len(shown) == 2 * len(summaries.MODELLING_CHOICES)
+    assert "roofline='per-component'" in shown[2][0] and shown[3][0] == ""
     assert repr(table) == repr(summaries.modelling_choices())
 
 

@@ -306,13 +306,13 @@ def _drafter_label(key) -> str:
 
 class SequelComparisonTable(RendersAsTable):
     """One drafter's simulated grid against the closed form, a row per
-    concurrency: the best fixed gamma each finds, the throughput there, the
-    worst error over every gamma, and the priced policy's choice held
-    against the simulator's best fixed gamma and against its own policy."""
+    concurrency: the best fixed gamma each finds and the priced policy's
+    gamma*, the simulated throughput there and our error, the worst error
+    over every gamma, and the policy's shortfall against the best fixed
+    gamma next to the simulator's own policy's."""
 
-    _HEAD = ("concurrency", "best \u03b3: simulator", "best \u03b3: ours", "simulated tok/s at its best \u03b3",
-             "ours at that \u03b3", "error there", "largest |error| over \u03b3", "our policy's \u03b3*",
-             "simulated tok/s at \u03b3*", "shortfall", "simulator's policy: shortfall")
+    _HEAD = ("C", "best \u03b3: simulator / ours / policy", "simulated tok/s", "error", "largest |error|",
+             "shortfall: ours", "shortfall: simulator's")
 
     def __init__(self, key: str, comparison: _sequel.DrafterComparison, concurrency):
         self.key, self.comparison, self.concurrency = key, comparison, np.asarray(concurrency)
@@ -330,13 +330,13 @@ class SequelComparisonTable(RendersAsTable):
 
     def _caption(self) -> str:
         s = self.summary()
-        return (f"{_drafter_label(self.key)}: the closed form against the simulator (throughput in committed output "
-                f"tokens per second). Over all {_cells_in(self.comparison)} cells of the grid, |error| median "
-                f"{s['median_error']:.2%}, max {s['max_error']:.2%}; the best fixed \u03b3 agrees at "
-                f"{s['best_gamma_agrees']} of {s['concurrencies']} concurrencies. Shortfall: 1 - simulated "
-                f"throughput at the policy's \u03b3 / at the best fixed \u03b3 (negative: better than every fixed "
-                f"\u03b3); ours at most {s['policy_shortfall']:.2%}, the simulator's own policy at most "
-                f"{s['simulated_policy_shortfall']:.2%}.")
+        return (f"{_drafter_label(self.key)}, ours against the simulator's throughput (committed output tokens per "
+                f"second) at the simulator's best fixed \u03b3 at each concurrency C. Over all "
+                f"{_cells_in(self.comparison)} cells of the grid |error| has median {s['median_error']:.2%} and max "
+                f"{s['max_error']:.2%}; the best fixed \u03b3 agrees at {s['best_gamma_agrees']} of "
+                f"{s['concurrencies']} concurrencies. Shortfall: 1 - simulated throughput at a policy's \u03b3 / at "
+                f"the best fixed \u03b3 (largest: ours {s['policy_shortfall']:.2%}, the simulator's own "
+                f"{s['simulated_policy_shortfall']:.2%}).")
 
     def _rows(self):
         c, grid = self.comparison, self.comparison.grid
@@ -345,15 +345,14 @@ class SequelComparisonTable(RendersAsTable):
         ours_at_best = c.predicted[best_rows, cols]
         worst = np.max(np.abs(c.relative_error), axis=0)
         for j, conc in enumerate(self.concurrency):
-            yield (f"{conc:,.0f}", str(grid.best_gamma[j]), str(c.predicted_best_gamma[j]),
-                   f"{grid.best_goodput[j]:,.0f}", f"{ours_at_best[j]:,.0f}",
-                   f"{ours_at_best[j] / grid.best_goodput[j] - 1:+.2%}", f"{worst[j]:.2%}", str(c.policy_gamma[j]),
-                   f"{c.policy_simulated[j]:,.0f}", f"{c.policy_shortfall[j]:+.2%}",
-                   f"{c.simulated_policy_shortfall[j]:+.2%}")
+            yield (f"{conc:,.0f}", f"{grid.best_gamma[j]} / {c.predicted_best_gamma[j]} / {c.policy_gamma[j]}",
+                   f"{grid.best_goodput[j]:,.0f}", f"{ours_at_best[j] / grid.best_goodput[j] - 1:+.2%}",
+                   f"{worst[j]:.2%}", f"{c.policy_shortfall[j]:+.2%}", f"{c.simulated_policy_shortfall[j]:+.2%}")
 
     def as_table(self) -> NumberTable:
+        # kept on one line per cell: "15 / 15 / 15" must not wrap
         return NumberTable(self._HEAD, tuple(self._rows()), caption=self._caption(),
-                           css_class="speclib-sequel-comparison")
+                           css_class="speclib-number-table speclib-nowrap")
 
 
 def _cells_in(comparison) -> int:
@@ -375,46 +374,40 @@ def sequel_comparison(drafter="dflash", comparison=None) -> SequelComparisonTabl
 #: what undoing it means.
 MODELLING_CHOICES = (
     ({}, "all of the book's choices (the simulator's aggregate roofline, its weights, its FLOPs)"),
-    ({"roofline": "per-component"}, "each component its own roofline, the times added (the paper's rule)"),
+    ({"roofline": "per-component"}, "each component its own roofline, the times added, as the paper does"),
     ({"output_gate": True}, "the attention output gate of the published config counted"),
     ({"linear_attention_flops": True}, "linear attention's FLOPs charged"),
-    ({"expert_count": "slots"}, "experts counted as the simulator counts them (k independent picks)"),
+    ({"expert_count": "slots"}, "experts counted as the simulator counts them, k independent picks per token"),
 )
 
 
 class ModellingChoicesTable(RendersAsTable):
     """What each modelling choice is worth: the comparison with the
-    simulator redone with one choice undone at a time."""
+    simulator redone with one choice undone at a time, a row per variant
+    and drafter."""
+
+    _HEAD = ("variant", "drafter", "median |error|", "max |error|", "best \u03b3 agrees", "worst shortfall")
 
     def __init__(self, rows):
         self.rows = rows
 
-    def _header(self):
-        head = ["variant", "keyword"]
-        for key in _sequel.DRAFTERS:
-            label = _drafter_label(key)
-            head += [f"{label} median |error|", f"{label} max |error|", f"{label} best \u03b3 agrees",
-                     f"{label} worst shortfall"]
-        return tuple(head)
-
-    def _cells(self, row):
-        description, keywords, comparisons = row
-        cells = [description, ", ".join(f"{k}={v!r}" for k, v in keywords.items()) or "(none)"]
-        for key in _sequel.DRAFTERS:
-            c = comparisons[key]
-            cells += [f"{c.median_error:.2%}", f"{c.max_error:.2%}",
-                      f"{int(np.count_nonzero(c.best_gamma_agrees))} of {c.best_gamma_agrees.size}",
-                      f"{float(np.max(c.policy_shortfall)):.2%}"]
-        return tuple(cells)
+    def _rows(self):
+        for description, keywords, comparisons in self.rows:
+            keyword = ", ".join(f"{k}={v!r}" for k, v in keywords.items())
+            for i, key in enumerate(_sequel.DRAFTERS):
+                c = comparisons[key]
+                label = (f"{description} ({keyword})" if keyword else description) if i == 0 else ""
+                yield (label, _drafter_label(key), f"{c.median_error:.2%}", f"{c.max_error:.2%}",
+                       f"{int(np.count_nonzero(c.best_gamma_agrees))} of {c.best_gamma_agrees.size}",
+                       f"{float(np.max(c.policy_shortfall)):.2%}")
 
     def _caption(self):
         return ("The closed form against the simulated grid with one modelling choice undone at a time "
-                "(speclib.evidence.sequel.compare); worst shortfall: the most simulated throughput our policy's "
-                "\u03b3* loses against the best fixed \u03b3 at any concurrency.")
+                "(the keyword of speclib.evidence.sequel.compare in brackets). Worst shortfall: the most simulated "
+                "throughput our policy's \u03b3* loses against the best fixed \u03b3 at any concurrency.")
 
     def as_table(self) -> NumberTable:
-        return NumberTable(self._header(), tuple(self._cells(r) for r in self.rows), caption=self._caption(),
-                           css_class="speclib-modelling-choices", align="ll")
+        return NumberTable(self._HEAD, tuple(self._rows()), caption=self._caption(), align="ll")
 
 
 def modelling_choices(choices=MODELLING_CHOICES) -> ModellingChoicesTable:
