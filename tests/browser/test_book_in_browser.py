@@ -109,7 +109,12 @@ def test_every_control_moves_and_redraws(visit, name):
     page = v.page
     names = live_instances(page)
     assert name in names
-    # From here on the browser has no network at all: the figures need none.
+    # From here on the browser has no network at all: the figures need none. (The page's own
+    # maths and fonts finish loading first: a slow MathJax would otherwise fetch them offline.)
+    page.evaluate("""async () => {
+        if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+        await document.fonts.ready;
+    }""")
     page.context.set_offline(True)
     # The static PNG stays in the page (the no-JavaScript fallback) but is hidden.
     hidden = page.evaluate("""(name) => Array.from(document.querySelectorAll('.tag_figure-' + name + ' .cell_output'))
