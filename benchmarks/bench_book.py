@@ -118,6 +118,19 @@ def _moves():
         "optimal_gamma": alternate(("alpha", alpha), ("S", seq), ("c_draft", drafter)),
         "speedup_curves": alternate(("alpha", alpha), ("S", seq), ("c_draft", drafter)),
         "gamma_map": alternate(("alpha", alpha), ("c_draft", drafter)),
+        # the chapters on the sequel: sliders dragged, menus flipped
+        "drafter_cost": alternate(("gamma", [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 1])),
+        "drafter_crossover": alternate(("roofline", ["per-component", "aggregate"]),
+                                       ("hardware", ["H200", "B200", "MI355X", "GB300"])),
+        "hybrid_intensity": alternate(("S", seq)),
+        "kv_state_bytes": alternate(("full_attention_layers", [4, 5, 8, 10, 20, 40, 20, 10, 8, 5])),
+        "concurrency_gamma": alternate(("roofline", ["per-component", "aggregate"]),
+                                       ("acceptance", ["geometric", "measured"])),
+        "concurrency_throughput": alternate(("roofline", ["per-component", "aggregate"])),
+        "throughput_tpot": alternate(("roofline", ["per-component", "aggregate"]),
+                                     ("acceptance", ["geometric", "measured"])),
+        "pricing_ratio": alternate(("S", seq)),
+        "pricing_gamma": alternate(("drafter", ["mtp", "dflash"]), ("acceptance", ["geometric", "measured"])),
     }
 
 

@@ -34,7 +34,6 @@ from ...core import attention as _attention
 from ...core import drafters as _drafters
 from ...core import speculation as _spec
 from ...core import step as _step
-from ...core.acceptance import expected_committed_from_survival
 from ...evidence import sequel as _sequel
 from ...formulas import numpy_functions as nf
 from ...presets import drafter as drafter_preset
