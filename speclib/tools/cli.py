@@ -280,17 +280,17 @@ def _acceptance_label(args, priced) -> str:
 def _gamma_whole_step(args, out, model, chip, priced) -> int:
     """gamma with the whole model's step in seconds: a drafter priced by its
     roofline, the aggregate rule, or a hybrid model."""
-    B, S = np.asarray(float(args.batch)), np.asarray(float(args.seq))
+    gamma_star, speedup = optimal_gamma(args.alpha, args.batch, args.seq, model=model, hardware=chip,
+                                        gamma_max=args.gamma_max, drafter=priced.drafter, roofline=args.roofline)
+    B, S, g = np.asarray(float(args.batch)), np.asarray(float(args.seq)), np.asarray(float(gamma_star))
     acceptance = priced.measured_acceptance() if args.alpha is None else _spec._acceptance(args.alpha, priced)
-    gamma_star, speedup = _spec.best_gamma(priced, acceptance, B, S, args.gamma_max)
-    g = np.asarray(float(gamma_star))
     plain_s = float(priced.plain(B, S))
     verify = {name: float(t) for name, t in priced.step_model.component_times(B, g + 1.0, S).items()}
     verify_s = float(priced.step_model.time(B, g + 1.0, S))
     draft_s = float(priced.drafter.time(g, B, S, priced.step_model))
     tokens = float(priced.throughput(B, g, S, acceptance))
     plain_tokens = float(priced.throughput(B, np.asarray(0.0), S, acceptance))
-    searched = min(args.gamma_max, *(x for x in (priced.max_gamma, _curve_length(acceptance)) if x is not None))
+    searched = min(x for x in (args.gamma_max, priced.max_gamma, _curve_length(acceptance)) if x is not None)
     if args.json:
         record = {
             "model": model.name, "hardware": chip.name, "batch": args.batch, "seq": args.seq,
