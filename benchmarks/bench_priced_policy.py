@@ -19,11 +19,10 @@ Run from the repository root:  python benchmarks/bench_priced_policy.py
 """
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 
 import numpy as np
+from _timing import median_ms, verdict
 
 import speclib
 
@@ -53,14 +52,6 @@ def loop():
     return best_gamma, best_speedup
 
 
-def median_ms(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
-
 
 def main() -> int:
     gamma_vec, speedup_vec = vectorised()
@@ -70,18 +61,13 @@ def main() -> int:
     assert max_rel <= 1e-12, f"vectorised and loop speedups differ by {max_rel:.3g} (relative)"
     vec_ms = median_ms(vectorised, VECTORISED_REPEATS)
     loop_ms = median_ms(loop, LOOP_REPEATS)
-    ratio = loop_ms / vec_ms
     print(f"priced policy: optimal_gamma(alpha={ALPHA}, B = {BATCHES.size} log-spaced in [1, 30000], S={S}, "
           f"{POINT['model']} + {POINT['drafter']}, {POINT['roofline']} roofline, gamma 0..{GAMMA_MAX})")
     print(f"  answers agree: gamma* identical at all {BATCHES.size} batches, speedups within {max_rel:.1e} (relative)")
     print(f"  vectorised median: {vec_ms:8.3f} ms  ({VECTORISED_REPEATS} calls)")
     print(f"  loop median:       {loop_ms:8.1f} ms  ({LOOP_REPEATS} runs of {BATCHES.size * (GAMMA_MAX + 1):,} "
           "scalar speedup calls)")
-    print(f"  ratio loop/vectorised: {ratio:.0f}x")
-    fast_enough, far_enough = vec_ms <= TARGET_MS, ratio >= TARGET_RATIO
-    print(f"  target vectorised <= {TARGET_MS} ms: {'met' if fast_enough else 'MISSED'}")
-    print(f"  target ratio >= {TARGET_RATIO:.0f}x: {'met' if far_enough else 'MISSED'}")
-    return 0 if fast_enough and far_enough else 1
+    return 0 if verdict(vec_ms, loop_ms, TARGET_MS, TARGET_RATIO) else 1
 
 
 if __name__ == "__main__":
