@@ -815,6 +815,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the paper's drafter cost per drafted token, x a decode step (default 0.1)")
     _add_model_options(prof, several=False)
     prof.set_defaults(gamma_max=16)
+    for action in prof._actions:
+        if action.dest == "gamma_max":
+            action.help = "longest draft length profiled, 0..4096 (default 16; capped at a DFlash drafter's block)"
     prof.add_argument("--output", metavar="FILE", help="write to FILE (replaced only when everything succeeded)")
     prof.set_defaults(handler=run_profile)
     return parser
