@@ -3,7 +3,9 @@
 # driven by Playwright for Python (tests/browser). Installs what it needs on a
 # fresh machine, builds the book if _build/html is missing or older than its
 # sources, and the PDF (scripts/build_pdf.sh) if it is missing or older than
-# the book, serves the book on 127.0.0.1 and opens every page.
+# the book, serves the book on 127.0.0.1 and opens every page; then serves it
+# under a sub-path (/speculative-decoding-economics/, as on GitHub Pages; or
+# SPECLIB_BASE_PATH) and runs the tests marked subpath again.
 #
 #   bash scripts/browser_test.sh [--rebuild] [extra pytest args]
 #
@@ -38,4 +40,17 @@ SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser "$@"
 status=$?
 set -e
 _log "browser tests took $((SECONDS - start)) s"
-exit $status
+
+# Once more with the book served under a sub-path, as a GitHub Pages project
+# site is (https://OWNER.github.io/REPO/): every page with all its assets and
+# every live figure, with nothing served outside the sub-path. Extra pytest
+# arguments apply to the run above only.
+start=$SECONDS
+set +e
+SPECLIB_BROWSER_TESTS=1 SPECLIB_BASE_PATH="${SPECLIB_BASE_PATH:-/speculative-decoding-economics/}" \
+    python -m pytest tests/browser -m subpath
+subpath_status=$?
+set -e
+_log "browser tests under a sub-path took $((SECONDS - start)) s"
+[ "$status" -ne 0 ] && exit "$status"
+exit $subpath_status

@@ -7,7 +7,11 @@ Playwright and building the book); in the ordinary test run they are skipped.
 When the variable is set, a missing browser or book is a failure, not a skip.
 
 Environment: SPECLIB_HTML_DIR (default ``<repo>/_build/html``),
-SPECLIB_CHROMIUM (default ``/usr/bin/chromium``).
+SPECLIB_CHROMIUM (default ``/usr/bin/chromium``), SPECLIB_BASE_PATH (default
+``/``): the URL path the book is served under, e.g. ``/speculative-decoding-economics/``
+as on GitHub Pages; nothing outside it is served (a link that escapes it is a
+404, so a failed request). browser_test.sh runs the tests marked ``subpath``
+once more that way.
 """
 from __future__ import annotations
 
@@ -40,6 +44,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
+_base = os.environ.get("SPECLIB_BASE_PATH", "/").strip("/")
+#: The URL path of the book's root, with a slash at each end ("/" by default).
+BASE_PATH = f"/{_base}/" if _base else "/"
 PAGE_LIMIT_BYTES = 5 * 1024 * 1024
 
 #: Filled by the page tests, printed at the end of the session.
@@ -70,8 +77,20 @@ def book_pages() -> list:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    #: Served under this URL path only; any other path is not found.
+    base_path = "/"
+
     def log_message(self, *args):  # keep pytest's output for the tests
         pass
+
+    def send_head(self):
+        if not self.path.startswith(self.base_path):
+            self.send_error(404, f"outside {self.base_path}")
+            return None
+        return super().send_head()
+
+    def translate_path(self, path):
+        return super().translate_path("/" + path[len(self.base_path):])
 
 
 @pytest.fixture(scope="session")
@@ -83,12 +102,14 @@ def html_dir():
 
 @pytest.fixture(scope="session")
 def base_url(html_dir):
-    handler = functools.partial(_QuietHandler, directory=str(html_dir))
+    """The book's root URL on a local static server: ``http://127.0.0.1:PORT`` + BASE_PATH."""
+    handler_class = type("_Handler", (_QuietHandler,), {"base_path": BASE_PATH})
+    handler = functools.partial(handler_class, directory=str(html_dir))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
+        yield f"http://127.0.0.1:{server.server_address[1]}{BASE_PATH}"
     finally:
         server.shutdown()
         server.server_close()

@@ -8,6 +8,9 @@ the numbers the page computes equal speclib's at sampled settings.
 from __future__ import annotations
 
 import re
+import urllib.error
+import urllib.request
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -18,7 +21,7 @@ from speclib.presentation.figures.paper import (attention_table, mha_counterpart
                                    v4_attention_what_if)
 from speclib.presets import resolve
 
-from .conftest import HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, WEIGHTS, book_pages
+from .conftest import BASE_PATH, HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, WEIGHTS, book_pages
 
 PAGES = book_pages()
 #: Figures the book must show live (issue 7); the others are checked when present.
@@ -44,6 +47,7 @@ def page_for(name: str) -> str:
 # --- every page -------------------------------------------------------------------
 
 
+@pytest.mark.subpath
 @pytest.mark.parametrize("path", PAGES or ["(no built book)"])
 def test_page_loads_cleanly_offline_and_light(visit, path):
     if not PAGES:
@@ -79,8 +83,24 @@ def test_page_loads_cleanly_offline_and_light(visit, path):
     assert empty == [], f"{path}: tagged figure cells that show nothing: {empty}"
 
 
+@pytest.mark.subpath
 def test_the_book_has_pages():
     assert len(PAGES) >= 3, f"only {PAGES} built"
+
+
+@pytest.mark.subpath
+def test_served_under_its_base_path_only(base_url):
+    """The book is served under BASE_PATH and nowhere else, so that a page
+    reaching outside it (a link from the site's root) fails the page tests,
+    as it would on a project site of GitHub Pages."""
+    assert urlsplit(base_url).path == BASE_PATH
+    with urllib.request.urlopen(base_url + "index.html") as answer:
+        assert answer.status == 200
+    if BASE_PATH != "/":
+        root = base_url[: -len(BASE_PATH)] + "/index.html"
+        with pytest.raises(urllib.error.HTTPError) as outside:
+            urllib.request.urlopen(root)
+        assert outside.value.code == 404
 
 
 # --- live figures: controls ---------------------------------------------------------
@@ -99,6 +119,7 @@ def live_instances(page):
     return page.evaluate("() => window.speclibLive.instances.map(i => i.name)")
 
 
+@pytest.mark.subpath
 @pytest.mark.parametrize("name", LIVE)
 def test_every_control_moves_and_redraws(visit, name):
     v = visit(page_for(name), settle=False)
@@ -290,6 +311,7 @@ def test_compressed_attention_equals_speclib(visit):
             np.testing.assert_allclose(got["data"]["intensity"][variant], want, rtol=RTOL)
 
 
+@pytest.mark.subpath
 def test_without_javascript_the_static_figures_show(browser, base_url):
     """The PNG each live figure replaces is the page's fallback with JavaScript off."""
     context = browser.new_context(java_script_enabled=False)
