@@ -13,6 +13,9 @@
 # maths typeset, images loaded, each page < 5 MB with its assets (a table is
 # printed), every live-figure control redraws its figure, and the numbers the
 # page computes equal speclib's. The PDF has every chapter and every figure.
+# Every chapter notebook runs clean in JupyterLab (a server the tests start on
+# a free local port) and each of its widgets redraws when a control moves
+# (Run-All times and redraw latencies are printed).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 source "$REPO_ROOT/scripts/_browser.sh"
@@ -26,6 +29,7 @@ fi
 _need_chromium
 _need_playwright
 _need_poppler
+_install_extra requirements-lab.txt   # JupyterLab, for tests/browser/test_jupyterlab.py
 _need_book "$rebuild"
 
 pdf="$REPO_ROOT/_build/pdf/speculative-decoding-economics.pdf"

@@ -52,6 +52,8 @@ PAGE_LIMIT_BYTES = 5 * 1024 * 1024
 #: Filled by the page tests, printed at the end of the session.
 WEIGHTS: dict = {}
 REDRAWS: dict = {}
+#: Filled by the JupyterLab tests: notebook -> timings and widget redraws.
+LAB_RUNS: dict = {}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -129,6 +131,24 @@ def browser():
             yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="session")
+def jupyterlab():
+    """A JupyterLab server on the repository (tests/browser/labserver.py),
+    started for the tests that use it and stopped after them."""
+    try:
+        import jupyterlab  # noqa: F401
+    except ImportError:
+        pytest.fail("JupyterLab is not installed: `bash scripts/browser_test.sh` installs requirements-lab.txt")
+    from .labserver import LabServer
+
+    server = LabServer(REPO)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
 
 
 @dataclass
@@ -213,6 +233,22 @@ def pytest_terminal_summary(terminalreporter):
         tr.write_line(f"heaviest: {heaviest[0]} at {heaviest[1][1] / 1024 / 1024:.2f} MiB "
                       f"(limit {PAGE_LIMIT_BYTES / 1024 / 1024:.0f} MiB); external requests in all: "
                       f"{sum(v[2] for v in WEIGHTS.values())}")
+    if LAB_RUNS:
+        tr = terminalreporter
+        tr.section("chapters as notebooks in JupyterLab (headless Chromium): Run All Cells")
+        tr.write_line(f"{'notebook':<30} {'cells':>5} {'kernel s':>8} {'run all s':>9} {'widgets':>7}")
+        for name, run in LAB_RUNS.items():
+            tr.write_line(f"{name:<30} {run['cells']:>5} {run['kernel']:>8.1f} {run['run_all']:>9.1f} "
+                          f"{len(run['widgets']):>7}")
+        tr.write_line(f"run all in all: {sum(r['run_all'] for r in LAB_RUNS.values()):.1f} s "
+                      f"for {len(LAB_RUNS)} notebooks")
+        widgets = [(name, w) for name, run in LAB_RUNS.items() for w in run["widgets"]]
+        if widgets:
+            tr.section("widget redraw latency in JupyterLab: one control moved, until the new picture shows")
+            for name, (cell, control, ms) in widgets:
+                tr.write_line(f"{name:<22} {cell:<44} {control:<28} {ms:7.0f} ms")
+            times = sorted(w[2] for _, w in widgets)
+            tr.write_line(f"median {times[len(times) // 2]:.0f} ms, max {times[-1]:.0f} ms over {len(times)} widgets")
     if REDRAWS:
         tr = terminalreporter
         tr.section("live figure redraw time in Chromium (compute + SVG), per control move")
