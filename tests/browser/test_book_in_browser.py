@@ -21,7 +21,7 @@ from speclib.presentation.figures.paper import (attention_table, mha_counterpart
                                    v4_attention_what_if)
 from speclib.presets import resolve
 
-from .conftest import BASE_PATH, HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, WEIGHTS, book_pages
+from .conftest import BASE_PATH, HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, REPO, WEIGHTS, book_pages
 
 PAGES = book_pages()
 #: Figures the book must show live (issue 7); the others are checked when present.
@@ -86,6 +86,28 @@ def test_page_loads_cleanly_offline_and_light(visit, path):
 @pytest.mark.subpath
 def test_the_book_has_pages():
     assert len(PAGES) >= 3, f"only {PAGES} built"
+
+
+def test_chapters_link_to_binder_colab_and_the_repository(visit):
+    """The launch and repository buttons of _config.yml are on a chapter page,
+    as links to the chapter's notebook in the repository (nothing is loaded
+    from those hosts: test_page_loads_cleanly_offline_and_light)."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    repo = urlsplit(config["repository"]["url"]).path.strip("/")
+    branch = config["repository"]["branch"]
+    chapter = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))["root"]  # a notebook
+    page = visit(f"{chapter}.html", settle=False).page
+    links = page.evaluate("() => Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+    wanted = {
+        "binder": f"{config['launch_buttons']['binderhub_url']}/v2/gh/{repo}/{branch}?urlpath=lab/tree/{chapter}.ipynb",
+        "colab": f"{config['launch_buttons']['colab_url']}/github/{repo}/blob/{branch}/{chapter}.ipynb",
+        "repository": config["repository"]["url"],
+    }
+    missing = {name: url for name, url in wanted.items() if url not in links}
+    assert not missing, f"{chapter}.html lacks the links {missing}"
+    assert any(link.startswith(config["repository"]["url"] + "/issues/new") for link in links)
 
 
 @pytest.mark.subpath
