@@ -246,7 +246,7 @@ def pytest_terminal_summary(terminalreporter):
         if widgets:
             tr.section("widget redraw latency in JupyterLab: one control moved, until the new picture shows")
             for name, (cell, control, ms) in widgets:
-                tr.write_line(f"{name:<22} {cell:<44} {control:<28} {ms:7.0f} ms")
+                tr.write_line(f"{name:<22} {cell:<44} {control:<36} {ms:6.0f} ms")
             times = sorted(w[2] for _, w in widgets)
             tr.write_line(f"median {times[len(times) // 2]:.0f} ms, max {times[-1]:.0f} ms over {len(times)} widgets")
     if REDRAWS:
