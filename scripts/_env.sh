@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared environment setup, sourced by build_book.sh, test.sh and bench.sh.
+# Shared environment setup, sourced by every script in scripts/.
 #
 #   source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 #
@@ -75,6 +75,22 @@ sys.exit(0 if os.path.realpath(speclib.__file__).startswith(os.path.realpath(sys
     # checkout, e.g. the venv was created before speclib/ existed.
     _pip --no-deps -e .
 fi
+
+# Optional extras beside the main environment, e.g. requirements-lab.txt
+# (JupyterLab, for scripts/lab.sh and the browser tests): installed into the
+# same .venv on demand, constrained by requirements.txt so that no pinned
+# package of the book changes, and again only when the file changes.
+_install_extra() {
+    local file="$1"
+    local stamp_file="$VENV/.speclib-$(basename "$file").sha256"
+    local stamp
+    stamp="$( { cat "$file" requirements.txt; python -VV; } | sha256sum | cut -d' ' -f1)"
+    if [ "$(cat "$stamp_file" 2>/dev/null || true)" != "$stamp" ]; then
+        _log "installing $file into .venv ..."
+        _pip -r "$file" -c requirements.txt
+        echo "$stamp" >"$stamp_file"
+    fi
+}
 
 # Execute notebooks with *this* venv's Python: register the kernelspec inside
 # the venv and put that directory first on Jupyter's search path, so that a

@@ -2,16 +2,23 @@
 # Test the built HTML book in a real browser: Debian's Chromium, headless,
 # driven by Playwright for Python (tests/browser). Installs what it needs on a
 # fresh machine, builds the book if _build/html is missing or older than its
-# sources, serves it on 127.0.0.1 and opens every page.
+# sources, and the PDF (scripts/build_pdf.sh) if it is missing or older than
+# the book, serves the book on 127.0.0.1 and opens every page; then serves it
+# under a sub-path (/speculative-decoding-economics/, as on GitHub Pages; or
+# SPECLIB_BASE_PATH) and runs the tests marked subpath again.
 #
 #   bash scripts/browser_test.sh [--rebuild] [extra pytest args]
 #
 # Checks: no console errors, no request to another host (blocked and listed),
 # maths typeset, images loaded, each page < 5 MB with its assets (a table is
 # printed), every live-figure control redraws its figure, and the numbers the
-# page computes equal speclib's.
+# page computes equal speclib's. The PDF has every chapter and every figure.
+# Every chapter notebook runs clean in JupyterLab (a server the tests start on
+# a free local port) and each of its widgets redraws when a control moves
+# (Run-All times and redraw latencies are printed).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
+source "$REPO_ROOT/scripts/_browser.sh"
 
 rebuild=0
 if [ "${1:-}" = "--rebuild" ]; then
@@ -19,32 +26,16 @@ if [ "${1:-}" = "--rebuild" ]; then
     shift
 fi
 
-# Chromium from Debian's packages. Playwright's own browser download cannot
-# work on a machine that reaches only package registries, and is never used.
-CHROMIUM="${SPECLIB_CHROMIUM:-/usr/bin/chromium}"
-export SPECLIB_CHROMIUM="$CHROMIUM"
-if [ ! -x "$CHROMIUM" ]; then
-    _log "installing Debian's chromium (a few minutes) ..."
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
-fi
+_need_chromium
+_need_playwright
+_need_poppler
+_install_extra requirements-lab.txt   # JupyterLab, for tests/browser/test_jupyterlab.py
+_need_book "$rebuild"
 
-# Playwright for Python is pinned in requirements.txt (installed by _env.sh);
-# this covers a venv made before it was added.
-if ! python -c 'import playwright.sync_api' >/dev/null 2>&1; then
-    _log "installing playwright into .venv ..."
-    _pip "$(grep -E '^playwright==' requirements.txt || echo playwright)"
-fi
-
-html="$REPO_ROOT/_build/html/index.html"
-if [ "$rebuild" = 1 ] || [ ! -f "$html" ] ||
-    [ -n "$(find book speclib _config.yml _toc.yml references.bib -newer "$html" \
-        \( -name '*.ipynb' -o -name '*.md' -o -name '*.py' -o -name '*.js' -o -name '*.css' \
-           -o -name '*.yml' -o -name '*.bib' \) -not -path '*/.ipynb_checkpoints/*' -print -quit)" ]; then
-    _log "building the book first (missing or older than its sources) ..."
-    bash "$REPO_ROOT/scripts/build_book.sh"
+pdf="$REPO_ROOT/_build/pdf/speculative-decoding-economics.pdf"
+if [ ! -f "$pdf" ] || [ "$REPO_ROOT/_build/html/.speclib-built" -nt "$pdf" ]; then
+    _log "building the PDF first (missing or older than the book) ..."
+    bash "$REPO_ROOT/scripts/build_pdf.sh"
 fi
 
 start=$SECONDS
@@ -53,4 +44,17 @@ SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser "$@"
 status=$?
 set -e
 _log "browser tests took $((SECONDS - start)) s"
-exit $status
+
+# Once more with the book served under a sub-path, as a GitHub Pages project
+# site is (https://OWNER.github.io/REPO/): every page with all its assets and
+# every live figure, with nothing served outside the sub-path. Extra pytest
+# arguments apply to the run above only.
+start=$SECONDS
+set +e
+SPECLIB_BROWSER_TESTS=1 SPECLIB_BASE_PATH="${SPECLIB_BASE_PATH:-/speculative-decoding-economics/}" \
+    python -m pytest tests/browser -m subpath
+subpath_status=$?
+set -e
+_log "browser tests under a sub-path took $((SECONDS - start)) s"
+[ "$status" -ne 0 ] && exit "$status"
+exit $subpath_status

@@ -11,6 +11,7 @@ default to DeepSeek-V4-Flash on one B200, as in the paper)::
     marginal_cost(B, S, c_draft, model=None, hardware=None)
     speedup(alpha, gamma, B, S, c_draft, model=None, hardware=None)
     optimal_gamma(alpha, B, S, c_draft, model=None, hardware=None, gamma_max=64)
+    schedule(model, hardware, seq, alpha=..., max_batch=N)   gamma* per batch size, as engines read it
     presets.hardware(name), presets.model(name), presets.from_hf_config(path)
 
 ``alpha`` may also be a :class:`SurvivalCurve` (depth-dependent acceptance).
@@ -29,7 +30,8 @@ The package is grouped by role; a formula flows from the bottom up:
   :mod:`.evidence.validation`, measured decoding);
 * :mod:`.presentation`: the book's tables, figures, widgets, the live HTML
   figures and the Sphinx extension;
-* :mod:`.tools`: the ``speclib`` command (:mod:`.tools.cli`).
+* :mod:`.tools`: the ``speclib`` command (:mod:`.tools.cli`) and speculation
+  schedules for serving engines (:mod:`.tools.schedule`, :mod:`.tools.engines`).
 
 ``import speclib`` loads the model and the presets only (numpy, no sympy,
 matplotlib or ipywidgets); ``speclib.claims``, ``speclib.figures`` and the
@@ -92,6 +94,11 @@ if not any(isinstance(finder, _ShortNames) for finder in _sys.meta_path):
 
 
 def __getattr__(name):
+    if name == "schedule":  # a tool, imported on first use (keeps ``import speclib`` light)
+        from .tools.schedule import schedule
+
+        globals()["schedule"] = schedule
+        return schedule
     # speclib.claims, speclib.figures, speclib.formulas ...: imported on first use.
     if name in SHORT_NAMES or name in _ROLES:
         module = _importlib.import_module(SHORT_NAMES.get(name, f"speclib.{name}"))
@@ -114,6 +121,7 @@ __all__ = [
     "optimal_gamma",
     "parallel",
     "presets",
+    "schedule",
     "speculation",
     "speedup",
 ]

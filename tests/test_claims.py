@@ -9,8 +9,10 @@ typed here from MODEL.md and from the sources the presets cite. Nothing here is
 copied from claims.py's output.
 """
 import itertools
-import re
+import json
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -190,9 +192,109 @@ def pin_plain_decoding_above_64():
     return float(llama_best_speedup(0.7, 128, 2048, 8 / 70, 64)[0]), 0
 
 
+# --- the sequel, re-implemented from FOLLOWUP.md's formulas with numbers typed here ----
+# Qwen3.6-35B-A3B as the simulator counts attention (no output gate), our
+# GatedDeltaNet accounting: 30 linear layers (q, k, v, z in; decay and update
+# gates; short convolution; out), 10 attention layers, routers, lm_head.
+Q_H, Q_VOCAB = 2048, 248_320
+Q_GDN = Q_H * (2 * 16 * 128 + 2 * 32 * 128) + Q_H * 2 * 32 + (2 * 16 * 128 + 32 * 128) * 4 + 32 * 128 * Q_H
+Q_ATTN = Q_H * (16 + 2 * 2) * 256 + 16 * 256 * Q_H
+Q_DENSE = 30 * Q_GDN + 10 * Q_ATTN + 40 * Q_H * 256 + Q_VOCAB * Q_H
+Q_W, Q_E, Q_K = 3 * Q_H * 512 * 40, 256, 8
+Q_KV, Q_STATE = 10 * 2 * 2 * 256 * 2, 30 * (32 * 128 * 128 + 8192 * 4) * 2
+PEAK, BW = 2.25e15, 8e12
+MTP_DENSE, MTP_W, DF_P, DF_D = 535_822_336, 3 * Q_H * 512, 982_515_712, 16
+
+
+def q_experts(tokens):
+    return Q_E * (1 - (1 - Q_K / Q_E) ** tokens)
+
+
+def q_verify_seconds(B, T, S):
+    s_eff = S + math.ceil(T / 2)
+    flops = 2 * (Q_DENSE + (Q_K + 1) * Q_W) * B * T + B * 10 * 4 * 16 * 256 * T * s_eff
+    moved = 2 * Q_W * (1 + q_experts(B * T)) + 2 * Q_DENSE + B * (Q_KV * s_eff + Q_STATE)
+    return max(flops / PEAK, moved / BW)
+
+
+def q_mtp_seconds(gamma, B):
+    active = MTP_DENSE + (Q_K + 1) * MTP_W
+    resident = MTP_DENSE + (1 + q_experts(B)) * MTP_W
+    return gamma * max(2 * active * B / PEAK, 2 * resident / BW)
+
+
+def q_dflash_seconds(gamma, B):
+    return 0.0 if gamma == 0 else max(2 * DF_P * B * DF_D / PEAK, 2 * DF_P / BW)
+
+
+SURVIVAL = {
+    "mtp": json.loads((Path(claims.__file__).parents[1] / "data" / "acceptance" / "survival.json").read_text())["mtp"],
+    "dflash": json.loads((Path(claims.__file__).parents[1] / "data" / "acceptance" / "survival.json").read_text())["dflash"],
+}
+GRID = json.loads((Path(claims.__file__).parents[1] / "data" / "followup" / "drafter_grid.json").read_text())
+
+
+def q_throughput(key, B, gamma, S=512.5):
+    draft = q_mtp_seconds if key == "mtp" else q_dflash_seconds
+    committed = 1 + sum(SURVIVAL[key][:gamma])
+    return B * committed / (q_verify_seconds(B, gamma + 1, S) + draft(gamma, B))
+
+
+def q_table(key):
+    """Predicted throughput, rows gamma = 0..gamma_max, columns the grid's concurrencies."""
+    top = GRID["drafters"][key]["gamma_max"]
+    return np.array([[q_throughput(key, float(c), g) for c in GRID["conc"]] for g in range(top + 1)])
+
+
+def q_simulated(key):
+    d = GRID["drafters"][key]
+    rows = sorted(d["fixed"], key=lambda r: r["gamma"])
+    return np.array([d["nospec"]["goodput"]] + [r["goodput"] for r in rows])
+
+
+def q_gain(key, conc):
+    at = GRID["conc"].index(conc)
+    table = q_table(key)
+    return table[:, at].max() / table[0, at], 1e-12
+
+
+def q_crossover(gamma):
+    """Bisection on the two drafters' times, from FOLLOWUP.md's formulas."""
+    return bisect(lambda B: q_dflash_seconds(gamma, B) - q_mtp_seconds(gamma, B), 1.0, 1e4), 1e-9
+
+
+def pin_sequel_plain_ms():
+    return q_verify_seconds(1.0, 1, 0.0) * 1e3, 1e-12
+
+
+def pin_sequel_plain_gb():
+    return (2 * Q_W * (1 + Q_K) + 2 * Q_DENSE + Q_KV * 1 + Q_STATE) / 1e9, 1e-12
+
+
+def pin_sequel_fit_median_dflash():
+    return 100 * float(np.median(np.abs(q_table("dflash") / q_simulated("dflash") - 1))), 1e-9
+
+
+def pin_sequel_mistuned_dflash():
+    table = q_table("dflash")
+    return float(np.max(table.max(axis=0) / table.min(axis=0))), 1e-12
+
+
 #: Claims expected to differ from the paper, with an independent route to our value
 #: and the relative tolerance of that route.
 PINNED = {
+    "sequel.plain_step_ms": pin_sequel_plain_ms,
+    "sequel.plain_step_GB": pin_sequel_plain_gb,
+    "sequel.dflash_block_us": lambda: (2 * DF_P / BW * 1e6, 1e-12),
+    "sequel.crossover_gamma4": lambda: q_crossover(4),
+    "sequel.crossover_gamma8": lambda: q_crossover(8),
+    "sequel.active_nonexpert": lambda: (Q_DENSE, 0),
+    "sequel.fit_median_dflash": pin_sequel_fit_median_dflash,
+    "sequel.mistuned_dflash": pin_sequel_mistuned_dflash,
+    "sequel.headline.plain_c1": lambda: (q_throughput("mtp", 1.0, 0), 1e-12),
+    **{f"sequel.headline.gain_{key}_c{conc}": (lambda key=key, conc=conc: q_gain(key, conc))
+       for key, conc in (("dflash", 8), ("mtp", 64), ("dflash", 64), ("mtp", 128), ("dflash", 128), ("mtp", 512),
+                         ("dflash", 512), ("mtp", 2048), ("dflash", 2048))},
     "moe.origin_half_slope_with_shared": pin_origin_slope_with_shared,
     "attention.gqa_memory_bound_to_hundreds": pin_gqa_hundreds,
     "hca.t2_ridge_context": pin_hca_crossing,

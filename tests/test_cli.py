@@ -192,6 +192,13 @@ BAD = [
     (["sweep", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--format", "xml"], "--format", "csv"),
     (["sweep", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--output", "/no/such/dir/x.csv"], "--output", "cannot write"),
     (["presets", "--models-only", "--hardware-only"], "--hardware-only", "not allowed"),
+    (["gamma", "--batch", "8", "--seq", "512", "--drafter", "eagle-9"], "--drafter", "Qwen3.6-MTP"),
+    (["gamma", "--batch", "8", "--seq", "512", "--drafter", "mtp", "--draft-cost", "0.1"], "--drafter", "not both"),
+    (["gamma", "--batch", "8", "--seq", "512"], "--alpha", "required"),
+    (["gamma", "--batch", "0", "--seq", "512", "--drafter", "mtp", "--model", "qwen3.6"], "--batch", "(0, inf)"),
+    (["gamma", "--batch", "8", "--seq", "512", "--drafter", "mtp", "--roofline", "max"], "--roofline", "aggregate"),
+    (["gamma", "--batch", "8", "--seq", "512", "--drafter", "mtp,dflash"], "--drafter", "one drafter"),
+    (["sweep", "--batch", "8", "--seq", "512"], "--alpha", "required"),
     ([], "gamma,sweep,presets", "required"),
     (["frobnicate"], "gamma", "invalid choice"),
 ]
@@ -215,6 +222,58 @@ def test_option_ranges_agree_with_speclibs_own_messages(capsys, option, value):
     argv[option] = value
     _, _, err = run(capsys, "gamma", *[x for kv in argv.items() for x in kv])
     assert f"{option} must be {cli.OPTION_RANGES[option]}" in err
+
+
+# --- drafters priced by their own roofline -----------------------------------------------------
+QWEN_POINT = ["--model", "qwen3.6-35b-a3b", "--hardware", "b200", "--batch", "64", "--seq", "512"]
+
+
+@pytest.mark.parametrize("drafter", ["qwen3.6-mtp", "qwen3.6-dflash"])
+def test_gamma_with_a_drafter_is_the_priced_policy(capsys, drafter):
+    code, out, err = run(capsys, "gamma", *QWEN_POINT, "--drafter", drafter, "--roofline", "aggregate", "--json")
+    assert code == 0 and err == ""
+    record = json.loads(out)
+    point = dict(model="Qwen3.6-35B-A3B", drafter=drafter, roofline="aggregate")
+    assert (record["gamma_star"], record["speedup"]) == speclib.optimal_gamma(None, 64, 512, **point)
+    g = record["gamma_star"]
+    assert record["throughput"]["speculative"] == pytest.approx(
+        float(speclib.speculation.throughput(64, g, 512, **point)), rel=1e-12)
+    assert record["throughput"]["plain"] == pytest.approx(
+        float(speclib.speculation.throughput(64, 0, 512, **point)), rel=1e-12)
+    assert record["throughput"]["speculative"] / record["throughput"]["plain"] == pytest.approx(record["speedup"])
+    parts = record["step_seconds"]
+    assert parts["verify"] == pytest.approx(speclib.core.step.step_time(64, g + 1, 512, "Qwen3.6-35B-A3B",
+                                                                       roofline="aggregate"), rel=1e-12)
+    assert parts["draft"] == pytest.approx(speclib.core.drafters.draft_time(g, 64, drafter, roofline="aggregate"),
+                                           rel=1e-12)
+    assert record["acceptance"] == "measured"
+
+
+def test_gamma_with_a_drafter_prints_the_step_in_microseconds(capsys):
+    code, out, _ = run(capsys, "gamma", *QWEN_POINT, "--drafter", "mtp", "--alpha", "0.8")
+    assert code == 0
+    g, s = speclib.optimal_gamma(0.8, 64, 512, model="Qwen3.6-35B-A3B", drafter="mtp")
+    assert f"gamma*      {g} " in out and f"speedup     {s:.4f}x" in out
+    draft = speclib.core.drafters.draft_time(g, 64, "mtp")
+    assert f"{draft * 1e6:,.1f}" in out and "acceptance 0.8 (i.i.d.)" in out
+
+
+def test_sweep_with_drafters_adds_their_columns(capsys):
+    code, out, _ = run(capsys, "sweep", "--model", "qwen3.6-35b-a3b", "--drafter", "mtp,dflash", "--batch", "1,64,1024",
+                       "--seq", "512", "--roofline", "aggregate")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert list(rows[0]) == [*cli.SWEEP_COLUMNS, "drafter", "roofline"]
+    assert len(rows) == 6 and {r["alpha"] for r in rows} == {"measured"} and {r["draft_cost"] for r in rows} == {""}
+    for r in rows:
+        expected = speclib.optimal_gamma(None, float(r["batch"]), 512, model="Qwen3.6-35B-A3B", drafter=r["drafter"],
+                                         roofline="aggregate")
+        assert (int(r["gamma_star"]), float(r["speedup"])) == expected
+
+
+def test_sweep_without_drafters_keeps_its_columns(capsys):
+    code, out, _ = run(capsys, "sweep", "--batch", "8", "--seq", "512", "--alpha", "0.7")
+    assert code == 0 and out.splitlines()[0] == ",".join(cli.SWEEP_COLUMNS)
 
 
 # --- help ------------------------------------------------------------------------------------------

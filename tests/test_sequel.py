@@ -50,12 +50,13 @@ def test_the_policy_is_the_argmax_of_the_closed_form(key):
 def test_pricing_each_component_separately_misses_as_the_sequel_says():
     """FOLLOWUP.md: a sum of per-component maxima misses by up to 27-31 % and
     picks a different best gamma at 4 of 12 concurrencies per drafter."""
-    per = sequel.compare(roofline="per-component")
+    per = sequel.compare(roofline="per-component", drafter_roofline="aggregate")  # the same steps, drafters as before
     worst = {k: c.max_error for k, c in per.items()}
-    assert 0.25 < worst["dflash"] < 0.30 and 0.29 < worst["mtp"] < 0.35
-    # ours: 3 of 12 for MTP, 4 for DFlash (the sequel's 4 for MTP needs its
-    # slightly lighter parameter count, see test_step)
-    assert [int((~c.best_gamma_agrees).sum()) for c in per.values()] == [3, 4]
+    assert 0.265 <= worst["dflash"] <= 0.315 and 0.265 <= worst["mtp"] <= 0.315
+    assert [int((~c.best_gamma_agrees).sum()) for c in per.values()] == [4, 4]
+    # pricing the drafters' passes per component too moves MTP further off
+    both = sequel.compare(roofline="per-component")
+    assert both["mtp"].max_error > per["mtp"].max_error
 
 
 def test_each_choice_made_to_match_the_simulator_is_worth_something():

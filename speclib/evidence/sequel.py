@@ -179,10 +179,11 @@ class DrafterComparison:
 
 
 def compare(*, roofline: str = "aggregate", expert_count: str = "top-k", output_gate: bool = False,
-            linear_attention_flops: bool = False) -> dict:
+            linear_attention_flops: bool = False, drafter_roofline=None) -> dict:
     """{drafter key: :class:`DrafterComparison`} over the whole grid. The
     keywords undo one of the choices in the module notes at a time, to show
-    what each is worth."""
+    what each is worth; ``drafter_roofline`` prices the drafter's passes by
+    another rule than the target's step (default: the same)."""
     grid = load_grid()
     model = simulated_model(output_gate)
     hw = presets.hardware(HARDWARE)
@@ -191,7 +192,8 @@ def compare(*, roofline: str = "aggregate", expert_count: str = "top-k", output_
     for key, rows in grid.drafters.items():
         step = _spec.step_model(model, hw, roofline=roofline, expert_count=expert_count,
                                 linear_attention_flops=linear_attention_flops)
-        drafter = _spec.resolve_drafter(DRAFTERS[key], None, hw, roofline=roofline, expert_count=expert_count)
+        drafter = _spec.resolve_drafter(DRAFTERS[key], None, hw, roofline=drafter_roofline or roofline,
+                                        expert_count=expert_count)
         priced = _spec.StepPricing(step, drafter)
         curve = priced.measured_acceptance()
         B = grid.concurrency

@@ -8,7 +8,11 @@ Three subcommands, each with examples in its ``--help``:
   in seconds and the throughput);
 * ``speclib sweep``: gamma* and the speedup over a grid of batch sizes,
   context lengths, acceptance rates and drafter costs (CSV or a table);
-* ``speclib presets``: the model and hardware presets with their key numbers.
+* ``speclib presets``: the model and hardware presets with their key numbers;
+* ``speclib schedule``: gamma* for every batch size 1..N as the table a serving
+  engine reads (vLLM, TensorRT-LLM, SGLang), from the model or from measured
+  step costs (:mod:`speclib.tools.schedule`, :mod:`speclib.tools.engines`);
+* ``speclib profile``: the model's own step costs in the measured-cost CSV format.
 
 Every number comes from :func:`speclib.optimal_gamma`,
 :func:`speclib.marginal_cost` and :func:`speclib.cost.cost_shares`; this module
@@ -23,6 +27,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 
 import numpy as np
 
@@ -42,6 +47,12 @@ OPTION_FOR_PARAMETER = {
     "c_draft": "--draft-cost",
     "gamma_max": "--gamma-max",
     "roofline": "--roofline",
+    "max_batch": "--max-batch",
+    "max_ranges": "--max-ranges",
+    "engine_max_k": "--max-k",
+    "seq": "--seq",
+    "survival": "--acceptance",
+    "batches": "--batch",
 }
 
 #: The ranges speclib accepts, as its error messages state them (a test holds
@@ -52,6 +63,9 @@ OPTION_RANGES = {
     "--alpha": "a number in [0, 1]",
     "--draft-cost": "a number in [0, inf)",
     "--gamma-max": "an integer in [0, 4096]",
+    "--max-batch": "an integer in [1, 1000000]",
+    "--max-ranges": "an integer in [1, 64]",
+    "--max-k": "an integer in [0, 4096]",
 }
 
 #: Largest (gamma_max + 1) x grid points one sweep evaluates at once (memory:
@@ -280,17 +294,17 @@ def _acceptance_label(args, priced) -> str:
 def _gamma_whole_step(args, out, model, chip, priced) -> int:
     """gamma with the whole model's step in seconds: a drafter priced by its
     roofline, the aggregate rule, or a hybrid model."""
-    B, S = np.asarray(float(args.batch)), np.asarray(float(args.seq))
+    gamma_star, speedup = optimal_gamma(args.alpha, args.batch, args.seq, model=model, hardware=chip,
+                                        gamma_max=args.gamma_max, drafter=priced.drafter, roofline=args.roofline)
+    B, S, g = np.asarray(float(args.batch)), np.asarray(float(args.seq)), np.asarray(float(gamma_star))
     acceptance = priced.measured_acceptance() if args.alpha is None else _spec._acceptance(args.alpha, priced)
-    gamma_star, speedup = _spec.best_gamma(priced, acceptance, B, S, args.gamma_max)
-    g = np.asarray(float(gamma_star))
     plain_s = float(priced.plain(B, S))
     verify = {name: float(t) for name, t in priced.step_model.component_times(B, g + 1.0, S).items()}
     verify_s = float(priced.step_model.time(B, g + 1.0, S))
     draft_s = float(priced.drafter.time(g, B, S, priced.step_model))
     tokens = float(priced.throughput(B, g, S, acceptance))
     plain_tokens = float(priced.throughput(B, np.asarray(0.0), S, acceptance))
-    searched = min(args.gamma_max, *(x for x in (priced.max_gamma, _curve_length(acceptance)) if x is not None))
+    searched = min(x for x in (args.gamma_max, priced.max_gamma, _curve_length(acceptance)) if x is not None)
     if args.json:
         record = {
             "model": model.name, "hardware": chip.name, "batch": args.batch, "seq": args.seq,
@@ -477,6 +491,114 @@ def run_presets(args, out) -> int:
     return 0
 
 
+# --- schedule and profile ---------------------------------------------------------
+def _write_output(args, text: str, out) -> int:
+    """Everything is computed before this: stdout, or FILE replaced atomically."""
+    if args.output is None:
+        out.write(text)
+        return 0
+    directory = os.path.dirname(os.path.abspath(args.output))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".speclib-", dir=directory)
+        try:
+            with os.fdopen(fd, "w", newline="", encoding="utf-8") as stream:
+                stream.write(text)
+            os.replace(tmp, args.output)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise UsageError(f"--output: cannot write {args.output!r} ({exc.strerror or exc})") from None
+    return 0
+
+
+def _one_model(args):
+    models = _models(args)
+    if len(models) != 1:
+        raise UsageError(f"--model: {args.command} takes one model")
+    chips = _hardware(args)
+    if len(chips) != 1:
+        raise UsageError(f"--hardware: {args.command} takes one chip")
+    drafters = _drafters(args)
+    if len(drafters) != 1:
+        raise UsageError(f"--drafter: {args.command} takes one drafter")
+    return models[0], chips[0], drafters[0]
+
+
+def _seq_list(args, *, default="4096"):
+    text = default if args.seq is None else args.seq
+    values = parse_grid("--seq", text, counts=True)
+    if any(not (v > 0) for v in values):
+        raise UsageError(f"--seq must be {OPTION_RANGES['--seq']}; got {text!r}")
+    return [float(v) for v in values]
+
+
+def run_schedule(args, out) -> int:
+    from . import schedule as _schedule
+
+    model, chip, drafter = _one_model(args)
+    if args.alpha is not None and args.acceptance is not None:
+        raise UsageError("--acceptance: give either --alpha (i.i.d. acceptance) or --acceptance (a survival curve), "
+                         "not both")
+    if args.step_costs is not None and args.seq is not None and "," in args.seq:
+        raise UsageError("--seq: measured step costs (--step-costs) are at one context length; give one --seq")
+    if args.step_costs is not None and args.draft_cost is not None:
+        raise UsageError("--draft-cost: measured step costs (--step-costs) already include drafting")
+    seq = _seq_list(args)
+    acceptance = None
+    if args.acceptance is not None:
+        try:
+            acceptance = _schedule.read_acceptance(args.acceptance)
+        except ValueError as exc:
+            raise UsageError(f"--acceptance: {exc}") from None
+    step_costs = None
+    if args.step_costs is not None:
+        try:
+            step_costs = _schedule.StepCosts.read(args.step_costs)
+        except _schedule.StepCostsError as exc:
+            raise UsageError(f"--step-costs: {exc}") from None
+    alpha = args.alpha
+    if alpha is None and acceptance is None and drafter is None:
+        raise UsageError("--alpha: required (an acceptance in [0, 1]) unless --acceptance gives a survival curve "
+                         "or --drafter names a drafter with a measured one")
+    try:
+        sched = _schedule.schedule(
+            model, chip, seq, alpha=alpha, acceptance=acceptance, c_draft=args.draft_cost, drafter=drafter,
+            roofline=args.roofline, max_batch=args.max_batch, step_costs=step_costs, max_ranges=args.max_ranges,
+            engine_max_k=args.max_k, gamma_max=args.gamma_max, query_bytes=args.query_bytes,
+        )
+        text = _schedule.render(sched, args.engine, method=args.method)
+    except _schedule.StepCostsError as exc:
+        raise UsageError(f"--step-costs: {exc}") from None
+    except ValueError as exc:
+        raise UsageError(_speclib_error(exc)) from None
+    return _write_output(args, text, out)
+
+
+def run_profile(args, out) -> int:
+    import io
+
+    from . import schedule as _schedule
+
+    model, chip, drafter = _one_model(args)
+    seq = _seq_list(args)
+    if len(seq) != 1:
+        raise UsageError("--seq: profile measures at one context length; give one --seq")
+    if (args.batch is None) == (args.max_batch is None):
+        raise UsageError("--max-batch: give either --max-batch N (every batch 1..N) or --batch GRID")
+    batches = None if args.batch is None else parse_grid("--batch", args.batch, counts=True)
+    try:
+        costs = _schedule.profile(
+            model, chip, seq[0], c_draft=args.draft_cost, drafter=drafter, roofline=args.roofline,
+            batches=batches, max_batch=args.max_batch or 1, gamma_max=args.gamma_max, query_bytes=args.query_bytes,
+        )
+    except ValueError as exc:
+        raise UsageError(_speclib_error(exc)) from None
+    buffer = io.StringIO()
+    costs.write(buffer)
+    return _write_output(args, buffer.getvalue(), out)
+
+
 # --- the parser -------------------------------------------------------------------
 TOP_EPILOG = """\
 examples:
@@ -484,6 +606,8 @@ examples:
   speclib sweep --batch 1:30000:log20 --seq 1024,4096,32768 --alpha 0.6,0.75,0.9 --format table
   speclib presets --hardware-only
   speclib gamma --model-config path/to/config.json --hardware h200 --batch 32 --seq 8192 --alpha 0.7
+  speclib schedule --model deepseek-v4-flash --alpha 0.75 --draft-cost 0.1 --max-batch 4096 --engine vllm
+  speclib profile --model llama-3-70b --seq 4096 --max-batch 512 --output steps.csv
 
 Each subcommand has its own --help. Bad input exits with status 2.
 """
@@ -528,6 +652,49 @@ examples:
 """
 
 
+SCHEDULE_EPILOG = """\
+engines (--engine):
+  vllm    speculative_config JSON: num_speculative_tokens (the largest K) and
+          num_speculative_tokens_per_batch_size [[start_bs, end_bs, K], ...] covering 1..N
+          (vLLM keeps the last range's K above N). With several --seq: an object with
+          that config under "speculative_config" and, under "proposed_context_axis", the
+          proposed [bs_lo, bs_hi, ctx_lo, ctx_hi, K] form (vLLM RFC #48627, not released).
+  trtllm  YAML for the LLM API (--config FILE): speculative_config with decoding_type,
+          max_draft_len and draft_len_schedule {upper batch: K}; max_concurrency (above
+          which TensorRT-LLM drafts 0) is stated in a comment, since TensorRT-LLM
+          rejects it together with draft_len_schedule.
+  sglang  YAML: one server's flags per batch range (SGLang takes one fixed depth per
+          server) and an adaptive tier set (candidate_steps, at most 3 tiers).
+  table   the ranges, gamma*, the expected speedup and what each engine's limits cost.
+
+kept = the mean over batch sizes 1..N of throughput at the table's K / throughput at
+gamma*(B). --max-ranges and --max-k limit the tables; the ranges are chosen to keep
+the most. --step-costs FILE.csv (columns batch_size,num_draft_tokens,step_seconds: the
+whole speculative step, verify and draft, in seconds) replaces the modelled step.
+
+examples:
+  speclib schedule --model deepseek-v4-flash --hardware b200 --seq 4096 --alpha 0.75 --draft-cost 0.1 --max-batch 4096
+  speclib schedule --model qwen3.6-35b-a3b --drafter qwen3.6-mtp --roofline aggregate --seq 512 \\
+                   --max-batch 2048 --engine trtllm
+  speclib schedule --model llama-3-70b --alpha 0.8 --max-batch 512 --engine vllm --max-ranges 3
+  speclib schedule --model deepseek-v4-flash --alpha 0.75 --seq 1024,8192,65536 --max-batch 4096 --engine vllm
+  speclib schedule --alpha 0.75 --step-costs steps.csv --max-batch 512 --engine sglang
+"""
+
+PROFILE_EPILOG = """\
+Writes batch_size,num_draft_tokens,step_seconds: the seconds of one speculative step
+(verify num_draft_tokens + 1 positions per sequence and draft them; 0 = a plain
+decode step) as the roofline prices it, for every batch 1..N (or --batch GRID) and
+draft length 0..--gamma-max (default 16). The paper's one-layer ledger is scaled to
+seconds by the model's layers over the chip's bandwidth. A schedule from this file
+(--step-costs) equals the schedule from the model.
+
+examples:
+  speclib profile --model deepseek-v4-flash --hardware b200 --seq 4096 --max-batch 4096 --output steps.csv
+  speclib profile --model qwen3.6-35b-a3b --drafter qwen3.6-dflash --roofline aggregate --seq 512 --batch 1:4096:log40
+"""
+
+
 def _add_model_options(parser, *, several: bool):
     noun = "name(s), comma-separated" if several else "name"
     parser.add_argument("--model", help=f"model preset {noun} (default {presets.DEFAULT_MODEL.name}; see 'speclib presets')")
@@ -558,7 +725,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=TOP_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", metavar="{gamma,sweep,presets}", parser_class=_Parser, required=True)
+    sub = parser.add_subparsers(dest="command", metavar="{gamma,sweep,presets,schedule,profile}", parser_class=_Parser,
+                                required=True)
 
     gamma = sub.add_parser(
         "gamma", help="gamma*, the speedup and the marginal cost at one operating point",
@@ -603,6 +771,55 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--model-config", metavar="PATH", help="also list the model built from this config.json")
     listing.add_argument("--json", action="store_true", help="print JSON instead of tables")
     listing.set_defaults(handler=run_presets)
+
+    sched = sub.add_parser(
+        "schedule", help="gamma* per batch size as the table vLLM, TensorRT-LLM or SGLang reads",
+        description="The best draft length for every batch size 1..N, merged into ranges, in the form a serving "
+        "engine reads, with what each engine's limits cost against the per-batch optimum.",
+        epilog=SCHEDULE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sched.add_argument("--max-batch", type=_typed("--max-batch", int), required=True, metavar="N",
+                       help="largest batch size the table covers (from 1)")
+    sched.add_argument("--engine", choices=("vllm", "trtllm", "sglang", "table"), default="table",
+                       help="output form (default table)")
+    sched.add_argument("--seq", metavar="S[,S...]", help="context length(s) in tokens (default 4096); the first is "
+                       "the reference of the batch-only tables, several add vLLM's proposed context axis")
+    sched.add_argument("--alpha", type=_typed("--alpha", float), metavar="A", help="per-token acceptance, 0..1")
+    sched.add_argument("--acceptance", metavar="FILE", help="a survival curve instead of --alpha: a JSON list, a "
+                       "JSON object's 'survival' (or FILE#KEY), or numbers separated by commas")
+    sched.add_argument("--draft-cost", type=_typed("--draft-cost", float), metavar="C",
+                       help="the paper's drafter cost per drafted token, x a decode step (default 0.1)")
+    sched.add_argument("--step-costs", metavar="FILE.csv", help="measured step costs (batch_size,num_draft_tokens,"
+                       "step_seconds) instead of the modelled step")
+    sched.add_argument("--max-ranges", type=_typed("--max-ranges", int), metavar="R",
+                       help="at most R batch ranges (TensorRT-LLM: keys; SGLang: servers), chosen to keep the most")
+    sched.add_argument("--max-k", type=_typed("--max-k", int), metavar="K",
+                       help="the engine's largest draft length (default: none below --gamma-max; the engines' docs "
+                       "state no maximum)")
+    sched.add_argument("--method", metavar="NAME", help="vLLM method / TensorRT-LLM decoding_type / SGLang "
+                       "algorithm (default from the drafter: mtp, MTP, EAGLE; dflash, DFlash, DFLASH)")
+    _add_model_options(sched, several=False)
+    sched.add_argument("--output", metavar="FILE", help="write to FILE (replaced only when everything succeeded)")
+    sched.set_defaults(handler=run_schedule)
+
+    prof = sub.add_parser(
+        "profile", help="the model's step costs in the measured-cost CSV format",
+        description="Seconds of a speculative step (verify and draft) per batch size and draft length, as the "
+        "roofline prices it, in the CSV format --step-costs reads.",
+        epilog=PROFILE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    prof.add_argument("--max-batch", type=_typed("--max-batch", int), metavar="N", help="every batch size 1..N")
+    prof.add_argument("--batch", metavar="GRID", help="these batch sizes instead (e.g. 1:4096:log40)")
+    prof.add_argument("--seq", metavar="S", help="context length in tokens (default 4096)")
+    prof.add_argument("--draft-cost", type=_typed("--draft-cost", float), metavar="C",
+                      help="the paper's drafter cost per drafted token, x a decode step (default 0.1)")
+    _add_model_options(prof, several=False)
+    prof.set_defaults(gamma_max=16)
+    for action in prof._actions:
+        if action.dest == "gamma_max":
+            action.help = "longest draft length profiled, 0..4096 (default 16; capped at a DFlash drafter's block)"
+    prof.add_argument("--output", metavar="FILE", help="write to FILE (replaced only when everything succeeded)")
+    prof.set_defaults(handler=run_profile)
     return parser
 
 

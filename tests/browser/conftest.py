@@ -7,7 +7,11 @@ Playwright and building the book); in the ordinary test run they are skipped.
 When the variable is set, a missing browser or book is a failure, not a skip.
 
 Environment: SPECLIB_HTML_DIR (default ``<repo>/_build/html``),
-SPECLIB_CHROMIUM (default ``/usr/bin/chromium``).
+SPECLIB_CHROMIUM (default ``/usr/bin/chromium``), SPECLIB_BASE_PATH (default
+``/``): the URL path the book is served under, e.g. ``/speculative-decoding-economics/``
+as on GitHub Pages; nothing outside it is served (a link that escapes it is a
+404, so a failed request). browser_test.sh runs the tests marked ``subpath``
+once more that way.
 """
 from __future__ import annotations
 
@@ -40,11 +44,16 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
+_base = os.environ.get("SPECLIB_BASE_PATH", "/").strip("/")
+#: The URL path of the book's root, with a slash at each end ("/" by default).
+BASE_PATH = f"/{_base}/" if _base else "/"
 PAGE_LIMIT_BYTES = 5 * 1024 * 1024
 
 #: Filled by the page tests, printed at the end of the session.
 WEIGHTS: dict = {}
 REDRAWS: dict = {}
+#: Filled by the JupyterLab tests: notebook -> timings and widget redraws.
+LAB_RUNS: dict = {}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -70,8 +79,20 @@ def book_pages() -> list:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    #: Served under this URL path only; any other path is not found.
+    base_path = "/"
+
     def log_message(self, *args):  # keep pytest's output for the tests
         pass
+
+    def send_head(self):
+        if not self.path.startswith(self.base_path):
+            self.send_error(404, f"outside {self.base_path}")
+            return None
+        return super().send_head()
+
+    def translate_path(self, path):
+        return super().translate_path("/" + path[len(self.base_path):])
 
 
 @pytest.fixture(scope="session")
@@ -83,12 +104,14 @@ def html_dir():
 
 @pytest.fixture(scope="session")
 def base_url(html_dir):
-    handler = functools.partial(_QuietHandler, directory=str(html_dir))
+    """The book's root URL on a local static server: ``http://127.0.0.1:PORT`` + BASE_PATH."""
+    handler_class = type("_Handler", (_QuietHandler,), {"base_path": BASE_PATH})
+    handler = functools.partial(handler_class, directory=str(html_dir))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
+        yield f"http://127.0.0.1:{server.server_address[1]}{BASE_PATH}"
     finally:
         server.shutdown()
         server.server_close()
@@ -108,6 +131,24 @@ def browser():
             yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="session")
+def jupyterlab():
+    """A JupyterLab server on the repository (tests/browser/labserver.py),
+    started for the tests that use it and stopped after them."""
+    try:
+        import jupyterlab  # noqa: F401
+    except ImportError:
+        pytest.fail("JupyterLab is not installed: `bash scripts/browser_test.sh` installs requirements-lab.txt")
+    from .labserver import LabServer
+
+    server = LabServer(REPO)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
 
 
 @dataclass
@@ -192,6 +233,22 @@ def pytest_terminal_summary(terminalreporter):
         tr.write_line(f"heaviest: {heaviest[0]} at {heaviest[1][1] / 1024 / 1024:.2f} MiB "
                       f"(limit {PAGE_LIMIT_BYTES / 1024 / 1024:.0f} MiB); external requests in all: "
                       f"{sum(v[2] for v in WEIGHTS.values())}")
+    if LAB_RUNS:
+        tr = terminalreporter
+        tr.section("chapters as notebooks in JupyterLab (headless Chromium): Run All Cells")
+        tr.write_line(f"{'notebook':<30} {'cells':>5} {'kernel s':>8} {'run all s':>9} {'widgets':>7}")
+        for name, run in LAB_RUNS.items():
+            tr.write_line(f"{name:<30} {run['cells']:>5} {run['kernel']:>8.1f} {run['run_all']:>9.1f} "
+                          f"{len(run['widgets']):>7}")
+        tr.write_line(f"run all in all: {sum(r['run_all'] for r in LAB_RUNS.values()):.1f} s "
+                      f"for {len(LAB_RUNS)} notebooks")
+        widgets = [(name, w) for name, run in LAB_RUNS.items() for w in run["widgets"]]
+        if widgets:
+            tr.section("widget redraw latency in JupyterLab: one control moved, until the new picture shows")
+            for name, (cell, control, ms) in widgets:
+                tr.write_line(f"{name:<22} {cell:<44} {control:<36} {ms:6.0f} ms")
+            times = sorted(w[2] for _, w in widgets)
+            tr.write_line(f"median {times[len(times) // 2]:.0f} ms, max {times[-1]:.0f} ms over {len(times)} widgets")
     if REDRAWS:
         tr = terminalreporter
         tr.section("live figure redraw time in Chromium (compute + SVG), per control move")

@@ -8,6 +8,9 @@ the numbers the page computes equal speclib's at sampled settings.
 from __future__ import annotations
 
 import re
+import urllib.error
+import urllib.request
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -18,7 +21,7 @@ from speclib.presentation.figures.paper import (attention_table, mha_counterpart
                                    v4_attention_what_if)
 from speclib.presets import resolve
 
-from .conftest import HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, WEIGHTS, book_pages
+from .conftest import BASE_PATH, HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, REPO, WEIGHTS, book_pages
 
 import sequel_live  # tests/sequel_live.py: what the sequel's live figures must compute  # noqa: E402
 
@@ -48,6 +51,7 @@ def page_for(name: str) -> str:
 # --- every page -------------------------------------------------------------------
 
 
+@pytest.mark.subpath
 @pytest.mark.parametrize("path", PAGES or ["(no built book)"])
 def test_page_loads_cleanly_offline_and_light(visit, path):
     if not PAGES:
@@ -83,8 +87,46 @@ def test_page_loads_cleanly_offline_and_light(visit, path):
     assert empty == [], f"{path}: tagged figure cells that show nothing: {empty}"
 
 
+@pytest.mark.subpath
 def test_the_book_has_pages():
     assert len(PAGES) >= 3, f"only {PAGES} built"
+
+
+def test_chapters_link_to_binder_colab_and_the_repository(visit):
+    """The launch and repository buttons of _config.yml are on a chapter page,
+    as links to the chapter's notebook in the repository (nothing is loaded
+    from those hosts: test_page_loads_cleanly_offline_and_light)."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    repo = urlsplit(config["repository"]["url"]).path.strip("/")
+    branch = config["repository"]["branch"]
+    chapter = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))["root"]  # a notebook
+    page = visit(f"{chapter}.html", settle=False).page
+    links = page.evaluate("() => Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+    wanted = {
+        "binder": f"{config['launch_buttons']['binderhub_url']}/v2/gh/{repo}/{branch}?urlpath=lab/tree/{chapter}.ipynb",
+        "colab": f"{config['launch_buttons']['colab_url']}/github/{repo}/blob/{branch}/{chapter}.ipynb",
+        "repository": config["repository"]["url"],
+    }
+    missing = {name: url for name, url in wanted.items() if url not in links}
+    assert not missing, f"{chapter}.html lacks the links {missing}"
+    assert any(link.startswith(config["repository"]["url"] + "/issues/new") for link in links)
+
+
+@pytest.mark.subpath
+def test_served_under_its_base_path_only(base_url):
+    """The book is served under BASE_PATH and nowhere else, so that a page
+    reaching outside it (a link from the site's root) fails the page tests,
+    as it would on a project site of GitHub Pages."""
+    assert urlsplit(base_url).path == BASE_PATH
+    with urllib.request.urlopen(base_url + "index.html") as answer:
+        assert answer.status == 200
+    if BASE_PATH != "/":
+        root = base_url[: -len(BASE_PATH)] + "/index.html"
+        with pytest.raises(urllib.error.HTTPError) as outside:
+            urllib.request.urlopen(root)
+        assert outside.value.code == 404
 
 
 # --- live figures: controls ---------------------------------------------------------
@@ -103,6 +145,7 @@ def live_instances(page):
     return page.evaluate("() => window.speclibLive.instances.map(i => i.name)")
 
 
+@pytest.mark.subpath
 @pytest.mark.parametrize("name", LIVE)
 def test_every_control_moves_and_redraws(visit, name):
     v = visit(page_for(name), settle=False)
@@ -329,6 +372,7 @@ def test_sequel_figure_equals_speclib(visit, name):
         sequel_live.check(name, got["params"], got["data"])
 
 
+@pytest.mark.subpath
 def test_without_javascript_the_static_figures_show(browser, base_url):
     """The PNG each live figure replaces is the page's fallback with JavaScript off."""
     context = browser.new_context(java_script_enabled=False)

@@ -10,11 +10,12 @@ display one that is not the cell's last expression.
 
 Modules: :mod:`.paper` holds the paper's figures and the main chapters'
 extras; other chapters add sibling modules and one import line here
-(:mod:`.beyond`, :mod:`.deployments`, :mod:`.sequel`).
+(:mod:`.beyond`, :mod:`.deployments`, :mod:`.sequel`, :mod:`.schedules`).
 """
 from . import beyond  # figures of the "Beyond the paper" chapters
 from . import deployments  # figures and tables of the "Other deployments" chapter
 from . import sequel  # figures of the chapters on the sequel (drafters, hybrid attention, adaptive gamma)
+from . import schedules  # figures of the "Putting it on an engine" chapter
 from ._style import png_bytes
 from .notebook import NumberTable, equation, equations, ridge_crossing
 from .paper import (

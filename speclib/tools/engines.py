@@ -1,0 +1,327 @@
+"""How three serving engines read a draft length per batch size, as data.
+
+Each engine gets an *emitter* (a table of ``(lo, hi, K)`` batch ranges to the
+engine's own configuration) and an *expander* (an engine configuration back
+to one draft length per batch size, by the engine's own lookup rule). The
+expanders restate the engines' lookup code, so a test can check that what
+speclib emits makes the engine pick the draft length speclib meant, and that
+the engines' documented examples survive the round trip.
+
+Sources, checked against the engines' documentation and code:
+
+vLLM, dynamic speculative decoding
+  docs/features/speculative_decoding/dynamic_speculative_decoding.md and
+  vllm/v1/spec_decode/dynamic/utils.py (``validate_and_normalize_dynamic_sd_schedule``,
+  ``build_dynamic_sd_schedule_lookup``) in vllm-project/vllm.
+  ``num_speculative_tokens_per_batch_size`` is a list of inclusive
+  ``[start_bs, end_bs, K]`` ranges; the first must start at 1, ranges may not
+  overlap, a gap takes the previous K, batch sizes past the last range keep the
+  last K, and every K is clipped to ``num_speculative_tokens`` (which must be
+  > 0). Not used with data parallelism > 1 (the docs' Limitations).
+  The context axis ``[bs_lo, bs_hi, ctx_lo, ctx_hi, K]`` is a *proposal*:
+  RFC vllm-project/vllm#48627 and the open pull request #48944 (a rectangular
+  batch x context grid, context buckets contiguous from 1, the last bucket
+  open-ended). Not in a vLLM release as far as we could verify.
+
+TensorRT-LLM, ``DecodingBaseConfig`` (MTPDecodingConfig, Eagle3DecodingConfig, ...)
+  tensorrt_llm/llmapi/llm_args.py (fields ``max_draft_len``,
+  ``max_concurrency``, ``draft_len_schedule`` and the validator
+  ``validate_draft_len_schedule_and_sort``), the lookup
+  ``get_draft_len_for_batch_size`` in tensorrt_llm/_torch/speculative/utils.py,
+  pull request NVIDIA/TensorRT-LLM#10860, and the LLM API reference
+  (llm-api/reference/MTPDecodingConfig.html). A key of ``draft_len_schedule``
+  is the *upper* end of a batch range: ``{4: 4, 8: 2, 32: 1}`` drafts 4 at
+  batch 1-4, 2 at 5-8, 1 at 9-32 and 0 above 32. The smallest key must map to
+  ``max_draft_len``, no value may exceed it, and ``max_concurrency`` and
+  ``draft_len_schedule`` are mutually exclusive (a ``max_concurrency`` alone
+  becomes ``{max_concurrency: max_draft_len}``). YAML goes in through
+  ``--config`` (alias ``--extra_llm_api_options``) under
+  ``speculative_config`` with a ``decoding_type``
+  (docs/source/features/speculative-decoding.md).
+
+SGLang
+  docs/advanced_features/speculative_decoding.md: ``--speculative-num-steps``
+  (depth), ``--speculative-eagle-topk`` (branching) and
+  ``--speculative-num-draft-tokens``, which "if topk=1 ... is adjusted to
+  num_steps + 1"; one fixed depth per server.
+  docs/advanced_features/adaptive_speculative_decoding.md and
+  python/sglang/srt/speculative/adaptive_spec_params.py: ``--speculative-adaptive``
+  with ``--speculative-adaptive-config file.json`` holding
+  ``candidate_steps`` (default ``[1, 3, 7]``), tiers of
+  ``speculative_num_steps`` pre-built at start-up; the controller moves
+  between tiers on an EMA of the accepted length (documented for EAGLE with
+  topk 1), and the initial ``--speculative-num-steps`` is snapped to a tier.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import shlex
+from dataclasses import dataclass
+
+#: vLLM's open end of the context axis (vllm/v1/spec_decode/dynamic/utils.py).
+VLLM_CTX_INFINITY = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Range:
+    """Batch sizes ``lo``..``hi`` (inclusive) decode with draft length ``k``."""
+
+    lo: int
+    hi: int
+    k: int
+
+
+def ranges_from_lookup(ks) -> list:
+    """Per-batch draft lengths (index 0 = batch 1) as merged inclusive ranges."""
+    out = []
+    for b, k in enumerate(ks, start=1):
+        k = int(k)
+        if out and out[-1].k == k:
+            out[-1] = Range(out[-1].lo, b, k)
+        else:
+            out.append(Range(b, b, k))
+    return out
+
+
+def expand_ranges(ranges, max_batch: int) -> list:
+    """Draft length at batch 1..max_batch of speclib's own ``ranges``."""
+    ks = [None] * max_batch
+    for r in ranges:
+        for b in range(r.lo, min(r.hi, max_batch) + 1):
+            ks[b - 1] = r.k
+    if any(k is None for k in ks):
+        raise ValueError("ranges do not cover every batch size")
+    return ks
+
+
+# --- vLLM -----------------------------------------------------------------------
+def vllm_config(ranges, *, method: str | None = None) -> dict:
+    """``speculative_config`` with ``num_speculative_tokens_per_batch_size``.
+
+    ``num_speculative_tokens`` is the table's largest K; vLLM sizes its buffers
+    with it and rejects 0, so a table that never speculates still says 1."""
+    config = {}
+    if method:
+        config["method"] = method
+    config["num_speculative_tokens"] = max(1, max(r.k for r in ranges))
+    config["num_speculative_tokens_per_batch_size"] = [[r.lo, r.hi, r.k] for r in ranges]
+    return config
+
+
+def vllm_context_config(cells, contexts, *, method: str | None = None) -> dict:
+    """The proposed context-axis form: ``cells`` maps each batch range to one
+    K per context bucket; ``contexts`` are the bucket bounds ``(lo, hi)``."""
+    config = {}
+    if method:
+        config["method"] = method
+    config["num_speculative_tokens"] = max(1, max(k for _, ks in cells for k in ks))
+    config["num_speculative_tokens_per_batch_size"] = [
+        [lo, hi, c_lo, c_hi, k] for (lo, hi), ks in cells for (c_lo, c_hi), k in zip(contexts, ks)
+    ]
+    return config
+
+
+def context_buckets(contexts) -> list:
+    """Contiguous context buckets from 1, one per context length, split at the
+    geometric mean of neighbours; the last is open-ended (vLLM's proposal
+    requires buckets from 1 without gaps)."""
+    contexts = sorted(contexts)
+    bounds, lo = [], 1
+    for a, b in zip(contexts, contexts[1:]):
+        hi = max(lo, int((a * b) ** 0.5))
+        bounds.append((lo, hi))
+        lo = hi + 1
+    bounds.append((lo, VLLM_CTX_INFINITY))
+    return bounds
+
+
+def _vllm_entries(schedule):
+    if not isinstance(schedule, list) or not schedule:
+        raise ValueError("num_speculative_tokens_per_batch_size must be a non-empty list")
+    arities = {len(e) if isinstance(e, (list, tuple)) else None for e in schedule}
+    if not arities <= {3, 5} or len(arities) != 1:
+        raise ValueError("entries must all be 3-item [bs_lo, bs_hi, K] or all 5-item [bs_lo, bs_hi, ctx_lo, ctx_hi, K]")
+    parsed = []
+    for e in schedule:
+        lo, hi, *ctx, k = (int(x) for x in e)
+        c_lo, c_hi = ctx if ctx else (1, VLLM_CTX_INFINITY)
+        if lo <= 0 or hi <= 0 or lo > hi or c_lo <= 0 or c_lo > c_hi or k < 0:
+            raise ValueError(f"bad entry {e!r}")
+        parsed.append((lo, hi, c_lo, c_hi, k))
+    bs_ranges = sorted({(lo, hi) for lo, hi, *_ in parsed})
+    prev = 0
+    for lo, hi in bs_ranges:
+        if lo <= prev:
+            raise ValueError("batch-size ranges must be non-overlapping")
+        prev = hi
+    if bs_ranges[0][0] != 1:
+        raise ValueError("the first batch-size range must start at 1")
+    ctx_ranges = sorted({(c_lo, c_hi) for *_, c_lo, c_hi, _ in parsed})
+    if len(parsed) != len(bs_ranges) * len(ctx_ranges):
+        raise ValueError("the (batch size x context) grid must be rectangular")
+    if ctx_ranges[0][0] != 1 or any(b[0] != a[1] + 1 for a, b in zip(ctx_ranges, ctx_ranges[1:])):
+        raise ValueError("context ranges must start at 1 and be contiguous")
+    return parsed, ctx_ranges
+
+
+def expand_vllm(config: dict, max_batch: int, context: int | None = None) -> list:
+    """K at batch 1..max_batch as vLLM's ``build_dynamic_sd_schedule_lookup``
+    builds it (gaps and the tail take the previous K; K clipped to
+    ``num_speculative_tokens``); with the context axis, in the bucket of
+    ``context`` (vLLM's ``bucket_of``: the first bucket whose end is >= it)."""
+    top = int(config["num_speculative_tokens"])
+    if top <= 0:
+        raise ValueError("num_speculative_tokens must be > 0")
+    parsed, ctx_ranges = _vllm_entries(config["num_speculative_tokens_per_batch_size"])
+    bucket = ctx_ranges[-1]
+    if context is not None:
+        bucket = next((c for c in ctx_ranges if context <= c[1]), ctx_ranges[-1])
+    entries = sorted((lo, hi, k) for lo, hi, c_lo, c_hi, k in parsed if (c_lo, c_hi) == bucket)
+    if context is None and len(ctx_ranges) > 1:
+        raise ValueError("this schedule has a context axis: give context=")
+    dense = [0] * (max_batch + 1)
+    nxt, last = 1, None
+    for lo, hi, k in entries:
+        if lo > nxt and last is not None:
+            for b in range(nxt, min(lo, max_batch + 1)):
+                dense[b] = min(top, last)
+        for b in range(max(lo, nxt), min(hi, max_batch) + 1):
+            dense[b] = min(top, k)
+        nxt, last = max(nxt, hi + 1), k
+        if nxt > max_batch:
+            break
+    for b in range(nxt, max_batch + 1):
+        dense[b] = min(top, last)
+    return dense[1:]
+
+
+# --- TensorRT-LLM ------------------------------------------------------------------
+def trtllm_schedule(ranges) -> tuple:
+    """(``max_draft_len``, ``draft_len_schedule``, ``max_concurrency``) of
+    ``ranges``: each range's upper end is a key; a trailing K = 0 range is left
+    implicit (TensorRT-LLM drafts 0 above the last key). ``max_concurrency`` is
+    the largest batch that speculates (None if none does)."""
+    ranges = list(ranges)
+    while len(ranges) > 1 and ranges[-1].k == 0:
+        ranges.pop()
+    first = ranges[0].k
+    if any(r.k > first for r in ranges):
+        raise ValueError("TensorRT-LLM needs the first range's draft length to be the largest (max_draft_len)")
+    schedule = {r.hi: r.k for r in ranges}
+    speculating = [r.hi for r in ranges if r.k > 0]
+    return first, schedule, (max(speculating) if speculating else None)
+
+
+def trtllm_config(ranges, *, decoding_type: str = "MTP") -> dict:
+    """The LLM API's ``speculative_config`` (a mapping for the YAML file)."""
+    max_draft_len, schedule, _ = trtllm_schedule(ranges)
+    return {"speculative_config": {"decoding_type": decoding_type, "max_draft_len": max_draft_len,
+                                   "draft_len_schedule": schedule}}
+
+
+def expand_trtllm(spec: dict, max_batch: int) -> list:
+    """Draft length at batch 1..max_batch as TensorRT-LLM reads ``spec`` (the
+    ``speculative_config`` mapping): the validator's rules, then
+    ``get_draft_len_for_batch_size`` (the first key >= the batch, 0 above the
+    last key; no schedule: ``max_draft_len`` everywhere)."""
+    max_draft_len = spec.get("max_draft_len")
+    schedule = spec.get("draft_len_schedule")
+    concurrency = spec.get("max_concurrency")
+    if schedule is not None and concurrency is not None:
+        raise ValueError("max_concurrency and draft_len_schedule are mutually exclusive")
+    if concurrency is not None:
+        schedule = {int(concurrency): int(max_draft_len)}
+    if schedule is None:
+        return [int(max_draft_len)] * max_batch
+    schedule = {int(b): int(k) for b, k in schedule.items()}
+    if any(b < 1 for b in schedule) or any(k < 0 for k in schedule.values()):
+        raise ValueError("draft_len_schedule keys must be >= 1 and values >= 0")
+    if max_draft_len is not None:
+        if schedule[min(schedule)] != max_draft_len:
+            raise ValueError("draft_len_schedule's smallest key must map to max_draft_len")
+        if any(k > max_draft_len for k in schedule.values()):
+            raise ValueError("draft_len_schedule values must be <= max_draft_len")
+    keys = sorted(schedule)
+    out = []
+    for b in range(1, max_batch + 1):
+        i = bisect.bisect_left(keys, b)
+        out.append(schedule[keys[i]] if i < len(keys) else 0)
+    return out
+
+
+# --- SGLang --------------------------------------------------------------------------
+def sglang_fixed_args(k: int, algorithm: str = "EAGLE") -> str:
+    """Server flags for a fixed chain of depth ``k`` (topk 1, so
+    num_draft_tokens = num_steps + 1); no speculative flags at ``k`` = 0."""
+    if k == 0:
+        return ""
+    return (f"--speculative-algorithm {algorithm} --speculative-eagle-topk 1 "
+            f"--speculative-num-steps {k} --speculative-num-draft-tokens {k + 1}")
+
+
+def sglang_adaptive_args(tiers, initial: int, algorithm: str = "EAGLE",
+                         config_path: str = "adaptive_spec.json") -> str:
+    return (f"--speculative-algorithm {algorithm} --speculative-eagle-topk 1 "
+            f"--speculative-num-steps {initial} --speculative-num-draft-tokens {initial + 1} "
+            f"--speculative-adaptive --speculative-adaptive-config {config_path}")
+
+
+def sglang_adaptive_config(tiers) -> dict:
+    """The documented adaptive config file: only ``candidate_steps`` (the other
+    knobs keep SGLang's defaults)."""
+    return {"candidate_steps": sorted(int(t) for t in tiers)}
+
+
+def parse_sglang_args(args: str) -> dict:
+    """The speculative flags of an SGLang command line, checked as SGLang
+    resolves them: num_steps, topk and num_draft_tokens (num_steps + 1 when
+    topk is 1); {} when speculation is off."""
+    words = shlex.split(args)
+    flags = {}
+    for i, w in enumerate(words):
+        if w.startswith("--speculative-"):
+            nxt = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else True
+            flags[w[2:]] = nxt
+    if not flags:
+        return {}
+    steps = int(flags["speculative-num-steps"])
+    topk = int(flags.get("speculative-eagle-topk", 1))
+    tokens = int(flags.get("speculative-num-draft-tokens", steps + 1))
+    if topk == 1 and tokens != steps + 1:
+        raise ValueError(f"with topk 1 SGLang uses num_draft_tokens = num_steps + 1 = {steps + 1}; got {tokens}")
+    out = {"num_steps": steps, "topk": topk, "num_draft_tokens": tokens}
+    if "speculative-adaptive" in flags:
+        out["adaptive"] = True
+    return out
+
+
+def expand_sglang_fixed(document: dict, max_batch: int) -> list:
+    """Depth per batch 1..max_batch of the ``fixed_depth`` servers of an
+    emitted SGLang document (each server's depth read back from its flags)."""
+    ks = [None] * max_batch
+    for entry in document["fixed_depth"]:
+        lo, hi = entry["batch_sizes"]
+        parsed = parse_sglang_args(entry["args"])
+        k = parsed.get("num_steps", 0)
+        if k != entry["gamma"]:
+            raise ValueError(f"flags say depth {k}, entry says {entry['gamma']}")
+        for b in range(lo, min(hi, max_batch) + 1):
+            ks[b - 1] = k
+    return ks
+
+
+def dumps_json(obj, indent: str = "") -> str:
+    """JSON with objects indented and lists of numbers on one line (a range
+    per line), readable and parseable by any JSON reader."""
+    step = indent + "  "
+    if isinstance(obj, dict):
+        if not obj:
+            return "{}"
+        items = [f"{step}{json.dumps(str(k))}: {dumps_json(v, step)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    if isinstance(obj, (list, tuple)):
+        if all(not isinstance(v, (dict, list, tuple)) for v in obj):
+            return "[" + ", ".join(json.dumps(v) for v in obj) + "]"
+        return "[\n" + ",\n".join(step + dumps_json(v, step) for v in obj) + "\n" + indent + "]"
+    return json.dumps(obj)

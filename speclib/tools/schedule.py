@@ -1,0 +1,799 @@
+"""Speculation schedules: the model's best draft length per batch size, as the
+table an engine reads.
+
+:func:`schedule` prices every batch size 1..N and every draft length, by the
+roofline model (:mod:`speclib.core.speculation`) or by a measured step-cost
+table (:class:`StepCosts`), and returns a :class:`Schedule`: gamma* and the
+speedup per batch, the merged ranges of the per-batch optimum, and tables
+under an engine's limits (a number of ranges, a largest K, TensorRT-LLM's
+first-range rule, SGLang's three adaptive tiers), each with what it keeps of
+the per-batch optimum. :mod:`speclib.tools.engines` writes them in each
+engine's format.
+
+What "kept" means, everywhere: the mean over batch sizes B = 1..N, weighted
+by 1/B (every doubling of the load counts as much as any other, so the
+thousands of large batch sizes do not drown the small ones), of
+throughput(B, K(B)) / throughput(B, gamma*(B)), where K(B) is the table's
+draft length at B and gamma*(B) the per-batch optimum over the searched draft
+lengths (not capped by the engine). At a fixed batch the throughput ratio
+equals the ratio of speedups over plain decoding. "Worst" is the batch size
+that keeps least.
+
+Measured step costs (``--step-costs``): a CSV with columns
+``batch_size,num_draft_tokens,step_seconds``, the format of the sequel's
+simulator. We read ``step_seconds`` as the whole speculative step at that
+batch, verifying ``num_draft_tokens + 1`` positions per sequence *and*
+drafting them (the wall time an engine's profiler sees; ``num_draft_tokens =
+0`` is a plain decode step), so the speedup is
+N(gamma) * C(B, 0) / C(B, gamma), with nothing added for the drafter.
+``speclib profile`` writes the roofline's own steps in exactly this sense, so
+a schedule from its file equals the schedule from the model. Between measured
+batch sizes a cost is interpolated linearly in log B, per draft length.
+"""
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core import acceptance as _acc
+from ..core import speculation as _spec
+from ..formulas import numpy_functions as nf
+from ..presets import resolve
+from .engines import Range, ranges_from_lookup
+
+CSV_COLUMNS = ("batch_size", "num_draft_tokens", "step_seconds")
+#: Most ranges the range search takes (memory: batches x ranges x draft lengths).
+MAX_RANGES = 64
+#: Most batch sizes a schedule covers.
+MAX_BATCH = 1_000_000
+
+
+class StepCostsError(ValueError):
+    """A bad step-cost file: the message names the file and the line."""
+
+
+@dataclass
+class StepCosts:
+    """Measured seconds of one speculative step, batch x draft length."""
+
+    batches: np.ndarray  # sorted batch sizes (float)
+    gammas: np.ndarray  # sorted draft lengths (int), 0 first
+    seconds: np.ndarray  # (len(gammas), len(batches))
+    path: str = ""
+
+    @classmethod
+    def read(cls, path) -> "StepCosts":
+        """Read and check a CSV; :class:`StepCostsError` names the file and line."""
+        name = str(path)
+        try:
+            with open(path, newline="", encoding="utf-8") as stream:
+                rows = list(_numbered_rows(stream))
+        except OSError as exc:
+            raise StepCostsError(f"{name}: cannot read it ({exc.strerror or exc})") from None
+        except UnicodeDecodeError:
+            raise StepCostsError(f"{name}: not a UTF-8 text file") from None
+        except csv.Error as exc:
+            raise StepCostsError(f"{name}: not a CSV file ({exc})") from None
+        if not rows:
+            raise StepCostsError(f"{name}, line 1: empty file (need a header {','.join(CSV_COLUMNS)})")
+        header_line, header = rows[0]
+        header = [h.strip() for h in header]
+        for column in CSV_COLUMNS:
+            if column not in header:
+                raise StepCostsError(f"{name}, line {header_line}: missing column {column!r} "
+                                     f"(need {','.join(CSV_COLUMNS)})")
+        where = {c: header.index(c) for c in CSV_COLUMNS}
+        seen = {}
+        for line, row in rows[1:]:
+            if not any(cell.strip() for cell in row):
+                continue
+            values = []
+            for column in CSV_COLUMNS:
+                i = where[column]
+                text = row[i].strip() if i < len(row) else ""
+                try:
+                    value = float(text)
+                except ValueError:
+                    raise StepCostsError(f"{name}, line {line}: {column} is not a number ({text!r})") from None
+                if not math.isfinite(value):
+                    raise StepCostsError(f"{name}, line {line}: {column} is not a finite number ({text!r})")
+                values.append(value)
+            batch, k, seconds = values
+            if batch < 1 or not batch.is_integer():
+                raise StepCostsError(f"{name}, line {line}: batch_size must be a whole number >= 1 (got {batch:g})")
+            if k < 0 or not k.is_integer():
+                raise StepCostsError(f"{name}, line {line}: num_draft_tokens must be a whole number >= 0 "
+                                     f"(got {k:g})")
+            if seconds <= 0:
+                raise StepCostsError(f"{name}, line {line}: step_seconds must be > 0 (got {seconds:g})")
+            key = (int(batch), int(k))
+            if key in seen:
+                raise StepCostsError(f"{name}, line {line}: duplicate row for batch_size {key[0]}, "
+                                     f"num_draft_tokens {key[1]} (first at line {seen[key][0]})")
+            seen[key] = (line, seconds)
+        if not seen:
+            raise StepCostsError(f"{name}, line {header_line + 1}: no data rows")
+        batches = sorted({b for b, _ in seen})
+        gammas = sorted({k for _, k in seen})
+        if gammas[0] != 0:
+            first = min(line for line, _ in seen.values())
+            raise StepCostsError(f"{name}, line {first}: no row has num_draft_tokens 0 (the plain decode step "
+                                 "every speedup is measured against)")
+        table = np.empty((len(gammas), len(batches)))
+        for j, b in enumerate(batches):
+            for i, k in enumerate(gammas):
+                if (b, k) not in seen:
+                    first = min(line for (bb, _), (line, _) in seen.items() if bb == b)
+                    raise StepCostsError(f"{name}, line {first}: batch_size {b} has no row for num_draft_tokens "
+                                         f"{k} (every batch size needs the same draft lengths)")
+                table[i, j] = seen[(b, k)][1]
+        return cls(np.asarray(batches, dtype=float), np.asarray(gammas), table, name)
+
+    def check_batches(self, lo: int, hi: int):
+        if lo < self.batches[0] or hi > self.batches[-1]:
+            raise StepCostsError(f"{self.path}: measures batch sizes {self.batches[0]:g}..{self.batches[-1]:g}; "
+                                 f"the schedule needs {lo}..{hi} (measure that range, or lower --max-batch)")
+
+    def at(self, B) -> np.ndarray:
+        """Seconds at batch sizes ``B`` (within the measured range), one row
+        per draft length: linear in log B between measured batches."""
+        self.check_batches(int(np.min(B)), int(np.max(B)))
+        x, xp = np.log(np.asarray(B, dtype=float)), np.log(self.batches)
+        return np.stack([np.interp(x, xp, row) for row in self.seconds])
+
+    def write(self, stream):
+        write_step_costs(stream, self.batches, self.gammas, self.seconds)
+
+
+def _numbered_rows(stream):
+    reader = csv.reader(stream)
+    for row in reader:
+        yield reader.line_num, row
+
+
+def write_step_costs(stream, batches, gammas, seconds):
+    """The CSV ``speclib profile`` writes (numbers that read back exactly)."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for j, b in enumerate(batches):
+        for i, k in enumerate(gammas):
+            writer.writerow((int(b), int(k), repr(float(seconds[i, j]))))
+
+
+def model_step_seconds(priced, gammas, B, S, model, hardware) -> np.ndarray:
+    """Seconds of one speculative step (verify gamma + 1 positions and draft
+    gamma) at each draft length and batch, as the model prices it: the whole
+    model's step (:class:`~speclib.core.speculation.StepPricing`), or the
+    paper's one-layer ledger in byte-equivalents scaled to seconds by the
+    model's layer count over the chip's bandwidth (a scale that cancels in
+    every speedup)."""
+    g = np.asarray(gammas, dtype=float)[:, None]
+    B = np.asarray(B, dtype=float)[None, :]
+    S = np.broadcast_to(np.asarray(S, dtype=float), B.shape)
+    if isinstance(priced, _spec.StepPricing):
+        return np.broadcast_to(priced.step(g, B, S), (g.shape[0], B.shape[1])).copy()
+    m, hw = resolve(model, hardware)
+    cm, c = priced.cost_model, priced.drafter.c
+    units = cm.verify(B, g + 1.0, S) + c * g * cm.decode(B, S)
+    return units * m.n_layers / hw.memory_bandwidth
+
+
+@dataclass
+class Table:
+    """Draft lengths per batch range, and what they keep of the optimum."""
+
+    ranges: tuple
+    kept: float
+    k_per_batch: np.ndarray = field(repr=False)
+    worst: float = 1.0  # the batch that keeps least: its throughput / the optimum's
+    worst_batch: int = 1
+
+    def __len__(self):
+        return len(self.ranges)
+
+
+@dataclass
+class Tiers:
+    """An adaptive tier set: each batch runs the best tier in it."""
+
+    tiers: tuple
+    kept: float
+    k_per_batch: np.ndarray = field(repr=False)
+    worst: float = 1.0
+    worst_batch: int = 1
+
+    @property
+    def ranges(self):
+        return tuple(ranges_from_lookup(self.k_per_batch))
+
+
+@dataclass
+class Schedule:
+    """gamma* per batch size 1..N and the tables built from it.
+
+    ``speedups[c, i, b]``: speedup over plain decoding at context
+    ``contexts[c]``, draft length ``gammas[i]`` and batch ``b + 1``. The first
+    context is the reference for the batch-only tables.
+    """
+
+    model: str
+    hardware: str
+    contexts: tuple
+    acceptance: str
+    drafter: str
+    roofline: str
+    source: str
+    gammas: np.ndarray
+    speedups: np.ndarray
+    max_ranges: int | None = None
+    max_k: int | None = None
+    first_is_max: bool = False
+
+    # --- the per-batch optimum ---------------------------------------------------
+    @property
+    def max_batch(self) -> int:
+        return self.speedups.shape[-1]
+
+    @property
+    def batches(self) -> np.ndarray:
+        return np.arange(1, self.max_batch + 1)
+
+    def gamma_star_at(self, c: int = 0) -> np.ndarray:
+        return self.gammas[np.argmax(self.speedups[c], axis=0)]
+
+    def speedup_at(self, c: int = 0) -> np.ndarray:
+        return np.max(self.speedups[c], axis=0)
+
+    @property
+    def gamma_star(self) -> np.ndarray:
+        """gamma* at batch 1..N (reference context); ties go to the shorter draft."""
+        return self.gamma_star_at(0)
+
+    @property
+    def speedup(self) -> np.ndarray:
+        return self.speedup_at(0)
+
+    @property
+    def ranges(self) -> tuple:
+        """The per-batch optimum with adjacent equal gamma* merged."""
+        return tuple(ranges_from_lookup(self.gamma_star))
+
+    def relative(self, c: int = 0) -> np.ndarray:
+        """throughput(B, gamma) / throughput(B, gamma*(B)) per draft length and batch."""
+        return self.speedups[c] / self.speedup_at(c)[None, :]
+
+    @property
+    def weights(self) -> np.ndarray:
+        """The weight of each batch size in "kept": 1/B, normalised."""
+        w = 1.0 / self.batches
+        return w / w.sum()
+
+    def _weighted(self, c: int = 0) -> np.ndarray:
+        return self.relative(c) * self.weights[None, :]
+
+    def kept(self, k_per_batch, c: int = 0) -> float:
+        """What a table keeps of the per-batch optimum (see the module notes)."""
+        index = np.searchsorted(self.gammas, k_per_batch)
+        rel = self._weighted(c)
+        return float(np.sum(rel[index, np.arange(self.max_batch)]))
+
+    def worst(self, k_per_batch, c: int = 0) -> tuple:
+        """(the smallest throughput ratio to the optimum over the batches, its batch)."""
+        index = np.searchsorted(self.gammas, k_per_batch)
+        ratios = self.relative(c)[index, np.arange(self.max_batch)]
+        b = int(np.argmin(ratios))
+        return float(ratios[b]), b + 1
+
+    def _table(self, ks, c):
+        return Table(tuple(ranges_from_lookup(ks)), self.kept(ks, c), ks, *self.worst(ks, c))
+
+    def speedup_of(self, k_per_batch, c: int = 0) -> np.ndarray:
+        index = np.searchsorted(self.gammas, k_per_batch)
+        return self.speedups[c][index, np.arange(self.max_batch)]
+
+    # --- tables under limits ----------------------------------------------------
+    def table(self, max_ranges=None, max_k=None, *, first_is_max=False, implicit_zero_tail=False,
+              c: int = 0) -> Table:
+        """The table of at most ``max_ranges`` ranges, every K at most
+        ``max_k``, that keeps the most of the per-batch optimum (dynamic
+        programming over batches). ``first_is_max``: the first range's K is
+        the table's largest (TensorRT-LLM); ``implicit_zero_tail``: a last
+        range of K = 0 is free, not counted (TensorRT-LLM drafts 0 above its
+        last key). Ties go to the shorter draft and to fewer ranges."""
+        rel = self._weighted(c)
+        allowed = np.ones(len(self.gammas), dtype=bool) if max_k is None else self.gammas <= max_k
+        if not allowed.any():
+            raise ValueError(f"max_k must allow a draft length; got {max_k}")
+        best = self._capped_best(rel, allowed)
+        ranges = ranges_from_lookup(self.gammas[best])
+        if not _violates(ranges, max_ranges, first_is_max, implicit_zero_tail):
+            return self._table(self.gammas[best], c)
+        # Draft lengths deeper than every batch's optimum are left out of the
+        # search (they lose at every batch when the speedup is unimodal in gamma).
+        allowed &= self.gammas <= self.gammas[best].max()
+        if max_ranges is None:  # only the first-range rule binds
+            ks = _first_is_max_unlimited(rel, self.gammas, allowed)
+        else:
+            ks = _segment(rel, self.gammas, allowed, max_ranges, first_is_max, implicit_zero_tail)
+        return self._table(ks, c)
+
+    def tiers(self, max_tiers: int = 3, max_k=None, *, allow_zero: bool = False, c: int = 0) -> Tiers:
+        """The set of at most ``max_tiers`` draft lengths (>= 1 unless
+        ``allow_zero``) that keeps the most when every batch runs its best
+        tier in the set (an ideal controller); exhaustive search over tier
+        sets among the draft lengths up to the deepest per-batch optimum."""
+        rel = self._weighted(c)
+        gstar = self.gamma_star_at(c)
+        top = int(gstar.max()) if max_k is None else min(int(gstar.max()), max_k)
+        lowest = 0 if allow_zero else 1
+        candidates = [i for i, g in enumerate(self.gammas) if lowest <= g <= max(top, lowest)]
+        if max_k is not None:
+            candidates = [i for i in candidates if self.gammas[i] <= max_k]
+        if not candidates:
+            raise ValueError("no draft length fits the tier limits")
+        best, best_key = None, None
+        for n in range(1, max_tiers + 1):
+            for combo in itertools.combinations(candidates, n):
+                value = float(np.sum(np.max(rel[list(combo)], axis=0)))
+                key = (round(value, 12), -n, tuple(-i for i in combo))
+                if best_key is None or key > best_key:
+                    best, best_key = combo, key
+        chosen = np.asarray(best)
+        pick = chosen[np.argmax(rel[chosen], axis=0)]
+        ks = self.gammas[pick]
+        return Tiers(tuple(int(self.gammas[i]) for i in best), self.kept(ks, c), ks, *self.worst(ks, c))
+
+    @staticmethod
+    def _capped_best(rel, allowed):
+        masked = np.where(allowed[:, None], rel, -np.inf)
+        return np.argmax(masked, axis=0)
+
+    @property
+    def chosen(self) -> Table:
+        """The table under this schedule's own limits (``max_ranges``, ``max_k``)."""
+        return self.table(self.max_ranges, self.max_k, first_is_max=self.first_is_max)
+
+    def context_cells(self, max_k=None):
+        """Batch ranges shared by every context (the union of each context's
+        breakpoints) and the capped per-batch optimum K in each: a
+        rectangular (batch x context) grid, exact where no range limit binds."""
+        allowed = np.ones(len(self.gammas), dtype=bool) if max_k is None else self.gammas <= max_k
+        per_context = [self.gammas[self._capped_best(self.relative(c), allowed)] for c in range(len(self.contexts))]
+        cuts = sorted({r.lo for ks in per_context for r in ranges_from_lookup(ks)})
+        bounds = [(lo, hi - 1) for lo, hi in zip(cuts, cuts[1:] + [self.max_batch + 1])]
+        return [((lo, hi), [int(ks[lo - 1]) for ks in per_context]) for lo, hi in bounds]
+
+
+def _violates(ranges, max_ranges, first_is_max, implicit_zero_tail):
+    counted = list(ranges)
+    if implicit_zero_tail:
+        while len(counted) > 1 and counted[-1].k == 0:
+            counted.pop()
+    if max_ranges is not None and len(counted) > max_ranges:
+        return True
+    return first_is_max and any(r.k > counted[0].k for r in counted)
+
+
+def _first_is_max_unlimited(rel, gammas, allowed):
+    """Any number of ranges, the first range's K the largest: for each
+    first K, batch 1 takes it and every other batch its best K up to it."""
+    best_value, best_ks = -np.inf, None
+    for i in np.flatnonzero(allowed):
+        cap = allowed & (gammas <= gammas[i])
+        pick = np.argmax(np.where(cap[:, None], rel, -np.inf), axis=0)
+        pick[0] = i
+        value = float(rel[pick, np.arange(rel.shape[1])].sum())
+        if value > best_value + 1e-12:
+            best_value, best_ks = value, gammas[pick]
+    return best_ks
+
+
+def _segment(rel, gammas, allowed, max_ranges, first_is_max, implicit_zero_tail):
+    """Draft length per batch maximising sum(rel) with at most ``max_ranges``
+    contiguous ranges of one K each (see :meth:`Schedule.table`)."""
+    best_value, best_ks = -np.inf, None
+    if first_is_max:
+        firsts = [i for i in np.flatnonzero(allowed)]
+        for i in firsts:
+            cap = allowed & (gammas <= gammas[i])
+            value, ks = _segment_dp(rel, gammas, cap, max_ranges, i, implicit_zero_tail)
+            if value > best_value + 1e-12:
+                best_value, best_ks = value, ks
+        return best_ks
+    return _segment_dp(rel, gammas, allowed, max_ranges, None, implicit_zero_tail)[1]
+
+
+def _segment_dp(rel, gammas, allowed, max_ranges, first, implicit_zero_tail):
+    """dp[r, j]: best sum over batches 1..b with r ranges, the last of K
+    index idx[j]. A new range may start with any K (one equal to the previous
+    merges away, so the count is an upper bound). Back pointers: -1 continues
+    the range, j' starts a new one after a range of idx[j']."""
+    idx = np.flatnonzero(allowed)
+    R = rel[idx]
+    m, n = R.shape
+    rmax = min(max_ranges, n)
+    neg = -np.inf
+    dp = np.full((rmax + 1, m), neg)
+    if first is None:
+        dp[1] = R[:, 0]
+    else:
+        j0 = int(np.flatnonzero(idx == first)[0])
+        dp[1, j0] = R[j0, 0]
+    back = np.full((n, rmax + 1, m), -1, dtype=np.int16)
+    prefix_best = np.empty((n, rmax + 1))
+    prefix_arg = np.empty((n, rmax + 1), dtype=np.int16)
+    prefix_best[0], prefix_arg[0] = dp.max(axis=1), dp.argmax(axis=1)
+    for b in range(1, n):
+        top = dp.max(axis=1)
+        arg = dp.argmax(axis=1)
+        new = np.full_like(dp, neg)
+        new[1:] = top[:-1, None]
+        start = new > dp + 1e-12  # ties continue the range
+        prev_arg = np.zeros(dp.shape, dtype=np.int16)
+        prev_arg[1:] = arg[:-1, None]
+        back[b][start] = prev_arg[start]
+        dp = np.where(start, new, dp) + R[:, b]
+        prefix_best[b], prefix_arg[b] = dp.max(axis=1), dp.argmax(axis=1)
+    zero = np.flatnonzero(gammas == 0)
+    # The end: all n batches in ranges, or (implicit zero tail) the first e
+    # batches in ranges and K = 0 from e + 1 on.
+    ends = np.full((n, rmax + 1), -np.inf)  # ends[e - 1, r]: ranges over 1..e, then K = 0
+    ends[n - 1] = prefix_best[n - 1]
+    if implicit_zero_tail and zero.size:
+        tail = np.cumsum(rel[zero[0]][::-1])[::-1]  # tail[i] = sum over batch indices i..n-1
+        ends[:-1] = prefix_best[:-1] + tail[1:, None]
+    ends[:, 0] = -np.inf
+    value = float(ends.max())
+    near = np.argwhere(ends >= value - 1e-12)
+    end_index, r = min(near.tolist(), key=lambda er: (er[1], -er[0]))  # fewest ranges, then the longest
+    end, r = end_index + 1, int(r)
+    ks = np.empty(n, dtype=gammas.dtype)
+    if end < n:
+        ks[end:] = 0
+    j, b = int(prefix_arg[end - 1, r]), end - 1
+    while b >= 0:
+        ks[b] = gammas[idx[j]]
+        p = back[b, r, j]
+        if p >= 0 and b > 0:
+            r, j = r - 1, int(p)
+        b -= 1
+    return float(value), ks
+
+
+# --- building a schedule -------------------------------------------------------------
+def read_acceptance(path) -> "_acc.SurvivalCurve":
+    """A survival curve from a file: a JSON list, a JSON object with
+    ``survival`` (or the key after ``#``: ``survival.json#mtp``), or numbers
+    separated by commas or white space."""
+    import json
+
+    text_path, _, key = str(path).partition("#")
+    try:
+        with open(text_path, encoding="utf-8") as stream:
+            text = stream.read()
+    except OSError as exc:
+        raise ValueError(f"cannot read {text_path!r} ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        try:
+            data = [float(x) for x in text.replace(",", " ").split()]
+        except ValueError:
+            raise ValueError(f"{text_path}: neither JSON nor numbers separated by commas or spaces") from None
+    if isinstance(data, dict):
+        key = key or "survival"
+        if key not in data:
+            raise ValueError(f"{text_path}: no key {key!r} (keys: {', '.join(map(str, data))}; pick one with "
+                             f"{text_path}#KEY)")
+        data = data[key]
+    if not isinstance(data, list) or not data or not all(isinstance(x, (int, float)) for x in data):
+        raise ValueError(f"{text_path}: the survival curve must be a non-empty list of numbers")
+    return _acc.SurvivalCurve(np.asarray(data, dtype=float), name=str(path))
+
+
+def schedule(model=None, hardware=None, seq=4096, *, alpha=None, acceptance=None, c_draft=None, drafter=None,
+             roofline: str = "per-component", max_batch: int = 256, step_costs=None, max_ranges=None,
+             engine_max_k=None, gamma_max: int = 64, query_bytes: bool = False) -> Schedule:
+    """gamma* for every batch size 1..``max_batch`` and the tables an engine reads.
+
+    ``seq``: one context length or several (the first is the reference of
+    the batch-only tables; the others feed the context axis). Acceptance:
+    ``alpha`` (i.i.d.) or ``acceptance`` (a :class:`~speclib.SurvivalCurve`,
+    or a path read by :func:`read_acceptance`), or neither with a drafter
+    preset (its measured curve). Cost: the model (``c_draft`` or ``drafter``,
+    ``roofline``), or ``step_costs`` (a :class:`StepCosts` or a CSV path),
+    measured at one context, which then replaces the model's step (the
+    drafter preset still fixes the longest draft and the default curve).
+    ``max_ranges`` and ``engine_max_k`` are the limits of :attr:`Schedule.chosen`.
+    """
+    max_batch = int(max_batch)
+    if not 1 <= max_batch <= MAX_BATCH:
+        raise ValueError(f"max_batch must be an integer in [1, {MAX_BATCH}]; got {max_batch}")
+    if max_ranges is not None and not 1 <= int(max_ranges) <= MAX_RANGES:
+        raise ValueError(f"max_ranges must be an integer in [1, {MAX_RANGES}]; got {max_ranges}")
+    if engine_max_k is not None and int(engine_max_k) < 0:
+        raise ValueError(f"engine_max_k must be an integer >= 0; got {engine_max_k}")
+    if alpha is not None and acceptance is not None:
+        raise ValueError("give either alpha (i.i.d. acceptance) or acceptance (a survival curve), not both")
+    contexts = tuple(float(s) for s in np.atleast_1d(np.asarray(seq, dtype=float)))
+    if not contexts or any(not (s > 0 and math.isfinite(s)) for s in contexts):
+        raise ValueError(f"seq must be context lengths in (0, inf); got {seq!r}")
+    if len(set(contexts)) != len(contexts):
+        raise ValueError(f"seq must not repeat a context length; got {seq!r}")
+    m, hw = resolve(model, hardware)
+    if isinstance(acceptance, (str, bytes)) or hasattr(acceptance, "__fspath__"):
+        acceptance = read_acceptance(acceptance)
+    if step_costs is not None and not isinstance(step_costs, StepCosts):
+        step_costs = StepCosts.read(step_costs)
+    if step_costs is not None and c_draft is not None:
+        raise ValueError("c_draft: measured step costs already include drafting; give one or the other")
+    if step_costs is not None and len(contexts) > 1:
+        raise ValueError("seq: measured step costs are at one context length; give one seq (or none)")
+    priced = _spec.pricing(m, hw, c_draft=c_draft, drafter=drafter, roofline=roofline, query_bytes=query_bytes)
+    if acceptance is not None:
+        accepted = _acc.as_survival_curve(acceptance)
+    else:
+        accepted = _spec._acceptance(alpha, priced)
+    B = np.arange(1, max_batch + 1, dtype=float)
+    top = int(gamma_max)
+    if isinstance(accepted, _acc.SurvivalCurve):
+        top = min(top, len(accepted))
+    if priced.max_gamma is not None:
+        top = min(top, priced.max_gamma)
+    if step_costs is None:
+        gammas = np.arange(top + 1)
+        tables = np.stack([_model_table(priced, accepted, B, np.full_like(B, s), top) for s in contexts])
+        source = f"{roofline} roofline"
+    else:
+        step_costs.check_batches(1, max_batch)
+        keep = step_costs.gammas <= top
+        gammas = step_costs.gammas[keep]
+        seconds = step_costs.at(B)[keep]
+        n = _spec.committed(accepted, gammas.astype(float)[:, None])
+        tables = nf.priced_speedup(n, seconds[0][None, :], seconds)[None]
+        source = f"measured step costs ({step_costs.path})"
+    if isinstance(accepted, _acc.SurvivalCurve):
+        label = f"survival curve {accepted.name or 'given'} (sum {float(np.sum(accepted.values)):.2f})"
+    else:
+        label = f"alpha {float(np.ravel(accepted)[0]):g} (i.i.d.)"
+    return Schedule(
+        model=m.name, hardware=hw.name, contexts=contexts, acceptance=label, drafter=priced.drafter.name,
+        roofline=roofline, source=source, gammas=np.asarray(gammas), speedups=np.asarray(tables, dtype=float),
+        max_ranges=None if max_ranges is None else int(max_ranges),
+        max_k=None if engine_max_k is None else int(engine_max_k),
+    )
+
+
+def _model_table(priced, acceptance, B, S, top):
+    """speedup[gamma, b] for gamma in 0..top, the table
+    :func:`speclib.core.speculation.best_gamma` takes its argmax of."""
+    if isinstance(acceptance, _acc.SurvivalCurve):
+        B, S = priced.broadcast(B, S)
+    else:
+        acceptance, B, S = np.broadcast_arrays(acceptance, B, S)
+        B, S = priced.broadcast(B, S)
+        acceptance = np.broadcast_to(acceptance, B.shape)
+    gammas = np.arange(top + 1, dtype=float).reshape(-1, 1)
+    return priced.speedup(_spec.committed(acceptance, gammas), gammas, B, S)
+
+
+def profile(model=None, hardware=None, seq=4096, *, c_draft=None, drafter=None, roofline="per-component",
+            batches=None, max_batch: int = 256, gamma_max: int = 16, query_bytes: bool = False) -> StepCosts:
+    """The model's own step costs as a :class:`StepCosts` table (what
+    ``speclib profile`` writes): seconds of a speculative step, verify and
+    draft, at each batch (1..max_batch unless ``batches``) and draft length
+    0..gamma_max (capped at the drafter's block)."""
+    m, hw = resolve(model, hardware)
+    priced = _spec.pricing(m, hw, c_draft=c_draft, drafter=drafter, roofline=roofline, query_bytes=query_bytes)
+    top = int(gamma_max) if priced.max_gamma is None else min(int(gamma_max), priced.max_gamma)
+    B = np.arange(1, int(max_batch) + 1, dtype=float) if batches is None else np.unique(np.asarray(batches, float))
+    if B.size == 0 or B[0] < 1 or np.any(B != np.round(B)):
+        raise ValueError("batches must be whole numbers >= 1")
+    gammas = np.arange(top + 1)
+    seconds = model_step_seconds(priced, gammas, B, float(seq), m, hw)
+    return StepCosts(B, gammas, seconds, f"speclib profile of {m.name} on {hw.name}")
+
+
+# --- writing a schedule in each engine's form ------------------------------------------
+ENGINES = ("vllm", "trtllm", "sglang", "table")
+
+#: The method / decoding type / algorithm each engine names, by drafter shape.
+DEFAULT_METHODS = {
+    "dflash": {"vllm": "dflash", "trtllm": "DFlash", "sglang": "DFLASH"},
+    "mtp": {"vllm": "mtp", "trtllm": "MTP", "sglang": "EAGLE"},
+}
+KEPT_DEFINITION = ("kept = mean over batch sizes B = 1..N, weighted by 1/B, of throughput at the table's K / "
+                   "throughput at gamma*(B); worst = the batch size that keeps least")
+
+
+def default_method(sched: Schedule, engine: str) -> str:
+    kind = "dflash" if "dflash" in sched.drafter.lower() else "mtp"
+    return DEFAULT_METHODS[kind][engine]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %" if x < 0.9995 or x >= 1.0 - 1e-12 else f"{100 * x:.2f} %"
+
+
+def _worst(tab) -> str:
+    if tab.worst >= 1.0 - 1e-12:
+        return "every batch at its optimum"
+    return f"worst batch {tab.worst_batch}: {_pct(tab.worst)}"
+
+
+def _header(sched: Schedule) -> list:
+    contexts = ", ".join(f"{s:g}" for s in sched.contexts)
+    return [
+        f"{sched.model} on {sched.hardware}; context {contexts} tokens; {sched.acceptance}; "
+        f"drafter {sched.drafter}; cost: {sched.source}",
+        f"batch sizes 1..{sched.max_batch}; draft lengths searched: {_span(sched.gammas)}",
+    ]
+
+
+def _span(gammas) -> str:
+    g = [int(x) for x in gammas]
+    return f"{g[0]}..{g[-1]}" if g == list(range(g[0], g[-1] + 1)) else ", ".join(map(str, g))
+
+
+def _engine_tables(sched: Schedule):
+    """The table each engine gets under this schedule's limits."""
+    limits = dict(max_ranges=sched.max_ranges, max_k=sched.max_k)
+    return {
+        "vllm": sched.table(**limits),
+        "trtllm": sched.table(**limits, first_is_max=True, implicit_zero_tail=True),
+        "sglang": sched.table(**limits),
+        "sglang-adaptive": sched.tiers(3, max_k=sched.max_k),
+    }
+
+
+def render(sched: Schedule, engine: str, method: str | None = None) -> str:
+    """The text ``speclib schedule --engine ENGINE`` prints."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    method = method or (default_method(sched, engine) if engine != "table" else None)
+    if engine == "vllm":
+        return _render_vllm(sched, method)
+    if engine == "trtllm":
+        return _render_trtllm(sched, method)
+    if engine == "sglang":
+        return _render_sglang(sched, method)
+    return _render_table(sched)
+
+
+def _render_vllm(sched, method):
+    from . import engines
+
+    table = sched.table(sched.max_ranges, sched.max_k)
+    config = engines.vllm_config(table.ranges, method=method)
+    if len(sched.contexts) == 1:
+        return engines.dumps_json(config) + "\n"
+    order = np.argsort(sched.contexts)
+    buckets = engines.context_buckets([sched.contexts[i] for i in order])
+    cells = [(bounds, [ks[i] for i in order]) for bounds, ks in sched.context_cells(sched.max_k)]
+    proposed = engines.vllm_context_config(cells, buckets, method=method)
+    document = {
+        "speculative_config": config,
+        "proposed_context_axis": {
+            "status": "proposed, not in a vLLM release: RFC vllm-project/vllm#48627, pull request #48944",
+            "reference_context": sched.contexts[0],
+            "contexts": [sched.contexts[i] for i in order],
+            "speculative_config": proposed,
+        },
+    }
+    return engines.dumps_json(document) + "\n"
+
+
+def _render_trtllm(sched, method):
+    import yaml
+
+    from . import engines
+
+    table = sched.table(sched.max_ranges, sched.max_k, first_is_max=True, implicit_zero_tail=True)
+    max_draft_len, schedule_map, concurrency = engines.trtllm_schedule(table.ranges)
+    config = {"speculative_config": {"decoding_type": method, "max_draft_len": max_draft_len,
+                                     "draft_len_schedule": schedule_map}}
+    lines = [f"# {line}" for line in _header(sched)]
+    lines += [
+        "# TensorRT-LLM LLM API options (trtllm-serve / trtllm-bench --config FILE): draft length per batch size.",
+        f"# Keys are the upper ends of batch ranges; above {max(schedule_map)} TensorRT-LLM drafts 0.",
+        f"# max_concurrency: {concurrency if concurrency is not None else 'none (never speculate)'}  "
+        "(speculation is off above it; implied by draft_len_schedule, and TensorRT-LLM rejects the two together)",
+        f"# The first key must map to max_draft_len: this table keeps {_pct(table.kept)} of the per-batch optimum "
+        f"({_worst(table)}); {KEPT_DEFINITION}.",
+    ]
+    return "\n".join(lines) + "\n" + yaml.safe_dump(config, sort_keys=False, default_flow_style=False)
+
+
+def _render_sglang(sched, method):
+    import yaml
+
+    from . import engines
+
+    table = sched.table(sched.max_ranges, sched.max_k)
+    tiers = sched.tiers(3, max_k=sched.max_k)
+    speed = sched.speedup_of(table.k_per_batch)
+    fixed = []
+    for r in table.ranges:
+        fixed.append({
+            "batch_sizes": [r.lo, r.hi],
+            "gamma": r.k,
+            "expected_speedup": [round(float(speed[r.lo - 1:r.hi].min()), 4), round(float(speed[r.lo - 1:r.hi].max()), 4)],
+            "args": engines.sglang_fixed_args(r.k, method),
+        })
+    initial = tiers.tiers[len(tiers.tiers) // 2]
+    document = {
+        "fixed_depth": fixed,
+        "adaptive": {
+            "candidate_steps": list(tiers.tiers),
+            "adaptive_config": engines.sglang_adaptive_config(tiers.tiers),
+            "args": engines.sglang_adaptive_args(tiers.tiers, initial, method),
+            "kept": round(tiers.kept, 6),
+            "best_tier_by_batch": [[r.lo, r.hi, r.k] for r in tiers.ranges],
+        },
+    }
+    lines = [f"# {line}" for line in _header(sched)]
+    lines += [
+        "# SGLang takes one fixed depth per server (--speculative-num-steps; with --speculative-eagle-topk 1,",
+        "# --speculative-num-draft-tokens = num_steps + 1): fixed_depth is one server configuration per batch range",
+        f"# (args empty: plain decoding). They keep {_pct(table.kept)} of the per-batch optimum "
+        f"({_worst(table)}).",
+        "# adaptive: --speculative-adaptive with adaptive_config written to adaptive_spec.json; tiers are",
+        "# speculative_num_steps values (>= 1), chosen so that, if every batch ran its best tier, they keep",
+        f"# {_pct(tiers.kept)} ({_worst(tiers)}). SGLang switches tiers on an EMA",
+        "# of the accepted length, not on cost, so this is what the tier set allows, not what the controller does.",
+    ]
+    if method != "EAGLE":
+        lines.append(f"# SGLang documents adaptive mode for EAGLE with topk 1 only; algorithm {method} may fall back "
+                     "to static settings.")
+    lines.append(f"# {KEPT_DEFINITION}.")
+    return "\n".join(lines) + "\n" + yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=10_000)
+
+
+def _render_table(sched):
+    speed = sched.speedup
+    rows = []
+    for r in sched.ranges:
+        lo, hi = float(speed[r.lo - 1:r.hi].min()), float(speed[r.lo - 1:r.hi].max())
+        text = f"{lo:.3f}x" if f"{lo:.3f}" == f"{hi:.3f}" else f"{lo:.3f}-{hi:.3f}x"
+        rows.append((f"{r.lo}" if r.lo == r.hi else f"{r.lo}-{r.hi}", str(r.k), text))
+    lines = _header(sched) + ["", "gamma* per batch size (the per-batch optimum, adjacent batches merged):", ""]
+    lines += ["  " + line for line in _format_table(("batch sizes", "gamma*", "speedup"), rows)]
+    limit = []
+    if sched.max_ranges is not None:
+        limit.append(f"at most {sched.max_ranges} ranges")
+    if sched.max_k is not None:
+        limit.append(f"K <= {sched.max_k}")
+    tables = _engine_tables(sched)
+    lines += ["", "What each engine's limits cost" + (f" ({', '.join(limit)})" if limit else "") + ":", ""]
+    v, t, s, a = tables["vllm"], tables["trtllm"], tables["sglang"], tables["sglang-adaptive"]
+    entries = [
+        ("vLLM num_speculative_tokens_per_batch_size", f"{len(v)} ranges", v),
+        ("TensorRT-LLM draft_len_schedule (first key = max_draft_len)",
+         f"{len([r for r in t.ranges if r.k > 0 or r is not t.ranges[-1]])} keys", t),
+        ("SGLang, one fixed depth per server", f"{len(s)} servers", s),
+        (f"SGLang adaptive tiers {list(a.tiers)} (ideal controller)", f"{len(a.tiers)} tiers", a),
+    ]
+    for name, count, tab in entries:
+        lines.append(f"  {name}: {count} keep {_pct(tab.kept)} of the per-batch optimum ({_worst(tab)})")
+    if sched.max_ranges is None:
+        lines += ["", "Fewer ranges (vLLM's table, chosen to lose the least):", ""]
+        optimum = len(v)
+        for n in [n for n in (1, 2, 3, 4, 6, 8) if n < optimum]:
+            tab = sched.table(n, sched.max_k)
+            lines.append(f"  {n} range{'s keep' if n > 1 else ' keeps'} {_pct(tab.kept)} of the per-batch optimum "
+                         f"({_worst(tab)}): "
+                         + ", ".join(f"{r.lo}-{r.hi}:{r.k}" for r in tab.ranges))
+    lines += ["", f"{KEPT_DEFINITION}.",
+              "vLLM keeps the last range's K above the table; TensorRT-LLM drafts 0 above its last key."]
+    return "\n".join(lines) + "\n"
+
+
+def _format_table(headers, rows) -> list:
+    cells = [list(headers)] + [list(r) for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+            for row in cells]

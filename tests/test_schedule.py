@@ -1,0 +1,460 @@
+"""Speculation schedules (issue 12): every emitted engine config parses back
+and makes the engine's own lookup pick gamma* wherever no engine limit binds;
+the engines' documented examples survive the round trip; the range search is
+checked against brute force; measured step costs (and the model's own,
+written by ``speclib profile``) give the model's schedule back."""
+import contextlib
+import io
+import itertools
+import json
+import os
+
+import numpy as np
+import pytest
+import yaml
+
+import speclib
+from speclib.tools import engines
+from speclib.tools.cli import main
+from speclib.tools.schedule import (
+    Schedule,
+    StepCosts,
+    StepCostsError,
+    _segment,
+    profile,
+    render,
+    schedule,
+    write_step_costs,
+)
+
+DSV4 = dict(model="DeepSeek-V4-Flash", hardware="B200", seq=4096, alpha=0.75, c_draft=0.1)
+
+
+def run(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(argv)
+    return status, out.getvalue(), err.getvalue()
+
+
+def optimal(n, **kw):
+    kw = dict(kw)
+    alpha = kw.pop("alpha", None)
+    seq = kw.pop("seq")
+    g, _ = speclib.optimal_gamma(alpha, np.arange(1, n + 1), seq, **kw)
+    return [int(x) for x in g]
+
+
+@pytest.fixture(scope="module")
+def dsv4():
+    return schedule(**DSV4, max_batch=4096)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return schedule(model="Llama-3-70B", hardware="B200", seq=4096, alpha=0.8, max_batch=2048)
+
+
+@pytest.fixture(scope="module")
+def qwen_mtp():
+    return schedule(model="Qwen3.6-35B-A3B", hardware="B200", seq=512, drafter="qwen3.6-mtp",
+                    roofline="aggregate", max_batch=2048)
+
+
+# --- the per-batch optimum is optimal_gamma's -------------------------------------------
+def test_gamma_star_is_optimal_gamma(dsv4, qwen_mtp):
+    assert list(dsv4.gamma_star) == optimal(4096, **DSV4)
+    assert list(qwen_mtp.gamma_star) == optimal(2048, model="Qwen3.6-35B-A3B", hardware="B200", seq=512,
+                                                drafter="qwen3.6-mtp", roofline="aggregate")
+
+
+def test_dense_table_is_monotone(llama):
+    ks = [r.k for r in llama.ranges]
+    assert ks == sorted(ks, reverse=True) and len(ks) > 1
+    config = json.loads(render(llama, "vllm"))
+    table = [k for _, _, k in config["num_speculative_tokens_per_batch_size"]]
+    assert table == sorted(table, reverse=True)
+
+
+def test_deepseek_shows_the_gutter():
+    """gamma* = 0 between ranges that speculate: the expert tax at small batch."""
+    sched = schedule(**DSV4, max_batch=30000)
+    ks = [r.k for r in sched.ranges]
+    inner_zero = [i for i, k in enumerate(ks) if k == 0 and 0 < i < len(ks) - 1]
+    assert inner_zero, ks
+    i = inner_zero[0]
+    assert ks[i - 1] > 0 and ks[i + 1] > 0
+    assert ks[-1] == 0  # and past the compute ridge, no speculation at all
+    config = json.loads(render(sched, "vllm"))
+    table = config["num_speculative_tokens_per_batch_size"]
+    assert any(k == 0 for _, _, k in table[1:-1])
+
+
+# --- every emitted config parses back and expands to gamma* ------------------------------
+@pytest.mark.parametrize("which", ["dsv4", "llama", "qwen_mtp"])
+def test_vllm_config_expands_to_gamma_star(which, request):
+    sched = request.getfixturevalue(which)
+    config = json.loads(render(sched, "vllm"))
+    assert config["num_speculative_tokens"] == max(1, int(sched.gamma_star.max()))
+    assert engines.expand_vllm(config, sched.max_batch) == [int(g) for g in sched.gamma_star]
+    ranges = config["num_speculative_tokens_per_batch_size"]
+    assert ranges[0][0] == 1 and ranges[-1][1] == sched.max_batch
+    assert all(a[2] != b[2] for a, b in zip(ranges, ranges[1:]))  # adjacent equal K merged
+
+
+@pytest.mark.parametrize("which", ["dsv4", "llama", "qwen_mtp"])
+def test_trtllm_config_expands_to_its_table(which, request):
+    sched = request.getfixturevalue(which)
+    text = render(sched, "trtllm")
+    spec = yaml.safe_load(text)["speculative_config"]
+    assert spec["decoding_type"] == "MTP" and "max_concurrency" not in spec
+    ks = engines.expand_trtllm(spec, sched.max_batch)
+    table = sched.table(first_is_max=True, implicit_zero_tail=True)
+    assert ks == [int(k) for k in table.k_per_batch]
+    gstar = [int(g) for g in sched.gamma_star]
+    if gstar[0] == max(gstar):  # TensorRT-LLM's first-key rule does not bind: gamma* everywhere
+        assert ks == gstar
+    assert "this table keeps" in text and "max_concurrency" in text  # stated in comments
+
+
+def test_trtllm_dense_is_gamma_star(llama):
+    spec = yaml.safe_load(render(llama, "trtllm"))["speculative_config"]
+    assert engines.expand_trtllm(spec, llama.max_batch) == [int(g) for g in llama.gamma_star]
+    assert spec["max_draft_len"] == int(llama.gamma_star[0])
+
+
+def test_trtllm_turns_off_above_the_last_speculating_batch(dsv4):
+    sched = schedule(**DSV4, max_batch=8192)
+    text = render(sched, "trtllm")
+    spec = yaml.safe_load(text)["speculative_config"]
+    last_speculating = max(r.hi for r in sched.ranges if r.k > 0)
+    assert max(spec["draft_len_schedule"]) == last_speculating  # the trailing zero range is implicit
+    assert f"max_concurrency: {last_speculating}" in text
+    assert engines.expand_trtllm(spec, 8192 + 10)[-1] == 0
+
+
+@pytest.mark.parametrize("which", ["dsv4", "llama", "qwen_mtp"])
+def test_sglang_document_parses_and_expands(which, request):
+    sched = request.getfixturevalue(which)
+    doc = yaml.safe_load(render(sched, "sglang"))
+    assert engines.expand_sglang_fixed(doc, sched.max_batch) == [int(g) for g in sched.gamma_star]
+    adaptive = doc["adaptive"]
+    tiers = adaptive["candidate_steps"]
+    assert 1 <= len(tiers) <= 3 and all(t >= 1 for t in tiers) and tiers == sorted(tiers)
+    assert adaptive["adaptive_config"] == {"candidate_steps": tiers}
+    parsed = engines.parse_sglang_args(adaptive["args"])
+    assert parsed["adaptive"] and parsed["topk"] == 1 and parsed["num_steps"] in tiers
+    assert parsed["num_draft_tokens"] == parsed["num_steps"] + 1
+    # each batch's best tier is the best of the set
+    best = engines.expand_ranges([engines.Range(*r) for r in adaptive["best_tier_by_batch"]], sched.max_batch)
+    rel = sched.relative()
+    for b in (1, 7, sched.max_batch // 2, sched.max_batch):
+        rows = [int(np.searchsorted(sched.gammas, t)) for t in tiers]
+        assert best[b - 1] == tiers[int(np.argmax(rel[rows, b - 1]))]
+
+
+def test_the_tier_set_is_the_best_of_all_tier_sets(dsv4):
+    small = schedule(**DSV4, max_batch=300)
+    tiers = small.tiers(3)
+    w = small._weighted()
+    top = int(small.gamma_star.max())
+    best = max(
+        (float(np.sum(np.max(w[list(combo)], axis=0))), combo)
+        for n in (1, 2, 3) for combo in itertools.combinations(range(1, top + 1), n)
+    )
+    assert tiers.kept == pytest.approx(best[0], rel=1e-12)
+
+
+# --- limits -------------------------------------------------------------------------------
+def test_max_ranges_and_max_k_are_respected(dsv4):
+    for n in (1, 2, 3, 5):
+        config = json.loads(render(Schedule(**{**dsv4.__dict__, "max_ranges": n}), "vllm"))
+        assert len(config["num_speculative_tokens_per_batch_size"]) <= n
+    capped = Schedule(**{**dsv4.__dict__, "max_k": 2})
+    config = json.loads(render(capped, "vllm"))
+    assert max(k for *_, k in config["num_speculative_tokens_per_batch_size"]) <= 2
+    spec = yaml.safe_load(render(Schedule(**{**dsv4.__dict__, "max_ranges": 3}), "trtllm"))["speculative_config"]
+    assert len(spec["draft_len_schedule"]) <= 3
+
+
+def test_fewer_ranges_keep_less(dsv4):
+    kept = [dsv4.table(n).kept for n in (1, 2, 3, 4, 8)]
+    assert kept == sorted(kept) and kept[-1] <= 1.0
+    assert dsv4.table().kept == pytest.approx(1.0)
+
+
+def _brute(rel, gammas, max_ranges, first_is_max, zero_tail):
+    n, best = rel.shape[1], -np.inf
+    for segments in range(1, max_ranges + 2):
+        for cuts in itertools.combinations(range(1, n), segments - 1):
+            bounds = [0, *cuts, n]
+            for ks in itertools.product(range(len(gammas)), repeat=segments):
+                per_batch = np.concatenate([[ks[i]] * (bounds[i + 1] - bounds[i]) for i in range(segments)])
+                ranges = engines.ranges_from_lookup(gammas[per_batch])
+                counted = list(ranges)
+                if zero_tail:
+                    while len(counted) > 1 and counted[-1].k == 0:
+                        counted.pop()
+                if len(counted) > max_ranges or (first_is_max and any(r.k > counted[0].k for r in counted)):
+                    continue
+                best = max(best, float(rel[per_batch, np.arange(n)].sum()))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_range_search_matches_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(3, 9)), int(rng.integers(2, 5))
+    rel, gammas = rng.random((k, n)), np.arange(k)
+    max_ranges = int(rng.integers(1, 4))
+    first_is_max, zero_tail = bool(rng.integers(2)), bool(rng.integers(2))
+    ks = _segment(rel, gammas, np.ones(k, bool), max_ranges, first_is_max, zero_tail)
+    ranges = engines.ranges_from_lookup(ks)
+    counted = list(ranges)
+    if zero_tail:
+        while len(counted) > 1 and counted[-1].k == 0:
+            counted.pop()
+    assert len(counted) <= max_ranges
+    assert not first_is_max or all(r.k <= counted[0].k for r in counted)
+    assert float(rel[ks, np.arange(n)].sum()) == pytest.approx(_brute(rel, gammas, max_ranges, first_is_max,
+                                                                       zero_tail), abs=1e-12)
+
+
+# --- the context axis (proposed in vLLM) --------------------------------------------------
+def test_context_axis_is_rectangular_and_expands_per_context():
+    seqs = [1024, 8192, 65536]
+    sched = schedule(**{**DSV4, "seq": seqs}, max_batch=2048)
+    doc = json.loads(render(sched, "vllm"))
+    assert "proposed" in doc["proposed_context_axis"]["status"]
+    base = doc["speculative_config"]
+    assert engines.expand_vllm(base, 2048) == optimal(2048, **{**DSV4, "seq": seqs[0]})
+    proposed = doc["proposed_context_axis"]["speculative_config"]
+    entries = proposed["num_speculative_tokens_per_batch_size"]
+    assert all(len(e) == 5 for e in entries)
+    for s in seqs:
+        assert engines.expand_vllm(proposed, 2048, context=s) == optimal(2048, **{**DSV4, "seq": s})
+    moved = [engines.expand_vllm(proposed, 2048, context=s) for s in seqs]
+    assert moved[0] != moved[-1]  # the table moves with context length
+
+
+# --- the engines' documented examples round-trip -------------------------------------------
+VLLM_DOC = {"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3,
+            "num_speculative_tokens_per_batch_size": [[1, 64, 3], [65, 128, 1], [129, 512, 0]]}
+VLLM_DOC_EAGLE3 = [[1, 16, 5], [17, 32, 4], [33, 64, 3], [65, 128, 1], [129, 512, 0]]
+
+
+def test_vllm_documented_example_round_trips():
+    ks = engines.expand_vllm(VLLM_DOC, 512)
+    assert ks[:64] == [3] * 64 and ks[64:128] == [1] * 64 and ks[128:] == [0] * 384
+    again = engines.vllm_config(engines.ranges_from_lookup(ks), method="eagle")
+    assert again["num_speculative_tokens_per_batch_size"] == VLLM_DOC["num_speculative_tokens_per_batch_size"]
+    assert again["num_speculative_tokens"] == 3
+    eagle3 = engines.vllm_config(engines.ranges_from_lookup(engines.expand_vllm(
+        {"num_speculative_tokens": 5, "num_speculative_tokens_per_batch_size": VLLM_DOC_EAGLE3}, 512)))
+    assert eagle3["num_speculative_tokens_per_batch_size"] == VLLM_DOC_EAGLE3
+    # vLLM's lookup carries the last K past the table and fills gaps with the previous K
+    assert engines.expand_vllm(VLLM_DOC, 600)[-1] == 0
+    gap = {"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[1, 16, 3], [32, 128, 2]]}
+    assert engines.expand_vllm(gap, 40)[16:31] == [3] * 15
+
+
+@pytest.mark.parametrize("bad", [
+    [[2, 8, 1]],  # must start at 1
+    [[1, 8, 2], [8, 16, 1]],  # overlap
+    [[1, 8, -1]],  # negative K
+    [[1, 8, 2], [9, 16, 1, 1, 100, 2]],  # mixed arity
+])
+def test_vllm_rules_reject_what_vllm_rejects(bad):
+    with pytest.raises(ValueError):
+        engines.expand_vllm({"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": bad}, 32)
+
+
+TRT_DOC = {"max_draft_len": 4, "draft_len_schedule": {4: 4, 8: 2, 32: 1}}
+
+
+def test_trtllm_documented_example_round_trips():
+    ks = engines.expand_trtllm(TRT_DOC, 40)
+    assert ks[:4] == [4] * 4 and ks[4:8] == [2] * 4 and ks[8:32] == [1] * 24 and ks[32:] == [0] * 8
+    max_draft_len, schedule_map, concurrency = engines.trtllm_schedule(engines.ranges_from_lookup(ks))
+    assert (max_draft_len, schedule_map, concurrency) == (4, {4: 4, 8: 2, 32: 1}, 32)
+    # the documented YAML shape parses through PyYAML with integer keys
+    text = yaml.safe_dump({"speculative_config": {"decoding_type": "Eagle3", **TRT_DOC}}, sort_keys=False)
+    assert yaml.safe_load(text)["speculative_config"]["draft_len_schedule"] == {4: 4, 8: 2, 32: 1}
+    # max_concurrency alone is the schedule {max_concurrency: max_draft_len}
+    assert engines.expand_trtllm({"max_draft_len": 3, "max_concurrency": 16}, 20) == [3] * 16 + [0] * 4
+
+
+@pytest.mark.parametrize("bad", [
+    {"max_draft_len": 4, "draft_len_schedule": {4: 2, 8: 4}},  # smallest key must be max_draft_len
+    {"max_draft_len": 2, "draft_len_schedule": {4: 2, 8: 3}},  # no value above max_draft_len
+    {"max_draft_len": 2, "draft_len_schedule": {4: 2}, "max_concurrency": 8},  # mutually exclusive
+])
+def test_trtllm_rules_reject_what_trtllm_rejects(bad):
+    with pytest.raises(ValueError):
+        engines.expand_trtllm(bad, 16)
+
+
+def test_sglang_documented_examples_parse():
+    # docs/advanced_features/adaptive_speculative_decoding.md: usage and config examples
+    usage = ("--speculative-algorithm EAGLE --speculative-draft-model-path lmsys/sglang-EAGLE-llama2-chat-7B "
+             "--speculative-eagle-topk 1 --speculative-num-steps 3 --speculative-num-draft-tokens 4 "
+             "--speculative-adaptive")
+    parsed = engines.parse_sglang_args(usage)
+    assert parsed == {"num_steps": 3, "topk": 1, "num_draft_tokens": 4, "adaptive": True}
+    config = {"candidate_steps": [1, 3, 7], "ema_alpha": 0.2, "warmup_batches": 10, "update_interval": 5}
+    assert engines.sglang_adaptive_config(config["candidate_steps"]) == {"candidate_steps": [1, 3, 7]}
+    # the MTP example: one step, topk 1, two draft tokens
+    assert engines.parse_sglang_args("--speculative-num-steps 1 --speculative-eagle-topk 1 "
+                                     "--speculative-num-draft-tokens 2")["num_steps"] == 1
+    assert engines.parse_sglang_args(engines.sglang_fixed_args(3)) == {"num_steps": 3, "topk": 1,
+                                                                       "num_draft_tokens": 4}
+    with pytest.raises(ValueError, match="num_steps \\+ 1"):
+        engines.parse_sglang_args("--speculative-num-steps 3 --speculative-eagle-topk 1 "
+                                  "--speculative-num-draft-tokens 6")
+
+
+# --- measured step costs -----------------------------------------------------------------
+@pytest.mark.parametrize("kw", [
+    dict(model="DeepSeek-V4-Flash", seq=4096, c_draft=0.1, alpha=0.75),
+    dict(model="Llama-3-70B", seq=2048, alpha=0.8),
+    dict(model="Qwen3.6-35B-A3B", seq=512, drafter="qwen3.6-mtp", roofline="aggregate"),
+    dict(model="Qwen3.6-35B-A3B", seq=512, drafter="qwen3.6-dflash", roofline="aggregate"),
+])
+def test_profile_then_schedule_is_the_model_schedule(kw, tmp_path):
+    kw = dict(hardware="B200", **kw)
+    alpha = kw.pop("alpha", None)
+    model_sched = schedule(**kw, alpha=alpha, max_batch=1024, gamma_max=16)
+    cost_kw = {k: v for k, v in kw.items() if k != "alpha"}
+    path = tmp_path / "steps.csv"
+    with open(path, "w", newline="") as stream:
+        profile(**cost_kw, max_batch=1024, gamma_max=16).write(stream)
+    measured_kw = {k: v for k, v in kw.items() if k not in ("c_draft", "roofline")}
+    measured = schedule(**measured_kw, alpha=alpha, max_batch=1024, step_costs=str(path), gamma_max=16)
+    assert list(measured.gamma_star) == list(model_sched.gamma_star)
+    np.testing.assert_allclose(measured.speedup, model_sched.speedup, rtol=1e-12)
+    assert render(measured, "vllm") == render(model_sched, "vllm")
+
+
+def test_profile_cli_round_trip(tmp_path):
+    path = tmp_path / "steps.csv"
+    status, out, err = run(["profile", "--model", "llama-3-70b", "--seq", "4096", "--max-batch", "256",
+                            "--output", str(path)])
+    assert (status, out, err) == (0, "", "")
+    header = path.read_text().splitlines()[0]
+    assert header == "batch_size,num_draft_tokens,step_seconds"
+    s1, from_model, _ = run(["schedule", "--model", "llama-3-70b", "--seq", "4096", "--alpha", "0.8",
+                             "--max-batch", "256", "--gamma-max", "16", "--engine", "vllm"])
+    s2, from_file, _ = run(["schedule", "--model", "llama-3-70b", "--seq", "4096", "--alpha", "0.8",
+                            "--max-batch", "256", "--gamma-max", "16", "--engine", "vllm",
+                            "--step-costs", str(path)])
+    assert s1 == s2 == 0 and from_model == from_file
+
+
+def test_measured_costs_interpolate_in_log_batch(tmp_path):
+    costs = StepCosts(np.array([1.0, 100.0]), np.array([0, 1]), np.array([[1.0, 3.0], [2.0, 4.0]]))
+    at = costs.at(np.array([1.0, 10.0, 100.0]))
+    np.testing.assert_allclose(at, [[1.0, 2.0, 3.0], [2.0, 3.0, 4.0]])
+    with pytest.raises(StepCostsError, match="1..100"):
+        costs.at(np.array([200.0]))
+
+
+def _write(path, text):
+    path.write_text(text)
+    return str(path)
+
+
+GOOD = "batch_size,num_draft_tokens,step_seconds\n1,0,0.001\n1,1,0.0015\n64,0,0.002\n64,1,0.0025\n"
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("batch_size,step_seconds\n1,0.001\n", 1, "missing column 'num_draft_tokens'"),
+    (GOOD + "128,0,-0.003\n", 6, "step_seconds must be > 0"),
+    (GOOD + "128,0,0\n", 6, "step_seconds must be > 0"),
+    (GOOD.replace("64,1,0.0025", "64,1,fast"), 5, "step_seconds is not a number"),
+    (GOOD.replace("64,0,0.002", "sixty-four,0,0.002"), 4, "batch_size is not a number"),
+    (GOOD + "64,1,0.003\n", 6, "duplicate row for batch_size 64, num_draft_tokens 1 (first at line 5)"),
+    (GOOD + "1.5,0,0.001\n", 6, "batch_size must be a whole number"),
+    ("batch_size,num_draft_tokens,step_seconds\n1,1,0.001\n", 2, "no row has num_draft_tokens 0"),
+    (GOOD + "128,0,0.003\n", 6, "batch_size 128 has no row for num_draft_tokens 1"),
+    ("", 1, "empty file"),
+])
+def test_bad_csv_exits_2_with_one_line_and_writes_nothing(tmp_path, text, line, words):
+    path = _write(tmp_path / "bad.csv", text)
+    target = tmp_path / "out.json"
+    status, out, err = run(["schedule", "--alpha", "0.75", "--max-batch", "64", "--step-costs", path,
+                            "--engine", "vllm", "--output", str(target)])
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("speclib schedule: error: --step-costs:")
+    assert f"{path}, line {line}:" in err and words in err
+    assert not target.exists()
+
+
+def test_batch_outside_the_measured_range_names_the_range(tmp_path):
+    path = _write(tmp_path / "steps.csv", GOOD)
+    status, out, err = run(["schedule", "--alpha", "0.75", "--max-batch", "100", "--step-costs", path])
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert "measures batch sizes 1..64" in err and "1..100" in err
+
+
+def test_output_file_is_replaced_only_on_success(tmp_path):
+    target = tmp_path / "config.json"
+    target.write_text("old")
+    status, _, _ = run(["schedule", "--alpha", "0.75", "--max-batch", "64", "--engine", "vllm",
+                        "--output", str(target)])
+    assert status == 0 and json.loads(target.read_text())["num_speculative_tokens_per_batch_size"]
+    status, _, err = run(["schedule", "--alpha", "7", "--max-batch", "64", "--output", str(target)])
+    assert status == 2 and json.loads(target.read_text())  # untouched
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".speclib-")]
+
+
+# --- the command ---------------------------------------------------------------------------
+def test_table_says_what_each_engine_keeps():
+    status, out, err = run(["schedule", "--model", "deepseek-v4-flash", "--alpha", "0.75", "--draft-cost", "0.1",
+                            "--max-batch", "1024"])
+    assert status == 0 and err == ""
+    for words in ("vLLM", "TensorRT-LLM", "SGLang adaptive tiers", "3 ranges keep", "weighted by 1/B"):
+        assert words in out
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["--alpha", "0.75", "--max-batch", "0"], "--max-batch"),
+    (["--alpha", "0.75", "--max-batch", "64", "--max-ranges", "0"], "--max-ranges"),
+    (["--alpha", "0.75", "--max-batch", "64", "--max-k", "-1"], "--max-k"),
+    (["--alpha", "1.5", "--max-batch", "64"], "--alpha"),
+    (["--max-batch", "64"], "--alpha"),
+    (["--alpha", "0.7", "--acceptance", "x.json", "--max-batch", "64"], "--acceptance"),
+    (["--acceptance", "/nonexistent.json", "--max-batch", "64"], "--acceptance"),
+    (["--alpha", "0.7", "--max-batch", "64", "--engine", "nope"], "--engine"),
+    (["--alpha", "0.7", "--max-batch", "64", "--seq", "0"], "--seq"),
+])
+def test_bad_options_exit_2_naming_the_option(argv, option):
+    status, out, err = run(["schedule", *argv])
+    assert status == 2 and out == "" and err.count("\n") == 1 and option in err
+
+
+def test_acceptance_file(tmp_path):
+    curve = tmp_path / "curve.json"
+    curve.write_text(json.dumps({"mtp": [0.8, 0.6, 0.4], "dflash": [0.7, 0.5]}))
+    status, out, _ = run(["schedule", "--acceptance", f"{curve}#mtp", "--max-batch", "64", "--engine", "vllm"])
+    assert status == 0
+    g, _ = speclib.optimal_gamma(speclib.SurvivalCurve([0.8, 0.6, 0.4]), np.arange(1, 65), 4096, 0.1)
+    assert engines.expand_vllm(json.loads(out), 64) == [int(x) for x in g]
+    rising = tmp_path / "rising.txt"
+    rising.write_text("0.5, 0.7")
+    status, _, err = run(["schedule", "--acceptance", str(rising), "--max-batch", "64"])
+    assert status == 2 and "--acceptance" in err and "non-increasing" in err
+
+
+def test_speclib_schedule_is_exported():
+    assert speclib.schedule is schedule
+    assert "schedule" in speclib.__all__
+
+
+def test_write_step_costs_reads_back_exactly(tmp_path):
+    costs = profile(model="Llama-3-70B", seq=4096, batches=[1, 3, 17], gamma_max=4)
+    path = tmp_path / "c.csv"
+    with open(path, "w", newline="") as stream:
+        write_step_costs(stream, costs.batches, costs.gammas, costs.seconds)
+    again = StepCosts.read(path)
+    np.testing.assert_array_equal(again.seconds, costs.seconds)
+    np.testing.assert_array_equal(again.batches, costs.batches)
