@@ -153,11 +153,13 @@ def test_every_control_moves_and_redraws(visit, name):
     names = live_instances(page)
     assert name in names
     # From here on the browser has no network at all: the figures need none. (The page's own
-    # maths and fonts finish loading first: a slow MathJax would otherwise fetch them offline.)
+    # maths, fonts and the MathJax parts its menu loads later finish loading first: on a busy
+    # machine they would otherwise be fetched offline and fail.)
     page.evaluate("""async () => {
         if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
         await document.fonts.ready;
     }""")
+    page.wait_for_load_state("networkidle")
     page.context.set_offline(True)
     # The static PNG stays in the page (the no-JavaScript fallback) but is hidden.
     hidden = page.evaluate("""(name) => Array.from(document.querySelectorAll('.tag_figure-' + name + ' .cell_output'))
