@@ -22,7 +22,8 @@ The package is grouped by role; a formula flows from the bottom up:
 * :mod:`.presets`: chips, interconnects and models, as data files and one reader;
 * :mod:`.core`: the model, numerically, with checked arguments, one module
   per idea (:mod:`.core.moe`, :mod:`.core.attention`, :mod:`.core.acceptance`,
-  :mod:`.core.cost`, :mod:`.core.speculation`, :mod:`.core.parallel`); these
+  :mod:`.core.cost`, :mod:`.core.speculation`, :mod:`.core.parallel`,
+  :mod:`.core.capacity`); these
   also answer to their short names, ``speclib.moe`` and so on;
 * :mod:`.evidence`: the model checked (:mod:`.evidence.claims`, the paper's
   numbers recomputed; :mod:`.evidence.derivations`, the appendix derivations;
@@ -41,7 +42,7 @@ import importlib.util as _util
 import sys as _sys
 
 from . import presets
-from .core import acceptance, attention, cost, moe, parallel, speculation
+from .core import acceptance, attention, capacity, cost, moe, parallel, speculation
 from .core.acceptance import SurvivalCurve, expected_committed, expected_committed_from_survival
 from .core.attention import attention_intensity
 from .core.cost import marginal_cost
@@ -50,7 +51,8 @@ from .core.speculation import optimal_gamma, speedup
 
 #: Where each module known by a short name lives.
 SHORT_NAMES = {
-    **{name: f"speclib.core.{name}" for name in ("acceptance", "attention", "cost", "moe", "parallel", "speculation")},
+    **{name: f"speclib.core.{name}" for name in ("acceptance", "attention", "capacity", "cost", "moe", "parallel",
+                                                        "speculation")},
     "claims": "speclib.evidence.claims",
     "derivations": "speclib.evidence.derivations",
     "validation": "speclib.evidence.validation",
@@ -105,6 +107,7 @@ __all__ = [
     "acceptance",
     "attention",
     "attention_intensity",
+    "capacity",
     "cost",
     "expected_committed",
     "expected_committed_from_survival",
