@@ -47,6 +47,9 @@ DEFAULT_RESERVE = 0.1
 BF16_BYTES = 2.0
 #: Largest tensor-parallel group the checks accept.
 MAX_TP = 1024
+#: What max_batch returns when nothing per sequence is cached (context 0 on a
+#: model with no fixed state): every batch fits once the weights do.
+UNLIMITED = 2**62
 GB = 1e9
 
 
@@ -114,8 +117,11 @@ def max_batch(model=None, hardware=None, context=4096, tp=1, *, reserve=DEFAULT_
     m, hw = resolve(model, hardware)
     S, n, r = check_context(context), check_tp(tp), check_reserve(reserve)
     per_sequence = nf.sequence_bytes(S, *_layout_arguments(m))
-    out = np.maximum(nf.max_batch(_capacity_of(hw), r, n, weight_bytes(m), per_sequence), 0.0)
-    return int(out) if np.ndim(out) == 0 else out.astype(int)
+    with np.errstate(divide="ignore", invalid="ignore"):  # nothing cached (S = 0): no batch limit but the weights
+        out = nf.max_batch(_capacity_of(hw), r, n, weight_bytes(m), per_sequence)
+    weights_fit = weight_bytes(m) <= (1 - r) * _capacity_of(hw) * n
+    out = np.where(per_sequence > 0, np.clip(out, 0, UNLIMITED), np.where(weights_fit, UNLIMITED, 0))
+    return int(out) if np.ndim(out) == 0 else out.astype(np.int64)
 
 
 def fits(batch, context, model=None, hardware=None, tp=1, *, reserve=DEFAULT_RESERVE):
@@ -169,10 +175,12 @@ class CapacityCheck:
         """One line: fits, or how much memory it needs and the smallest TP that fits."""
         where = f"{self.tp} x {self.hardware}" if self.tp > 1 else f"one {self.hardware}"
         point = f"{self.batch:g} sequences of {self.context:g} tokens"
-        need = (f"needs {self.per_gpu_bytes / GB:,.0f} GB per GPU ({self.weight_bytes / GB:,.0f} GB of weights + "
-                f"{self.batch * self.sequence_bytes / GB:,.0f} GB of caches over {self.tp} GPU"
-                f"{'s' if self.tp > 1 else ''}), {self.usable_bytes / GB:,.0f} GB usable "
-                f"({1 - self.reserve:.0%} of {self.usable_bytes / (1 - self.reserve) / GB:,.0f} GB)")
+        total = self.weight_bytes + math.ceil(self.batch) * self.sequence_bytes
+        share = f", {self.per_gpu_bytes / GB:,.0f} GB per GPU," if self.tp > 1 else ""
+        need = (f"they need {total / GB:,.0f} GB ({self.weight_bytes / GB:,.0f} GB of weights, "
+                f"{(total - self.weight_bytes) / GB:,.0f} GB of caches){share} against "
+                f"{self.usable_bytes / GB:,.0f} GB usable per GPU ({1 - self.reserve:.0%} of "
+                f"{self.usable_bytes / (1 - self.reserve) / GB:,.0f} GB)")
         if self.fits:
             return f"memory: {point} fit on {where}: {need}; up to {self.max_batch:,} fit"
         smallest = ("no tensor-parallel size up to 1024 fits" if self.min_tp is None
