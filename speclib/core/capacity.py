@@ -79,8 +79,10 @@ def weight_bytes(model=None) -> float:
                                  g["bf16"]))
 
 
-def _layout_arguments(m) -> tuple:
-    """The constants of :func:`nf.sequence_bytes` after S, for model ``m``."""
+def layout_arguments(model) -> tuple:
+    """The arguments of the printed ``sequence_bytes`` after S, for ``model``
+    (a preset or its name): layer counts, bytes and ratios of its caches."""
+    m, _ = resolve(model, None)
     lay = m.cache_layout()
     attn = m.attention
     linear = m.linear_attention.state_bytes if m.is_hybrid else 0.0
@@ -98,7 +100,7 @@ def sequence_bytes(context, model=None):
     (caches and states; see the module notes); broadcasts."""
     m, _ = resolve(model, None)
     S = check_context(context)
-    return scalar_or_array(nf.sequence_bytes(S, *_layout_arguments(m)))
+    return scalar_or_array(nf.sequence_bytes(S, *layout_arguments(m)))
 
 
 def memory_per_gpu(batch, context, model=None, tp=1):
@@ -106,7 +108,7 @@ def memory_per_gpu(batch, context, model=None, tp=1):
     m, _ = resolve(model, None)
     B = checked_array("batch", batch, lo=0)
     S, n = check_context(context), check_tp(tp)
-    return scalar_or_array(nf.memory_per_gpu(weight_bytes(m), B, nf.sequence_bytes(S, *_layout_arguments(m)), n))
+    return scalar_or_array(nf.memory_per_gpu(weight_bytes(m), B, nf.sequence_bytes(S, *layout_arguments(m)), n))
 
 
 def max_batch(model=None, hardware=None, context=4096, tp=1, *, reserve=DEFAULT_RESERVE):
@@ -116,7 +118,7 @@ def max_batch(model=None, hardware=None, context=4096, tp=1, *, reserve=DEFAULT_
     fit. An int, or an int array broadcast over ``context`` and ``tp``."""
     m, hw = resolve(model, hardware)
     S, n, r = check_context(context), check_tp(tp), check_reserve(reserve)
-    per_sequence = nf.sequence_bytes(S, *_layout_arguments(m))
+    per_sequence = nf.sequence_bytes(S, *layout_arguments(m))
     with np.errstate(divide="ignore", invalid="ignore"):  # nothing cached (S = 0): no batch limit but the weights
         out = nf.max_batch(_capacity_of(hw), r, n, weight_bytes(m), per_sequence)
     weights_fit = weight_bytes(m) <= (1 - r) * _capacity_of(hw) * n
@@ -142,7 +144,7 @@ def min_tp(batch, context, model=None, hardware=None, *, reserve=DEFAULT_RESERVE
     m, hw = resolve(model, hardware)
     B = float(checked_array("batch", batch, lo=0))
     S, r = float(check_context(context)), check_reserve(reserve)
-    per_sequence = float(nf.sequence_bytes(S, *_layout_arguments(m)))
+    per_sequence = float(nf.sequence_bytes(S, *layout_arguments(m)))
     need = float(nf.min_gpus(math.ceil(B), per_sequence, weight_bytes(m), _capacity_of(hw), r))
     n = max(1, math.ceil(need - 1e-9))
     if powers_of_two:

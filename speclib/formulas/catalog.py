@@ -37,6 +37,10 @@ class Formula:
     args: tuple
     doc: str
 
+    def arg_names(self) -> tuple:
+        """The argument names, in order."""
+        return tuple(str(a) for a in self.args)
+
     def __post_init__(self):
         missing = {str(s) for s in self.expr.free_symbols} - {str(a) for a in self.args}
         if missing:
