@@ -168,8 +168,24 @@ def test_cost_model_refuses_whole_step_options():
     from speclib import parallel
 
     cm = parallel.expert_parallel_cost_model(G=8)
-    with pytest.raises(ValueError, match="step_time='calibrated', tp= and routing="):
-        spec.pricing(cost_model=cm, step_time="calibrated")
+    with pytest.raises(ValueError, match="tp= and routing= price the whole model's step"):
+        spec.pricing(cost_model=cm, tp=2)
+
+
+def test_a_calibrated_ledger_is_layers_times_the_layer_in_seconds_plus_overheads():
+    from speclib import parallel
+
+    cm = parallel.expert_parallel_cost_model("deepseek-v3", "H200", G=8)
+    c = cal.shipped_calibration()
+    mu, a, d = c.roofline_factor["H200"], c.fixed_s["H200"]["vLLM"], c.per_sequence_s
+    priced = spec.pricing(cost_model=cm, step_time="calibrated", c_draft=0.05)
+    B, S = np.array(16.0), np.array(8192.0)
+    seconds = mu * 61 / presets.H200.memory_bandwidth
+    assert priced.cost_model.decode(B, S) == pytest.approx(seconds * cm.decode(B, S) + a + d * 16)
+    assert priced.cost_model.verify(B, 3.0, S) == pytest.approx(seconds * cm.verify(B, 3.0, S) + a + d * 16)
+    g, s = spec.optimal_gamma(0.7, 16, 8192, 0.05, cost_model=cm, step_time="calibrated")
+    g0, s0 = spec.optimal_gamma(0.7, 16, 8192, 0.05, cost_model=cm)
+    assert s > s0
 
 
 def test_calibration_file_is_valid_json_with_its_provenance():

@@ -28,7 +28,8 @@ step is priced with it:
 * the verify step of gamma + 1 positions is one engine step: its roofline
   time scaled by ``mu``, plus ``a`` once and ``d`` once per sequence (a
   sequence's verify is charged like its decode: the data hold no verify
-  steps to say otherwise);
+  steps to say otherwise; ``per_token=True`` charges ``d`` per verified
+  position instead, the sensitivity the engine chapter tests);
 * a drafter priced by its own roofline runs inside the same engine step:
   its passes are scaled by ``mu`` and pay no ``a`` of their own (engines
   capture draft passes in the step's CUDA graph); the paper's constant
@@ -130,7 +131,8 @@ class CalibratedStepModel:
     roofline = "calibrated"
 
     def __init__(self, step_model: StepModel, hardware, *, tp: int = 1, engine: str = DEFAULT_ENGINE,
-                 calibration: Calibration = None):
+                 calibration: Calibration = None, per_token: bool = False):
+        self.per_token = bool(per_token)
         self.step_model = step_model
         self.architecture = step_model.architecture
         self.hardware = hardware
@@ -143,20 +145,20 @@ class CalibratedStepModel:
         """Roofline seconds of the whole step as this GPU's calibrated kernel time."""
         return self.factor * seconds / self.tp
 
-    def overhead(self, B):
-        """The step's fixed and per-sequence time."""
-        return self.fixed + self.per_sequence * B
+    def overhead(self, B, T=1.0):
+        """The step's fixed and per-sequence time (per position with ``per_token``)."""
+        return self.fixed + self.per_sequence * B * (T if self.per_token else 1.0)
 
     def component_times(self, B, T, S) -> dict:
         """{part: seconds}: the roofline components scaled, then the overheads."""
         parts = {name: self.scaled(t) for name, t in self.step_model.component_times(B, T, S).items()}
         parts["fixed per step"] = self.fixed + 0.0 * B
-        parts["per sequence"] = self.per_sequence * B
+        parts["per position" if self.per_token else "per sequence"] = self.overhead(B, T) - self.fixed
         return parts
 
     def time(self, B, T, S):
         """Seconds of the step."""
-        return self.scaled(self.step_model.time(B, T, S)) + self.overhead(B)
+        return self.scaled(self.step_model.time(B, T, S)) + self.overhead(B, T)
 
 
 class ScaledDrafter:
@@ -192,3 +194,33 @@ class TensorParallelStep:
 
     def time(self, B, T, S):
         return self.step_model.time(B, T, S) / self.tp
+
+
+class CalibratedLedger:
+    """A per-layer ledger (:class:`speclib.cost.CostModel` or the expert-
+    parallel one, in HBM byte-equivalents per GPU) calibrated as a whole
+    step: the layer's cost times the model's layers over the chip's
+    bandwidth, scaled by ``mu``, plus ``a`` and ``d`` per sequence on the GPU.
+    The paper's ledger stands for every layer; so does this."""
+
+    def __init__(self, cost_model, *, engine: str = DEFAULT_ENGINE, calibration: Calibration = None,
+                 per_token: bool = False):
+        self.per_token = bool(per_token)
+        self.cost_model = cost_model
+        self.hardware = cost_model.hardware
+        layers = getattr(cost_model.model, "n_layers", None)
+        if layers is None:
+            raise ValueError(f"step_time='calibrated' needs the layer count of {cost_model.model.name} to price a "
+                             "whole step from the per-layer ledger")
+        self.layers = float(layers)
+        self.engine = checked_choice("engine", engine, ENGINES)
+        self.calibration = calibration or shipped_calibration()
+        self.factor, self.fixed, self.per_sequence = self.calibration.constants(self.hardware, self.engine)
+        self._seconds = self.factor * self.layers / self.hardware.memory_bandwidth
+
+    def decode(self, batch, context):
+        return self._seconds * self.cost_model.decode(batch, context) + self.fixed + self.per_sequence * batch
+
+    def verify(self, batch, width, context):
+        per = self.per_sequence * batch * (width if self.per_token else 1.0)
+        return self._seconds * self.cost_model.verify(batch, width, context) + self.fixed + per

@@ -118,7 +118,10 @@ def pricing(model=None, hardware=None, *, c_draft=None, drafter=None, roofline: 
     ledger prices ratios, which ``tp`` leaves unchanged; the whole step in
     seconds divides by it; the calibrated step adds its fixed costs once).
     ``routing``: a measured expert popularity in place of uniform routing
-    (the whole step; see :func:`speclib.moe.experts_activated`).
+    (the whole step; see :func:`speclib.moe.experts_activated`). With
+    ``cost_model`` (e.g. an expert-parallel ledger), ``step_time="calibrated"``
+    prices the ledger's layer times the model's layers in seconds, plus the
+    calibrated per-step costs (:class:`speclib.core.calibrated.CalibratedLedger`).
     """
     roofline = _step.check_roofline(roofline)
     step_time = _cal.check_step_time(step_time)
@@ -132,9 +135,11 @@ def pricing(model=None, hardware=None, *, c_draft=None, drafter=None, roofline: 
         if drafter is not None or roofline != "per-component":
             raise ValueError("cost_model prices the paper's per-layer ledger; drafter= and roofline='aggregate' "
                              "price the whole model's step")
-        if step_time != "roofline" or routing is not None or tp != 1:
-            raise ValueError("cost_model prices the paper's per-layer ledger; step_time='calibrated', tp= and "
-                             "routing= price the whole model's step")
+        if routing is not None or tp != 1:
+            raise ValueError("cost_model prices the paper's per-layer ledger on one GPU; tp= and routing= price the "
+                             "whole model's step")
+        if step_time == "calibrated":  # the ledger as a whole step in seconds, plus the per-step costs
+            cost_model = _cal.CalibratedLedger(cost_model, engine=engine)
         return LedgerPricing(cost_model, _draft.resolve_drafter(None, c_draft, None))
     m, hw = resolve(model, hardware)
     whole_step = drafter is not None or roofline != "per-component" or m.is_hybrid or step_time != "roofline" \
