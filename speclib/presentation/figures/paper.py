@@ -628,7 +628,8 @@ class OptimalGammaPlot(Plot):
             self.memory_band.set_transform(ax.get_xaxis_transform())
             self.memory_text = ax.text(np.sqrt(lo * B[-1]), 0.62, f"does not fit:\nB > {self.max_batch:,}",
                                        transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=9,
-                                       color=COLORS["memory"], gid="memory_label")
+                                       color="#444444", gid="memory_label",
+                                       bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1.5))
             handles.append(self.memory_band)
         self._title(ax, f"Optimal draft length: {self.model.name} on {self.hardware.name}\n"
                         f"S = {S:,.0f}, \u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step")
