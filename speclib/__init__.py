@@ -4,14 +4,19 @@
 Public API (all broadcast over numpy arrays; ``model=`` and ``hardware=``
 default to DeepSeek-V4-Flash on one B200, as in the paper)::
 
-    experts_activated(B, k, E)
+    experts_activated(B, k, E, routing=None)
     expected_committed(alpha, gamma)
     expected_committed_from_survival(survival, gamma)
     attention_intensity(T, S, model=None, variant=None)
     marginal_cost(B, S, c_draft, model=None, hardware=None)
     speedup(alpha, gamma, B, S, c_draft, model=None, hardware=None)
     optimal_gamma(alpha, B, S, c_draft, model=None, hardware=None, gamma_max=64)
+    capacity.max_batch(model, hardware, context, tp=1)
     presets.hardware(name), presets.model(name), presets.from_hf_config(path)
+
+``speedup`` and ``optimal_gamma`` (and :func:`speclib.speculation.pricing`)
+also take ``step_time="roofline" | "calibrated"``, ``tp``, ``engine`` and
+``routing`` (see :mod:`.core.calibrated`).
 
 ``alpha`` may also be a :class:`SurvivalCurve` (depth-dependent acceptance).
 

@@ -16,7 +16,7 @@ BIB = (Path(__file__).resolve().parents[1] / "references.bib").read_text(encodin
 
 def test_every_run_cites_a_bibliography_entry_and_a_url():
     runs = engines.load_runs()
-    assert len(runs) == 6
+    assert len(runs) == 7
     for r in runs:
         assert re.search(rf"@\w+{{{r.source},", BIB), r.source
         assert r.url.startswith("https://") and r.assumed
@@ -86,7 +86,7 @@ def test_only_per_position_overheads_shorten_the_best_draft_with_batch():
 
 def test_comparison_has_one_point_per_measured_speedup():
     points = engines.comparison()
-    assert len(points) == 7
+    assert len(points) == 10
     unknown = [p for p in points if np.isnan(p.batch)]
     assert all(isinstance(p.roofline, tuple) for p in unknown)
 
@@ -98,3 +98,11 @@ def test_bad_input_names_the_parameter():
         engines.alpha_from_accept_length(3.5, 2)
     with pytest.raises(ValueError, match="^how must be one of"):
         engines.speedup(engines.run("lmsys-large"), "measured")
+
+
+def test_v4_pro_on_mi355x_loses_at_32_where_every_pricing_predicts_a_gain():
+    r = engines.run("vllm-v4pro-mi355x")
+    assert r.measured["speedup"][2] < 1
+    for how in ("roofline", "calibrated", "per_token"):
+        assert engines.speedup(r, how, 32) > 1
+    assert engines.speedup(r, "roofline", 8) < 1 < r.measured["speedup"][1]

@@ -68,7 +68,7 @@ def test_skew_effects_and_engine_figures_draw():
 
 def test_engine_rows_format_ranges():
     rows = realism.engine_rows()
-    assert len(rows) == 7 and any("\u2013" in row[3] for row in rows)
+    assert len(rows) == 10 and any("\u2013" in row[3] for row in rows)
 
 
 def test_step_time_gamma_plot_and_widget():
