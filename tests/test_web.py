@@ -32,8 +32,12 @@ RANGES = {
     "W": (1e6, 2e8), "W_E": (1e6, 5e7), "b_w": (0.5, 2), "b": (0.5, 2), "R": (100, 2500),
     "k": (1, 16), "E": (32, 512), "n_s": (0, 2), "m_c": (100, 1000), "m_q": (0, 1e5), "f": (1e4, 3e5),
     "alpha": (0.01, 0.99), "gamma": (0, 64), "N": (1, 65), "C_0": (1e6, 1e10), "C_v": (1e6, 1e11), "c": (0, 0.5),
+    # capacity: layer counts, cache bytes and ratios, HBM and weights
+    "L_f": (0, 128), "L_l": (0, 64), "sigma": (1e4, 2e6), "L_csa": (0, 64), "c_csa": (1, 16), "m_i": (1, 512),
+    "L_hca": (0, 64), "c_hca": (8, 256), "L_w": (0, 128), "W_win": (1, 4096), "C": (8e10, 3e11), "r": (0.01, 0.5),
+    "n": (1, 64), "m": (1e5, 1e9),
 }
-INTEGER = {"k", "E", "n_s", "gamma", "q"}
+INTEGER = {"k", "E", "n_s", "gamma", "q", "L_f", "L_l", "L_csa", "L_hca", "L_w", "n"}
 
 
 def sample_arguments(formula, rng, n):
