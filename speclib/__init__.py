@@ -4,7 +4,7 @@
 Public API (all broadcast over numpy arrays; ``model=`` and ``hardware=``
 default to DeepSeek-V4-Flash on one B200, as in the paper)::
 
-    experts_activated(B, k, E)
+    experts_activated(B, k, E, routing=None)
     expected_committed(alpha, gamma)
     expected_committed_from_survival(survival, gamma)
     attention_intensity(T, S, model=None, variant=None)
@@ -12,7 +12,12 @@ default to DeepSeek-V4-Flash on one B200, as in the paper)::
     speedup(alpha, gamma, B, S, c_draft, model=None, hardware=None)
     optimal_gamma(alpha, B, S, c_draft, model=None, hardware=None, gamma_max=64)
     schedule(model, hardware, seq, alpha=..., max_batch=N)   gamma* per batch size, as engines read it
+    capacity.max_batch(model, hardware, context, tp=1)
     presets.hardware(name), presets.model(name), presets.from_hf_config(path)
+
+``speedup`` and ``optimal_gamma`` (and :func:`speclib.speculation.pricing`)
+also take ``step_time="roofline" | "calibrated"``, ``tp``, ``engine`` and
+``routing`` (see :mod:`.core.calibrated`).
 
 ``alpha`` may also be a :class:`SurvivalCurve` (depth-dependent acceptance).
 
@@ -23,7 +28,8 @@ The package is grouped by role; a formula flows from the bottom up:
 * :mod:`.presets`: chips, interconnects and models, as data files and one reader;
 * :mod:`.core`: the model, numerically, with checked arguments, one module
   per idea (:mod:`.core.moe`, :mod:`.core.attention`, :mod:`.core.acceptance`,
-  :mod:`.core.cost`, :mod:`.core.speculation`, :mod:`.core.parallel`); these
+  :mod:`.core.cost`, :mod:`.core.speculation`, :mod:`.core.parallel`,
+  :mod:`.core.capacity`); these
   also answer to their short names, ``speclib.moe`` and so on;
 * :mod:`.evidence`: the model checked (:mod:`.evidence.claims`, the paper's
   numbers recomputed; :mod:`.evidence.derivations`, the appendix derivations;
@@ -43,7 +49,7 @@ import importlib.util as _util
 import sys as _sys
 
 from . import presets
-from .core import acceptance, attention, cost, moe, parallel, speculation
+from .core import acceptance, attention, capacity, cost, moe, parallel, speculation
 from .core.acceptance import SurvivalCurve, expected_committed, expected_committed_from_survival
 from .core.attention import attention_intensity
 from .core.cost import marginal_cost
@@ -52,7 +58,8 @@ from .core.speculation import optimal_gamma, speedup
 
 #: Where each module known by a short name lives.
 SHORT_NAMES = {
-    **{name: f"speclib.core.{name}" for name in ("acceptance", "attention", "cost", "moe", "parallel", "speculation")},
+    **{name: f"speclib.core.{name}" for name in ("acceptance", "attention", "capacity", "cost", "moe", "parallel",
+                                                        "speculation")},
     "claims": "speclib.evidence.claims",
     "derivations": "speclib.evidence.derivations",
     "validation": "speclib.evidence.validation",
@@ -112,6 +119,7 @@ __all__ = [
     "acceptance",
     "attention",
     "attention_intensity",
+    "capacity",
     "cost",
     "expected_committed",
     "expected_committed_from_survival",

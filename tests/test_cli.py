@@ -81,7 +81,7 @@ def test_sweep_csv_reads_back_to_optimal_gamma(capsys):
     )
     assert code == 0 and err == ""
     table = read_csv(out)
-    assert list(table) == list(cli.SWEEP_COLUMNS)
+    assert list(table) == list(cli.SWEEP_COLUMNS + cli.CAPACITY_COLUMNS)  # new columns are appended
     assert len(table["batch"]) == 4 * 3 * 3 * 2
     B, S, A, C = (np.array(table[k], dtype=float) for k in ("batch", "seq", "alpha", "draft_cost"))
     gamma_star, speedup = speclib.optimal_gamma(A, B, S, C)
@@ -109,7 +109,7 @@ def test_sweep_over_models_and_chips(capsys):
 def test_sweep_table_is_aligned(capsys):
     code, out, _ = run(capsys, "sweep", "--batch", "1,30000", "--seq", "512", "--alpha", "0.5,0.99", "--format", "table")
     lines = out.splitlines()
-    assert code == 0 and lines[0].split() == list(cli.SWEEP_COLUMNS)
+    assert code == 0 and lines[0].split() == list(cli.SWEEP_COLUMNS + cli.CAPACITY_COLUMNS)
     assert len(lines) == 1 + 4
     assert len({len(line) for line in lines}) == 1  # right-aligned last column: equal widths
 
@@ -118,7 +118,7 @@ def test_sweep_writes_to_a_file(capsys, tmp_path):
     target = tmp_path / "out.csv"
     code, out, _ = run(capsys, "sweep", "--batch", "4", "--seq", "100", "--alpha", "0.7", "--output", str(target))
     assert code == 0 and out == ""
-    assert target.read_text().splitlines()[0] == ",".join(cli.SWEEP_COLUMNS)
+    assert target.read_text().splitlines()[0] == ",".join(cli.SWEEP_COLUMNS + cli.CAPACITY_COLUMNS)
 
 
 @pytest.mark.parametrize(
@@ -199,6 +199,17 @@ BAD = [
     (["gamma", "--batch", "8", "--seq", "512", "--drafter", "mtp", "--roofline", "max"], "--roofline", "aggregate"),
     (["gamma", "--batch", "8", "--seq", "512", "--drafter", "mtp,dflash"], "--drafter", "one drafter"),
     (["sweep", "--batch", "8", "--seq", "512"], "--alpha", "required"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--tp", "0"], "--tp", "[1, 1024]"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--tp", "two"], "--tp", "[1, 1024]"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--reserve", "1"], "--reserve", "[0, 1)"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--step-time", "measured"], "--step-time", "calibrated"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--step-time", "calibrated", "--hardware", "gb300"],
+     "GB300", "no calibrated step time"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--step-time", "calibrated", "--hardware", "mi300x",
+      "--engine", "TRT"], "TRT", "not measured on MI300X"),
+    (["sweep", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--tp", "2000"], "--tp", "[1, 1024]"),
+    (["sweep", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--step-time", "calibrated", "--hardware", "gb300"],
+     "GB300", "no calibrated step time"),
     ([], "gamma,sweep,presets", "required"),
     (["frobnicate"], "gamma", "invalid choice"),
 ]
@@ -263,7 +274,7 @@ def test_sweep_with_drafters_adds_their_columns(capsys):
                        "--seq", "512", "--roofline", "aggregate")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert list(rows[0]) == [*cli.SWEEP_COLUMNS, "drafter", "roofline"]
+    assert list(rows[0])[:len(cli.SWEEP_COLUMNS) + 2] == [*cli.SWEEP_COLUMNS, "drafter", "roofline"]
     assert len(rows) == 6 and {r["alpha"] for r in rows} == {"measured"} and {r["draft_cost"] for r in rows} == {""}
     for r in rows:
         expected = speclib.optimal_gamma(None, float(r["batch"]), 512, model="Qwen3.6-35B-A3B", drafter=r["drafter"],
@@ -273,7 +284,7 @@ def test_sweep_with_drafters_adds_their_columns(capsys):
 
 def test_sweep_without_drafters_keeps_its_columns(capsys):
     code, out, _ = run(capsys, "sweep", "--batch", "8", "--seq", "512", "--alpha", "0.7")
-    assert code == 0 and out.splitlines()[0] == ",".join(cli.SWEEP_COLUMNS)
+    assert code == 0 and out.splitlines()[0].startswith(",".join(cli.SWEEP_COLUMNS) + ",fits")
 
 
 # --- help ------------------------------------------------------------------------------------------
@@ -316,3 +327,44 @@ def test_python_dash_m_speclib_bad_input_exits_2_without_traceback():
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1 and "--batch" in result.stderr and "Traceback" not in result.stderr
+
+
+# --- memory, calibrated step time --------------------------------------------------------------
+def test_gamma_at_a_batch_that_cannot_fit_says_so_in_one_line_and_still_answers(capsys):
+    code, out, err = run(capsys, "gamma", "--batch", "30000", "--seq", "4096", "--alpha", "0.75")
+    assert code == 0 and err == ""
+    memory = [line for line in out.splitlines() if "memory:" in line]
+    assert len(memory) == 1
+    assert "do not fit on one B200" in memory[0] and "smallest tensor-parallel size that fits is 8" in memory[0]
+    assert "gamma*" in out  # the per-layer answer stands
+    code, out, _ = run(capsys, "gamma", "--batch", "30000", "--seq", "4096", "--alpha", "0.75", "--tp", "8")
+    assert "memory:" not in out
+
+
+def test_gamma_json_reports_the_memory_check(capsys):
+    _, out, _ = run(capsys, "gamma", "--batch", "64", "--seq", "4096", "--alpha", "0.75", "--json")
+    memory = json.loads(out)["memory"]
+    assert memory["fits"] and memory["max_batch"] == speclib.capacity.max_batch(None, None, 4096)
+
+
+def test_gamma_calibrated_step_time_matches_the_library(capsys):
+    _, out, _ = run(capsys, "gamma", "--model", "deepseek-v3", "--hardware", "h200", "--tp", "8", "--batch", "16",
+                    "--seq", "8192", "--alpha", "0.8", "--step-time", "calibrated", "--json")
+    record = json.loads(out)
+    g, s = speclib.optimal_gamma(0.8, 16, 8192, 0.1, "deepseek-v3", "h200", step_time="calibrated", tp=8)
+    assert (record["gamma_star"], record["speedup"]) == (g, s)
+    assert record["step_time"] == "calibrated" and record["tp"] == 8
+
+
+def test_sweep_fits_column_and_calibrated_step_time(capsys):
+    _, out, _ = run(capsys, "sweep", "--batch", "1,64,1000", "--seq", "1024,32768", "--alpha", "0.75",
+                    "--step-time", "calibrated", "--tp", "2")
+    table = read_csv(out)
+    assert list(table)[-4:] == ["step_time", "tp", "fits", "max_batch"]
+    assert list(table)[:8] == list(cli.SWEEP_COLUMNS)
+    B, S = np.array(table["batch"], dtype=float), np.array(table["seq"], dtype=float)
+    limit = speclib.capacity.max_batch(None, None, S, 2)
+    assert table["max_batch"] == [str(x) for x in limit]
+    assert table["fits"] == [str(b <= m).lower() for b, m in zip(B, limit)]
+    g, _ = speclib.optimal_gamma(0.75, B, S, 0.1, step_time="calibrated", tp=2)
+    np.testing.assert_array_equal(np.array(table["gamma_star"], dtype=int), g)

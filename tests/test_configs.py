@@ -48,6 +48,9 @@ def test_v4_flash_preset_is_the_papers_architecture_field_by_field():
         ffn=presets.MoEFFN(n_routed=256, top_k=6, n_shared=1, expert_width=2048, weight_bytes=0.53, precision="fp4"),
         proj_weight_bytes=1.0, proj_precision="fp8", attention_precision="bf16", n_layers=43, vocab_size=129280,
         aliases=("deepseek-v4-flash", "v4-flash"),
+        # Two sliding-window-only layers, then CSA and HCA alternating; the
+        # 44th entry is the MTP layer's placeholder.
+        compress_ratios=(0, 0) + (4, 128) * 20 + (4, 0), sliding_window=128,
     )
     preset = presets.DEEPSEEK_V4_FLASH
     assert dataclasses.replace(paper, source=preset.source) == preset

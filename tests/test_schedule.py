@@ -28,6 +28,10 @@ from speclib.tools.schedule import (
 )
 
 DSV4 = dict(model="DeepSeek-V4-Flash", hardware="B200", seq=4096, alpha=0.75, c_draft=0.1)
+#: The model's properties (the gutter, the large-batch zero, a dense model's
+#: monotone table) hold at batches past what one GPU's memory holds; these
+#: fixtures switch the memory check off (reserve=None) to test them there.
+NO_MEMORY_CAP = dict(reserve=None)
 
 
 def run(argv):
@@ -47,18 +51,18 @@ def optimal(n, **kw):
 
 @pytest.fixture(scope="module")
 def dsv4():
-    return schedule(**DSV4, max_batch=4096)
+    return schedule(**DSV4, max_batch=4096, **NO_MEMORY_CAP)
 
 
 @pytest.fixture(scope="module")
 def llama():
-    return schedule(model="Llama-3-70B", hardware="B200", seq=4096, alpha=0.8, max_batch=2048)
+    return schedule(model="Llama-3-70B", hardware="B200", seq=4096, alpha=0.8, max_batch=2048, **NO_MEMORY_CAP)
 
 
 @pytest.fixture(scope="module")
 def qwen_mtp():
     return schedule(model="Qwen3.6-35B-A3B", hardware="B200", seq=512, drafter="qwen3.6-mtp",
-                    roofline="aggregate", max_batch=2048)
+                    roofline="aggregate", max_batch=2048, **NO_MEMORY_CAP)
 
 
 # --- the per-batch optimum is optimal_gamma's -------------------------------------------
@@ -78,7 +82,7 @@ def test_dense_table_is_monotone(llama):
 
 def test_deepseek_shows_the_gutter():
     """gamma* = 0 between ranges that speculate: the expert tax at small batch."""
-    sched = schedule(**DSV4, max_batch=30000)
+    sched = schedule(**DSV4, max_batch=30000, **NO_MEMORY_CAP)
     ks = [r.k for r in sched.ranges]
     inner_zero = [i for i, k in enumerate(ks) if k == 0 and 0 < i < len(ks) - 1]
     assert inner_zero, ks
@@ -88,6 +92,41 @@ def test_deepseek_shows_the_gutter():
     config = json.loads(render(sched, "vllm"))
     table = config["num_speculative_tokens_per_batch_size"]
     assert any(k == 0 for _, _, k in table[1:-1])
+
+
+# --- the memory check (issue 14) ------------------------------------------------------------
+def test_the_table_stops_where_memory_does():
+    fit = speclib.capacity.max_batch("DeepSeek-V4-Flash", "B200", 4096)
+    capped = schedule(**DSV4, max_batch=4096)
+    assert capped.max_batch == fit < 4096 and f"capped at batch {fit:,}" in capped.memory
+    assert list(capped.gamma_star) == optimal(fit, **DSV4)
+    wider = schedule(**DSV4, max_batch=4096, tp=8)
+    assert wider.max_batch == min(4096, speclib.capacity.max_batch("DeepSeek-V4-Flash", "B200", 4096, tp=8))
+    status, out, _ = run(["schedule", "--model", "deepseek-v4-flash", "--seq", "4096", "--alpha", "0.75",
+                          "--max-batch", "4096", "--engine", "vllm"])
+    assert status == 0 and json.loads(out)["num_speculative_tokens_per_batch_size"][-1][1] == fit
+
+
+def test_weights_that_do_not_fit_name_the_tensor_parallel_size_that_does():
+    need = speclib.capacity.min_tp(1, 4096, "DeepSeek-V4-Pro", "H100")
+    with pytest.raises(ValueError, match=rf"^tp must be at least {need}: DeepSeek-V4-Pro's weights do not fit on one H100"):
+        schedule(model="DeepSeek-V4-Pro", hardware="H100", seq=4096, alpha=0.75, max_batch=64)
+    status, _, err = run(["schedule", "--model", "deepseek-v4-pro", "--hardware", "h100", "--seq", "4096",
+                          "--alpha", "0.75", "--max-batch", "64"])
+    assert status == 2 and err.count("\n") == 1 and "--tp" in err and str(need) in err
+
+
+def test_a_calibrated_schedule_prices_every_step_with_the_calibrated_time():
+    kw = dict(model="Qwen3.6-35B-A3B", hardware="B200", seq=512, drafter="qwen3.6-mtp", **NO_MEMORY_CAP)
+    calibrated = schedule(**kw, max_batch=256, step_time="calibrated", engine="TRT")
+    g, _ = speclib.optimal_gamma(None, np.arange(1, 257), 512, model="Qwen3.6-35B-A3B", hardware="B200",
+                                 drafter="qwen3.6-mtp", step_time="calibrated", engine="TRT")
+    assert list(calibrated.gamma_star) == [int(x) for x in g]
+    assert "calibrated step time (TRT" in calibrated.source
+    # the output engine picks the calibration: TensorRT-LLM's measured per-step costs for trtllm
+    status, out, _ = run(["schedule", "--model", "qwen3.6-35b-a3b", "--drafter", "mtp", "--seq", "512",
+                          "--max-batch", "256", "--engine", "trtllm", "--step-time", "calibrated"])
+    assert status == 0 and "calibrated step time (TRT" in out
 
 
 # --- every emitted config parses back and expands to gamma* ------------------------------
@@ -458,3 +497,13 @@ def test_write_step_costs_reads_back_exactly(tmp_path):
     again = StepCosts.read(path)
     np.testing.assert_array_equal(again.seconds, costs.seconds)
     np.testing.assert_array_equal(again.batches, costs.batches)
+
+
+@pytest.mark.parametrize("kw", [dict(model="Llama-3-70B"),
+                                dict(model="Qwen3.6-35B-A3B", drafter="qwen3.6-mtp", roofline="aggregate")])
+def test_profiled_seconds_split_over_tensor_parallel_gpus(kw):
+    """Both pricings (the paper's ledger and the whole step) time a step on
+    tp GPUs at 1/tp of one GPU's roofline time."""
+    one = profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, **kw)
+    eight = profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, tp=8, **kw)
+    np.testing.assert_allclose(eight.seconds, one.seconds / 8, rtol=1e-12)

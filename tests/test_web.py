@@ -39,8 +39,12 @@ RANGES = {
     "P_DF": (1e8, 2e9), "D": (1, 32), "C_gamma": (1e-4, 1e-1), "n_k": (1, 64), "n_v": (1, 64), "d_k": (64, 256),
     "d_v": (64, 256), "K_conv": (2, 8), "b_s": (1, 4), "n_kv": (1, 16), "d_h": (64, 256), "b_kv": (1, 2),
     "d": (1, 16), "X": (1e2, 1e6), "tau": (1e-4, 1e-1),
+    # capacity: layer counts, cache bytes and ratios, HBM and weights
+    "L_f": (0, 128), "L_csa": (0, 64), "c_csa": (1, 16), "m_i": (1, 512),
+    "L_hca": (0, 64), "c_hca": (8, 256), "L_w": (0, 128), "W_win": (1, 4096), "C": (8e10, 3e11), "r": (0.01, 0.5),
+    "n": (1, 64), "m": (1e5, 1e9),
 }
-INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d"}
+INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d", "L_f", "L_csa", "L_hca", "L_w", "n"}
 
 
 def sample_arguments(formula, rng, n):

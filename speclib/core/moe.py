@@ -4,9 +4,12 @@ The closed forms are in :mod:`speclib.formulas.moe`.
 """
 from __future__ import annotations
 
+import json
+from importlib import resources
+
 import numpy as np
 
-from .._checks import checked_array, scalar_or_array
+from .._checks import checked_array, checked_int, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
 from ._symbolic import twin_lookup
@@ -22,17 +25,105 @@ def _check_experts(k_value, E_value):
     return k_arr, E_arr
 
 
-def experts_activated(B, k, E):
+def experts_activated(B, k, E, routing=None):
     """Expected number of distinct routed experts touched by ``B`` tokens,
-    each picking ``k`` distinct experts of ``E`` uniformly at random.
+    each picking ``k`` distinct experts of ``E``: uniformly at random
+    (``routing=None``, the paper's coupon count E(1 - (1 - k/E)^B)), or with
+    a measured popularity ``routing``, a vector of E shares p_i summing to 1
+    (within 1e-3; rescaled to exactly 1), expert i then picked with
+    probability k p_i per token: sum_i [1 - (1 - k p_i)^B]
+    (:data:`speclib.formulas.moe.experts_activated_skewed_expr`).
 
     ``B`` may be any positive real (a fractional batch is the smooth
-    interpolation the roofline uses); arrays broadcast.
+    interpolation the roofline uses); arrays broadcast (with ``routing``,
+    ``k`` and ``E`` are single integers).
     """
     B_arr = checked_array("B", B, lo=0, lo_open=True)
+    if routing is not None:
+        k_value = checked_int("k", k, lo=1)
+        E_value = checked_int("E", E, lo=1)
+        if k_value > E_value:
+            raise ValueError("k must be in [1, E] (experts picked per token cannot exceed experts available)")
+        shares = check_routing(routing, E_value, k_value)
+        return scalar_or_array(skewed_count(B_arr, k_value * shares))
     k_arr, E_arr = _check_experts(k, E)
     with np.errstate(divide="ignore"):  # k == E: log1p(-1) = -inf, see speclib.formulas.moe.numeric_form
         return scalar_or_array(nf.experts_activated(B_arr, k_arr, E_arr))
+
+
+#: How far a popularity vector's sum may stray from 1.
+ROUTING_SUM_TOLERANCE = 1e-3
+
+
+def check_routing(routing, E, k) -> np.ndarray:
+    """A routing popularity as a checked vector of E shares summing to 1:
+    non-negative, finite, of length E, summing to 1 within
+    :data:`ROUTING_SUM_TOLERANCE` (then rescaled to exactly 1), and with no
+    expert picked with probability k p_i above 1. Raises ValueError naming
+    ``routing`` otherwise."""
+    try:
+        shares = np.asarray(routing, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"routing must be a vector of {E} expert shares summing to 1; got {routing!r}") from None
+    if shares.ndim != 1 or shares.size != E:
+        raise ValueError(f"routing must be a vector of {E} expert shares (one per routed expert) summing to 1; "
+                         f"got shape {shares.shape}")
+    if not np.all(np.isfinite(shares)):
+        raise ValueError("routing must hold finite shares; got a NaN or infinite value")
+    if np.any(shares < 0):
+        raise ValueError(f"routing shares must be non-negative; got {shares.min():g}")
+    total = float(shares.sum())
+    if abs(total - 1.0) > ROUTING_SUM_TOLERANCE:
+        raise ValueError(f"routing shares must sum to 1 (within {ROUTING_SUM_TOLERANCE:g}); got {total:.6g}")
+    shares = shares / total
+    if k * shares.max() > 1.0 + 1e-12:
+        raise ValueError(f"routing: with k = {k} picks per token no share may exceed 1/k = {1 / k:.4g} (a token "
+                         f"picks each expert at most once); got {shares.max():.4g}")
+    return shares
+
+
+def skewed_count(tokens, hit) -> np.ndarray:
+    """sum_i [1 - (1 - hit_i)^tokens] for checked ``tokens`` (any shape) and
+    per-expert pick probabilities ``hit`` (a vector): each distinct token
+    count is evaluated once, so a grid of batches x draft lengths stays cheap."""
+    tokens = np.asarray(tokens, dtype=float)
+    values, inverse = np.unique(tokens, return_inverse=True)
+    hit = np.minimum(hit, 1.0)[None, :]
+    counts = np.zeros(values.shape)
+    for start in range(0, values.size, 4096):
+        chunk = values[start:start + 4096, None]
+        with np.errstate(divide="ignore"):  # hit == 1: log1p(-1) = -inf and expm1(-inf) = -1, the right limit
+            counts[start:start + 4096] = nf.expert_hit_probability(chunk, hit).sum(axis=-1)
+    return counts[inverse].reshape(tokens.shape)
+
+
+def measured_popularity(name="Qwen3.6-35B-A3B") -> np.ndarray:
+    """The measured routing popularity shipped with speclib
+    (``data/followup/expert_popularity.json``: Qwen3.6-35B-A3B's share of
+    routed token-slots per expert, ranked, averaged over its 40 MoE layers,
+    from F. Finn's "Adaptive speculative decoding" data), as shares summing
+    to 1."""
+    data = _followup("expert_popularity.json")
+    if str(name).strip().lower() != data["model"].lower():
+        raise ValueError(f"routing popularity is measured for {data['model']!r} only; got {name!r}")
+    shares = np.asarray(data["share_percent"], dtype=float) / 100.0
+    return check_routing(shares, shares.size, 1)
+
+
+def measured_width_depth() -> dict:
+    """The measured distinct experts per MoE layer when one verify holds N
+    positions (``data/followup/width_vs_depth.json``): ``N``, ``width`` (N
+    independent sequences), ``depth`` (N positions of one sequence) and the
+    uniform coupon count, as arrays."""
+    data = _followup("width_vs_depth.json")
+    return {"model": data["model"], "N": np.asarray(data["N"], dtype=float),
+            "width": np.asarray(data["width_N_independent_sequences"], dtype=float),
+            "depth": np.asarray(data["depth_one_sequence_N_positions"], dtype=float),
+            "uniform": np.asarray(data["uniform_coupon_collector"], dtype=float)}
+
+
+def _followup(filename: str) -> dict:
+    return json.loads(resources.files("speclib").joinpath("data", "followup", filename).read_text(encoding="utf-8"))
 
 
 def experts_activated_rate(B, k, E):

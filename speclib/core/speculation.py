@@ -29,6 +29,8 @@ from .._checks import checked_int, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
 from . import acceptance as _acc
+from . import calibrated as _cal
+from . import capacity as _capacity
 from . import cost as _cost
 from . import drafters as _draft
 from . import step as _step
@@ -102,11 +104,28 @@ class StepPricing:
 
 
 def pricing(model=None, hardware=None, *, c_draft=None, drafter=None, roofline: str = "per-component",
-            query_bytes: bool = False, cost_model=None):
+            query_bytes: bool = False, cost_model=None, step_time: str = "roofline", tp: int = 1,
+            engine: str = _cal.DEFAULT_ENGINE, routing=None):
     """How a speculative step of ``model`` on ``hardware`` is priced (see the
     module notes): a :class:`LedgerPricing` (the paper's) or a
-    :class:`StepPricing` (the whole step, with ``drafter``)."""
+    :class:`StepPricing` (the whole step, with ``drafter``).
+
+    ``step_time``: ``"roofline"`` (the lower bound, default) or
+    ``"calibrated"``, which prices every step, verify and drafter included,
+    with the roofline calibrated on measured decoding
+    (:mod:`speclib.core.calibrated`; the whole step in seconds, served by
+    ``engine``). ``tp``: GPUs the model is split over, evenly (the paper's
+    ledger prices ratios, which ``tp`` leaves unchanged; the whole step in
+    seconds divides by it; the calibrated step adds its fixed costs once).
+    ``routing``: a measured expert popularity in place of uniform routing
+    (the whole step; see :func:`speclib.moe.experts_activated`). With
+    ``cost_model`` (e.g. an expert-parallel ledger), ``step_time="calibrated"``
+    prices the ledger's layer times the model's layers in seconds, plus the
+    calibrated per-step costs (:class:`speclib.core.calibrated.CalibratedLedger`).
+    """
     roofline = _step.check_roofline(roofline)
+    step_time = _cal.check_step_time(step_time)
+    tp = checked_int("tp", tp, lo=1, hi=_capacity.MAX_TP)
     if cost_model is not None:
         if model is not None or hardware is not None:
             raise ValueError("give either cost_model or model/hardware, not both (cost_model already fixes the model "
@@ -116,15 +135,29 @@ def pricing(model=None, hardware=None, *, c_draft=None, drafter=None, roofline: 
         if drafter is not None or roofline != "per-component":
             raise ValueError("cost_model prices the paper's per-layer ledger; drafter= and roofline='aggregate' "
                              "price the whole model's step")
+        if routing is not None or tp != 1:
+            raise ValueError("cost_model prices the paper's per-layer ledger on one GPU; tp= and routing= price the "
+                             "whole model's step")
+        if step_time == "calibrated":  # the ledger as a whole step in seconds, plus the per-step costs
+            cost_model = _cal.CalibratedLedger(cost_model, engine=engine)
         return LedgerPricing(cost_model, _draft.resolve_drafter(None, c_draft, None))
     m, hw = resolve(model, hardware)
-    if drafter is None and roofline == "per-component" and not m.is_hybrid:
+    whole_step = drafter is not None or roofline != "per-component" or m.is_hybrid or step_time != "roofline" \
+        or routing is not None
+    if not whole_step:
         return LedgerPricing(_cost.cost_model(m, hw, query_bytes), _draft.resolve_drafter(None, c_draft, hw))
     if query_bytes:
         raise ValueError("query_bytes is an option of the paper's per-layer ledger; the whole-model step leaves "
                          "the query bytes out, as the sequel does")
-    return StepPricing(_step.step_model(m, hw, roofline=roofline),
-                       _draft.resolve_drafter(drafter, c_draft, hw, roofline=roofline))
+    base = _step.step_model(m, hw, roofline=roofline, routing=routing)
+    if step_time == "calibrated":
+        target = _cal.CalibratedStepModel(base, hw, tp=tp, engine=engine)
+    else:
+        target = base if tp == 1 else _cal.TensorParallelStep(base, tp)
+    drafting = _draft.resolve_drafter(drafter, c_draft, hw, roofline=roofline)
+    if target is not base and isinstance(drafting, _draft.PricedDrafter):
+        drafting = _cal.ScaledDrafter(drafting, target)
+    return StepPricing(target, drafting)
 
 
 def _acceptance(alpha, priced):
@@ -154,7 +187,8 @@ def _checked_gamma(gamma, acceptance, priced):
 
 
 def speedup(alpha, gamma, B, S, c_draft=None, model=None, hardware=None, *, drafter=None,
-            roofline: str = "per-component", query_bytes: bool = False, cost_model=None):
+            roofline: str = "per-component", query_bytes: bool = False, cost_model=None, step_time: str = "roofline",
+            tp: int = 1, engine: str = _cal.DEFAULT_ENGINE, routing=None):
     """Throughput of speculative decoding with draft length ``gamma`` relative to
     plain decoding, at batch ``B`` sequences and context ``S``; broadcasts.
 
@@ -166,11 +200,13 @@ def speedup(alpha, gamma, B, S, c_draft=None, model=None, hardware=None, *, draf
     step (0.1 unless given); ``drafter`` instead names a drafter priced by its
     own roofline (:func:`speclib.presets.drafter`), ``roofline`` how a step's
     components compose (see the module notes). ``cost_model`` replaces the
-    single-GPU ledger of ``model`` on ``hardware``.
+    single-GPU ledger of ``model`` on ``hardware``. ``step_time``
+    (``"roofline"`` or ``"calibrated"``), ``tp``, ``engine`` and ``routing``:
+    see :func:`pricing`.
     """
     B_arr, S_arr = check_batch(B), check_context(S)
     priced = pricing(model, hardware, c_draft=c_draft, drafter=drafter, roofline=roofline, query_bytes=query_bytes,
-                     cost_model=cost_model)
+                     cost_model=cost_model, step_time=step_time, tp=tp, engine=engine, routing=routing)
     acceptance = _acceptance(alpha, priced)
     gamma_arr = _checked_gamma(gamma, acceptance, priced)
     return scalar_or_array(priced.speedup(committed(acceptance, gamma_arr), gamma_arr, B_arr, S_arr))
@@ -200,7 +236,8 @@ def best_gamma(priced, acceptance, B, S, gamma_max: int = 64):
 
 
 def optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_max: int = 64, *, drafter=None,
-                  roofline: str = "per-component", query_bytes: bool = False, cost_model=None):
+                  roofline: str = "per-component", query_bytes: bool = False, cost_model=None,
+                  step_time: str = "roofline", tp: int = 1, engine: str = _cal.DEFAULT_ENGINE, routing=None):
     """The draft length gamma* in {0, ..., gamma_max} with the highest speedup,
     and that speedup; arrays broadcast over ``alpha``, ``B``, ``S``, ``c_draft``.
 
@@ -216,12 +253,13 @@ def optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_ma
     B_arr, S_arr = check_batch(B), check_context(S)
     gamma_max = checked_int("gamma_max", gamma_max, lo=0, hi=4096)
     priced = pricing(model, hardware, c_draft=c_draft, drafter=drafter, roofline=roofline, query_bytes=query_bytes,
-                     cost_model=cost_model)
+                     cost_model=cost_model, step_time=step_time, tp=tp, engine=engine, routing=routing)
     return best_gamma(priced, _acceptance(alpha, priced), B_arr, S_arr, gamma_max)
 
 
 def throughput(B, gamma, S, *, model=None, hardware=None, drafter=None, c_draft=None, acceptance=None,
-               roofline: str = "per-component"):
+               roofline: str = "per-component", step_time: str = "roofline", tp: int = 1,
+               engine: str = _cal.DEFAULT_ENGINE, routing=None):
     """Committed output tokens per second of ``B`` sequences decoding with
     draft length ``gamma`` at context ``S`` (the whole model's step in
     seconds; ``gamma = 0`` is plain decoding); broadcasts.
@@ -230,12 +268,18 @@ def throughput(B, gamma, S, *, model=None, hardware=None, drafter=None, c_draft=
     the paper's constant ``c_draft`` (0.1 unless given). ``acceptance``: an
     i.i.d. alpha, a :class:`~speclib.acceptance.SurvivalCurve`, or None for
     the drafter preset's measured curve. ``roofline``: ``"per-component"`` or
-    ``"aggregate"`` (the sequel's simulator).
+    ``"aggregate"`` (the sequel's simulator). ``step_time``, ``tp``,
+    ``engine``, ``routing``: see :func:`pricing` (with ``tp`` GPUs, the
+    tokens per second of the whole group decoding B sequences).
     """
     B_arr, S_arr = check_batch(B), check_context(S)
-    m, hw = resolve(model, hardware)
-    priced = StepPricing(_step.step_model(m, hw, roofline=roofline),
-                         _draft.resolve_drafter(drafter, c_draft, hw, roofline=roofline))
+    priced = pricing(model, hardware, c_draft=c_draft, drafter=drafter, roofline=roofline, step_time=step_time,
+                     tp=tp, engine=engine, routing=routing)
+    if isinstance(priced, LedgerPricing):  # the whole step in seconds, even where the ledger would do
+        m, hw = resolve(model, hardware)
+        priced = StepPricing(_step.step_model(m, hw, roofline=roofline) if tp == 1 else
+                             _cal.TensorParallelStep(_step.step_model(m, hw, roofline=roofline), tp),
+                             _draft.resolve_drafter(drafter, c_draft, hw, roofline=roofline))
     accepted = _acceptance(acceptance, priced)
     gamma_arr = _checked_gamma(gamma, accepted, priced)
     return scalar_or_array(priced.throughput(B_arr, gamma_arr, S_arr, accepted))

@@ -11,6 +11,7 @@ import numpy as np
 from .._checks import checked_array, checked_choice
 from ..formulas import numpy_functions as nf
 from ..presets import StepArchitecture, resolve
+from . import moe as _moe
 from ._symbolic import twin_lookup
 
 __getattr__ = twin_lookup("step")
@@ -36,18 +37,22 @@ class StepModel:
     ``roofline``: ``"per-component"`` adds each component's roofline time,
     ``"aggregate"`` takes one roofline per precision stream (the sequel's
     simulator: with every weight, cache and state in one precision, one max of
-    sums). ``expert_count``: see :data:`EXPERT_COUNTS`.
+    sums). ``expert_count``: see :data:`EXPERT_COUNTS`. ``routing``: a
+    measured popularity (one share per routed expert, summing to 1) in place
+    of uniform routing (:func:`speclib.moe.experts_activated`).
     ``linear_attention_flops``: the sequel's simulator charges none for
     linear attention; True charges its FLOPs too.
     """
 
     def __init__(self, architecture: StepArchitecture, hardware, *, roofline: str = "per-component",
-                 expert_count: str = "top-k", linear_attention_flops: bool = False):
+                 expert_count: str = "top-k", linear_attention_flops: bool = False, routing=None):
         self.architecture = architecture
         self.hardware = hardware
         self.roofline = check_roofline(roofline)
         self.expert_count = checked_choice("expert_count", expert_count, EXPERT_COUNTS)
         self.linear_attention_flops = bool(linear_attention_flops)
+        self.routing = None if routing is None else _moe.check_routing(routing, architecture.n_routed,
+                                                                       architecture.top_k)
         a = architecture
         self._precision = {"dense": a.dense_precision, "ffn": a.ffn_precision, "attention": a.attention_precision}
         self._peak = {name: hardware.peak_flops(p) for name, p in self._precision.items()}
@@ -57,6 +62,11 @@ class StepModel:
         a = self.architecture
         if not a.is_moe:
             return 0.0 * B * T
+        if self.routing is not None:
+            tokens = np.broadcast_to(B * T, np.broadcast(B, T).shape)
+            if self.expert_count == "top-k":  # each position picks expert i with probability k p_i
+                return _moe.skewed_count(tokens, a.top_k * self.routing)
+            return _moe.skewed_count(a.top_k * tokens, self.routing)  # k independent single picks
         count = nf.experts_touched if self.expert_count == "top-k" else nf.experts_touched_slots
         with np.errstate(divide="ignore"):  # k == E: see speclib.formulas.moe.numeric_form
             return count(B, T, a.top_k, a.n_routed)
@@ -95,22 +105,30 @@ _cache: dict = {}
 
 
 def step_model(model=None, hardware=None, *, roofline: str = "per-component", expert_count: str = "top-k",
-               linear_attention_flops: bool = False) -> StepModel:
+               linear_attention_flops: bool = False, routing=None) -> StepModel:
     """The (cached) :class:`StepModel` of a whole ``model`` on ``hardware``."""
     model, hardware = resolve(model, hardware)
+    shares = None
+    if routing is not None:
+        if not model.ffn.is_moe:
+            raise ValueError(f"routing is for mixture-of-experts models; {model.name} is dense")
+        shares = _moe.check_routing(routing, model.ffn.n_routed, model.ffn.top_k)
     key = (model, hardware, check_roofline(roofline), checked_choice("expert_count", expert_count, EXPERT_COUNTS),
-           bool(linear_attention_flops))
+           bool(linear_attention_flops), None if shares is None else shares.tobytes())
     if key not in _cache:
         _cache[key] = StepModel(model.step_architecture(), hardware, roofline=roofline, expert_count=expert_count,
-                                linear_attention_flops=linear_attention_flops)
+                                linear_attention_flops=linear_attention_flops, routing=shares)
     return _cache[key]
 
 
-def step_time(B, T, S, model=None, hardware=None, *, roofline: str = "per-component", expert_count: str = "top-k"):
+def step_time(B, T, S, model=None, hardware=None, *, roofline: str = "per-component", expert_count: str = "top-k",
+              routing=None):
     """Seconds of one forward step of the whole ``model`` over ``B`` sequences
-    of ``T`` positions each at context ``S``; broadcasts."""
+    of ``T`` positions each at context ``S``; broadcasts. ``routing``: a
+    measured expert popularity instead of uniform routing."""
     B_arr = checked_array("B", B, lo=0, lo_open=True)
     T_arr = checked_array("T", T, lo=1, integer=True)
     S_arr = checked_array("S", S, lo=0)
-    out = step_model(model, hardware, roofline=roofline, expert_count=expert_count).time(B_arr, T_arr, S_arr)
+    out = step_model(model, hardware, roofline=roofline, expert_count=expert_count, routing=routing).time(
+        B_arr, T_arr, S_arr)
     return float(out) if np.ndim(out) == 0 else out

@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
 
 from . import acceptance as _acc
 from . import attention as _attn
+from . import capacity as _cap
 from . import cost as _cost
 from . import drafters as _draft
 from . import moe as _moe
@@ -35,6 +37,10 @@ class Formula:
     expr: sp.Expr
     args: tuple
     doc: str
+
+    def arg_names(self) -> tuple:
+        """The argument names, in order."""
+        return tuple(str(a) for a in self.args)
 
     def __post_init__(self):
         missing = {str(s) for s in self.expr.free_symbols} - {str(a) for a in self.args}
@@ -62,6 +68,9 @@ NUMERIC = (
     # --- the expert tax (speclib.formulas.moe) ---
     Formula("experts_activated", _m.numeric_form(_m.experts_activated_expr), (_m.B, _m.k, _m.E),
             "expected distinct routed experts touched by B tokens"),
+    Formula("expert_hit_probability", -expm1(_m.B * log1p(-_m.q)), (_m.B, _m.q),
+            "probability that B tokens touch an expert each picks with probability q (skewed routing sums it "
+            "over the experts)"),
     Formula("experts_activated_rate", _m.numeric_form(_m.experts_activated_rate_expr), (_m.B, _m.k, _m.E),
             "dA/dB: fresh routed experts per extra token"),
     Formula("dense_intensity", _m.dense_intensity_expr, (_m.B, _m.b, _m.R),
@@ -148,6 +157,19 @@ NUMERIC = (
     Formula("drafter_crossover_batch", _draft.crossover_batch_expr,
             (_draft.gamma, _draft.b, _draft.P_m, _draft.w_m, _draft.E, _draft.n_s, _draft.P_f, _draft.D, _draft.peak,
              _draft.M), "batch below which a DFlash block is cheaper than gamma MTP passes (experts saturated)"),
+    # --- memory capacity (speclib.formulas.capacity) ---
+    Formula("weight_bytes", _cap.weight_bytes_expr, (_cap.b_e, _cap.P_e, _cap.b_p, _cap.P_p, _cap.b_h, _cap.P_h),
+            "bytes of the whole model's weights, every expert included"),
+    Formula("sequence_bytes", _cap.sequence_bytes_expr,
+            (_cap.S, _cap.L_f, _cap.m_c, _cap.L_l, _cap.sigma, _cap.L_csa, _cap.c_csa, _cap.m_i, _cap.L_hca,
+             _cap.c_hca, _cap.L_w, _cap.W_win),
+            "bytes one sequence keeps at context S: KV caches, linear-attention states, V4 compressed caches"),
+    Formula("memory_per_gpu", _cap.memory_per_gpu_expr, (_cap.W, _cap.B, _cap.m, _cap.n),
+            "bytes each of n GPUs holds for B sequences"),
+    Formula("max_batch", _cap.max_batch_expr, (_cap.C, _cap.r, _cap.n, _cap.W, _cap.m),
+            "largest batch whose weights and caches fit in n GPUs with a fraction r kept free"),
+    Formula("min_gpus", _cap.min_gpus_expr, (_cap.B, _cap.m, _cap.W, _cap.C, _cap.r),
+            "GPUs needed to hold the weights and B sequences (a real number: round up)"),
     # --- what the sequel's chapters draw (speclib.formulas.sequel_figures) ---
     Formula("cache_bytes", _fig.cache_bytes_expr, (_s.B, _s.S, _s.L_a, _s.m_c, _s.L_l, _s.sigma),
             "bytes of KV cache and linear-attention state B sequences keep at context S"),

@@ -54,6 +54,27 @@ expert_knee_expr = E / k
 #: Probability that one token misses a given routed expert.
 miss_probability_expr = 1 - k / E
 
+# --- skewed routing -----------------------------------------------------------------
+#: Measured routing is far from uniform. With expert i taking a share p_i of
+#: the routed token-slots (sum_i p_i = 1) and k slots per token, a token picks
+#: expert i with probability q_i = k*p_i (exact when the k picks are distinct
+#: and no expert's q_i exceeds 1), and B tokens miss it with (1 - k*p_i)^B:
+p = sp.IndexedBase("p", nonnegative=True)  # routing shares, one per expert
+i = sp.Symbol("i", integer=True, nonnegative=True)  # an expert's index
+experts_activated_skewed_expr = sp.Sum(1 - (1 - k * p[i]) ** B, (i, 0, E - 1))
+
+#: One expert's term: the probability that B tokens touch an expert each
+#: picks with probability q. The numeric side sums it over a share vector.
+q = sp.Symbol("q", nonnegative=True)
+expert_hit_probability_expr = 1 - (1 - q) ** B
+
+
+def skewed_reduces_to_uniform() -> sp.Expr:
+    """The skewed count at p_i = 1/E minus the uniform count; zero (the
+    tests check that sympy simplifies it to 0)."""
+    uniform = experts_activated_skewed_expr.replace(p[i], 1 / E)
+    return sp.simplify(uniform.doit() - experts_activated_expr)
+
 
 def numeric_form(expr, miss=miss_probability_expr):
     """``expr`` with the coupon-collector terms rewritten for floating point,

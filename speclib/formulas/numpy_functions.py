@@ -11,6 +11,7 @@ import numpy
 #: Argument names of every function, in order.
 ARGUMENTS = {
     'experts_activated': ('B', 'k', 'E'),
+    'expert_hit_probability': ('B', 'q'),
     'experts_activated_rate': ('B', 'k', 'E'),
     'dense_intensity': ('B', 'b', 'R'),
     'moe_intensity': ('B', 'k', 'E', 'n_s', 'b', 'R'),
@@ -70,6 +71,11 @@ ARGUMENTS = {
     'mtp_draft_time': ('gamma', 't_pass'),
     'dflash_draft_time': ('gamma', 't_pass'),
     'drafter_crossover_batch': ('gamma', 'b_d', 'P_MTP', 'w_MTP', 'E', 'n_s', 'P_DF', 'D', 'P', 'M'),
+    'weight_bytes': ('b_e', 'P_e', 'b_p', 'P_p', 'b_h', 'P_h'),
+    'sequence_bytes': ('S', 'L_f', 'm_c', 'L_l', 'sigma', 'L_csa', 'c_csa', 'm_i', 'L_hca', 'c_hca', 'L_w', 'W_win'),
+    'memory_per_gpu': ('W', 'B', 'm', 'n'),
+    'max_batch': ('C', 'r', 'n', 'W', 'm'),
+    'min_gpus': ('B', 'm', 'W', 'C', 'r'),
     'cache_bytes': ('B', 'S', 'L_a', 'm_c', 'L_l', 'sigma'),
     'kv_state_crossing': ('L_a', 'm_c', 'L_l', 'sigma'),
     'time_per_output_token': ('B', 'X'),
@@ -85,6 +91,14 @@ def experts_activated(B, k, E):
     -E*expm1(B*log1p(-k/E))
     """
     return -E*numpy.expm1(B*numpy.log1p(-k/E))
+
+
+def expert_hit_probability(B, q):
+    """probability that B tokens touch an expert each picks with probability q (skewed routing sums it over the experts):
+
+    -expm1(B*log1p(-q))
+    """
+    return -numpy.expm1(B*numpy.log1p(-q))
 
 
 def experts_activated_rate(B, k, E):
@@ -557,6 +571,46 @@ def drafter_crossover_batch(gamma, b_d, P_MTP, w_MTP, E, n_s, P_DF, D, P, M):
     P*b_d*gamma*(E*w_MTP + P_MTP + n_s*w_MTP)/(2*D*M*P_DF)
     """
     return (1/2)*P*b_d*gamma*(E*w_MTP + P_MTP + n_s*w_MTP)/(D*M*P_DF)
+
+
+def weight_bytes(b_e, P_e, b_p, P_p, b_h, P_h):
+    """bytes of the whole model's weights, every expert included:
+
+    P_e*b_e + P_h*b_h + P_p*b_p
+    """
+    return P_e*b_e + P_h*b_h + P_p*b_p
+
+
+def sequence_bytes(S, L_f, m_c, L_l, sigma, L_csa, c_csa, m_i, L_hca, c_hca, L_w, W_win):
+    """bytes one sequence keeps at context S: KV caches, linear-attention states, V4 compressed caches:
+
+    L_csa*S*(m_c + m_i)/c_csa + L_f*S*m_c + L_hca*S*m_c/c_hca + L_l*sigma + L_w*m_c*Min(S, W_win)
+    """
+    return L_csa*S*(m_c + m_i)/c_csa + L_f*S*m_c + L_hca*S*m_c/c_hca + L_l*sigma + L_w*m_c*functools.reduce(numpy.minimum, [S, W_win])
+
+
+def memory_per_gpu(W, B, m, n):
+    """bytes each of n GPUs holds for B sequences:
+
+    (B*m + W)/n
+    """
+    return (B*m + W)/n
+
+
+def max_batch(C, r, n, W, m):
+    """largest batch whose weights and caches fit in n GPUs with a fraction r kept free:
+
+    floor((-C*n*r + C*n - W)/m)
+    """
+    return numpy.floor((-C*n*r + C*n - W)/m)
+
+
+def min_gpus(B, m, W, C, r):
+    """GPUs needed to hold the weights and B sequences (a real number: round up):
+
+    (-B*m - W)/(C*(r - 1))
+    """
+    return (-B*m - W)/(C*(r - 1))
 
 
 def cache_bytes(B, S, L_a, m_c, L_l, sigma):

@@ -28,9 +28,11 @@ PRECISIONS = ("fp4", "fp8", "bf16")
 
 @dataclass(frozen=True)
 class Hardware:
-    """One accelerator: HBM bandwidth and dense peak FLOP/s per precision, and
-    the name of the scale-up network it ships with (an :class:`Interconnect`
-    preset, or None)."""
+    """One accelerator: HBM bandwidth, HBM capacity and dense peak FLOP/s per
+    precision, and the name of the scale-up network it ships with (an
+    :class:`Interconnect` preset, or None). ``hbm_capacity`` is the memory
+    the datasheet gives one GPU, in bytes (None: not known, so no capacity
+    check is possible)."""
 
     name: str
     memory_bandwidth: float  # bytes/s
@@ -40,6 +42,11 @@ class Hardware:
     source: str
     aliases: tuple = ()
     interconnect: Optional[str] = None
+    hbm_capacity: Optional[float] = None  # bytes
+
+    def __post_init__(self):
+        if self.hbm_capacity is not None:
+            checked_array("hbm_capacity", self.hbm_capacity, lo=0, lo_open=True)
 
     def peak_flops(self, precision: str) -> float:
         """Dense peak for ``precision``; a precision the chip lacks falls back to
@@ -326,6 +333,8 @@ class Model:
     tie_word_embeddings: bool = False
     linear_attention: Optional[GatedDeltaNet] = None  # a hybrid's linear-attention layout
     n_linear_layers: int = 0  # layers that use it; the rest use ``attention``
+    compress_ratios: tuple = ()  # DeepSeek-V4: each layer's KV compression (0 = sliding window only)
+    sliding_window: Optional[int] = None  # DeepSeek-V4: uncompressed recent tokens every layer keeps
 
     @property
     def attn_proj_params(self) -> int:
@@ -388,6 +397,52 @@ class Model:
             return n_layers * self.attn_proj_params
         linear = self.n_linear_layers * self.linear_attention.projection_params(self.hidden_size)
         return (n_layers - self.n_linear_layers) * self.attn_proj_params + linear
+
+    def weight_groups(self) -> dict:
+        """The whole model's resident parameters (every expert, not only the
+        active ones) by how they are stored: ``ffn`` (routed and shared
+        experts, or a dense model's FFNs) at the FFN's bytes, ``projections``
+        (attention and linear-attention projections, a MoE model's dense-FFN
+        layers) at the projections' bytes, ``bf16`` (embeddings, output head,
+        routers) at 2 bytes, as the released fp8/fp4 checkpoints keep them.
+        They add up to :meth:`total_params`."""
+        n_layers, n_ffn_layers, n_dense = self._layer_counts()
+        h, ffn = self.hidden_size, self.ffn
+        embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
+        projections = self._attention_params(n_layers)
+        if ffn.is_moe:
+            experts = n_ffn_layers * (ffn.n_routed + ffn.n_shared) * self.expert_params
+            routers = n_ffn_layers * h * ffn.n_routed
+            projections += n_dense * 3 * h * self.dense_ffn_width if n_dense else 0
+        else:
+            experts, routers = n_layers * self.expert_params, 0
+        return {"ffn": int(experts), "projections": int(projections), "bf16": int(embeddings + routers)}
+
+    def cache_layout(self) -> dict:
+        """How many layers keep which kind of per-sequence memory: ``full``
+        (a KV cache over the whole context, m_c bytes per token), ``linear``
+        (a fixed recurrent state), and DeepSeek-V4's ``csa`` and ``hca``
+        (a cache compressed by the CSA / HCA ratio; CSA also keeps one
+        indexer key per compressed position) and ``window`` (layers that keep
+        the last ``sliding_window`` tokens uncompressed: every V4 layer).
+
+        A V4 model whose config lists no per-layer ``compress_ratios`` for
+        every layer is counted as full attention in every layer: an upper
+        bound on its memory."""
+        n_layers = self._layer_counts()[0]
+        linear = self.n_linear_layers if self.is_hybrid else 0
+        ratios = self.compress_ratios[:n_layers]
+        attn = self.attention
+        if getattr(attn, "hca_ratio", None) is None or len(ratios) < n_layers:
+            return {"full": n_layers - linear, "linear": linear, "csa": 0, "hca": 0, "window": 0}
+        csa = sum(1 for r in ratios if r == attn.csa_ratio)
+        hca = sum(1 for r in ratios if r == attn.hca_ratio)
+        full = sum(1 for r in ratios if r == 1)
+        window = n_layers if self.sliding_window else 0
+        if csa + hca + full + sum(1 for r in ratios if r == 0) != n_layers:
+            raise ValueError(f"model {self.name!r}: compress_ratios may only hold 0, 1, the CSA ratio "
+                             f"{attn.csa_ratio:g} and the HCA ratio {attn.hca_ratio:g}")
+        return {"full": full, "linear": linear, "csa": csa, "hca": hca, "window": window}
 
     def step_architecture(self) -> "StepArchitecture":
         """What one forward step of the whole model touches (every layer and

@@ -1,8 +1,8 @@
 """The preset tables: chips, interconnects and models, read from the data files
 beside this module.
 
-* ``hardware.json``: one record per chip (bandwidth, dense peaks, its
-  interconnect, its source);
+* ``hardware.json``: one record per chip (bandwidth, HBM capacity, dense
+  peaks, its interconnect, its source);
 * ``interconnects.json``: one record per network;
 * ``drafters.json``: one record per drafter priced by its own roofline;
 * ``models.json``: the model presets in listing order, each a Hugging Face
@@ -55,6 +55,7 @@ _TABLES = {
         "name": ("name", str),
         "aliases": ("aliases", tuple),
         "memory_bandwidth_TBps": ("memory_bandwidth", _scaled(_TERA)),
+        "hbm_capacity_GB": ("hbm_capacity", _scaled(_GIGA)),
         "bf16_TFLOPS": ("bf16_flops", _scaled(_TERA)),
         "fp8_TFLOPS": ("fp8_flops", _scaled(_TERA)),
         "fp4_TFLOPS": ("fp4_flops", _scaled(_TERA)),

@@ -401,4 +401,6 @@ def from_hf_config(config, *, name: Optional[str] = None) -> Model:
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         linear_attention=linear,
         n_linear_layers=n_linear,
+        compress_ratios=tuple(r.cfg.get("compress_ratios") or ()),
+        sliding_window=r.integer("sliding_window", None),
     )

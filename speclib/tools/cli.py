@@ -32,6 +32,8 @@ import tempfile
 import numpy as np
 
 from .. import presets
+from ..core import calibrated as _cal
+from ..core import capacity as _capacity
 from ..core import speculation as _spec
 from ..core.cost import COMPONENTS, cost_shares, marginal_cost
 from ..core.speculation import optimal_gamma
@@ -53,6 +55,12 @@ OPTION_FOR_PARAMETER = {
     "seq": "--seq",
     "survival": "--acceptance",
     "batches": "--batch",
+    "step_time": "--step-time",
+    "tp": "--tp",
+    "engine": "--engine",
+    "reserve": "--reserve",
+    "context": "--seq",
+    "batch": "--batch",
 }
 
 #: The ranges speclib accepts, as its error messages state them (a test holds
@@ -66,6 +74,8 @@ OPTION_RANGES = {
     "--max-batch": "an integer in [1, 1000000]",
     "--max-ranges": "an integer in [1, 64]",
     "--max-k": "an integer in [0, 4096]",
+    "--tp": "an integer in [1, 1024]",
+    "--reserve": "a number in [0, 1)",
 }
 
 #: Largest (gamma_max + 1) x grid points one sweep evaluates at once (memory:
@@ -224,10 +234,13 @@ def run_gamma(args, out) -> int:
         raise UsageError("--drafter: gamma takes one drafter (use 'speclib sweep' for several)")
     model, chip, drafter = models[0], chips[0], drafters[0]
     try:
+        _spec.check_batch(args.batch), _spec.check_context(args.seq)
         priced = _spec.pricing(model, chip, c_draft=args.draft_cost, drafter=drafter, roofline=args.roofline,
-                               query_bytes=args.query_bytes)
+                               query_bytes=args.query_bytes, step_time=args.step_time, tp=args.tp,
+                               engine=args.engine)
+        memory = _memory_check(args, model, chip)
         if isinstance(priced, _spec.StepPricing):
-            return _gamma_whole_step(args, out, model, chip, priced)
+            return _gamma_whole_step(args, out, model, chip, priced, memory)
         c_draft = float(priced.drafter.c)
         point = dict(B=args.batch, S=args.seq, c_draft=c_draft, model=model, hardware=chip)
         alpha = _required_alpha(args)
@@ -251,6 +264,7 @@ def run_gamma(args, out) -> int:
             "speedup": speedup,
             "marginal_cost": costs,
             "cost_shares": shares,
+            "memory": _memory_record(memory),
         }
         out.write(json.dumps(record, indent=2) + "\n")
         return 0
@@ -274,8 +288,32 @@ def run_gamma(args, out) -> int:
     ]
     if args.query_bytes:
         lines.append("\n  (attention's cost includes the query bytes)")
+    lines += _memory_lines(memory)
     out.write("\n".join(lines) + "\n")
     return 0
+
+
+def _memory_check(args, model, chip):
+    """The capacity check of the operating point (None when the model lacks
+    the totals it needs or the chip has no capacity)."""
+    if chip.hbm_capacity is None or model.n_layers is None or model.vocab_size is None:
+        return None
+    return _capacity.check(args.batch, args.seq, model, chip, args.tp, reserve=args.reserve)
+
+
+def _memory_lines(memory) -> list:
+    """One line when the batch cannot fit (the answer stands: the per-layer argument does not need it to)."""
+    if memory is None or memory.fits:
+        return []
+    return ["", "  " + memory.message() + " (the answer above prices the step regardless)"]
+
+
+def _memory_record(memory):
+    if memory is None:
+        return None
+    return {"fits": memory.fits, "tp": memory.tp, "reserve": memory.reserve,
+            "needed_GB_per_GPU": memory.per_gpu_bytes / 1e9, "usable_GB_per_GPU": memory.usable_bytes / 1e9,
+            "max_batch": memory.max_batch, "min_tp": memory.min_tp}
 
 
 def _required_alpha(args):
@@ -291,13 +329,16 @@ def _acceptance_label(args, priced) -> str:
     return f"acceptance: {priced.drafter.name}'s measured survival curve"
 
 
-def _gamma_whole_step(args, out, model, chip, priced) -> int:
+def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
     """gamma with the whole model's step in seconds: a drafter priced by its
     roofline, the aggregate rule, or a hybrid model."""
-    gamma_star, speedup = optimal_gamma(args.alpha, args.batch, args.seq, model=model, hardware=chip,
-                                        gamma_max=args.gamma_max, drafter=priced.drafter, roofline=args.roofline)
-    B, S, g = np.asarray(float(args.batch)), np.asarray(float(args.seq)), np.asarray(float(gamma_star))
-    acceptance = priced.measured_acceptance() if args.alpha is None else _spec._acceptance(args.alpha, priced)
+    B, S = _spec.check_batch(args.batch), _spec.check_context(args.seq)  # checked by run_gamma already
+    try:
+        acceptance = priced.measured_acceptance() if args.alpha is None else _spec._acceptance(args.alpha, priced)
+    except ValueError as exc:
+        raise UsageError(_speclib_error(exc)) from None
+    gamma_star, speedup = _spec.best_gamma(priced, acceptance, B, S, args.gamma_max)
+    g = np.asarray(float(gamma_star))
     plain_s = float(priced.plain(B, S))
     verify = {name: float(t) for name, t in priced.step_model.component_times(B, g + 1.0, S).items()}
     verify_s = float(priced.step_model.time(B, g + 1.0, S))
@@ -309,10 +350,12 @@ def _gamma_whole_step(args, out, model, chip, priced) -> int:
         record = {
             "model": model.name, "hardware": chip.name, "batch": args.batch, "seq": args.seq,
             "alpha": args.alpha, "acceptance": "i.i.d." if args.alpha is not None else "measured",
-            "drafter": priced.drafter.name, "roofline": args.roofline, "gamma_max": searched,
+            "drafter": priced.drafter.name, "roofline": args.roofline, "step_time": args.step_time, "tp": args.tp,
+            "gamma_max": searched,
             "gamma_star": gamma_star, "speedup": speedup,
             "step_seconds": {"plain": plain_s, "verify": verify_s, "verify_components": verify, "draft": draft_s},
             "throughput": {"speculative": tokens, "plain": plain_tokens},
+            "memory": _memory_record(memory),
         }
         out.write(json.dumps(record, indent=2) + "\n")
         return 0
@@ -320,8 +363,12 @@ def _gamma_whole_step(args, out, model, chip, priced) -> int:
     rows = [(f"verify {name}", f"{t * 1e6:,.1f}") for name, t in verify.items()]
     rows += [("verify (whole step)", f"{verify_s * 1e6:,.1f}"), (f"draft ({priced.drafter.name})", f"{draft_s * 1e6:,.1f}"),
              ("plain decode step", f"{plain_s * 1e6:,.1f}")]
+    clock = (f"{args.roofline} roofline" if args.step_time == "roofline" else
+             f"calibrated step time, {args.engine}: the {args.roofline} roofline x {priced.step_model.factor:.3g} "
+             f"+ {priced.step_model.fixed * 1e3:.2f} ms + {priced.step_model.per_sequence * 1e6:.1f} us per sequence")
+    where = chip.name if args.tp == 1 else f"{args.tp} x {chip.name} (tensor parallel)"
     lines = [
-        f"{model.name} on {chip.name}, the whole model's step ({args.roofline} roofline)",
+        f"{model.name} on {where}, the whole model's step ({clock})",
         f"  batch {_exact(args.batch)}, context {_exact(args.seq)} tokens, {_acceptance_label(args, priced)}",
         "",
         f"  gamma*      {gamma_star}   ({verdict}; searched 0..{searched})",
@@ -332,6 +379,7 @@ def _gamma_whole_step(args, out, model, chip, priced) -> int:
         "",
         "\n".join("  " + line for line in format_table(("part", "time (us)"), rows).splitlines()),
     ]
+    lines += _memory_lines(memory)
     out.write("\n".join(lines) + "\n")
     return 0
 
@@ -341,10 +389,14 @@ def _curve_length(acceptance):
 
 
 SWEEP_COLUMNS = ("model", "hardware", "batch", "seq", "alpha", "draft_cost", "gamma_star", "speedup")
+#: Appended after every other column: whether the batch fits in HBM at that
+#: context (weights plus caches, --tp GPUs, --reserve kept free) and the
+#: largest batch that does (empty when the model lacks the totals).
+CAPACITY_COLUMNS = ("fits", "max_batch")
 
 
 def sweep_records(models, chips, batch, seq, alpha, draft_cost, *, drafters=(None,), roofline="per-component",
-                  gamma_max=64, query_bytes=False):
+                  gamma_max=64, query_bytes=False, step_time="roofline", tp=1, engine=_cal.DEFAULT_ENGINE):
     """Rows of (model, hardware, batch, seq, alpha, draft_cost, gamma*,
     speedup, drafter): one :func:`optimal_gamma` call over the whole broadcast
     grid per model, chip and drafter. With a drafter preset the draft cost is
@@ -369,7 +421,7 @@ def sweep_records(models, chips, batch, seq, alpha, draft_cost, *, drafters=(Non
                     gamma_star, speedup = optimal_gamma(
                         None if measured else A.astype(float), B, S, None if drafter is not None else C,
                         model=model, hardware=chip, gamma_max=gamma_max, drafter=drafter, roofline=roofline,
-                        query_bytes=query_bytes,
+                        query_bytes=query_bytes, step_time=step_time, tp=tp, engine=engine,
                     )
                 except ValueError as exc:
                     raise UsageError(_speclib_error(exc)) from None
@@ -380,6 +432,32 @@ def sweep_records(models, chips, batch, seq, alpha, draft_cost, *, drafters=(Non
                     for b, s, a, c, g, sp in zip(B, S, A, C, gamma_star, speedup)
                 )
     return rows
+
+
+def capacity_cells(rows, tp=1, reserve=_capacity.DEFAULT_RESERVE) -> list:
+    """(fits, max_batch) for each sweep row: the batch against what fits at
+    its context on ``tp`` GPUs of its chip; (None, None) when the model lacks
+    the totals or the chip its capacity."""
+    limits = {}
+    cells = []
+    for m, h, b, s, *_ in rows:
+        key = (m, h, s)
+        if key not in limits:
+            model, chip = presets.resolve(m if not isinstance(m, str) else _model_by_name(m), h)
+            try:
+                limits[key] = _capacity.max_batch(model, chip, s, tp, reserve=reserve)
+            except ValueError:
+                limits[key] = None
+        limit = limits[key]
+        cells.append((None, None) if limit is None else (bool(np.ceil(b) <= limit), int(limit)))
+    return cells
+
+
+_SWEEP_MODELS: dict = {}
+
+
+def _model_by_name(name):
+    return _SWEEP_MODELS.get(name) or presets.model(name)
 
 
 def run_sweep(args, out) -> int:
@@ -394,12 +472,22 @@ def run_sweep(args, out) -> int:
     else:
         alpha = parse_grid("--alpha", args.alpha)
     draft_cost = parse_grid("--draft-cost", "0.1" if args.draft_cost is None else args.draft_cost)
+    models = _models(args)
+    _SWEEP_MODELS.clear()
+    _SWEEP_MODELS.update({m.name: m for m in models})
     rows = sweep_records(
-        _models(args), _hardware(args), batch, seq, alpha, draft_cost, drafters=drafters, roofline=args.roofline,
-        gamma_max=args.gamma_max, query_bytes=args.query_bytes,
+        models, _hardware(args), batch, seq, alpha, draft_cost, drafters=drafters, roofline=args.roofline,
+        gamma_max=args.gamma_max, query_bytes=args.query_bytes, step_time=args.step_time, tp=args.tp,
+        engine=args.engine,
     )
-    priced = drafters != [None] or args.roofline != "per-component"
-    columns = SWEEP_COLUMNS + (("drafter", "roofline") if priced else ())
+    try:
+        memory = capacity_cells(rows, args.tp, args.reserve)
+    except ValueError as exc:
+        raise UsageError(_speclib_error(exc)) from None
+    priced = drafters != [None] or args.roofline != "per-component" or args.step_time != "roofline"
+    clock = args.step_time != "roofline" or args.tp != 1
+    columns = (SWEEP_COLUMNS + (("drafter", "roofline") if priced else ()) + (("step_time", "tp") if clock else ())
+               + CAPACITY_COLUMNS)
 
     def cells(a, c, exact):
         alpha_text = "measured" if a is None else (_exact(a) if exact else f"{a:g}")
@@ -407,11 +495,14 @@ def run_sweep(args, out) -> int:
         return alpha_text, cost_text
 
     text_rows = []
-    for m, h, b, s, a, c, g, sp, d in rows:
+    for (m, h, b, s, a, c, g, sp, d), (fits, limit) in zip(rows, memory):
         exact = args.format == "csv"
         alpha_text, cost_text = cells(a, c, exact)
         row = (m, h, _exact(b), _exact(s), alpha_text, cost_text, str(g), repr(sp) if exact else f"{sp:.4f}")
-        text_rows.append(row + ((d or "constant", args.roofline) if priced else ()))
+        row += (d or "constant", args.roofline) if priced else ()
+        row += (args.step_time, str(args.tp)) if clock else ()
+        row += ("" if fits is None else str(fits).lower(), "" if limit is None else str(limit))
+        text_rows.append(row)
 
     def write(stream):
         if args.format == "csv":
@@ -419,7 +510,8 @@ def run_sweep(args, out) -> int:
             writer.writerow(columns)
             writer.writerows(text_rows)
         else:
-            stream.write(format_table(columns, text_rows, align="llrrrrrr" + "ll" * priced) + "\n")
+            align = "llrrrrrr" + "ll" * priced + "lr" * clock + "lr"
+            stream.write(format_table(columns, text_rows, align=align) + "\n")
 
     if args.output is None:
         write(out)
@@ -533,6 +625,12 @@ def _seq_list(args, *, default="4096"):
     return [float(v) for v in values]
 
 
+#: The engine whose measured per-step costs calibrate a schedule's step time
+#: (--step-time calibrated), by the engine it is written for: TensorRT-LLM's
+#: were measured; SGLang's were not, and vLLM's stand in for it.
+CALIBRATION_ENGINE = {"vllm": "vLLM", "trtllm": "TRT", "sglang": "vLLM", "table": "vLLM"}
+
+
 def run_schedule(args, out) -> int:
     from . import schedule as _schedule
 
@@ -566,6 +664,7 @@ def run_schedule(args, out) -> int:
             model, chip, seq, alpha=alpha, acceptance=acceptance, c_draft=args.draft_cost, drafter=drafter,
             roofline=args.roofline, max_batch=args.max_batch, step_costs=step_costs, max_ranges=args.max_ranges,
             engine_max_k=args.max_k, gamma_max=args.gamma_max, query_bytes=args.query_bytes,
+            step_time=args.step_time, tp=args.tp, engine=CALIBRATION_ENGINE[args.engine], reserve=args.reserve,
         )
         text = _schedule.render(sched, args.engine, method=args.method)
     except _schedule.StepCostsError as exc:
@@ -591,6 +690,7 @@ def run_profile(args, out) -> int:
         costs = _schedule.profile(
             model, chip, seq[0], c_draft=args.draft_cost, drafter=drafter, roofline=args.roofline,
             batches=batches, max_batch=args.max_batch or 1, gamma_max=args.gamma_max, query_bytes=args.query_bytes,
+            step_time=args.step_time, tp=args.tp, engine=args.engine,
         )
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
@@ -618,11 +718,15 @@ examples:
   speclib gamma --model qwen3.6-35b-a3b --drafter qwen3.6-mtp --roofline aggregate --batch 64 --seq 512
   speclib gamma --model llama-3-70b --hardware h100 --batch 8 --seq 2048 --alpha 0.8 --json
   speclib gamma --model-config my-model/config.json --hardware mi355x --batch 256 --seq 16384 --alpha 0.7
+  speclib gamma --model deepseek-v3 --hardware h200 --tp 8 --step-time calibrated --batch 16 --seq 8192 --alpha 0.8
 
 gamma* = 0 means plain decoding beats every draft length. The marginal-cost
 table prices one speculated token against one already in the batch: each
 component's roofline slope r (0 = free, 1 = full price) and its share of a
 plain decode step; the total is the share-weighted slopes plus the drafter.
+A batch whose weights and caches cannot fit in --tp GPUs gets one more line:
+what it needs and the smallest tensor-parallel size that fits (the answer
+still stands: the per-layer argument does not need the memory).
 """
 
 SWEEP_EPILOG = """\
@@ -639,8 +743,10 @@ examples:
   speclib sweep --model deepseek-v4-flash,llama-3-70b --hardware b200,mi355x \\
                 --batch 1:4096:log13 --seq 8192 --alpha 0.8 --output sweep.csv
 
-output columns: model, hardware, batch, seq, alpha, draft_cost, gamma_star, speedup
-(CSV numbers are written so that they read back exactly).
+output columns: model, hardware, batch, seq, alpha, draft_cost, gamma_star, speedup,
+then drafter, roofline (whole-step pricing), step_time, tp (--step-time calibrated or --tp),
+and last fits, max_batch (whether the batch fits in HBM at that context, and the largest
+that does). CSV numbers are written so that they read back exactly.
 """
 
 PRESETS_EPILOG = """\
@@ -695,7 +801,7 @@ examples:
 """
 
 
-def _add_model_options(parser, *, several: bool):
+def _add_model_options(parser, *, several: bool, calibration_engine: bool = True):
     noun = "name(s), comma-separated" if several else "name"
     parser.add_argument("--model", help=f"model preset {noun} (default {presets.DEFAULT_MODEL.name}; see 'speclib presets')")
     parser.add_argument("--model-config", metavar="PATH", help="a Hugging Face style config.json to build the model from, instead of --model")
@@ -715,6 +821,22 @@ def _add_model_options(parser, *, several: bool):
         "--query-bytes", action="store_true",
         help="count the query bytes in attention's cost (the paper's ledger leaves them out; default off)",
     )
+    parser.add_argument(
+        "--step-time", choices=_cal.STEP_TIMES, default="roofline",
+        help="how every step (verify and drafter) is timed: roofline (the lower bound, default) or calibrated (the "
+        "roofline fitted to measured decoding: a chip factor, a fixed time per step, a time per sequence; "
+        "calibrated on Llama-3.3-70B on B200, H100, H200, MI300X, MI325X, MI355X; prices the whole model's step)",
+    )
+    parser.add_argument("--tp", type=_typed("--tp", int), default=1, metavar="N",
+                        help="GPUs the model is split over (tensor parallel, 1..1024, default 1): sets the memory "
+                        "check, and the calibrated step's share per GPU")
+    if calibration_engine:  # schedule's --engine names its output engine, and that engine calibrates too
+        parser.add_argument("--engine", choices=_cal.ENGINES, default=_cal.DEFAULT_ENGINE,
+                            help="the serving engine whose fixed per-step time --step-time calibrated uses (default "
+                            "vLLM; TRT measured on B200 and H200 only)")
+    parser.add_argument("--reserve", type=_typed("--reserve", float), default=_capacity.DEFAULT_RESERVE,
+                        metavar="F", help="fraction of each GPU's HBM kept free in the memory check (default 0.1, "
+                        "vLLM's default)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -798,7 +920,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "state no maximum)")
     sched.add_argument("--method", metavar="NAME", help="vLLM method / TensorRT-LLM decoding_type / SGLang "
                        "algorithm (default from the drafter: mtp, MTP, EAGLE; dflash, DFlash, DFLASH)")
-    _add_model_options(sched, several=False)
+    _add_model_options(sched, several=False, calibration_engine=False)
     sched.add_argument("--output", metavar="FILE", help="write to FILE (replaced only when everything succeeded)")
     sched.set_defaults(handler=run_schedule)
 

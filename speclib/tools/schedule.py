@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import acceptance as _acc
+from ..core import calibrated as _cal
+from ..core import capacity as _capacity
 from ..core import speculation as _spec
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
@@ -164,13 +166,14 @@ def write_step_costs(stream, batches, gammas, seconds):
             writer.writerow((int(b), int(k), repr(float(seconds[i, j]))))
 
 
-def model_step_seconds(priced, gammas, B, S, model, hardware) -> np.ndarray:
+def model_step_seconds(priced, gammas, B, S, model, hardware, tp: int = 1) -> np.ndarray:
     """Seconds of one speculative step (verify gamma + 1 positions and draft
     gamma) at each draft length and batch, as the model prices it: the whole
-    model's step (:class:`~speclib.core.speculation.StepPricing`), or the
-    paper's one-layer ledger in byte-equivalents scaled to seconds by the
-    model's layer count over the chip's bandwidth (a scale that cancels in
-    every speedup)."""
+    model's step (:class:`~speclib.core.speculation.StepPricing`, which splits
+    it over ``tp`` GPUs itself), or the paper's one-layer ledger in
+    byte-equivalents scaled to seconds by the model's layer count over the
+    chip's bandwidth and split evenly over ``tp`` GPUs (a scale that cancels
+    in every speedup)."""
     g = np.asarray(gammas, dtype=float)[:, None]
     B = np.asarray(B, dtype=float)[None, :]
     S = np.broadcast_to(np.asarray(S, dtype=float), B.shape)
@@ -179,7 +182,7 @@ def model_step_seconds(priced, gammas, B, S, model, hardware) -> np.ndarray:
     m, hw = resolve(model, hardware)
     cm, c = priced.cost_model, priced.drafter.c
     units = cm.verify(B, g + 1.0, S) + c * g * cm.decode(B, S)
-    return units * m.n_layers / hw.memory_bandwidth
+    return units * m.n_layers / (hw.memory_bandwidth * tp)
 
 
 @dataclass
@@ -232,6 +235,7 @@ class Schedule:
     max_ranges: int | None = None
     max_k: int | None = None
     first_is_max: bool = False
+    memory: str = ""  # what the memory check did to the batch range, for the header
 
     # --- the per-batch optimum ---------------------------------------------------
     @property
@@ -497,7 +501,8 @@ def read_acceptance(path) -> "_acc.SurvivalCurve":
 
 def schedule(model=None, hardware=None, seq=4096, *, alpha=None, acceptance=None, c_draft=None, drafter=None,
              roofline: str = "per-component", max_batch: int = 256, step_costs=None, max_ranges=None,
-             engine_max_k=None, gamma_max: int = 64, query_bytes: bool = False) -> Schedule:
+             engine_max_k=None, gamma_max: int = 64, query_bytes: bool = False, step_time: str = "roofline",
+             tp: int = 1, engine: str = _cal.DEFAULT_ENGINE, reserve=_capacity.DEFAULT_RESERVE) -> Schedule:
     """gamma* for every batch size 1..``max_batch`` and the tables an engine reads.
 
     ``seq``: one context length or several (the first is the reference of
@@ -509,6 +514,12 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, acceptance=None
     measured at one context, which then replaces the model's step (the
     drafter preset still fixes the longest draft and the default curve).
     ``max_ranges`` and ``engine_max_k`` are the limits of :attr:`Schedule.chosen`.
+    ``step_time``, ``tp`` and ``engine`` price the steps as
+    :func:`speclib.core.speculation.pricing` does (``"calibrated"``: the
+    roofline plus the per-step costs measured decoding shows, for ``engine``).
+    The batch range stops at the largest batch whose weights and caches fit in
+    ``tp`` GPUs at the first context with a fraction ``reserve`` of HBM kept
+    free (:func:`speclib.capacity.max_batch`; ``reserve=None`` skips the check).
     """
     max_batch = int(max_batch)
     if not 1 <= max_batch <= MAX_BATCH:
@@ -533,7 +544,9 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, acceptance=None
         raise ValueError("c_draft: measured step costs already include drafting; give one or the other")
     if step_costs is not None and len(contexts) > 1:
         raise ValueError("seq: measured step costs are at one context length; give one seq (or none)")
-    priced = _spec.pricing(m, hw, c_draft=c_draft, drafter=drafter, roofline=roofline, query_bytes=query_bytes)
+    priced = _spec.pricing(m, hw, c_draft=c_draft, drafter=drafter, roofline=roofline, query_bytes=query_bytes,
+                           step_time=step_time, tp=tp, engine=engine)
+    max_batch, memory = _memory_cap(m, hw, contexts[0], tp, reserve, max_batch)
     if acceptance is not None:
         accepted = _acc.as_survival_curve(acceptance)
     else:
@@ -547,7 +560,8 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, acceptance=None
     if step_costs is None:
         gammas = np.arange(top + 1)
         tables = np.stack([_model_table(priced, accepted, B, np.full_like(B, s), top) for s in contexts])
-        source = f"{roofline} roofline"
+        source = f"{roofline} roofline" if step_time == "roofline" else (
+            f"calibrated step time ({engine} per-step costs, {roofline} roofline, tp {tp})")
     else:
         step_costs.check_batches(1, max_batch)
         keep = step_costs.gammas <= top
@@ -564,8 +578,24 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, acceptance=None
         model=m.name, hardware=hw.name, contexts=contexts, acceptance=label, drafter=priced.drafter.name,
         roofline=roofline, source=source, gammas=np.asarray(gammas), speedups=np.asarray(tables, dtype=float),
         max_ranges=None if max_ranges is None else int(max_ranges),
-        max_k=None if engine_max_k is None else int(engine_max_k),
+        max_k=None if engine_max_k is None else int(engine_max_k), memory=memory,
     )
+
+
+def _memory_cap(model, hardware, context, tp, reserve, max_batch):
+    """(batches to cover, a line saying why) under the memory check."""
+    if reserve is None:
+        return max_batch, ""
+    fit = _capacity.max_batch(model, hardware, context, tp, reserve=reserve)
+    where = f"{tp} x {hardware.name}" if tp > 1 else f"one {hardware.name}"
+    if fit == 0:
+        need = _capacity.min_tp(1, context, model, hardware, reserve=reserve)
+        raise ValueError(f"tp must be at least {need}: {model.name}'s weights do not fit on {where} with "
+                         f"{reserve:.0%} of HBM kept free")
+    if fit >= max_batch:
+        return max_batch, f"memory: all {max_batch:,} batch sizes fit on {where} at context {context:g}"
+    return fit, (f"memory: capped at batch {fit:,}, the largest whose weights and caches fit on {where} at "
+                 f"context {context:g} with {reserve:.0%} of HBM kept free (asked for {max_batch:,})")
 
 
 def _model_table(priced, acceptance, B, S, top):
@@ -582,19 +612,22 @@ def _model_table(priced, acceptance, B, S, top):
 
 
 def profile(model=None, hardware=None, seq=4096, *, c_draft=None, drafter=None, roofline="per-component",
-            batches=None, max_batch: int = 256, gamma_max: int = 16, query_bytes: bool = False) -> StepCosts:
+            batches=None, max_batch: int = 256, gamma_max: int = 16, query_bytes: bool = False,
+            step_time: str = "roofline", tp: int = 1, engine: str = _cal.DEFAULT_ENGINE) -> StepCosts:
     """The model's own step costs as a :class:`StepCosts` table (what
     ``speclib profile`` writes): seconds of a speculative step, verify and
     draft, at each batch (1..max_batch unless ``batches``) and draft length
-    0..gamma_max (capped at the drafter's block)."""
+    0..gamma_max (capped at the drafter's block), priced as ``step_time``,
+    ``tp`` and ``engine`` say (see :func:`schedule`)."""
     m, hw = resolve(model, hardware)
-    priced = _spec.pricing(m, hw, c_draft=c_draft, drafter=drafter, roofline=roofline, query_bytes=query_bytes)
+    priced = _spec.pricing(m, hw, c_draft=c_draft, drafter=drafter, roofline=roofline, query_bytes=query_bytes,
+                           step_time=step_time, tp=tp, engine=engine)
     top = int(gamma_max) if priced.max_gamma is None else min(int(gamma_max), priced.max_gamma)
     B = np.arange(1, int(max_batch) + 1, dtype=float) if batches is None else np.unique(np.asarray(batches, float))
     if B.size == 0 or B[0] < 1 or np.any(B != np.round(B)):
         raise ValueError("batches must be whole numbers >= 1")
     gammas = np.arange(top + 1)
-    seconds = model_step_seconds(priced, gammas, B, float(seq), m, hw)
+    seconds = model_step_seconds(priced, gammas, B, float(seq), m, hw, tp=tp)
     return StepCosts(B, gammas, seconds, f"speclib profile of {m.name} on {hw.name}")
 
 
@@ -631,6 +664,7 @@ def _header(sched: Schedule) -> list:
         f"{sched.model} on {sched.hardware}; context {contexts} tokens; {sched.acceptance}; "
         f"drafter {sched.drafter}; cost: {sched.source}",
         f"batch sizes 1..{sched.max_batch}; draft lengths searched: {_span(sched.gammas)}",
+        *([sched.memory] if sched.memory else []),
     ]
 
 

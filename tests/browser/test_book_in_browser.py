@@ -249,6 +249,8 @@ def test_optimal_gamma_equals_speclib(visit):
         g, best = speclib.optimal_gamma(alpha, B, S, c)
         np.testing.assert_array_equal(got["data"]["gamma_star"], g)
         np.testing.assert_allclose(got["data"]["speedup"], best, rtol=RTOL)
+        # The batches beyond it are shaded: what fits in HBM, as speclib.capacity says.
+        assert got["data"]["max_batch"] == speclib.capacity.max_batch(None, None, S)
 
 
 def test_speedup_curves_equal_speclib(visit):
@@ -288,6 +290,17 @@ def test_gamma_map_equals_speclib(visit):
         assert (B[0], B[-1], S[0], S[-1]) == (1, 30_000, 512, 131_072)
         g, _ = speclib.optimal_gamma(alpha, B[None, :], S[:, None], c)
         np.testing.assert_array_equal(got["data"]["gamma_star"], g)
+        np.testing.assert_array_equal(got["data"]["max_batch"], speclib.capacity.max_batch(None, None, S))
+
+
+def test_gamma_map_and_figure_3_shade_the_batches_that_cannot_fit(visit):
+    for name in ("optimal_gamma", "gamma_map"):
+        page = visit(page_for(name), settle=False).page
+        i = first_instance(page, name)
+        page.evaluate(SET_AND_READ, [i, {"alpha": 0.75, "c_draft": 0.1}])
+        hatched = page.evaluate(
+            "(i) => window.speclibLive.instances[i].element.querySelectorAll('rect.speclib-memory').length", i)
+        assert hatched > 0, name
 
 
 def test_attention_width_equals_speclib(visit):

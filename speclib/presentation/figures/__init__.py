@@ -16,6 +16,7 @@ from . import beyond  # figures of the "Beyond the paper" chapters
 from . import deployments  # figures and tables of the "Other deployments" chapter
 from . import sequel  # figures of the chapters on the sequel (drafters, hybrid attention, adaptive gamma)
 from . import schedules  # figures of the "Putting it on an engine" chapter
+from . import realism  # figures and tables of the deployment-realism chapters
 from ._style import png_bytes
 from .notebook import NumberTable, equation, equations, ridge_crossing
 from .paper import (

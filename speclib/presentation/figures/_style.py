@@ -45,7 +45,11 @@ COLORS = {
     "policy": "#d62728",
     "aggregate": "#111111",
     "per-component": "#9467bd",
+    "memory": "#7f7f7f",  # batches whose weights and caches do not fit in HBM
 }
+#: How the batches that cannot fit in HBM are drawn.
+MEMORY_HATCH = "///"
+MEMORY_ALPHA = 0.22
 #: A sequence for families of curves (batches, verify widths).
 CYCLE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 

@@ -21,12 +21,13 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ..._checks import checked_array, checked_choice, checked_int
 from ...core import attention as _attention
+from ...core import capacity as _capacity
 from ...core import cost as _cost
 from ...core import moe as _moe
 from ...core import speculation as _speculation
 from ...presets import hardware_names, resolve
 from . import _style
-from ._style import BAND_ALPHA, COLORS, CYCLE, RIDGE_STYLE
+from ._style import BAND_ALPHA, COLORS, CYCLE, MEMORY_ALPHA, MEMORY_HATCH, RIDGE_STYLE
 
 #: The paper's batch axis for Figures 2 and 3 (sequences).
 BATCH_RANGE = (1, 30_000)
@@ -124,6 +125,31 @@ def gamma_regions(alpha=0.75, S=4096, c_draft=0.10, model=None, hardware=None, b
         "best_batch": float(B[int(np.argmax(g))]),
         "last_speculating": float(B[positive[-1]]) if positive.size else None,
     }
+
+
+#: The legend label of the batches that cannot fit in HBM.
+MEMORY_LABEL = "does not fit in HBM (weights + KV cache)"
+
+
+def memory_limit(model, hardware, S, tp=1):
+    """The largest batch that fits at context(s) ``S`` (see
+    :func:`speclib.capacity.max_batch`), or None when the model or chip
+    lacks what the check needs (then nothing is shaded)."""
+    try:
+        return _capacity.max_batch(model, hardware, S, tp)
+    except ValueError:
+        return None
+
+
+def memory_patch(ax, xy, gid="memory_band"):
+    """A hatched grey polygon over ``xy`` (data coordinates): batches that cannot fit."""
+    from matplotlib.patches import Polygon
+
+    patch = Polygon(xy, closed=True, facecolor=mpl.colors.to_rgba(COLORS["memory"], MEMORY_ALPHA),
+                    edgecolor=COLORS["memory"], hatch=MEMORY_HATCH, linewidth=0.0, gid=gid, label=MEMORY_LABEL,
+                    zorder=2.5)
+    ax.add_patch(patch)
+    return patch
 
 
 def _check_keys(params, allowed, figure_name):
@@ -544,6 +570,7 @@ class OptimalGammaPlot(Plot):
         "query_bytes": False,
         "batch_range": BATCH_RANGE,
         "points": 600,
+        "capacity": True,
     }
 
     def _build(self):
@@ -551,6 +578,8 @@ class OptimalGammaPlot(Plot):
         tf = ax.get_xaxis_transform()
         self.zero_band = ax.fill_between([1, 2], 0, 1, transform=tf, color=COLORS["gutter"], alpha=0.12, lw=0,
                                          label="\u03b3* = 0: plain decoding wins", gid="zero_band")
+        self.memory_band = None
+        self.memory_text = None
         self.gamma_line = ax.plot([], [], color=COLORS["total"], drawstyle="steps-mid", label="optimal draft length \u03b3*",
                                   gid="gamma_star")[0]
         self.band_texts = []
@@ -560,7 +589,7 @@ class OptimalGammaPlot(Plot):
         ax.set_xlabel("batch (sequences)")
         ax.set_ylabel("optimal draft length \u03b3*")
 
-    def _draw(self, S, alpha, c_draft, gamma_max, query_bytes, batch_range, points):
+    def _draw(self, S, alpha, c_draft, gamma_max, query_bytes, batch_range, points, capacity):
         S = float(checked_array("S", S, lo=0, lo_open=True))
         B = integer_batches(batch_range[0], batch_range[1], points)
         g, sp = _speculation.optimal_gamma(alpha, B, S, c_draft, self.model, self.hardware, gamma_max,
@@ -586,9 +615,25 @@ class OptimalGammaPlot(Plot):
                                            ha="center", va="top", fontsize=9, color=COLORS["gutter"], gid="band_label"))
         ax.set_xlim(B[0], B[-1])
         ax.set_ylim(0, max(6, 4 * int(np.ceil((int(g.max()) + 2) / 4))))
+        # The batches whose weights and KV caches cannot fit in the chip's HBM.
+        for artist_ in (self.memory_band, self.memory_text):
+            if artist_ is not None:
+                artist_.remove()
+        self.memory_band = self.memory_text = None
+        self.max_batch = memory_limit(self.model, self.hardware, S) if capacity else None
+        handles = [self.gamma_line, self.zero_band]
+        if self.max_batch is not None and self.max_batch < B[-1]:
+            lo = max(float(B[0]), self.max_batch + 0.5)
+            self.memory_band = memory_patch(ax, [(lo, 0), (B[-1], 0), (B[-1], 1), (lo, 1)])
+            self.memory_band.set_transform(ax.get_xaxis_transform())
+            self.memory_text = ax.text(np.sqrt(lo * B[-1]), 0.62, f"does not fit:\nB > {self.max_batch:,}",
+                                       transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=9,
+                                       color="#444444", gid="memory_label",
+                                       bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1.5))
+            handles.append(self.memory_band)
         self._title(ax, f"Optimal draft length: {self.model.name} on {self.hardware.name}\n"
                         f"S = {S:,.0f}, \u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step")
-        self._legend(ax, [self.gamma_line, self.zero_band], loc="upper center")
+        self._legend(ax, handles, loc="upper center")
 
 
 def optimal_gamma(model=None, hardware=None, **params):
@@ -843,7 +888,8 @@ class GammaMapPlot(Plot):
 
     name = "gamma_map"
     defaults = {"alpha": 0.75, "c_draft": 0.10, "gamma_max": 64, "query_bytes": False, "batch_range": BATCH_RANGE,
-                "context_range": (512, 131_072), "batch_points": 160, "context_points": 90}
+                "context_range": (512, 131_072), "batch_points": 160, "context_points": 90, "capacity": True,
+                "tp": 1}
 
     def _build(self):
         ax = self.ax = self.figure.add_subplot()
@@ -857,8 +903,10 @@ class GammaMapPlot(Plot):
         self.mesh = None
         self.colorbar = None
         self._vmax = None
+        self.memory_band = None
 
-    def _draw(self, alpha, c_draft, gamma_max, query_bytes, batch_range, context_range, batch_points, context_points):
+    def _draw(self, alpha, c_draft, gamma_max, query_bytes, batch_range, context_range, batch_points, context_points,
+              capacity, tp):
         B = _batch_grid(batch_range[0], batch_range[1], batch_points)
         S = _batch_grid(context_range[0], context_range[1], context_points)
         g, _ = _speculation.optimal_gamma(alpha, B[None, :], S[:, None], c_draft, self.model, self.hardware, gamma_max,
@@ -890,7 +938,25 @@ class GammaMapPlot(Plot):
             self.mesh.set_array(g)
         ax.set_xlim(B[0], B[-1])
         ax.set_ylim(S[0], S[-1])
-        self._title(ax, f"\u03b3* over batch and sequence length: {self.model.name} on {self.hardware.name}\n"
+        # Hatch the cells whose batch cannot fit at that context: a staircase
+        # along each row's limit, out to the right edge.
+        if self.memory_band is not None:
+            self.memory_band.remove()
+            self.memory_band = None
+        tp = checked_int("tp", tp, lo=1, hi=_capacity.MAX_TP)
+        limits = memory_limit(self.model, self.hardware, S, tp) if capacity else None
+        self.max_batch = limits
+        where = "" if tp == 1 else f" x {tp}"
+        if limits is not None and np.any(limits < B[-1]):
+            ye, right = edges(S), edges(B)[-1]
+            left = np.clip(limits + 0.5, edges(B)[0], right)
+            steps = [(x, y) for x, y0, y1 in zip(left, ye[:-1], ye[1:]) for y in (y0, y1)]
+            self.memory_band = memory_patch(ax, steps + [(right, ye[-1]), (right, ye[0])])
+            self.memory_band.set_label(f"{MEMORY_LABEL}, {self.hardware.name}{where}")
+            ax.legend(handles=[self.memory_band], loc="lower left", fontsize=8, framealpha=0.9)
+        elif ax.get_legend() is not None:
+            ax.get_legend().remove()
+        self._title(ax, f"\u03b3* over batch and sequence length: {self.model.name} on {self.hardware.name}{where}\n"
                         f"\u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step")
 
 

@@ -17,6 +17,7 @@ import json
 import sympy as sp
 from sympy.printing.jscode import JavascriptCodePrinter
 
+from ...core import capacity as _capacity
 from ...core import cost as _cost
 from ...formulas.catalog import FORMULAS
 from ...presets import hardware_names, model_names, resolve
@@ -32,6 +33,7 @@ _JS_FUNCTIONS = {"expm1": "Math.expm1", "log1p": "Math.log1p"}
 LIVE_FORMULAS = (
     "gemm_cost", "gemm_slope", "moe_cost", "moe_slope", "attn_cost", "attn_slope",
     "committed", "committed_at_one", "speedup", "moe_intensity", "dense_intensity", "attention_intensity",
+    "sequence_bytes", "max_batch",
     # the sequel's chapters: a whole step in seconds, the drafters, the priced policy
     "roofline_time", "dense_flops", "dense_bytes", "expert_flops", "expert_bytes", "experts_touched",
     "attention_flops", "attention_bytes", "mtp_draft_time", "dflash_draft_time", "drafter_crossover_batch",
@@ -88,6 +90,26 @@ def cost_constants(model=None, hardware=None) -> dict:
     return out
 
 
+def capacity_constants(model=None, hardware=None, tp: int = 1) -> dict:
+    """What the live figures need to shade the batches that cannot fit in
+    HBM: the arguments of ``max_batch`` but the per-sequence bytes (``C``,
+    ``r``, ``n``, ``W``) and those of ``sequence_bytes`` after S, from
+    :mod:`speclib.capacity` (None when the model lacks the totals)."""
+    model, hardware = resolve(model, hardware)
+    try:
+        weights = _capacity.weight_bytes(model)
+        layout = _capacity.layout_arguments(model)
+        reserve = _capacity.check_reserve(_capacity.DEFAULT_RESERVE)
+    except ValueError:
+        return None
+    if hardware.hbm_capacity is None:
+        return None
+    return {"max_batch": {"names": ["C", "r", "n", "W"],
+                          "values": [hardware.hbm_capacity, reserve, float(tp), weights]},
+            "sequence_bytes": {"names": list(FORMULAS["sequence_bytes"].arg_names()[1:]),
+                               "values": [float(v) for v in layout]}}
+
+
 def model_constants(model=None, hardware=None) -> dict:
     """The numbers the live figures bind to the formulas: the default model's
     cost constants at the top level (see :func:`cost_constants`), every model a
@@ -102,6 +124,7 @@ def model_constants(model=None, hardware=None) -> dict:
     constants = {"model": model.name, "hardware": hardware.name, **cost_constants(model, hardware)}
     named = {spec["model"] for spec in build_live_figures().values() if spec.get("model")}
     constants["cost_models"] = {name: cost_constants(name, hardware) for name in sorted(named | {model.name})}
+    constants["capacity"] = {name: capacity_constants(name, hardware) for name in sorted(named | {model.name})}
     constants["ridges"] = {
         name: {p: float(resolve(None, name)[1].ridge(p)) for p in ("fp4", "fp8", "bf16")}
         for name in hardware_names()

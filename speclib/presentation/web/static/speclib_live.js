@@ -61,6 +61,16 @@
     }
     return MODELS[key];
   }
+  // speclib.capacity.max_batch: the largest batch whose weights and KV caches
+  // fit in HBM at context S (null when the model has no capacity constants).
+  function maxBatch(model, S) {
+    var cap = K.capacity && K.capacity[model];
+    if (!cap) { return null; }
+    var seq = F.sequence_bytes.apply(null, [S].concat(cap.sequence_bytes.values));
+    var fit = cap.max_batch.values, weightsFit = fit[3] <= (1 - fit[1]) * fit[0] * fit[2];
+    if (!(seq > 0)) { return weightsFit ? Infinity : 0; }
+    return Math.max(F.max_batch(fit[0], fit[1], fit[2], fit[3], seq), 0);
+  }
   function committed(alpha, gamma) {
     return alpha === 1 ? F.committed_at_one(gamma) : F.committed(alpha, gamma);
   }
@@ -117,13 +127,15 @@
     optimal_gamma: function (p, spec) {
       var B = integerBatches(spec.x.min, spec.x.max, spec.points);
       var grid = optimalGammaGrid(p, B, [p.S], spec.gamma_max);
-      return {B: B, S: p.S, alpha: p.alpha, c_draft: p.c_draft, gamma_star: grid.gamma[0], speedup: grid.speedup[0]};
+      return {B: B, S: p.S, alpha: p.alpha, c_draft: p.c_draft, gamma_star: grid.gamma[0], speedup: grid.speedup[0],
+              max_batch: maxBatch(p.model, p.S)};
     },
     gamma_map: function (p, spec) {
       var B = geomspace(spec.x.min, spec.x.max, spec.batch_points);
       var S = geomspace(spec.y.min, spec.y.max, spec.context_points);
       return {B: B, S: S, alpha: p.alpha, c_draft: p.c_draft,
-              gamma_star: optimalGammaGrid(p, B, S, spec.gamma_max).gamma};
+              gamma_star: optimalGammaGrid(p, B, S, spec.gamma_max).gamma,
+              max_batch: S.map(function (s) { return maxBatch(p.model, s); })};
     },
     attention_width: function (p, spec) {
       var T = geomspace(spec.x.min, spec.x.max, spec.points), out = {T: T, S: p.S, query_bytes: p.query_bytes,
@@ -286,14 +298,22 @@
         layers.push({type: "text", x: Math.sqrt(lo * hi), yFrac: 0.97, text: gutter ? "gutter" : "\u03b3* = 0",
                      color: C.gutter, anchor: "middle"});
       });
+      var legend = [{label: "optimal draft length \u03b3*", color: C.total, kind: "line"},
+                    {label: "\u03b3* = 0: plain decoding wins", color: C.gutter, kind: "area"}];
+      if (d.max_batch !== null && d.max_batch < d.B[n - 1]) {  // batches that cannot fit in HBM
+        var lo = Math.max(d.B[0], d.max_batch + 0.5);
+        layers.push({type: "vband", x0: lo, x1: d.B[n - 1], color: C.memory, opacity: 0.22, hatch: true});
+        layers.push({type: "text", x: Math.sqrt(lo * d.B[n - 1]), yFrac: 0.38, text: "does not fit: B > " +
+                     fmtInt(d.max_batch), color: C.memory, anchor: "middle"});
+        legend.push({label: "does not fit in HBM (weights + KV cache)", color: C.memory, kind: "area"});
+      }
       layers.push({type: "line", x: d.B, y: d.gamma_star, color: C.total, step: true});
       return {
         title: heading(p, "optimal draft length"),
         subtitle: "S = " + fmtInt(d.S) + ", \u03b1 = " + fmtPct(d.alpha) + ", drafter " + fmtPct(d.c_draft) + " of a step",
         x: spec.x, y: {label: spec.y.label, scale: "linear", min: 0, max: Math.max(spec.y.max, maxOf(d.gamma_star) + 2), integer: true},
         layers: layers,
-        legend: [{label: "optimal draft length \u03b3*", color: C.total, kind: "line"},
-                 {label: "\u03b3* = 0: plain decoding wins", color: C.gutter, kind: "area"}]
+        legend: legend
       };
     },
     speedup_curves: function (d, p, spec) {
@@ -347,12 +367,18 @@
       for (var g = 1; g <= vmax; g += step) {
         legend.push({label: "\u03b3* = " + g, color: viridisOf(g, vmax), kind: "cell"});
       }
+      var layers = [{type: "heatmap", x: d.B, y: d.S, z: d.gamma_star,
+                     color: function (g) { return g === 0 ? C.gamma_zero : viridisOf(g, vmax); }}];
+      if (d.max_batch.some(function (m) { return m !== null && m < d.B[d.B.length - 1]; })) {
+        layers.push({type: "rowbands", x: d.B, y: d.S, from: d.max_batch.map(function (m) { return m + 0.5; }),
+                     color: C.memory, opacity: 0.22});
+        legend.push({label: "does not fit in HBM (weights + KV cache)", color: C.memory, kind: "area"});
+      }
       return {
         title: heading(p, "\u03b3* over batch and sequence length"),
         subtitle: "\u03b1 = " + fmtPct(d.alpha) + ", drafter " + fmtPct(d.c_draft) + " of a step",
         x: spec.x, y: spec.y, noGrid: true,
-        layers: [{type: "heatmap", x: d.B, y: d.S, z: d.gamma_star,
-                  color: function (g) { return g === 0 ? C.gamma_zero : viridisOf(g, vmax); }}],
+        layers: layers,
         legend: legend
       };
     },
@@ -974,8 +1000,12 @@
     var sx = scaleOf(fig.x, x0, x1), sy = scaleOf(fig.y, y0, y1);
     var clipId = svg.getAttribute("data-clip");
     if (!clipId) { clipId = "speclib-clip-" + (++clipCount); svg.setAttribute("data-clip", clipId); }
-    var clip = el("clipPath", {id: clipId}, el("defs", {}, svg));
+    var defs = el("defs", {}, svg), clip = el("clipPath", {id: clipId}, defs);
     el("rect", {x: x0, y: y1, width: x1 - x0, height: y0 - y1}, clip);
+    // Diagonal hatching for the batches that cannot fit in HBM, as the static figure draws them.
+    var hatchId = clipId + "-hatch", hatch = el("pattern", {id: hatchId, width: 6, height: 6,
+      patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)"}, defs);
+    el("line", {x1: 0, y1: 0, x2: 0, y2: 6, stroke: C.memory, "stroke-width": 1}, hatch);
 
     var grid = el("g", {"class": fig.noGrid ? "speclib-grid speclib-nogrid" : "speclib-grid"}, svg);
     ticksOf(fig.x).forEach(function (v) {
@@ -1028,6 +1058,21 @@
         var a = sx(layer.x0), b = sx(layer.x1);
         el("rect", {x: a.toFixed(2), y: y1, width: Math.max(b - a, 1).toFixed(2), height: y0 - y1,
                     fill: layer.color, "fill-opacity": layer.opacity}, plot);
+        if (layer.hatch) {
+          el("rect", {x: a.toFixed(2), y: y1, width: Math.max(b - a, 1).toFixed(2), height: y0 - y1,
+                      fill: "url(#" + hatchId + ")", "class": "speclib-memory"}, plot);
+        }
+      } else if (layer.type === "rowbands") {
+        // Per row of a heatmap, from a column position out to the right edge (hatched).
+        var rxe = cellEdges(layer.x, sx), rye = cellEdges(layer.y, sy), right = rxe[rxe.length - 1];
+        layer.from.forEach(function (x, r) {
+          if (x === null || !isFinite(x) || x >= layer.x[layer.x.length - 1]) { return; }
+          var left = Math.max(rxe[0], Math.min(right, sx(Math.max(x, layer.x[0]))));
+          var attrs = {x: left.toFixed(2), y: rye[r + 1].toFixed(2), width: (right - left).toFixed(2),
+                       height: (rye[r] - rye[r + 1] + 0.3).toFixed(2)};
+          el("rect", Object.assign({fill: layer.color, "fill-opacity": layer.opacity}, attrs), plot);
+          el("rect", Object.assign({fill: "url(#" + hatchId + ")", "class": "speclib-memory"}, attrs), plot);
+        });
       } else if (layer.type === "hline") {
         var py = sy(layer.y).toFixed(2);
         el("line", {x1: x0, x2: x1, y1: py, y2: py, stroke: layer.color, "stroke-width": 1.2,

@@ -1,0 +1,226 @@
+"""A calibrated step time: the roofline plus the per-step costs measured
+decoding shows it misses.
+
+The roofline (:class:`speclib.core.step.StepModel`) is a lower bound: the
+InferenceMAX Llama-3.3-70B runs decode 1.35 to 2.1 times slower than it on
+one GPU and 3.6 to 8.7 times slower at eight (the measured-decode chapter).
+:mod:`speclib.evidence.validation` fits a small model of the gap on those runs
+and writes its constants to ``data/calibration/step_time.json``; this module
+reads them and prices a step with them:
+
+    t = mu_chip * t_roofline / tp  +  a_(chip, engine)  +  d * B
+
+* ``mu_chip``: how much slower than the datasheet the chip's kernels move
+  bytes and do FLOPs (the roofline's time scaled; 1 = datasheet speed);
+* ``a``: a fixed time per engine step, whatever the batch, the chip's share
+  of the weights or the tensor-parallel width (kernel launches, host-side
+  scheduling, sampling, synchronisation, tensor-parallel latency);
+* ``d``: a time per sequence in the step (per-request host work).
+
+What it is calibrated for: Llama-3.3-70B, a dense model, plain decoding, on
+the six measured chips, served by vLLM (all six) and TensorRT-LLM (B200,
+H200), at tensor-parallel widths 1 to 8 and batches of 4 to 128 sequences
+(``batch_range``; past it the per-sequence term is an extrapolation). What carries over to other models,
+by assumption: ``a`` and ``d`` (engine costs per step and per sequence, not
+per byte) and ``mu`` (a property of the chip's kernels). How a speculative
+step is priced with it:
+
+* the verify step of gamma + 1 positions is one engine step: its roofline
+  time scaled by ``mu``, plus ``a`` once and ``d`` once per sequence (a
+  sequence's verify is charged like its decode: the data hold no verify
+  steps to say otherwise; ``per_token=True`` charges ``d`` per verified
+  position instead, the sensitivity the engine chapter tests);
+* a drafter priced by its own roofline runs inside the same engine step:
+  its passes are scaled by ``mu`` and pay no ``a`` of their own (engines
+  capture draft passes in the step's CUDA graph); the paper's constant
+  drafter costs its fraction of the calibrated plain step, ``a`` included.
+
+Neither assumption can be tested on these data: the chapter on engine
+measurements holds the result against published speculative runs.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from .._checks import checked_choice
+from .step import StepModel
+
+#: How a step's time is priced: the roofline (a lower bound) or the
+#: roofline calibrated on measured decoding.
+STEP_TIMES = ("roofline", "calibrated")
+#: The engines in the measured data.
+ENGINES = ("vLLM", "TRT")
+#: The engine assumed unless one is named: the only one measured on every chip.
+DEFAULT_ENGINE = "vLLM"
+
+
+def check_step_time(value) -> str:
+    return checked_choice("step_time", value, STEP_TIMES)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The fitted constants: ``roofline_factor`` (mu) per chip, ``fixed_s``
+    (a, seconds) per chip and engine, ``per_sequence_s`` (d, seconds)."""
+
+    roofline_factor: dict
+    fixed_s: dict
+    per_sequence_s: float
+    model: str = ""
+    fitted_on: tuple = ()
+    source: str = ""
+    batch_range: tuple = ()  # the smallest and largest batch in the runs fitted
+
+    def in_range(self, batch) -> bool:
+        """Whether ``batch`` lies in the measured batches (beyond them the
+        per-sequence term is an extrapolation)."""
+        return not self.batch_range or self.batch_range[0] <= batch <= self.batch_range[1]
+
+    def chips(self) -> tuple:
+        return tuple(self.roofline_factor)
+
+    def _chip(self, hardware) -> str:
+        names = (hardware.name, *hardware.aliases)
+        for chip in self.roofline_factor:
+            if chip.lower() in (n.lower() for n in names):
+                return chip
+        raise ValueError(f"hardware {hardware.name!r} has no calibrated step time (calibrated on measured decoding "
+                         f"of {', '.join(self.roofline_factor)}); use step_time='roofline'")
+
+    def constants(self, hardware, engine: str = DEFAULT_ENGINE) -> tuple:
+        """(mu, a, d) for ``hardware`` served by ``engine``."""
+        chip = self._chip(hardware)
+        engine = checked_choice("engine", engine, ENGINES)
+        fixed = self.fixed_s[chip]
+        if engine not in fixed:
+            raise ValueError(f"engine {engine!r} was not measured on {chip} (measured: {', '.join(fixed)})")
+        return self.roofline_factor[chip], fixed[engine], self.per_sequence_s
+
+    def to_json(self) -> dict:
+        return {"model": self.model, "fitted_on": list(self.fitted_on), "source": self.source,
+                "batch_range": list(self.batch_range), "roofline_factor": self.roofline_factor,
+                "fixed_s": self.fixed_s, "per_sequence_s": self.per_sequence_s}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Calibration":
+        return cls(roofline_factor={k: float(v) for k, v in data["roofline_factor"].items()},
+                   fixed_s={chip: {e: float(v) for e, v in by.items()} for chip, by in data["fixed_s"].items()},
+                   per_sequence_s=float(data["per_sequence_s"]), model=data.get("model", ""),
+                   fitted_on=tuple(data.get("fitted_on", ())), source=data.get("source", ""),
+                   batch_range=tuple(int(b) for b in data.get("batch_range", ())))
+
+
+#: Where the shipped calibration lives, inside the package.
+CALIBRATION_FILE = ("data", "calibration", "step_time.json")
+
+
+@lru_cache(maxsize=1)
+def shipped_calibration() -> Calibration:
+    """The calibration shipped with speclib (fitted on every measured run)."""
+    path = resources.files("speclib").joinpath(*CALIBRATION_FILE)
+    return Calibration.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+class CalibratedStepModel:
+    """A :class:`StepModel` of one GPU's share of a step over ``tp`` GPUs,
+    calibrated: ``mu * roofline / tp + a + d * B`` (see the module notes)."""
+
+    roofline = "calibrated"
+
+    def __init__(self, step_model: StepModel, hardware, *, tp: int = 1, engine: str = DEFAULT_ENGINE,
+                 calibration: Calibration = None, per_token: bool = False):
+        self.per_token = bool(per_token)
+        self.step_model = step_model
+        self.architecture = step_model.architecture
+        self.hardware = hardware
+        self.tp = int(tp)
+        self.engine = checked_choice("engine", engine, ENGINES)
+        self.calibration = calibration or shipped_calibration()
+        self.factor, self.fixed, self.per_sequence = self.calibration.constants(hardware, self.engine)
+
+    def scaled(self, seconds):
+        """Roofline seconds of the whole step as this GPU's calibrated kernel time."""
+        return self.factor * seconds / self.tp
+
+    def overhead(self, B, T=1.0):
+        """The step's fixed and per-sequence time (per position with ``per_token``)."""
+        return self.fixed + self.per_sequence * B * (T if self.per_token else 1.0)
+
+    def component_times(self, B, T, S) -> dict:
+        """{part: seconds}: the roofline components scaled, then the overheads."""
+        parts = {name: self.scaled(t) for name, t in self.step_model.component_times(B, T, S).items()}
+        parts["fixed per step"] = self.fixed + 0.0 * B
+        parts["per position" if self.per_token else "per sequence"] = self.overhead(B, T) - self.fixed
+        return parts
+
+    def time(self, B, T, S):
+        """Seconds of the step."""
+        return self.scaled(self.step_model.time(B, T, S)) + self.overhead(B, T)
+
+
+class ScaledDrafter:
+    """A drafter priced by its own roofline, its passes run at the calibrated
+    chip's speed on ``tp`` GPUs (no fixed time of their own; see the module notes)."""
+
+    def __init__(self, drafter, target: CalibratedStepModel):
+        self.inner = drafter
+        self.target = target
+        self.kind, self.name = drafter.kind, drafter.name
+        self.max_gamma, self.acceptance = drafter.max_gamma, drafter.acceptance
+
+    def time(self, gamma, B, S=0.0, target=None):
+        return self.target.scaled(self.inner.time(gamma, B, S, None))
+
+
+class TensorParallelStep:
+    """The roofline step of one GPU's share over ``tp`` GPUs: bytes and FLOPs
+    split evenly, so the time divides by ``tp`` (no communication charged)."""
+
+    def __init__(self, step_model: StepModel, tp: int):
+        self.step_model = step_model
+        self.architecture = step_model.architecture
+        self.hardware = step_model.hardware
+        self.roofline = step_model.roofline
+        self.tp = int(tp)
+
+    def scaled(self, seconds):
+        return seconds / self.tp
+
+    def component_times(self, B, T, S) -> dict:
+        return {name: t / self.tp for name, t in self.step_model.component_times(B, T, S).items()}
+
+    def time(self, B, T, S):
+        return self.step_model.time(B, T, S) / self.tp
+
+
+class CalibratedLedger:
+    """A per-layer ledger (:class:`speclib.cost.CostModel` or the expert-
+    parallel one, in HBM byte-equivalents per GPU) calibrated as a whole
+    step: the layer's cost times the model's layers over the chip's
+    bandwidth, scaled by ``mu``, plus ``a`` and ``d`` per sequence on the GPU.
+    The paper's ledger stands for every layer; so does this."""
+
+    def __init__(self, cost_model, *, engine: str = DEFAULT_ENGINE, calibration: Calibration = None,
+                 per_token: bool = False):
+        self.per_token = bool(per_token)
+        self.cost_model = cost_model
+        self.hardware = cost_model.hardware
+        layers = getattr(cost_model.model, "n_layers", None)
+        if layers is None:
+            raise ValueError(f"step_time='calibrated' needs the layer count of {cost_model.model.name} to price a "
+                             "whole step from the per-layer ledger")
+        self.layers = float(layers)
+        self.engine = checked_choice("engine", engine, ENGINES)
+        self.calibration = calibration or shipped_calibration()
+        self.factor, self.fixed, self.per_sequence = self.calibration.constants(self.hardware, self.engine)
+        self._seconds = self.factor * self.layers / self.hardware.memory_bandwidth
+
+    def decode(self, batch, context):
+        return self._seconds * self.cost_model.decode(batch, context) + self.fixed + self.per_sequence * batch
+
+    def verify(self, batch, width, context):
+        per = self.per_sequence * batch * (width if self.per_token else 1.0)
+        return self._seconds * self.cost_model.verify(batch, width, context) + self.fixed + per

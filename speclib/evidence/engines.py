@@ -1,0 +1,280 @@
+"""The model held against published engine measurements of speculative
+decoding: SGLang and vLLM running DeepSeek-V3/R1 with its multi-token
+prediction head, and SGLang running Qwen3-235B-A22B with an EAGLE-3 drafter
+(``data/engine-speculation/measurements.json``; each run cites its source).
+
+Every run is priced four ways, all with the acceptance the source reports
+(or, where it reports none, a stated assumption):
+
+* ``roofline``: the paper's ledger, the drafter a constant fraction of a
+  step; for a run with expert parallelism and data-parallel attention, the
+  expert-parallel ledger of :mod:`speclib.parallel` (sequences per GPU, the
+  all-to-all over the stated network, not overlapped);
+* ``calibrated``: the same step with the calibrated step time
+  (:mod:`speclib.core.calibrated`; SGLang is not in the calibration data, so
+  its runs use vLLM's constants on the same chip);
+* ``per_token``: calibrated, with the per-sequence time charged per verified
+  position (a sensitivity: the decode data cannot tell the two apart);
+* ``anchored``: the roofline plus a fixed time per step taken from the run's
+  own baseline (its measured time per step without speculation, less the
+  roofline), where the source gives one.
+
+What each leaves unstated (chip, batch, acceptance, context) is in the run's
+``assumed`` field; the chapter shows it beside every number.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from .._checks import checked_choice
+from ..core import acceptance as _acc
+from ..core import calibrated as _cal
+from ..core import drafters as _draft
+from ..core import parallel as _par
+from ..core import speculation as _spec
+from ..core import step as _step
+from ..core import cost as _cost
+from ..presets import resolve
+
+#: How a run is priced (see the module notes).
+PRICINGS = ("roofline", "calibrated", "per_token", "anchored")
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """One published measurement (fields as in the data file)."""
+
+    id: str
+    label: str
+    source: str
+    url: str
+    engine: str
+    model: str
+    hardware: str
+    deployment: dict
+    batches: tuple
+    batch_reported: bool
+    workload: dict
+    acceptance: dict
+    measured: dict
+    c_draft: float
+    assumed: str
+    gamma: int = None
+    gammas: tuple = None
+    baseline_step_s: tuple = None
+
+    @property
+    def context(self) -> float:
+        """Mean cached context over a request's decode steps, I + (O - 1) / 2."""
+        return self.workload["input"] + (self.workload["output"] - 1) / 2
+
+    @property
+    def gpus(self) -> int:
+        return int(self.deployment["gpus"])
+
+    @property
+    def expert_parallel(self) -> bool:
+        return self.deployment["kind"] == "expert-parallel"
+
+    @property
+    def alpha(self) -> float:
+        """The i.i.d. acceptance: reported or assumed, or solved from a
+        reported accept length N(alpha, gamma) (committed tokens per verify)."""
+        if "alpha" in self.acceptance:
+            return float(self.acceptance["alpha"])
+        return alpha_from_accept_length(self.acceptance["accept_length"], self.gamma)
+
+    @property
+    def acceptance_reported(self) -> bool:
+        return "accept_length" in self.acceptance or "measured_rate" in self.acceptance
+
+
+def _data() -> dict:
+    path = resources.files("speclib").joinpath("data", "engine-speculation", "measurements.json")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def load_runs() -> tuple:
+    """Every published run, as :class:`EngineRun` objects, in file order."""
+    out = []
+    for r in _data()["runs"]:
+        out.append(EngineRun(
+            id=r["id"], label=r["label"], source=r["source"], url=r["url"], engine=r["engine"], model=r["model"],
+            hardware=r["hardware"], deployment=dict(r["deployment"]), batches=tuple(r["batches"]),
+            batch_reported=bool(r["batch_reported"]), workload=dict(r["workload"]), acceptance=dict(r["acceptance"]),
+            measured=dict(r["measured"]), c_draft=float(r["c_draft"]), assumed=r["assumed"], gamma=r.get("gamma"),
+            gammas=tuple(r["gammas"]) if r.get("gammas") else None,
+            baseline_step_s=tuple(r["baseline_step_s"]) if r.get("baseline_step_s") else None,
+        ))
+    return tuple(out)
+
+
+def run(run_id: str) -> EngineRun:
+    """The run called ``run_id``."""
+    for r in load_runs():
+        if r.id == run_id:
+            return r
+    raise ValueError(f"run_id must be one of {', '.join(r.id for r in load_runs())}; got {run_id!r}")
+
+
+def alpha_from_accept_length(accept_length: float, gamma: int) -> float:
+    """The i.i.d. alpha whose N(alpha, gamma) is ``accept_length``, by bisection."""
+    lo, hi = 0.0, 1.0
+    if not 1.0 <= accept_length <= gamma + 1:
+        raise ValueError(f"accept_length must be in [1, {gamma + 1}] for {gamma} drafts; got {accept_length!r}")
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        n = float(_acc.committed_numeric(np.asarray(mid), np.asarray(float(gamma))))
+        lo, hi = (mid, hi) if n < accept_length else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+# --- pricing a run ----------------------------------------------------------------------
+
+
+def _ledger(r: EngineRun):
+    """The per-GPU ledger of the run's deployment."""
+    if r.expert_parallel:
+        return _par.expert_parallel_cost_model(r.model, r.hardware, G=r.gpus,
+                                               interconnect=r.deployment["interconnect"])
+    return _cost.cost_model(*resolve(r.model, r.hardware), False)
+
+
+def _seconds_per_layer_cost(r: EngineRun) -> float:
+    """Seconds of one GPU's whole step per unit of the ledger's layer cost."""
+    model, hw = resolve(r.model, r.hardware)
+    return model.n_layers / (hw.memory_bandwidth * (1 if r.expert_parallel else r.gpus))
+
+
+def _pricing(r: EngineRun, how: str, fixed_s: float = 0.0):
+    drafter = _draft.ConstantDrafter(r.c_draft)
+    if how == "roofline":
+        return _spec.LedgerPricing(_ledger(r), drafter)
+    if how in ("calibrated", "per_token"):
+        per_token = how == "per_token"
+        if r.expert_parallel:
+            return _spec.LedgerPricing(_cal.CalibratedLedger(_ledger(r), per_token=per_token), drafter)
+        model, hw = resolve(r.model, r.hardware)
+        target = _cal.CalibratedStepModel(_step.step_model(model, hw), hw, tp=r.gpus, per_token=per_token)
+        return _spec.StepPricing(target, drafter)
+    return _spec.LedgerPricing(_AnchoredLedger(_ledger(r), _seconds_per_layer_cost(r), fixed_s), drafter)
+
+
+class _AnchoredLedger:
+    """The roofline in seconds plus a fixed time per step."""
+
+    def __init__(self, ledger, seconds_per_cost, fixed_s):
+        self.ledger, self.k, self.fixed = ledger, seconds_per_cost, fixed_s
+
+    def decode(self, B, S):
+        return self.k * self.ledger.decode(B, S) + self.fixed
+
+    def verify(self, B, width, S):
+        return self.k * self.ledger.verify(B, width, S) + self.fixed
+
+
+def roofline_step_s(r: EngineRun, batch) -> np.ndarray:
+    """Roofline seconds of one plain decode step (one GPU's share) at ``batch``."""
+    B = np.asarray(batch, dtype=float)
+    return _seconds_per_layer_cost(r) * _ledger(r).decode(B, np.asarray(r.context))
+
+
+def anchored_fixed_s(r: EngineRun, batch, baseline_step_s) -> float:
+    """The fixed time per step that makes the roofline equal the run's own
+    measured plain step: baseline - roofline (never below 0)."""
+    return max(float(baseline_step_s) - float(roofline_step_s(r, batch)), 0.0)
+
+
+def speedup(r: EngineRun, how: str, batch=None, gamma=None, *, fixed_s: float = 0.0):
+    """The run's predicted speedup over plain decoding, priced ``how`` (one
+    of :data:`PRICINGS`; ``anchored`` takes ``fixed_s``) at ``batch`` (its
+    batches) and ``gamma`` (its draft length); broadcasts."""
+    how = checked_choice("how", how, PRICINGS)
+    B = np.asarray(r.batches if batch is None else batch, dtype=float)
+    g = np.asarray(r.gamma if gamma is None else gamma, dtype=float)
+    priced = _pricing(r, how, fixed_s)
+    n = _acc.committed_numeric(np.asarray(r.alpha), g)
+    B, S = np.broadcast_arrays(B, np.asarray(r.context))
+    out = priced.speedup(n, g, B, S)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def best_gamma(r: EngineRun, how: str, batch, gamma_max: int = 8, *, fixed_s: float = 0.0):
+    """gamma* in 0..gamma_max and its speedup at ``batch`` under ``how``."""
+    priced = _pricing(r, checked_choice("how", how, PRICINGS), fixed_s)
+    return _spec.best_gamma(priced, _acc.check_alpha(r.alpha), np.asarray(float(batch)), np.asarray(r.context),
+                            gamma_max)
+
+
+# --- the comparison the chapter tabulates ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured speedup and its predictions."""
+
+    run: EngineRun
+    at: str  # what the measurement is at ("batch 2 per GPU", "QPS 1", ...)
+    batch: float
+    measured: float
+    roofline: float
+    calibrated: float
+    per_token: float
+    anchored: float  # NaN where the source gives no baseline
+
+
+def comparison() -> list:
+    """Every measured speedup (the gamma sweep aside) with the four predictions."""
+    points = []
+    for r in load_runs():
+        if "speedup" not in r.measured:
+            continue
+        at = r.measured.get("at")
+        for i, value in enumerate(r.measured["speedup"]):
+            if r.batch_reported:
+                batch = float(r.batches[i] if len(r.batches) > 1 else r.batches[0])
+                where = at[i] if at else f"batch {batch:g}" + (" per GPU" if r.expert_parallel else "")
+            else:
+                batch = float(np.nan)
+                where = at[i] if at else ""
+            B = np.asarray(r.batches if np.isnan(batch) else batch, dtype=float)
+            anchored = np.nan
+            if r.baseline_step_s is not None:  # over the batch range when the batch is not reported
+                anchored = _summary([speedup(r, "anchored", b, fixed_s=anchored_fixed_s(r, b, r.baseline_step_s[i]))
+                                     for b in np.atleast_1d(B)])
+            points.append(Point(run=r, at=where, batch=batch, measured=float(value),
+                                roofline=_summary(speedup(r, "roofline", B)),
+                                calibrated=_summary(speedup(r, "calibrated", B)),
+                                per_token=_summary(speedup(r, "per_token", B)), anchored=anchored))
+    return points
+
+
+def _summary(values):
+    """A value, or (min, max) over a batch range that was not reported."""
+    values = np.atleast_1d(values)
+    return float(values[0]) if values.size == 1 else (float(values.min()), float(values.max()))
+
+
+def gamma_sweep(run_id: str = "sglang-autospec") -> dict:
+    """The measured throughput over draft lengths at each batch, relative to
+    one draft token, against the models' ratios; and the best draft length
+    each finds. ``{"batches", "gammas", "measured", "roofline", "calibrated",
+    "per_token"}``: ratios are arrays (batch x gamma); ``best_*`` the best
+    gamma per batch."""
+    r = run(run_id)
+    B = np.asarray(r.batches, dtype=float)[:, None]
+    g = np.asarray(r.gammas, dtype=float)[None, :]
+    measured = np.asarray(r.measured["throughput"], dtype=float)
+    out = {"run": r, "batches": B[:, 0], "gammas": g[0], "measured": measured / measured[:, :1]}
+    for how in ("roofline", "calibrated", "per_token"):
+        s = speedup(r, how, B, g)
+        out[how] = s / s[:, :1]
+    for key in ("measured", "roofline", "calibrated", "per_token"):
+        out[f"best_{key}"] = g[0][np.argmax(out[key], axis=1)].astype(int)
+    return out

@@ -1,0 +1,195 @@
+"""The calibrated step time: the fit, its held-out errors, the shipped
+constants, and how it prices a speculative step (verify and drafter)."""
+import json
+
+import numpy as np
+import pytest
+
+from speclib import presets, validation
+from speclib.core import calibrated as cal
+from speclib.core import speculation as spec
+from speclib.core import step as _step
+
+
+@pytest.fixture(scope="module")
+def held():
+    return validation.held_out()
+
+
+def test_shipped_calibration_is_the_fit_on_every_decoding_run():
+    shipped = cal.shipped_calibration()
+    fit = validation.fit_calibration().calibration
+    assert shipped.roofline_factor == pytest.approx(fit.roofline_factor, rel=1e-9)
+    assert shipped.per_sequence_s == pytest.approx(fit.per_sequence_s, rel=1e-9)
+    for chip, engines in fit.fixed_s.items():
+        assert shipped.fixed_s[chip] == pytest.approx(engines, rel=1e-9)
+    assert shipped.batch_range == (4, 128) and set(shipped.fitted_on) == {"1k1k", "1k8k"}
+
+
+def test_constants_are_physical():
+    c = cal.shipped_calibration()
+    assert all(1.0 <= mu < 2.0 for mu in c.roofline_factor.values())  # kernels at 50-100% of the datasheet
+    assert all(2e-3 < a < 1e-2 for by in c.fixed_s.values() for a in by.values())  # a few ms per step
+    assert 0 < c.per_sequence_s < 2e-4
+    # TensorRT-LLM's fixed time is below vLLM's on both chips where both ran.
+    assert all(c.fixed_s[chip]["TRT"] < c.fixed_s[chip]["vLLM"] for chip in ("B200", "H200"))
+
+
+def test_queueing_runs_are_left_out():
+    runs = validation.decoding_runs()
+    assert len(runs) == 446 and len(validation.compare()) == 454
+    assert np.all(runs.little_batch >= validation.QUEUEING_FRACTION * runs.column("concurrency"))
+
+
+@pytest.mark.parametrize("test_workload", ["1k1k", "1k8k"])
+def test_held_out_median_error_within_20_percent_both_ways(held, test_workload):
+    n, median, worst = held.overall(test_workload)
+    assert n > 200 and median < 0.10 and worst < 0.40
+
+
+def test_held_out_median_within_20_percent_for_every_chip_and_tp(held):
+    rows = held.summary(("chip", "tp"))
+    assert len(rows) == 23
+    assert all(median < 0.20 for *_, n, median, worst in rows)
+
+
+def test_each_term_earns_its_place(held):
+    """Dropping a kept term worsens the held-out median; the all-reduce term
+    does not improve it by more than half a point."""
+    full = max(held.overall(w)[1] for w in validation.WORKLOADS)
+    for dropped in validation.DEFAULT_TERMS:
+        terms = tuple(t for t in validation.DEFAULT_TERMS if t != dropped)
+        worse = max(validation.held_out(terms).overall(w)[1] for w in validation.WORKLOADS)
+        assert worse > full, dropped
+    extra = validation.held_out(validation.DEFAULT_TERMS + ("allreduce",))
+    assert max(extra.overall(w)[1] for w in validation.WORKLOADS) > full - 0.005
+
+
+def test_calibrated_tpot_is_roofline_times_factor_plus_overheads():
+    c = cal.shipped_calibration()
+    B, S = np.array([4.0, 32, 128]), 1536.0
+    roof = validation.predicted_tpot("llama-3-70b", "B200", B, S, 2, "fp8")
+    got = validation.calibrated_tpot("llama-3-70b", "B200", B, S, 2, "fp8", engine="TRT")
+    assert np.allclose(got, c.roofline_factor["B200"] * roof + c.fixed_s["B200"]["TRT"] + c.per_sequence_s * B)
+    with_prefill = validation.calibrated_tpot("llama-3-70b", "B200", B, S, 2, "fp8", engine="TRT", workload="1k1k")
+    prefill = B * 1024 / 1024 * 2 * presets.LLAMA_3_70B.active_params() / (2 * presets.B200.peak_flops("fp8"))
+    assert np.allclose(with_prefill - got, prefill)
+
+
+def test_calibrated_prediction_matches_the_fit_on_every_run():
+    runs = validation.decoding_runs()
+    fit = validation.fit_calibration()
+    predicted = fit.predict(runs)
+    for i in range(0, len(runs), 37):
+        r = runs.records[i]
+        hw = presets.hardware(r.chip)
+        context = validation.mean_decode_context(r.input_len, r.output_len)
+        direct = validation.calibrated_tpot("llama-3-70b", hw, r.concurrency, context, r.tp, r.precision,
+                                            engine=r.framework, workload=r.workload)
+        assert direct == pytest.approx(predicted[i], rel=1e-9)
+
+
+def test_roofline_stays_a_lower_bound_of_the_calibrated_prediction():
+    for chip in ("B200", "H100", "MI355X"):
+        B = np.array([1.0, 16, 128, 1024])
+        roof = validation.predicted_tpot("llama-3-70b", chip, B, 4096, 4)
+        assert np.all(validation.calibrated_tpot("llama-3-70b", chip, B, 4096, 4) > roof)
+
+
+# --- pricing with it ------------------------------------------------------------------------
+def test_calibrated_pricing_prices_verify_and_drafter_with_the_calibrated_step():
+    c = cal.shipped_calibration()
+    mu, a, d = c.roofline_factor["B200"], c.fixed_s["B200"]["vLLM"], c.per_sequence_s
+    priced = spec.pricing("qwen3.6", "B200", drafter="qwen3.6-mtp", step_time="calibrated", tp=2)
+    roof = _step.step_model("qwen3.6", "B200")
+    B, S, g = np.array(32.0), np.array(512.0), np.array(3.0)
+    assert priced.plain(B, S) == pytest.approx(mu * roof.time(B, 1.0, S) / 2 + a + d * B)
+    raw_draft = spec.resolve_drafter("qwen3.6-mtp", None, presets.B200).time(g, B)
+    expected = mu * roof.time(B, g + 1, S) / 2 + a + d * B + mu * raw_draft / 2
+    assert priced.step(g, B, S) == pytest.approx(expected)
+
+
+def test_calibrated_constant_drafter_is_its_fraction_of_the_calibrated_plain_step():
+    priced = spec.pricing(None, None, c_draft=0.1, step_time="calibrated")
+    B, S = np.array(8.0), np.array(4096.0)
+    assert priced.drafter.time(np.array(2.0), B, S, priced.step_model) == pytest.approx(0.2 * priced.plain(B, S))
+
+
+def test_gamma_zero_is_exactly_one_and_roofline_default_is_unchanged():
+    B = np.array([1.0, 64, 4096])
+    assert np.all(spec.speedup(0.8, 0, B, 4096, step_time="calibrated") == 1.0)
+    assert isinstance(spec.pricing(), spec.LedgerPricing)
+    g0, s0 = spec.optimal_gamma(0.75, B, 4096, 0.1)
+    g1, s1 = spec.optimal_gamma(0.75, B, 4096, 0.1, step_time="roofline", tp=1)
+    assert np.array_equal(g0, g1) and np.array_equal(s0, s1)
+
+
+def test_tensor_parallel_roofline_leaves_ratios_alone():
+    B = np.array([1.0, 64, 4096])
+    one = spec.speedup(None, 3, B, 512, model="qwen3.6", drafter="qwen3.6-mtp")
+    eight = spec.speedup(None, 3, B, 512, model="qwen3.6", drafter="qwen3.6-mtp", tp=8)
+    assert np.allclose(one, eight, rtol=1e-12)
+    t1 = spec.throughput(B, 3, 512, model="qwen3.6", drafter="qwen3.6-mtp")
+    t8 = spec.throughput(B, 3, 512, model="qwen3.6", drafter="qwen3.6-mtp", tp=8)
+    assert np.allclose(t8, 8 * t1)
+
+
+def test_fixed_costs_shrink_the_small_batch_gutter():
+    """A fixed time per step makes a wider verify relatively cheaper: at small
+    batch the calibrated speedup beats the roofline's."""
+    B = np.array([1.0, 2, 4, 8])
+    _, roof = spec.optimal_gamma(0.75, B, 4096, 0.1)
+    g, calibrated = spec.optimal_gamma(0.75, B, 4096, 0.1, step_time="calibrated")
+    assert np.all(calibrated > roof) and np.all(g > 0)
+
+
+def test_step_time_flows_through_throughput():
+    t = spec.throughput(64, 3, 512, model="qwen3.6", drafter="qwen3.6-mtp", step_time="calibrated")
+    priced = spec.pricing("qwen3.6", None, drafter="qwen3.6-mtp", step_time="calibrated")
+    curve = priced.measured_acceptance()
+    assert t == pytest.approx(64 * (1 + curve.values[:3].sum()) / priced.step(np.array(3.0), np.array(64.0),
+                                                                             np.array(512.0)))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(step_time="measured"), r"^step_time must be one of 'roofline', 'calibrated'"),
+    (dict(step_time="calibrated", hardware="GB300"), r"hardware 'GB300' has no calibrated step time"),
+    (dict(step_time="calibrated", hardware="MI300X", engine="TRT"), r"engine 'TRT' was not measured on MI300X"),
+    (dict(step_time="calibrated", engine="sglang"), r"^engine must be one of 'vLLM', 'TRT'"),
+    (dict(tp=0), r"^tp must be an integer in \[1, 1024\]"),
+    (dict(tp=2.5), r"^tp must be an integer"),
+])
+def test_bad_step_time_input_names_the_parameter(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        spec.optimal_gamma(0.75, 8, 4096, 0.1, **kwargs)
+
+
+def test_cost_model_refuses_whole_step_options():
+    from speclib import parallel
+
+    cm = parallel.expert_parallel_cost_model(G=8)
+    with pytest.raises(ValueError, match="tp= and routing= price the whole model's step"):
+        spec.pricing(cost_model=cm, tp=2)
+
+
+def test_a_calibrated_ledger_is_layers_times_the_layer_in_seconds_plus_overheads():
+    from speclib import parallel
+
+    cm = parallel.expert_parallel_cost_model("deepseek-v3", "H200", G=8)
+    c = cal.shipped_calibration()
+    mu, a, d = c.roofline_factor["H200"], c.fixed_s["H200"]["vLLM"], c.per_sequence_s
+    priced = spec.pricing(cost_model=cm, step_time="calibrated", c_draft=0.05)
+    B, S = np.array(16.0), np.array(8192.0)
+    seconds = mu * 61 / presets.H200.memory_bandwidth
+    assert priced.cost_model.decode(B, S) == pytest.approx(seconds * cm.decode(B, S) + a + d * 16)
+    assert priced.cost_model.verify(B, 3.0, S) == pytest.approx(seconds * cm.verify(B, 3.0, S) + a + d * 16)
+    g, s = spec.optimal_gamma(0.7, 16, 8192, 0.05, cost_model=cm, step_time="calibrated")
+    g0, s0 = spec.optimal_gamma(0.7, 16, 8192, 0.05, cost_model=cm)
+    assert s > s0
+
+
+def test_calibration_file_is_valid_json_with_its_provenance():
+    from importlib import resources
+
+    data = json.loads(resources.files("speclib").joinpath(*cal.CALIBRATION_FILE).read_text())
+    assert data["model"] == "Llama-3.3-70B" and "write-calibration" in data["about"]
