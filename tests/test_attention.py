@@ -223,3 +223,16 @@ def test_variant_contexts_are_the_sympy_substitutions():
     assert at.hca_context_expr == S / c
     assert at.csa_context_expr.subs({at.c_csa: 4, K: 512, S: 4096}) == 512
     assert at.csa_context_expr.subs({at.c_csa: 4, K: 512, S: 1024}) == 256
+
+
+def test_linear_intensity_of_the_hybrid_is_its_state_read_once():
+    """GatedDeltaNet: 8 FLOP per state element per position over the state's
+    bytes, read once per step (FOLLOWUP.md: state 32 x 128 x 128 x 2 B plus
+    the convolution's 8,192 x 4 x 2 B per layer)."""
+    T = np.array([1.0, 2.0, 16.0])
+    expected = 8 * 32 * 128 * 128 * T / (32 * 128 * 128 * 2 + 8192 * 4 * 2)
+    np.testing.assert_allclose(speclib.attention.linear_intensity(T), expected, rtol=1e-14)
+    with pytest.raises(ValueError, match=r"^model must be a hybrid"):
+        speclib.attention.linear_intensity(1.0, "Llama-3-70B")
+    with pytest.raises(ValueError, match=r"^T must be a number in \(0, inf\)"):
+        speclib.attention.linear_intensity(0.0)

@@ -68,3 +68,14 @@ def mha_form_crossover(model=None) -> float:
     if attn.kind != "mla" or attn.mha_nope_dim is None:
         raise ValueError("model must use MLA with up-projected head widths (mha_nope_dim, mha_v_dim)")
     return float(nf.mha_form_crossover(attn.kv_lora_rank, attn.rope_dim, attn.mha_nope_dim, attn.mha_v_dim))
+
+
+def linear_intensity(T, model="Qwen3.6-35B-A3B"):
+    """Arithmetic intensity (FLOP/byte) of a hybrid model's linear attention
+    (GatedDeltaNet) for ``T`` positions per sequence: its state is read once
+    per step whatever ``T`` and the context are. Broadcasts over ``T``."""
+    m, _ = resolve(model, None)
+    if not m.is_hybrid:
+        raise ValueError(f"model must be a hybrid with linear-attention layers; {m.name} has none")
+    T_arr = checked_array("T", T, lo=0, lo_open=True)
+    return scalar_or_array(nf.linear_intensity(T_arr, **m.linear_attention.architecture()))

@@ -52,11 +52,11 @@ class PricedDrafter:
         self.max_gamma = preset.max_gamma
         self.acceptance = preset.acceptance
         self.pass_model = StepModel(preset.step, hardware, roofline=check_roofline(roofline), expert_count=expert_count)
-        self._positions = 1.0 if preset.kind == "mtp" else float(preset.block)
+        self.positions = float(preset.positions_per_pass)
 
     def pass_time(self, B, S=0.0):
         """Seconds of one pass: one position per sequence (MTP) or a block (DFlash)."""
-        return self.pass_model.time(B, self._positions, S)
+        return self.pass_model.time(B, self.positions, S)
 
     def time(self, gamma, B, S=0.0, target=None):
         """Seconds of drafting ``gamma`` tokens for ``B`` sequences."""

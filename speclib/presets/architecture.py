@@ -595,3 +595,8 @@ class Drafter:
     def max_gamma(self) -> Optional[int]:
         """The longest draft one call can make (a DFlash block), or None."""
         return self.block
+
+    @property
+    def positions_per_pass(self) -> int:
+        """Positions one pass drafts per sequence: one (MTP) or its block (DFlash)."""
+        return 1 if self.kind == "mtp" else self.block

@@ -222,14 +222,8 @@ def rule_shortfall(drafter, *, acceptance="measured") -> dict:
 
 
 def linear_intensity(T, model=HYBRID_MODEL):
-    """GatedDeltaNet's arithmetic intensity (FLOP/byte) for ``T`` positions per
-    sequence: its state is read once whatever T is."""
-    m, _ = resolve(model, None)
-    if not m.is_hybrid:
-        raise ValueError(f"model must be a hybrid with linear-attention layers; {m.name} has none")
-    T_arr = checked_array("T", T, lo=0, lo_open=True)
-    out = nf.linear_intensity(T_arr, **m.linear_attention.architecture())
-    return float(out) if np.ndim(out) == 0 else out
+    """:func:`speclib.core.attention.linear_intensity`, for the hybrid this chapter draws."""
+    return _attention.linear_intensity(T, model)
 
 
 def hybrid_architecture(model=HYBRID_MODEL, *, full_attention_layers=None, kv_format=None):

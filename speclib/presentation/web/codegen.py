@@ -191,8 +191,7 @@ def sequel_constants() -> dict:
         preset = drafter_preset(name)
         architectures[key] = arch(preset.step)
         drafters[key] = {"name": preset.name, "label": _fig.DRAFTER_LABELS[key], "kind": preset.kind,
-                         # positions one pass covers, as speclib.core.drafters.PricedDrafter prices it
-                         "positions": 1.0 if preset.kind == "mtp" else float(preset.block),
+                         "positions": float(preset.positions_per_pass),
                          "survival": [float(v) for v in _fig.acceptance_curve(key, "measured").values]}
     grid = _fig.grid()
     simulated = {key: {"gammas": [int(g) for g in rows.gammas], "gamma_max": int(rows.gamma_max),
