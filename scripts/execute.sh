@@ -16,7 +16,7 @@ import nbformat
 for name in sys.argv[1:]:
     path = Path(name)
     nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(nb, kernel_name="python3", timeout=600,
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, record_timing=False,
                             resources={"metadata": {"path": str(path.parent)}}).execute()
     nbformat.write(nb, path)
     print(f"executed {path}")
