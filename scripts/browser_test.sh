@@ -5,7 +5,8 @@
 # sources, and the PDF (scripts/build_pdf.sh) if it is missing or older than
 # the book, serves the book on 127.0.0.1 and opens every page; then serves it
 # under a sub-path (/speculative-decoding-economics/, as on GitHub Pages; or
-# SPECLIB_BASE_PATH) and runs the tests marked subpath again.
+# SPECLIB_BASE_PATH) and runs the tests marked subpath again; the notebooks
+# in JupyterLab and the PDF run beside the pages.
 #
 #   bash scripts/browser_test.sh [--rebuild] [extra pytest args]
 #
@@ -38,23 +39,30 @@ if [ ! -f "$pdf" ] || [ "$REPO_ROOT/_build/html/.speclib-built" -nt "$pdf" ]; th
     bash "$REPO_ROOT/scripts/build_pdf.sh"
 fi
 
+# Two groups at once (each pytest picks its own free ports; the machine has
+# cores to spare while a kernel starts or a page loads): the notebooks in
+# JupyterLab and the PDF; and the pages of the book, then the same pages
+# served under a sub-path, as a GitHub Pages project site is
+# (https://OWNER.github.io/REPO/: every page with all its assets and its live
+# figures drawn, nothing served outside the sub-path). Extra pytest arguments
+# apply to the first two runs. Each group's report is printed when it ends.
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
 start=$SECONDS
 set +e
-SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser "$@"
-status=$?
+SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser/test_jupyterlab.py tests/browser/test_pdf.py "$@" \
+    >"$logs/lab" 2>&1 &
+lab=$!
+(
+    SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser/test_book_in_browser.py "$@" || exit 1
+    SPECLIB_BROWSER_TESTS=1 SPECLIB_BASE_PATH="${SPECLIB_BASE_PATH:-/speculative-decoding-economics/}" \
+        python -m pytest tests/browser -m subpath
+) >"$logs/pages" 2>&1
+pages_status=$?
+wait "$lab"
+lab_status=$?
 set -e
-_log "browser tests took $((SECONDS - start)) s"
-
-# Once more with the book served under a sub-path, as a GitHub Pages project
-# site is (https://OWNER.github.io/REPO/): every page with all its assets and
-# every live figure, with nothing served outside the sub-path. Extra pytest
-# arguments apply to the run above only.
-start=$SECONDS
-set +e
-SPECLIB_BROWSER_TESTS=1 SPECLIB_BASE_PATH="${SPECLIB_BASE_PATH:-/speculative-decoding-economics/}" \
-    python -m pytest tests/browser -m subpath
-subpath_status=$?
-set -e
-_log "browser tests under a sub-path took $((SECONDS - start)) s"
-[ "$status" -ne 0 ] && exit "$status"
-exit $subpath_status
+cat "$logs/pages" "$logs/lab"
+_log "browser tests took $((SECONDS - start)) s (pages and sub-path: exit $pages_status; JupyterLab and PDF: exit $lab_status)"
+[ "$pages_status" -ne 0 ] && exit "$pages_status"
+exit $lab_status

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the full test suite: unit/property tests in tests/ and nbval on every
 # notebook in book/ (each notebook is re-executed and its stored outputs are
-# compared, after applying nbval_sanitize.cfg).
+# compared, after applying nbval_sanitize.cfg). Files run in parallel on
+# every core (pytest-xdist), each file on one worker.
 #
 #   bash scripts/test.sh [extra pytest args, e.g. -k expert -x -m "not slow"]
 set -euo pipefail
@@ -15,4 +16,5 @@ done
 set -x
 exec python -m pytest --nbval --nbval-current-env \
     --nbval-sanitize-with nbval_sanitize.cfg \
+    -n auto --dist loadfile \
     "${paths[@]}" "$@"
