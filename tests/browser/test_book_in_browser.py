@@ -82,6 +82,17 @@ def test_page_loads_cleanly_offline_and_light(visit, path):
     broken = [img["src"] for img in images if not (img["complete"] and img["width"] > 0)]
     assert broken == [], f"{path}: images that did not load: {broken}"
 
+    # A table wider than the text column hides its last columns behind a scroll bar.
+    wide = v.page.evaluate("""() => {
+        const text = document.querySelector('article');
+        if (!text) return [];
+        const article = text.getBoundingClientRect().width;
+        return Array.from(text.querySelectorAll('table'))
+            .filter(t => t.getBoundingClientRect().width > article + 1)
+            .map(t => (t.caption ? t.caption.textContent : t.innerText).slice(0, 60));
+    }""")
+    assert wide == [], f"{path}: tables wider than the text column: {wide}"
+
     empty = v.page.evaluate("""() => Array.from(document.querySelectorAll("[class*='tag_figure-']"))
         .filter(c => !c.querySelector('img, svg.speclib-svg, table')).map(c => c.className)""")
     assert empty == [], f"{path}: tagged figure cells that show nothing: {empty}"
