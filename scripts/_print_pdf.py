@@ -37,6 +37,9 @@ CHROMIUM = os.environ.get("SPECLIB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+#: A4 with the margins below, in CSS pixels (96 per inch): the width the print layout has.
+PAGE_FORMAT, MARGIN_MM = "A4", {"top": 14, "bottom": 16, "left": 14, "right": 14}
+CONTENT_WIDTH_PX = round((210 - MARGIN_MM["left"] - MARGIN_MM["right"]) / 25.4 * 96)
 
 #: The title page and the PDF's own tweaks (the rest is _static/speclib_print.css).
 PRINT_CSS = """
@@ -85,6 +88,28 @@ def _built_from() -> str:
     except (OSError, subprocess.CalledProcessError):
         commit = "a working copy"
     return f"Built {datetime.date.today().isoformat()} from {commit}."
+
+
+def _cut_off_on_paper(page) -> list:
+    """Tables, code, images and figures wider than the box that holds them in
+    the print layout, where a scroll bar cannot reach: at the page's content
+    width, the first clipping box (overflow not visible) above each one must
+    not scroll sideways."""
+    screen = page.viewport_size
+    page.set_viewport_size({"width": CONTENT_WIDTH_PX, "height": screen["height"]})
+    try:
+        return page.evaluate("""() => Array.from(document.querySelectorAll(
+                'article table, article pre, article img, article svg')).map(e => {
+            for (let box = e.parentElement; box && box.tagName !== 'ARTICLE'; box = box.parentElement) {
+                if (getComputedStyle(box).overflowX !== 'visible' && box.scrollWidth > box.clientWidth + 1) {
+                    const what = e.caption ? e.caption.textContent : (e.innerText || e.getAttribute('src') || '');
+                    return `${e.tagName.toLowerCase()} "${what.trim().slice(0, 60)}" (${box.scrollWidth} px in ${box.clientWidth})`;
+                }
+            }
+            return null;
+        }).filter(found => found)""")
+    finally:
+        page.set_viewport_size(screen)
 
 
 def main(build: str, root_doc: str, out: str) -> int:
@@ -153,9 +178,14 @@ def main(build: str, root_doc: str, out: str) -> int:
                     first.parentNode.insertBefore(cover, first);
                 }""", [title, author, _built_from()])
                 page.emulate_media(media="print")
+                cut = _cut_off_on_paper(page)
+                if cut:
+                    print("_print_pdf: on an A4 page these would be cut off at the margin (widen the print "
+                          f"stylesheet's allowance or narrow them): {cut}", file=sys.stderr)
+                    return 1
                 Path(out).parent.mkdir(parents=True, exist_ok=True)
-                page.pdf(path=out, format="A4", print_background=True, outline=True, tagged=True,
-                         margin={"top": "14mm", "bottom": "16mm", "left": "14mm", "right": "14mm"},
+                page.pdf(path=out, format=PAGE_FORMAT, print_background=True, outline=True, tagged=True,
+                         margin={side: f"{mm}mm" for side, mm in MARGIN_MM.items()},
                          display_header_footer=True, header_template="<span></span>",
                          footer_template=FOOTER.format(title=html.escape(title)))
             finally:
