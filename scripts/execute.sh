@@ -16,8 +16,13 @@ import nbformat
 for name in sys.argv[1:]:
     path = Path(name)
     nb = nbformat.read(path, as_version=4)
+    # No timings and no widget state: a re-run must not change the file, and
+    # the state (a widget's pictures, hundreds of kB) is read by nothing; the
+    # text of each widget output says how to bring it to life.
     nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, record_timing=False,
+                            store_widget_state=False,
                             resources={"metadata": {"path": str(path.parent)}}).execute()
+    nb.metadata.pop("widgets", None)
     nbformat.write(nb, path)
     print(f"executed {path}")
 PY

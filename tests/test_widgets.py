@@ -57,6 +57,10 @@ def test_factory_returns_a_container_with_controls(name):
     text = repr(w)
     assert text.startswith(type(w).__name__) and "0x" not in text
     assert repr(widgets.FACTORIES[name]()) == text  # deterministic
+    # A notebook opened without running it shows the text: it says what the cell is and how to make it live.
+    bundle = w._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.model_id
+    assert bundle["text/plain"].splitlines() == [text, "(a live figure: run this cell to get its controls)"]
 
 
 def _descendants(box):

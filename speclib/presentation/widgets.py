@@ -95,6 +95,15 @@ class _Live(W.VBox):
         shown = ", ".join(f"{k}={_short(v)}" for k, v in self.values().items())
         return f"{type(self).__name__}({self.name}: {shown})"
 
+    #: What a notebook shows where the controls cannot be drawn: a chapter
+    #: opened in JupyterLab before it is run, or a viewer with no kernel.
+    NOT_LIVE_HINT = "(a live figure: run this cell to get its controls)"
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = f"{self!r}\n{self.NOT_LIVE_HINT}"
+        return bundle
+
 
 def _short(value):
     if isinstance(value, float):
