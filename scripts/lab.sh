@@ -8,7 +8,7 @@
 # repository root, and opens the introduction. The kernel is the venv's Python
 # ("Python 3 (speclib .venv)", registered by _env.sh). Run a chapter with
 # Run > Run All Cells: its figures with sliders and menus redraw as you move them
-# (widgets stored in the notebooks show "Error displaying widget" until then).
+# (until then each widget cell shows one line of text saying so).
 # Stop the server with Ctrl-C (twice).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
