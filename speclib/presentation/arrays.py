@@ -1,0 +1,405 @@
+"""The array language a figure's compute function is written in, and its two
+back ends.
+
+A figure's ``compute(p, xp)`` is ordinary Python over ``xp``: numpy-like
+functions (``xp.geomspace``, ``xp.where``, ``xp.argmax(a, axis)`` ...), the
+catalogue's closed forms (``xp.F.moe_intensity(B, k, E, n_s, b, R)``) and
+arithmetic. Two back ends run it:
+
+* :data:`numpy_ops` evaluates it with numpy and the generated numpy functions
+  (:mod:`speclib.formulas.numpy_functions`): the static figures, the widgets
+  and the tests;
+* :class:`Tracer` records it as a graph of operations on the figure's
+  continuous controls (sliders), which :mod:`speclib.presentation.web` writes
+  into the page and ``speclib_live.js`` evaluates with the same closed forms
+  printed to JavaScript.
+
+Everything that depends only on discrete choices (a menu, a checkbox, the
+model and chip of the page) is plain Python: it runs once per combination when
+the graph is recorded, so presets and data files never reach the browser as
+code, only as the numbers they produce. A value that depends on a slider is a
+:class:`Node` while tracing; Python control flow on it raises (use
+``xp.where``).
+"""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..formulas import numpy_functions as _nf
+
+#: The array functions both back ends offer, with their arity: every name
+#: here is one generic step of the browser's evaluator.
+UNARY = ("log", "log2", "log10", "exp", "sqrt", "abs", "floor", "ceil", "round", "isfinite", "negative",
+         "logical_not")
+BINARY = ("add", "subtract", "multiply", "divide", "power", "minimum", "maximum", "less", "less_equal", "greater",
+          "greater_equal", "equal", "not_equal", "logical_and", "logical_or")
+REDUCTIONS = ("sum", "max", "min", "argmax", "argmin", "any", "all", "cumsum", "first_true")
+#: The other operations of a recorded graph: ``param`` (a slider's value),
+#: ``formula`` (a catalogue closed form, elementwise), ``asarray`` (a
+#: constant array), ``index`` (basic indexing), ``transpose``, and these.
+OTHER = ("geomspace", "linspace", "arange", "where", "clip", "stack", "concatenate", "take")
+
+
+def _first_true(mask, axis=-1):
+    """Index of the first True along ``axis`` (-1 where there is none)."""
+    mask = np.asarray(mask, dtype=bool)
+    idx = np.argmax(mask, axis=axis)
+    return np.where(np.any(mask, axis=axis), idx, -1)
+
+
+class _NumpyOps:
+    """numpy, under the names the tracer records."""
+
+    F = SimpleNamespace(**{name: getattr(_nf, name) for name in _nf.ARGUMENTS})
+    tracing = False
+
+    def __getattr__(self, name):
+        if name in UNARY or name in BINARY:
+            return getattr(np, name)
+        raise AttributeError(f"the figure array language has no function {name!r}")
+
+    @staticmethod
+    def asarray(value):
+        return np.asarray(value, dtype=float)
+
+    @staticmethod
+    def geomspace(lo, hi, n):
+        return np.geomspace(float(lo), float(hi), int(n))
+
+    @staticmethod
+    def linspace(lo, hi, n):
+        return np.linspace(float(lo), float(hi), int(n))
+
+    @staticmethod
+    def arange(lo, hi, step=1):
+        return np.arange(lo, hi, step, dtype=float)
+
+    @staticmethod
+    def where(cond, a, b):
+        return np.where(cond, a, b)
+
+    @staticmethod
+    def clip(a, lo, hi):
+        return np.minimum(np.maximum(a, lo), hi)
+
+    @staticmethod
+    def stack(arrays, axis=0):
+        return np.stack(np.broadcast_arrays(*[np.asarray(a, dtype=float) for a in arrays]), axis=axis)
+
+    @staticmethod
+    def concatenate(arrays, axis=0):
+        return np.concatenate([np.asarray(a, dtype=float) for a in arrays], axis=axis)
+
+    @staticmethod
+    def take(a, index, axis=0):
+        """``a``'s entries at integer ``index`` along ``axis`` (numpy's take_along_axis
+        when ``index`` has ``a``'s rank, else take)."""
+        a, index = np.asarray(a), np.asarray(index).astype(int)
+        if index.ndim == a.ndim:
+            return np.take_along_axis(a, index, axis=axis)
+        return np.take(a, index, axis=axis)
+
+    @staticmethod
+    def sum(a, axis=None):
+        return np.sum(a, axis=axis)
+
+    @staticmethod
+    def max(a, axis=None):
+        return np.max(a, axis=axis)
+
+    @staticmethod
+    def min(a, axis=None):
+        return np.min(a, axis=axis)
+
+    @staticmethod
+    def argmax(a, axis=None):
+        return np.argmax(a, axis=axis)
+
+    @staticmethod
+    def argmin(a, axis=None):
+        return np.argmin(a, axis=axis)
+
+    @staticmethod
+    def any(a, axis=None):
+        return np.any(a, axis=axis)
+
+    @staticmethod
+    def all(a, axis=None):
+        return np.all(a, axis=axis)
+
+    @staticmethod
+    def cumsum(a, axis=-1):
+        return np.cumsum(a, axis=axis)
+
+    first_true = staticmethod(_first_true)
+
+
+#: The numpy back end.
+numpy_ops = _NumpyOps()
+
+
+# --- the tracer ------------------------------------------------------------------
+
+
+class Node:
+    """One recorded operation: ``op`` applied to ``args`` (nodes or constants)."""
+
+    __slots__ = ("op", "args", "attrs", "index")
+    __array_priority__ = 1000  # numpy scalars defer to the node's operators
+
+    def __init__(self, op, args=(), attrs=None):
+        self.op, self.args, self.attrs, self.index = op, tuple(args), dict(attrs or {}), None
+
+    def __bool__(self):
+        raise TypeError("a value that depends on a slider has no truth value while the figure is traced: "
+                        "use xp.where / xp.any instead of if / and / or")
+
+    def __float__(self):
+        raise TypeError("a value that depends on a slider cannot become a Python number while the figure is traced")
+
+    __int__ = __index__ = __float__
+
+    def __iter__(self):
+        raise TypeError("a traced array cannot be iterated: index it or use a reduction")
+
+    def __len__(self):
+        raise TypeError("a traced array has no length while tracing")
+
+    def _bin(self, name, other, swap=False):
+        return Node(name, (other, self) if swap else (self, other))
+
+    def __add__(self, o): return self._bin("add", o)
+    def __radd__(self, o): return self._bin("add", o, True)
+    def __sub__(self, o): return self._bin("subtract", o)
+    def __rsub__(self, o): return self._bin("subtract", o, True)
+    def __mul__(self, o): return self._bin("multiply", o)
+    def __rmul__(self, o): return self._bin("multiply", o, True)
+    def __truediv__(self, o): return self._bin("divide", o)
+    def __rtruediv__(self, o): return self._bin("divide", o, True)
+    def __pow__(self, o): return self._bin("power", o)
+    def __rpow__(self, o): return self._bin("power", o, True)
+    def __lt__(self, o): return self._bin("less", o)
+    def __le__(self, o): return self._bin("less_equal", o)
+    def __gt__(self, o): return self._bin("greater", o)
+    def __ge__(self, o): return self._bin("greater_equal", o)
+    def __eq__(self, o): return self._bin("equal", o)  # noqa: PLR0124 - elementwise, as numpy's
+    def __ne__(self, o): return self._bin("not_equal", o)
+    def __and__(self, o): return self._bin("logical_and", o)
+    def __rand__(self, o): return self._bin("logical_and", o, True)
+    def __or__(self, o): return self._bin("logical_or", o)
+    def __ror__(self, o): return self._bin("logical_or", o, True)
+    def __neg__(self): return Node("negative", (self,))
+    def __invert__(self): return Node("logical_not", (self,))
+    __hash__ = object.__hash__
+
+    def __getitem__(self, key):
+        return Node("index", (self,), {"key": _index_key(key)})
+
+    @property
+    def T(self):
+        return Node("transpose", (self,))
+
+
+def _index_key(key):
+    """Basic indexing as data: None (a new axis), an int, a slice, or ``...``."""
+    key = key if isinstance(key, tuple) else (key,)
+    out = []
+    for k in key:
+        if k is None:
+            out.append({"new": True})
+        elif k is Ellipsis:
+            out.append({"ellipsis": True})
+        elif isinstance(k, slice):
+            for part in (k.start, k.stop, k.step):
+                if part is not None and not isinstance(part, (int, np.integer)):
+                    raise TypeError("a traced slice takes whole numbers only")
+            out.append({"slice": [None if v is None else int(v) for v in (k.start, k.stop, k.step)]})
+        elif isinstance(k, (int, np.integer)):
+            out.append({"int": int(k)})
+        else:
+            raise TypeError(f"a traced array takes basic indices only (None, int, slice, ...); got {k!r}")
+    return out
+
+
+class _Formulas:
+    def __getattr__(self, name):
+        if name not in _nf.ARGUMENTS:
+            raise AttributeError(f"no closed form named {name!r} in the catalogue")
+        arity = len(_nf.ARGUMENTS[name])
+
+        def call(*args):
+            if len(args) != arity:
+                raise TypeError(f"{name} takes {arity} arguments {_nf.ARGUMENTS[name]}; got {len(args)}")
+            return Node("formula", args, {"name": name})
+
+        return call
+
+
+def _op(name):
+    def call(*args, **kwargs):
+        return Node(name, args, kwargs)
+
+    return call
+
+
+class Tracer:
+    """The recording back end: the same names as :data:`numpy_ops`."""
+
+    F = _Formulas()
+    tracing = True
+
+    def __getattr__(self, name):
+        if name in UNARY or name in BINARY or name in REDUCTIONS or name in OTHER:
+            return _op(name)
+        raise AttributeError(f"the figure array language has no function {name!r}")
+
+    @staticmethod
+    def asarray(value):
+        """A constant array as a node, so that what is computed from it is
+        recorded (and evaluated in the page) rather than written out in full."""
+        return value if isinstance(value, Node) else Node("asarray", (value,))
+
+
+def _constant(value, pool):
+    """A constant argument as JSON: a number, a string, a list of strings, or
+    an array (kept once in ``pool`` and named by its index there)."""
+    if isinstance(value, (bool, np.bool_)):
+        return {"c": bool(value)}
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        v = float(value)
+        return {"c": v if math.isfinite(v) else str(v)}
+    if isinstance(value, str):
+        return {"s": value}
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return {"strs": list(value)}
+    arr = np.asarray(value, dtype=float)
+    key = (arr.shape, arr.tobytes())
+    if key not in pool:
+        pool[key] = len(pool)
+    return {"a": pool[key]}
+
+
+def _finite_list(arr):
+    flat = arr.ravel()
+    return [float(v) if math.isfinite(v) else str(float(v)) for v in flat]
+
+
+def graph(outputs: dict) -> dict:
+    """The recorded operations behind ``outputs`` (name -> node or constant),
+    as JSON-ready data: ``nodes`` in evaluation order, each ``[op, args,
+    attrs]`` with an argument either ``{"n": i}`` (node i) or a constant
+    (``{"c": number}``, ``{"s": string}``, ``{"strs": [...]}``, or ``{"a": i}``,
+    array i of ``arrays``, each ``{"shape": [...], "data": [...]}``), and
+    ``outputs`` naming a node or a constant for each output."""
+    order: list[Node] = []
+    seen: dict[int, int] = {}
+    pool: dict = {}
+
+    def visit(node):
+        stack = [(node, False)]
+        while stack:
+            n, done = stack.pop()
+            if id(n) in seen:
+                continue
+            if done:
+                seen[id(n)] = len(order)
+                order.append(n)
+                continue
+            stack.append((n, True))
+            for a in reversed(_flat_args(n)):
+                if isinstance(a, Node) and id(a) not in seen:
+                    stack.append((a, False))
+
+    for value in outputs.values():
+        if isinstance(value, Node):
+            visit(value)
+
+    def arg(a):
+        if isinstance(a, Node):
+            return {"n": seen[id(a)]}
+        if isinstance(a, (list, tuple)) and any(isinstance(v, Node) for v in a):
+            return {"list": [arg(v) for v in a]}
+        return _constant(a, pool)
+
+    nodes = [[n.op, [arg(a) for a in n.args], _json_attrs(n.attrs)] for n in order]
+    outs = {k: arg(v) for k, v in outputs.items()}
+    arrays = [None] * len(pool)
+    for (shape, raw), i in pool.items():
+        arrays[i] = {"shape": list(shape), "data": _finite_list(np.frombuffer(raw, dtype=float))}
+    return {"nodes": nodes, "outputs": outs, "arrays": arrays}
+
+
+def _flat_args(n):
+    out = []
+    for a in n.args:
+        if isinstance(a, (list, tuple)):
+            out.extend(a)
+        else:
+            out.append(a)
+    return out
+
+
+def _json_attrs(attrs):
+    out = {}
+    for k, v in attrs.items():
+        if isinstance(v, Node):
+            raise TypeError(f"the keyword {k!r} of a traced operation must not depend on a slider")
+        out[k] = v
+    return out
+
+
+def evaluate_graph(g: dict, params: dict) -> dict:
+    """Evaluate a recorded graph with numpy: the reference the browser's
+    evaluator is tested against (and a check that the record is complete)."""
+    values = []
+
+    def arg(a):
+        if "n" in a:
+            return values[a["n"]]
+        if "list" in a:
+            return [arg(v) for v in a["list"]]
+        if "s" in a:
+            return a["s"]
+        if "strs" in a:
+            return list(a["strs"])
+        if "a" in a:
+            entry = g["arrays"][a["a"]]
+            return np.array([float(v) for v in entry["data"]], dtype=float).reshape(entry["shape"])
+        return float(a["c"]) if not isinstance(a["c"], bool) else a["c"]
+
+    ops = numpy_ops
+    for op, args, attrs in g["nodes"]:
+        a = [arg(x) for x in args]
+        if op == "param":
+            values.append(np.asarray(params[attrs["name"]], dtype=float))
+        elif op == "formula":
+            values.append(getattr(ops.F, attrs["name"])(*a))
+        elif op == "index":
+            values.append(np.asarray(a[0])[_numpy_key(attrs["key"])])
+        elif op == "transpose":
+            values.append(np.asarray(a[0]).T)
+        else:
+            values.append(getattr(ops, op)(*a, **attrs))
+    return {k: arg(v) for k, v in g["outputs"].items()}
+
+
+def _numpy_key(key):
+    out = []
+    for k in key:
+        if "new" in k:
+            out.append(None)
+        elif "ellipsis" in k:
+            out.append(Ellipsis)
+        elif "slice" in k:
+            out.append(slice(*k["slice"]))
+        else:
+            out.append(k["int"])
+    return tuple(out)
+
+
+def param(name: str) -> Node:
+    """The traced value of the slider ``name``."""
+    return Node("param", (), {"name": name})

@@ -1,0 +1,422 @@
+"""A figure, defined once: its controls, one compute function and its axes.
+
+A :class:`Figure` is data plus one pure function:
+
+* ``controls``: :class:`Slider`, :class:`Choice` and :class:`Toggle`, each
+  with its range, scale and default; the widgets and the HTML page build their
+  controls from these, and nothing else;
+* ``compute(p, xp)``: the numbers drawn, from the catalogue's closed forms
+  (``xp.F``) and a few generic array steps (:mod:`.arrays`); ``p`` holds
+  every parameter (controls and fixed ones such as ``model``);
+* ``panels``: the axes and the series drawn on them (:class:`Line`,
+  :class:`Area`, :class:`Bands`, :class:`HLine`, :class:`VLine`,
+  :class:`Heatmap`, :class:`Text`), naming the compute function's outputs.
+
+Three generic renderers draw every definition: :mod:`.static` (matplotlib,
+for the book's images and the PDF), :mod:`.widgets` (ipywidgets, in a kernel)
+and :mod:`.web` (the HTML page, from the recorded compute graph). Labels and
+titles are templates: ``"{model} on {hardware}"`` or ``"{ridge:,.0f}
+FLOP/byte"``, filled from the parameters and the scalar outputs, by Python's
+``str.format`` and by the same small subset of it in the browser (``,``,
+``.Nf``, ``.Ng``, ``.N%``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import re
+from types import SimpleNamespace
+from typing import Any, Callable
+
+import numpy as np
+
+from .arrays import Tracer, graph, numpy_ops, param
+
+# --- controls ------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Slider:
+    """A number between ``lo`` and ``hi``. ``scale="log2"`` moves in steps of
+    ``step`` in log2 of the value (the paper's sequence-length slider is
+    ``Slider("S", ..., 512, 131072, scale="log2", step=1/8)``); ``integer``
+    rounds to whole numbers; ``format`` is how the value is shown."""
+
+    name: str
+    label: str
+    lo: float
+    hi: float
+    value: float
+    step: float = 0.01
+    scale: str = "linear"
+    integer: bool = False
+    format: str = ".3g"
+
+    def __post_init__(self):
+        if self.scale not in ("linear", "log2"):
+            raise ValueError(f"slider {self.name}: scale must be 'linear' or 'log2'; got {self.scale!r}")
+        if not (self.lo <= self.value <= self.hi):
+            raise ValueError(f"slider {self.name}: value {self.value} outside [{self.lo}, {self.hi}]")
+        if self.scale == "log2" and self.lo <= 0:
+            raise ValueError(f"slider {self.name}: a log2 slider needs lo > 0")
+
+    discrete = False
+
+    def check(self, value):
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{self.name} must be a number in [{self.lo:g}, {self.hi:g}]; got {value!r}") from None
+        if not (self.lo - 1e-9 * abs(self.lo) <= v <= self.hi + 1e-9 * abs(self.hi)) or math.isnan(v):
+            raise ValueError(f"{self.name} must be in [{self.lo:g}, {self.hi:g}]; got {value!r}")
+        return float(round(v)) if self.integer else v
+
+    def spec(self) -> dict:
+        return {"kind": "slider", **dataclasses.asdict(self)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """One of ``options``: ``(label, value)`` pairs (a plain value is its own label)."""
+
+    name: str
+    label: str
+    options: tuple
+    value: Any
+
+    def __post_init__(self):
+        opts = tuple(o if isinstance(o, tuple) else (str(o), o) for o in self.options)
+        object.__setattr__(self, "options", opts)
+        if self.value not in self.values():
+            raise ValueError(f"choice {self.name}: default {self.value!r} is not an option")
+
+    discrete = True
+
+    def values(self) -> tuple:
+        return tuple(v for _, v in self.options)
+
+    def check(self, value):
+        if value not in self.values():
+            allowed = ", ".join(repr(v) for v in self.values())
+            raise ValueError(f"{self.name} must be one of {allowed}; got {value!r}")
+        return value
+
+    def spec(self) -> dict:
+        return {"kind": "choice", "name": self.name, "label": self.label,
+                "options": [[lab, val] for lab, val in self.options], "value": self.value}
+
+
+@dataclasses.dataclass(frozen=True)
+class Toggle:
+    """On or off."""
+
+    name: str
+    label: str
+    value: bool
+
+    discrete = True
+
+    def values(self) -> tuple:
+        return (False, True)
+
+    def check(self, value):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{self.name} must be True or False; got {value!r}")
+        return bool(value)
+
+    def spec(self) -> dict:
+        return {"kind": "toggle", "name": self.name, "label": self.label, "value": self.value}
+
+
+# --- axes and series -----------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """``scale``: linear, log or log2; ``lo``/``hi``: a number, the name of a
+    scalar output, or None (fitted to the data); ``ticks``: "number",
+    "batch" (1, 10, 100, 1k) or "percent"."""
+
+    label: str
+    scale: str = "linear"
+    lo: Any = None
+    hi: Any = None
+    ticks: str = "number"
+
+
+def _series(kind):
+    def wrap(cls):
+        cls.kind = kind
+        return dataclasses.dataclass(frozen=True)(cls)
+
+    return wrap
+
+
+@_series("line")
+class Line:
+    """y against x. A 2-D ``y`` is one line per row, labelled from the
+    output ``labels`` (a list of strings) and coloured from the cycle unless
+    ``color`` is given."""
+
+    x: str
+    y: str
+    label: str = ""
+    color: str = ""
+    dash: str = "solid"
+    width: float = 2.0
+    marker: str = ""
+    labels: str = ""
+    step: bool = False
+    alpha: float = 1.0
+    when: str = ""
+    gid: str = ""
+
+
+@_series("area")
+class Area:
+    """The region between ``y0`` (an output or a number) and ``y``, where the mask output ``where`` is true."""
+
+    x: str
+    y: str
+    y0: Any = 0.0
+    where: str = ""
+    label: str = ""
+    color: str = ""
+    alpha: float = 0.15
+    hatch: str = ""
+    when: str = ""
+    gid: str = ""
+
+
+@_series("bands")
+class Bands:
+    """Vertical bands over the runs of x where the mask output ``mask`` is
+    true, each run labelled ``text`` at its top (``inner_text`` for a run
+    that touches neither end of the axis)."""
+
+    x: str
+    mask: str
+    label: str = ""
+    text: str = ""
+    inner_text: str = ""
+    color: str = ""
+    alpha: float = 0.15
+    hatch: str = ""
+    when: str = ""
+    gid: str = ""
+
+
+@_series("hline")
+class HLine:
+    y: Any
+    label: str = ""
+    color: str = ""
+    dash: str = "dashed"
+    width: float = 1.2
+    text: str = ""
+    when: str = ""
+    gid: str = ""
+
+
+@_series("vline")
+class VLine:
+    x: Any
+    label: str = ""
+    color: str = ""
+    dash: str = "dashed"
+    width: float = 1.2
+    text: str = ""
+    when: str = ""
+    gid: str = ""
+
+
+@_series("heatmap")
+class Heatmap:
+    """``z[i, j]`` at ``y[i]``, ``x[j]``; ``colors``: "gamma" (discrete, 0 in
+    its own colour), "viridis" or "diverging"; ``vmin``/``vmax`` numbers or
+    outputs; ``mask``: an output of z's shape whose true cells are hatched."""
+
+    x: str
+    y: str
+    z: str
+    colors: str = "viridis"
+    vmin: Any = None
+    vmax: Any = None
+    mask: str = ""
+    label: str = ""
+    gid: str = ""
+
+
+@_series("text")
+class Text:
+    """A note at data coordinates (numbers or outputs), a template."""
+
+    x: Any
+    y: Any
+    text: str
+    color: str = "#333333"
+    size: float = 9.0
+    align: str = "left"
+    when: str = ""
+    gid: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Panel:
+    x: Axis
+    y: Axis
+    series: tuple
+    title: str = ""
+    legend: str = "best"
+
+
+# --- the figure ----------------------------------------------------------------------
+
+#: Every defined figure by name (filled as the chapter modules are imported).
+REGISTRY: dict = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    """A figure defined once (see the module docstring). ``params`` holds the
+    parameters that are not controls (``model``, ``hardware``, grid sizes),
+    with their defaults. Call it for the static image, ``.widget()`` for the
+    live one in a kernel; ``.data(**params)`` is what both draw."""
+
+    name: str
+    title: str
+    compute: Callable
+    panels: tuple
+    controls: tuple = ()
+    params: dict = dataclasses.field(default_factory=dict)
+    size: tuple = (7.0, 4.2)
+    columns: int = 0
+    doc: str = ""
+
+    def __post_init__(self):
+        names = [c.name for c in self.controls]
+        if len(set(names)) != len(names) or set(names) & set(self.params):
+            raise ValueError(f"figure {self.name}: a parameter is named twice")
+        REGISTRY[self.name] = self
+
+    # parameters -------------------------------------------------------------------
+    def defaults(self) -> dict:
+        return {**self.params, **{c.name: c.value for c in self.controls}}
+
+    def resolve(self, **values) -> dict:
+        """Every parameter's value: ``values`` over the defaults, controls checked."""
+        unknown = set(values) - set(self.defaults())
+        if unknown:
+            raise ValueError(f"{self.name}() got unknown parameter(s) {', '.join(sorted(unknown))}; "
+                             f"allowed: {', '.join(sorted(self.defaults()))}")
+        out = {**self.defaults(), **values}
+        for c in self.controls:
+            out[c.name] = c.check(out[c.name])
+        return out
+
+    def data(self, **values) -> dict:
+        """The compute function's outputs (numpy) at these parameters, plus ``params``."""
+        p = self.resolve(**values)
+        out = self.compute(SimpleNamespace(**p), numpy_ops)
+        return {"params": p, **out}
+
+    def variant(self, name: str, **values) -> "Figure":
+        """The same figure under another name with other defaults (a page's own version of it)."""
+        controls = tuple(dataclasses.replace(c, value=values.pop(c.name)) if c.name in values else c
+                         for c in self.controls)
+        unknown = set(values) - set(self.params)
+        if unknown:
+            raise ValueError(f"{self.name}.variant() got unknown parameter(s) {', '.join(sorted(unknown))}")
+        return dataclasses.replace(self, name=name, controls=controls, params={**self.params, **values})
+
+    # the three renderers -------------------------------------------------------------
+    def __call__(self, **values):
+        """The static figure (a matplotlib Figure, shown once by a notebook cell)."""
+        from .static import draw
+
+        return draw(self, self.data(**values))
+
+    def widget(self, **values):
+        """The live figure in a kernel: ipywidgets controls over the figure."""
+        from .interactive import LiveFigure
+
+        return LiveFigure(self, **values)
+
+    def live(self) -> dict:
+        """What the HTML page needs: controls, panels and one recorded compute
+        graph per combination of the discrete controls (see :mod:`.arrays`)."""
+        p = self.resolve()
+        discrete = [c for c in self.controls if c.discrete]
+        graphs = {}
+        for combo in itertools.product(*(c.values() for c in discrete)):
+            values = {**p, **dict(zip((c.name for c in discrete), combo))}
+            for c in self.controls:
+                if not c.discrete:
+                    values[c.name] = param(c.name)
+            out = self.compute(SimpleNamespace(**values), Tracer())
+            graphs[combo_key(combo)] = graph(out)
+        return {
+            "name": self.name,
+            "title": self.title,
+            "controls": [c.spec() for c in self.controls],
+            "discrete": [c.name for c in discrete],
+            "params": {k: v for k, v in p.items() if isinstance(v, (str, int, float, bool)) or v is None},
+            "panels": [_panel_spec(panel) for panel in self.panels],
+            "size": list(self.size),
+            "columns": self.columns or len(self.panels),
+            "graphs": graphs,
+        }
+
+
+def combo_key(values) -> str:
+    """The key of one combination of discrete control values (as the page forms it)."""
+    return "|".join(_json_scalar(v) for v in values)
+
+
+def _json_scalar(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _panel_spec(panel: Panel) -> dict:
+    return {"x": dataclasses.asdict(panel.x), "y": dataclasses.asdict(panel.y), "title": panel.title,
+            "legend": panel.legend,
+            "series": [{"kind": s.kind, **dataclasses.asdict(s)} for s in panel.series]}
+
+
+# --- templates -----------------------------------------------------------------------
+
+_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}")
+_FORMAT = re.compile(r"^,?(\.\d+)?[fg%]?$")
+
+
+def fill(template: str, data: dict) -> str:
+    """``template`` with ``{name}`` / ``{name:fmt}`` replaced from ``data``
+    (then ``data["params"]``); only the formats the browser also knows."""
+    params = data.get("params", {})
+
+    def one(m):
+        name, fmt = m.group(1), m.group(2) or ""
+        if not _FORMAT.match(fmt):
+            raise ValueError(f"template format {fmt!r} is not one the browser knows (',', '.Nf', '.Ng', '.N%')")
+        value = data[name] if name in data else params[name]
+        if isinstance(value, np.ndarray):
+            value = value.item()
+        if isinstance(value, (np.floating, np.integer)):
+            value = value.item()
+        if fmt == "" and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return format(value, fmt)
+
+    return _FIELD.sub(one, template)
+
+
+def value_of(ref, data):
+    """A series field that is a number or the name of an output."""
+    if isinstance(ref, str):
+        return data[ref] if ref in data else data["params"][ref]
+    return ref

@@ -1,0 +1,127 @@
+"""What many figures share: the paper's controls, the batch axis, and the
+model's pieces composed in the figure array language (:mod:`..arrays`).
+
+The compositions here (a step's cost summed over its components, the
+speedup of every draft length, gamma* as an argmax) are the generic steps a
+figure's compute function is built from; the closed forms they evaluate are
+the catalogue's, through ``xp.F``, so the browser evaluates the very same
+functions printed to JavaScript.
+"""
+from __future__ import annotations
+
+from ...core import capacity as _capacity
+from ...core import cost as _cost
+from ..definition import Axis, Slider
+
+#: The paper's batch axis for Figures 2 and 3 (sequences).
+BATCH_RANGE = (1, 30_000)
+#: The paper's sequence-length slider: 512 to 131,072 tokens in steps of 2^(1/8).
+SEQ_RANGE = (512, 131_072)
+
+
+def seq_slider(value=8192, label="average sequence length S") -> Slider:
+    return Slider("S", label, SEQ_RANGE[0], SEQ_RANGE[1], value, step=1 / 8, scale="log2", format=",.0f")
+
+
+def alpha_slider(value=0.75, label="acceptance rate \u03b1") -> Slider:
+    return Slider("alpha", label, 0.01, 0.99, value, step=0.01, format=".0%")
+
+
+def draft_cost_slider(value=0.10, label="drafter cost per drafted token") -> Slider:
+    return Slider("c_draft", label, 0.0, 0.5, value, step=0.01, format=".0%")
+
+
+def batch_axis(lo=None, hi=None, label="batch (sequences)") -> Axis:
+    return Axis(label, "log", lo, hi, ticks="batch")
+
+
+# --- the paper's ledger in the array language ---------------------------------------------
+
+
+def cost(bound, xp, *variables):
+    """A bound roofline's step cost (:class:`speclib.core.cost.BoundRoofline`), through ``xp.F``."""
+    return getattr(xp.F, f"{bound.roofline.name}_cost")(*variables, *bound.constants)
+
+
+def slope(bound, xp, *variables):
+    """A bound roofline's log-slope r = d log C / d log t, through ``xp.F``."""
+    return getattr(xp.F, f"{bound.roofline.name}_slope")(*variables, *bound.constants)
+
+
+def cost_model(model, hardware, query_bytes=False):
+    return _cost.cost_model(model, hardware, bool(query_bytes))
+
+
+def verify_cost(cm, xp, B, width, S):
+    """C_verify(B, q, S): the step's components summed (:meth:`CostModel.verify`)."""
+    r = cm.rooflines
+    tokens = B * width
+    return cost(r["attn_proj"], xp, tokens) + cost(r["moe"], xp, tokens) + cost(r["attention"], xp, B, width, S)
+
+
+def ledger(cm, xp, B, S, c_draft, width=2.0):
+    """Each component's contribution r_i x share_i to a speculated token's
+    price, the drafter's ``c_draft``, and their ``total``
+    (:func:`speclib.marginal_cost` and :func:`speclib.cost.cost_shares`)."""
+    r = cm.rooflines
+    costs = {"attn_proj": cost(r["attn_proj"], xp, B), "moe": cost(r["moe"], xp, B),
+             "attention": cost(r["attention"], xp, B, 1.0, S)}
+    slopes = {"attn_proj": slope(r["attn_proj"], xp, B), "moe": slope(r["moe"], xp, B),
+              "attention": slope(r["attention"], xp, B, width, S)}
+    total_cost = costs["attn_proj"] + costs["moe"] + costs["attention"]
+    parts = {k: slopes[k] * costs[k] / total_cost for k in _cost.COMPONENTS}
+    parts["drafter"] = c_draft + 0.0 * B
+    parts["total"] = parts["attn_proj"] + parts["moe"] + parts["attention"] + parts["drafter"]
+    return parts
+
+
+def speedups(cm, xp, alpha, gammas, B, S, c_draft):
+    """The speedup of every draft length in ``gammas`` (a leading axis) at B, S."""
+    n = xp.F.committed(alpha, gammas)
+    return xp.F.speedup(n, verify_cost(cm, xp, B, 1.0, S), verify_cost(cm, xp, B, gammas + 1.0, S), c_draft, gammas)
+
+
+def best(xp, table):
+    """gamma* (the argmax over the leading axis; ties to the shorter draft) and its value."""
+    g = xp.argmax(table, axis=0)
+    return g, xp.max(table, axis=0)
+
+
+def max_batch(model, hardware, S, tp=1):
+    """The largest batch that fits at context ``S`` (numbers, not traced: S is a grid
+    or a choice here), or None when the model or chip lacks what the check needs."""
+    try:
+        return _capacity.max_batch(model, hardware, S, tp)
+    except ValueError:
+        return None
+
+
+_NICE = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)
+
+
+def nice_ceiling(xp, x):
+    """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 (times a power of ten)
+    at or above ``x`` (a scalar): axis tops that change rarely as data moves."""
+    power = 10.0 ** xp.floor(xp.log10(x))
+    steps = xp.asarray(_NICE) * power
+    return xp.take(steps, xp.first_true(steps >= x * (1 - 1e-12)))
+
+
+def fits(model, hardware, xp, S, tp=1):
+    """The largest batch whose weights and KV caches fit at context ``S`` (may
+    be traced), from the catalogue's ``max_batch`` and ``sequence_bytes``; None
+    when the model or chip lacks what the check needs."""
+    try:
+        weights = _capacity.weight_bytes(model)
+        layout = _capacity.layout_arguments(model)
+        reserve = _capacity.check_reserve(_capacity.DEFAULT_RESERVE)
+    except ValueError:
+        return None
+    if hardware.hbm_capacity is None:
+        return None
+    m = xp.F.sequence_bytes(S, *[float(v) for v in layout])
+    return xp.floor(xp.F.max_batch(_capacity._capacity_of(hardware), reserve, float(tp), weights, m))
+
+
+#: The legend label of the batches that cannot fit in HBM.
+MEMORY_LABEL = "does not fit in HBM (weights + KV cache)"

@@ -1,0 +1,132 @@
+"""Figures of the chapter "How far ahead to speculate": Figure 3 (gamma*
+against batch), the speedup curves behind it, and gamma* as a map over batch
+and sequence length (and its tensor-parallel variant in the capacity chapter)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...presets import resolve
+from ..definition import Axis, Bands, Figure, Heatmap, HLine, Line, Panel, Text
+from . import common
+
+GAMMA_AXIS_LABEL = "optimal draft length \u03b3*"
+
+
+def integer_batches(lo=common.BATCH_RANGE[0], hi=common.BATCH_RANGE[1], n=600):
+    """Whole-sequence batches, about ``n`` of them log-spaced from ``lo`` to ``hi``."""
+    return np.unique(np.round(np.geomspace(lo, hi, n)))
+
+
+def _optimal_gamma(p, xp):
+    model, hw = resolve(p.model, p.hardware)
+    cm = common.cost_model(model, hw, p.query_bytes)
+    B = xp.asarray(integer_batches(n=p.points))
+    gammas = xp.arange(0, p.gamma_max + 1)[:, None]
+    g, best = common.best(xp, common.speedups(cm, xp, p.alpha, gammas, B, p.S, p.c_draft))
+    out = {"B": B, "gamma_star": g, "speedup": best, "zero": g == 0, "model": model.name, "hardware": hw.name,
+           "y_top": xp.maximum(6, 4 * xp.ceil((xp.max(g) + 2) / 4))}
+    limit = common.fits(model, hw, xp, p.S) if p.capacity else None
+    if limit is None:
+        out.update(no_fit=0 * B > 1, max_batch=np.inf, memory_x=np.nan, memory_y=np.nan)
+    else:
+        out["no_fit"] = B > limit
+        out["max_batch"] = limit
+        lo = xp.maximum(B[0], limit + 0.5)
+        out["memory_x"] = xp.where(limit < B[-1], xp.sqrt(lo * B[-1]), np.nan)
+        out["memory_y"] = 0.6 * out["y_top"]
+    return out
+
+
+optimal_gamma = Figure(
+    name="optimal_gamma",
+    title="Optimal draft length: {model} on {hardware}\nS = {S:,.0f}, \u03b1 = {alpha:.0%}, drafter {c_draft:.0%} "
+          "of a step",
+    compute=_optimal_gamma,
+    controls=(common.seq_slider(4096), common.alpha_slider(0.75), common.draft_cost_slider(0.10)),
+    params={"model": None, "hardware": None, "gamma_max": 64, "query_bytes": False, "points": 600, "capacity": True},
+    panels=(Panel(
+        x=common.batch_axis(common.BATCH_RANGE[0], common.BATCH_RANGE[1]),
+        y=Axis(GAMMA_AXIS_LABEL, lo=0, hi="y_top"),
+        series=(Bands("B", "zero", label="\u03b3* = 0: plain decoding wins", text="\u03b3* = 0", inner_text="gutter",
+                      color="gutter", alpha=0.12, gid="zero_band"),
+                Bands("B", "no_fit", label=common.MEMORY_LABEL, color="memory", alpha=0.22, hatch="///",
+                      gid="memory_band"),
+                Text("memory_x", "memory_y", "does not fit:\nB > {max_batch:,.0f}", align="center",
+                     gid="memory_label"),
+                Line("B", "gamma_star", label="optimal draft length \u03b3*", color="total", step=True,
+                     gid="gamma_star")),
+        legend="upper center"),),
+    doc="Figure 3: the draft length gamma* maximising throughput against batch, the batches where "
+        "speculation does not pay (gamma* = 0) shaded, and those that cannot fit in HBM hatched.",
+)
+
+
+def _speedup_curves(p, xp):
+    model, hw = resolve(p.model, p.hardware)
+    cm = common.cost_model(model, hw, p.query_bytes)
+    Bs = np.asarray(p.batches, dtype=float)
+    gammas = xp.arange(0, p.gamma_max + 1)
+    table = common.speedups(cm, xp, p.alpha, gammas[:, None], xp.asarray(Bs)[None, :], p.S, p.c_draft)
+    g, best = common.best(xp, table)
+    # Axis limits move in coarse steps, so that small moves keep the frame still.
+    x_hi = xp.minimum(p.gamma_max, xp.maximum(10, 8 * xp.ceil((xp.max(g) + 4) / 8)))
+    shown = xp.where(gammas[:, None] <= x_hi, table, 0.0)
+    return {"gamma": gammas, "speedup": table.T, "gamma_star": g[:, None], "best": best[:, None],
+            "x_hi": x_hi + 0.3, "y_top": common.nice_ceiling(xp, 1.08 * xp.max(shown)),
+            "labels": [f"B = {b:,.0f}" for b in Bs], "model": model.name, "hardware": hw.name}
+
+
+speedup_curves = Figure(
+    name="speedup_curves",
+    title="Speedup against draft length: {model} on {hardware}\nS = {S:,.0f}, \u03b1 = {alpha:.0%}, drafter "
+          "{c_draft:.0%}; \u2605 = best \u03b3 at each batch",
+    compute=_speedup_curves,
+    controls=(common.seq_slider(4096), common.alpha_slider(0.75), common.draft_cost_slider(0.10)),
+    params={"model": None, "hardware": None, "batches": (1, 8, 64, 512, 4096), "gamma_max": 64,
+            "query_bytes": False},
+    panels=(Panel(
+        x=Axis("draft length \u03b3 (tokens proposed per verify)", lo=-0.3, hi="x_hi"),
+        y=Axis("throughput speedup over plain decoding (\u00d7)", lo=0, hi="y_top"),
+        series=(HLine(1.0, text="no speculation", gid="no_speculation"),
+                Line("gamma", "speedup", labels="labels", width=1.6, marker="o", gid="speedup"),
+                Line("gamma_star", "best", width=0, marker="*", gid="peak")),
+        legend="best"),),
+    doc="The curves behind Figure 3: speedup against draft length at a few batches, each curve's best marked.",
+)
+
+
+def _gamma_map(p, xp):
+    model, hw = resolve(p.model, p.hardware)
+    cm = common.cost_model(model, hw, p.query_bytes)
+    B = xp.geomspace(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.batch_points)
+    S = xp.geomspace(common.SEQ_RANGE[0], common.SEQ_RANGE[1], p.context_points)
+    gammas = xp.arange(0, p.gamma_max + 1)[:, None, None]
+    g, _ = common.best(xp, common.speedups(cm, xp, p.alpha, gammas, B[None, None, :], S[None, :, None], p.c_draft))
+    out = {"B": B, "S": S, "gamma_star": g, "vmax": xp.maximum(6, xp.max(g)), "model": model.name,
+           "hardware": hw.name, "tp_label": "" if p.tp == 1 else f" x {p.tp}"}
+    limit = common.fits(model, hw, xp, S, p.tp) if p.capacity else None
+    out["no_fit"] = (B[None, :] > limit[:, None]) if limit is not None else (0 * B[None, :] + 0 * S[:, None] > 1)
+    return out
+
+
+gamma_map = Figure(
+    name="gamma_map",
+    title="\u03b3* over batch and sequence length: {model} on {hardware}{tp_label}\n\u03b1 = {alpha:.0%}, drafter "
+          "{c_draft:.0%} of a step",
+    compute=_gamma_map,
+    controls=(common.alpha_slider(0.75), common.draft_cost_slider(0.10)),
+    params={"model": None, "hardware": None, "gamma_max": 64, "query_bytes": False, "batch_points": 160,
+            "context_points": 90, "capacity": True, "tp": 1},
+    panels=(Panel(
+        x=common.batch_axis(common.BATCH_RANGE[0], common.BATCH_RANGE[1]),
+        y=Axis("average sequence length S (tokens)", "log2", common.SEQ_RANGE[0], common.SEQ_RANGE[1]),
+        series=(Heatmap("B", "S", "gamma_star", colors="gamma", vmax="vmax", mask="no_fit",
+                        label="\u03b3* (pink: 0; hatched: does not fit in HBM)",
+                        gid="gamma_map"),),
+        legend=""),),
+    doc="gamma* over batch and context length at once: Figure 3 for every S, with the cells whose batch "
+        "cannot fit in HBM hatched.",
+)
+
+#: The capacity chapter's map: DeepSeek-V4-Flash split over eight B200s.
+gamma_map_tp8 = gamma_map.variant("gamma_map_tp8", tp=8)

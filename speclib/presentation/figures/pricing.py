@@ -1,0 +1,66 @@
+"""Figures of the chapter "Pricing a speculated token": Figure 2, the ledger,
+and the introduction's dense contrast (its variant on Llama-3-70B)."""
+from __future__ import annotations
+
+from ...presets import resolve
+from ..definition import Area, Figure, HLine, Line, Panel, Toggle
+from . import common
+
+#: The ledger's stacked components, bottom to top, with their legend labels.
+COMPONENTS = (
+    ("attn_proj", "attention projections"),
+    ("moe", "FFN"),
+    ("attention", "attention (MLA at verify width 2)"),
+    ("drafter", "drafter"),
+)
+
+
+def _ledger(p, xp):
+    model, hw = resolve(p.model, p.hardware)
+    cm = common.cost_model(model, hw, p.query_bytes)
+    B = xp.geomspace(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.points)
+    parts = common.ledger(cm, xp, B, p.S, p.c_draft)
+    out = {"B": B, "total": parts["total"], "model": model.name, "hardware": hw.name,
+           "ffn": "FFN (MoE experts)" if model.ffn.is_moe else "FFN (dense)",
+           "query": ", query bytes counted" if p.query_bytes else ""}
+    bottom = 0.0 * B
+    for key, _ in COMPONENTS:
+        top = bottom + parts[key]
+        out[f"{key}_lo"], out[f"{key}_hi"] = bottom, top
+        bottom = top
+    # The paper's 0-1.3, grown in steps of 0.1 when a costly drafter pushes the total above it.
+    peak = xp.max(parts["total"])
+    out["y_top"] = xp.where(peak <= 1.25, 1.3, xp.ceil((peak + 0.05) * 10) / 10)
+    return out
+
+
+def _component_areas():
+    labels = {"moe": "{ffn}"}
+    return tuple(Area("B", f"{key}_hi", y0=f"{key}_lo", when="components", color=key, alpha=0.35,
+                      label=labels.get(key, label), gid=f"band_{key}") for key, label in COMPONENTS)
+
+
+ledger = Figure(
+    name="ledger",
+    title="Price of a speculated token: {model} on {hardware}\nS = {S:,.0f} tokens, drafter {c_draft:.0%} of a step"
+          "{query}",
+    compute=_ledger,
+    controls=(common.seq_slider(8192), common.draft_cost_slider(0.10),
+              Toggle("components", "show the components", False),
+              Toggle("query_bytes", "count query bytes", False)),
+    params={"model": None, "hardware": None, "points": 400},
+    panels=(Panel(
+        x=common.batch_axis(common.BATCH_RANGE[0], common.BATCH_RANGE[1]),
+        y=common.Axis("cost of a speculated token (\u00d7 a real token)", lo=0, hi="y_top"),
+        series=(*_component_areas(),
+                HLine(1.0, label="full price (1\u00d7 a real token)", gid="full_price"),
+                Line("B", "total", label="speculated token (total)", color="total", gid="total")),
+        legend="upper left"),),
+    doc="Figure 2: the cost of one speculated token as a multiple of a token already in the batch, "
+        "optionally split into the components' shares (stacked, so their top is the total).",
+)
+
+#: The pricing chapter's second ledger opens with the components shown.
+ledger_components = ledger.variant("ledger_components", components=True)
+#: The introduction's dense contrast: Llama-3-70B's ledger, components shown.
+ledger_dense = ledger.variant("ledger_dense", model="Llama-3-70B", components=True)

@@ -1,0 +1,118 @@
+"""The ipywidgets renderer: any :class:`~.definition.Figure` live in a kernel.
+
+:class:`LiveFigure` builds one control per entry of the definition's
+``controls`` (a slider, a menu, a checkbox: nothing figure-specific), and on
+every move recomputes the figure's data with numpy and redraws it with the
+matplotlib renderer (:func:`.static.draw`) onto an Agg canvas shown as an
+image. Without a browser, ``w.controls`` maps each control's name to its
+widget and ``w.update(S=4096, alpha=0.6)`` sets controls as a reader would
+and redraws once; ``w.figure`` is the matplotlib Figure and ``w.data`` what
+it shows.
+"""
+from __future__ import annotations
+
+import math
+
+import ipywidgets as W
+
+from . import style
+from .definition import Choice, Slider, Toggle
+from .static import draw
+
+_WIDE = W.Layout(width="420px")
+_LABEL = {"description_width": "initial"}
+
+
+def _readout(fmt: str) -> str:
+    return fmt if fmt else ".3g"
+
+
+def control(spec):
+    """The ipywidget for one control of a definition."""
+    if isinstance(spec, Slider):
+        if spec.scale == "log2":
+            return W.FloatLogSlider(value=spec.value, base=2, min=math.log2(spec.lo), max=math.log2(spec.hi),
+                                    step=spec.step, description=spec.label, readout_format=_readout(spec.format),
+                                    style=_LABEL, layout=_WIDE)
+        if spec.integer:
+            return W.IntSlider(value=int(spec.value), min=int(spec.lo), max=int(spec.hi),
+                               step=max(1, int(spec.step)), description=spec.label, style=_LABEL, layout=_WIDE)
+        return W.FloatSlider(value=spec.value, min=spec.lo, max=spec.hi, step=spec.step, description=spec.label,
+                             readout_format=_readout(spec.format), style=_LABEL, layout=_WIDE)
+    if isinstance(spec, Choice):
+        return W.Dropdown(options=list(spec.options), value=spec.value, description=spec.label, style=_LABEL)
+    if isinstance(spec, Toggle):
+        return W.Checkbox(value=spec.value, description=spec.label, indent=False)
+    raise TypeError(f"no widget for control {spec!r}")  # pragma: no cover
+
+
+class LiveFigure(W.VBox):
+    """A figure definition with its controls; a change of any control redraws once."""
+
+    #: What a notebook shows where the controls cannot be drawn: a chapter
+    #: opened in JupyterLab before it is run, or a viewer with no kernel.
+    NOT_LIVE_HINT = "(a live figure: run this cell to get its controls)"
+
+    def __init__(self, definition, **values):
+        self.definition = definition
+        self.name = definition.name
+        start = definition.resolve(**values)
+        self.fixed = {k: v for k, v in start.items() if k in definition.params}
+        self.controls = {}
+        for spec in definition.controls:
+            self.controls[spec.name] = control(spec)
+            self.controls[spec.name].value = start[spec.name]
+        self._hold = False
+        self.figure = style.new_canvas_figure(definition.size)
+        self.data = definition.data(**start)
+        draw(definition, self.data, self.figure)
+        self.figure.canvas.draw()
+        # Keep the first layout: re-solving constrained layout on every move would double a redraw.
+        self.figure.set_layout_engine("none")
+        self.image = W.Image(value=self._render(), format="jpeg",
+                             layout=W.Layout(width=f"{int(definition.size[0] * style.DPI)}px"))
+        widgets = list(self.controls.values())
+        rows = [W.HBox(widgets[i:i + 2]) for i in range(0, len(widgets), 2)]
+        super().__init__(children=[*rows, self.image])
+        for widget in widgets:
+            widget.observe(self._on_change, names="value")
+
+    def values(self) -> dict:
+        """The controls' current values by name."""
+        return {name: w.value for name, w in self.controls.items()}
+
+    def _on_change(self, _change):
+        if not self._hold:
+            self.redraw()
+
+    def update(self, **values):
+        """Set controls (as a reader moving them would) and redraw once."""
+        unknown = set(values) - set(self.controls)
+        if unknown:
+            raise ValueError(f"unknown control(s) {', '.join(sorted(unknown))}; controls: {', '.join(self.controls)}")
+        self._hold = True
+        try:
+            for name, value in values.items():
+                self.controls[name].value = value
+        finally:
+            self._hold = False
+        self.redraw()
+        return self
+
+    def redraw(self):
+        self.data = self.definition.data(**self.fixed, **self.values())
+        draw(self.definition, self.data, self.figure)
+        self.image.value = self._render()
+
+    def _render(self) -> bytes:
+        self.figure.canvas.draw()
+        return style.encode_jpeg(self.figure.canvas)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in self.values().items())
+        return f"LiveFigure({self.name}: {shown})"
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = f"{self!r}\n{self.NOT_LIVE_HINT}"
+        return bundle

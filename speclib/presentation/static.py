@@ -1,0 +1,239 @@
+"""The matplotlib renderer: any :class:`~.definition.Figure` as an image.
+
+One function, :func:`draw`, turns a definition and its computed data into a
+matplotlib Figure; the book's static images, the PDF and the kernel's live
+widgets (:mod:`.interactive`, which calls it again on every control move)
+all go through it. Artists carry the series' ``gid`` so tests can find them
+(:func:`artist`).
+"""
+from __future__ import annotations
+
+import math
+
+import matplotlib as mpl
+import numpy as np
+from matplotlib.colors import BoundaryNorm, LinearSegmentedColormap, ListedColormap
+from matplotlib.ticker import FuncFormatter, PercentFormatter
+
+from . import style
+from .definition import fill, value_of
+
+_DASH = {"solid": "-", "dashed": "--", "dotted": ":", "dashdot": "-."}
+
+
+def color(name: str, i: int = 0) -> str:
+    """A role colour (``"moe"``), a literal colour, or the cycle's ``i``-th."""
+    if not name:
+        return style.CYCLE[i % len(style.CYCLE)]
+    return style.COLORS.get(name, name)
+
+
+def artist(fig, gid):
+    """The first artist of ``fig`` whose gid is ``gid`` (None if there is none)."""
+    found = fig.findobj(lambda a: a.get_gid() == gid)
+    return found[0] if found else None
+
+
+def artists(fig, gid):
+    """Every artist of ``fig`` whose gid is ``gid``."""
+    return fig.findobj(lambda a: a.get_gid() == gid)
+
+
+def draw(defn, data: dict, fig=None):
+    """``defn`` drawn from ``data`` onto ``fig`` (a new pyplot-closed figure if None)."""
+    if fig is None:
+        fig = style.new_figure(defn.size)
+    with style.style():
+        n = len(defn.panels)
+        cols = defn.columns or n
+        if len(fig.axes) < n:
+            fig.clear()
+            rows = math.ceil(n / cols)
+            axes = fig.subplots(rows, cols, squeeze=False).ravel()
+            for ax in axes[n:]:
+                ax.remove()
+        axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"][:n]
+        for ax in list(fig.axes):
+            if ax.get_label() == "<colorbar>":
+                ax.remove()
+        for ax, panel in zip(axes, defn.panels):
+            _panel(fig, ax, panel, data)
+        title = fill(defn.title, data)
+        if title:
+            fig.suptitle(title, x=0.01, ha="left", fontsize=11)
+    return fig
+
+
+def _panel(fig, ax, panel, data):
+    ax.clear()
+    for i, s in enumerate(panel.series):
+        if getattr(s, "when", "") and not bool(value_of(s.when, data)):
+            continue
+        _SERIES[s.kind](fig, ax, s, data, i)
+    _axis(ax, "x", panel.x, data)
+    _axis(ax, "y", panel.y, data)
+    if panel.title:
+        ax.set_title(fill(panel.title, data), loc="left")
+    handles, labels = ax.get_legend_handles_labels()
+    if panel.legend and handles:
+        ax.legend(handles, labels, loc=panel.legend)
+
+
+def _axis(ax, which, axis, data):
+    set_label = ax.set_xlabel if which == "x" else ax.set_ylabel
+    set_scale = ax.set_xscale if which == "x" else ax.set_yscale
+    set_lim = ax.set_xlim if which == "x" else ax.set_ylim
+    target = ax.xaxis if which == "x" else ax.yaxis
+    set_label(fill(axis.label, data))
+    if axis.scale == "log":
+        set_scale("log")
+    elif axis.scale == "log2":
+        set_scale("log", base=2)
+    lo, hi = value_of(axis.lo, data), value_of(axis.hi, data)
+    if lo is not None or hi is not None:
+        set_lim(None if lo is None else float(lo), None if hi is None else float(hi))
+    if axis.ticks == "batch":
+        target.set_major_formatter(FuncFormatter(style.batch_label))
+    elif axis.ticks == "percent":
+        target.set_major_formatter(PercentFormatter(1.0))
+    elif axis.scale != "linear":
+        target.set_major_formatter(FuncFormatter(style.thousands))
+
+
+def _xy(data, s):
+    return np.asarray(value_of(s.x, data), dtype=float), np.asarray(value_of(s.y, data), dtype=float)
+
+
+def _line(fig, ax, s, data, i):
+    x, y = _xy(data, s)
+    rows = y if y.ndim == 2 else y[None, :]
+    labels = list(data[s.labels]) if s.labels else [fill(s.label, data)] * len(rows)
+    for r, row in enumerate(rows):
+        xr = x[r] if x.ndim == 2 else x
+        c = color(s.color, r if y.ndim == 2 else i)
+        kwargs = dict(color=c, linestyle=_DASH[s.dash], linewidth=s.width, alpha=s.alpha, gid=s.gid or None,
+                      label=labels[r] if (s.labels or r == 0) else None)
+        if s.marker:
+            kwargs.update(marker=s.marker, markersize=12 if s.marker == "*" else 4)
+        if s.step:
+            ax.step(xr, row, where="mid", **kwargs)
+        else:
+            ax.plot(xr, row, **kwargs)
+
+
+def _area(fig, ax, s, data, i):
+    x, y = _xy(data, s)
+    y0 = np.broadcast_to(np.asarray(value_of(s.y0, data), dtype=float), x.shape)
+    where = np.asarray(data[s.where], dtype=bool) if s.where else None
+    ax.fill_between(x, y0, y, where=where, color=color(s.color, i), alpha=s.alpha, linewidth=0,
+                    hatch=s.hatch or None, label=fill(s.label, data) or None, gid=s.gid or None)
+
+
+def runs(mask):
+    """(start, stop) index pairs of the runs where ``mask`` is true."""
+    m = np.concatenate([[0], np.asarray(mask, dtype=np.int8), [0]])
+    edges = np.flatnonzero(np.diff(m))
+    return list(zip(edges[::2], edges[1::2]))
+
+
+def band_edges(x, start, stop, log):
+    """The band over x[start:stop] reaches halfway (in log x on a log axis) to its neighbours."""
+    t = np.log(x) if log else np.asarray(x, dtype=float)
+    lo = t[start] - (t[start] - t[start - 1]) / 2 if start > 0 else t[start]
+    hi = t[stop - 1] + (t[stop] - t[stop - 1]) / 2 if stop < len(t) else t[stop - 1]
+    return (math.exp(lo), math.exp(hi)) if log else (lo, hi)
+
+
+def _bands(fig, ax, s, data, i):
+    x = np.asarray(value_of(s.x, data), dtype=float)
+    mask = np.asarray(data[s.mask], dtype=bool)
+    label = fill(s.label, data) or None
+    c = color(s.color, i)
+    for start, stop in runs(mask):
+        lo, hi = band_edges(x, start, stop, log=True)
+        ax.axvspan(lo, hi, facecolor=mpl.colors.to_rgba(c, s.alpha), edgecolor=c if s.hatch else "none",
+                   hatch=s.hatch or None, linewidth=0, label=label, gid=s.gid or None)
+        label = None
+        inner = 0 < start and stop < len(x)
+        text = fill(s.inner_text if (inner and s.inner_text) else s.text, data)
+        if text:
+            ax.text(math.sqrt(lo * hi), 0.97, text, transform=ax.get_xaxis_transform(), ha="center", va="top",
+                    fontsize=9, color=c, gid=(s.gid + "_label") if s.gid else None)
+
+
+def _hline(fig, ax, s, data, i):
+    y = float(value_of(s.y, data))
+    c = color(s.color or "ridge", i)
+    ax.axhline(y, color=c, linestyle=_DASH[s.dash], linewidth=s.width, label=fill(s.label, data) or None,
+               gid=s.gid or None)
+    if s.text:
+        ax.text(0.99, y, fill(s.text, data), transform=ax.get_yaxis_transform(), ha="right", va="bottom",
+                fontsize=9, color=c, gid=(s.gid + "_label") if s.gid else None)
+
+
+def _vline(fig, ax, s, data, i):
+    x = float(value_of(s.x, data))
+    if not math.isfinite(x):
+        return
+    c = color(s.color or "ridge", i)
+    ax.axvline(x, color=c, linestyle=_DASH[s.dash], linewidth=s.width, label=fill(s.label, data) or None,
+               gid=s.gid or None)
+    if s.text:
+        ax.text(x, 0.98, " " + fill(s.text, data), transform=ax.get_xaxis_transform(), va="top", fontsize=9,
+                color=c)
+
+
+def cell_edges(centres, log):
+    """Edges of cells centred on ``centres`` (geometric midpoints on a log axis)."""
+    c = np.log(centres) if log else np.asarray(centres, dtype=float)
+    mid = (c[1:] + c[:-1]) / 2
+    edges = np.concatenate([[c[0] - (mid[0] - c[0])], mid, [c[-1] + (c[-1] - mid[-1])]])
+    return np.exp(edges) if log else edges
+
+
+def gamma_colormap(vmax: int):
+    """Draft lengths 0..vmax: 0 in its own colour, then viridis."""
+    vmax = max(int(vmax), 1)
+    colors = [style.COLORS["gamma_zero"]] + [mpl.colormaps["viridis"](v) for v in np.linspace(0, 1, vmax)]
+    return ListedColormap(colors), BoundaryNorm(np.arange(-0.5, vmax + 1.5), vmax + 1)
+
+
+def _heatmap(fig, ax, s, data, i):
+    x = np.asarray(data[s.x], dtype=float)
+    y = np.asarray(data[s.y], dtype=float)
+    z = np.asarray(data[s.z], dtype=float)
+    vmin, vmax = value_of(s.vmin, data), value_of(s.vmax, data)
+    if s.colors == "gamma":
+        top = int(np.nanmax(z)) if vmax is None else int(vmax)
+        cmap, norm = gamma_colormap(top)
+        kwargs = dict(cmap=cmap, norm=norm)
+    elif s.colors == "diverging":
+        cmap = LinearSegmentedColormap.from_list("speclib_diverging", style.DIVERGING)
+        lim = float(vmax) if vmax is not None else float(np.nanmax(np.abs(z)))
+        kwargs = dict(cmap=cmap, vmin=-lim, vmax=lim)
+    else:
+        kwargs = dict(cmap="viridis", vmin=vmin, vmax=vmax)
+    mesh = ax.pcolormesh(cell_edges(x, True), cell_edges(y, True), z, shading="flat", gid=s.gid or None,
+                         rasterized=True, **kwargs)
+    if s.mask and np.any(data[s.mask]):
+        ax.contourf(x, y, np.asarray(data[s.mask], dtype=float), levels=[0.5, 1.5], colors="none",
+                    hatches=[style.MEMORY_HATCH])
+    bar = fig.colorbar(mesh, ax=ax, pad=0.01)
+    bar.ax.set_label("<colorbar>")
+    if s.label:
+        bar.set_label(fill(s.label, data))
+    if s.colors == "gamma":
+        top = int(np.nanmax(z)) if vmax is None else int(vmax)
+        bar.set_ticks(range(0, top + 1, max(1, (top + 1) // 8)))
+
+
+def _text(fig, ax, s, data, i):
+    x, y = value_of(s.x, data), value_of(s.y, data)
+    if x is None or y is None or not (math.isfinite(float(x)) and math.isfinite(float(y))):
+        return
+    ax.text(float(x), float(y), fill(s.text, data), color=s.color, fontsize=s.size, ha=s.align,
+            gid=s.gid or None)
+
+
+_SERIES = {"line": _line, "area": _area, "bands": _bands, "hline": _hline, "vline": _vline, "heatmap": _heatmap,
+           "text": _text}
