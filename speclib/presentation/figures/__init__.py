@@ -12,6 +12,8 @@ Modules: :mod:`.paper` holds the paper's figures and the main chapters'
 extras; other chapters add sibling modules and one import line here
 (:mod:`.beyond`, :mod:`.deployments`, :mod:`.sequel`, :mod:`.schedules`).
 """
+# Chapters whose figures are definitions (speclib.presentation.definition):
+from . import common, draft_length, pricing  # noqa: F401
 from . import beyond  # figures of the "Beyond the paper" chapters
 from . import deployments  # figures and tables of the "Other deployments" chapter
 from . import sequel  # figures of the chapters on the sequel (drafters, hybrid attention, adaptive gamma)
