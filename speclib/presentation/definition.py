@@ -134,7 +134,7 @@ class Toggle:
 
 @dataclasses.dataclass(frozen=True)
 class Axis:
-    """``scale``: linear, log or log2; ``lo``/``hi``: a number, the name of a
+    """``scale``: linear, log, log2, or the name of a parameter holding one; ``lo``/``hi``: a number, the name of a
     scalar output, or None (fitted to the data); ``ticks``: "number",
     "batch" (1, 10, 100, 1k) or "percent"."""
 
@@ -250,7 +250,9 @@ class Heatmap:
 
 @_series("text")
 class Text:
-    """A note at data coordinates (numbers or outputs), a template."""
+    """A note at data coordinates (numbers or outputs), a template; offset by
+    (``dx``, ``dy``) points, with an arrow back to the point if ``arrow``;
+    ``marker`` draws the point itself. A coordinate that is not finite hides it."""
 
     x: Any
     y: Any
@@ -258,8 +260,27 @@ class Text:
     color: str = "#333333"
     size: float = 9.0
     align: str = "left"
+    dx: float = 0.0
+    dy: float = 0.0
+    arrow: bool = False
+    marker: str = ""
     when: str = ""
     gid: str = ""
+
+
+@_series("table")
+class Table:
+    """A table of numbers (the panel's only series): ``values[i, j]`` in row
+    ``rows[i]``, column ``columns[j]``, the cells where ``highlight`` is true
+    in bold; ``caption`` a template; ``corner`` the top-left cell."""
+
+    rows: str
+    columns: str
+    values: str
+    highlight: str = ""
+    caption: str = ""
+    corner: str = ""
+    format: str = ",.0f"
 
 
 @dataclasses.dataclass(frozen=True)

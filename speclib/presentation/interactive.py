@@ -63,14 +63,19 @@ class LiveFigure(W.VBox):
             self.controls[spec.name] = control(spec)
             self.controls[spec.name].value = start[spec.name]
         self._hold = False
-        self.figure = style.new_canvas_figure(definition.size)
         self.data = definition.data(**start)
-        draw(definition, self.data, self.figure)
-        self.figure.canvas.draw()
-        # Keep the first layout: re-solving constrained layout on every move would double a redraw.
-        self.figure.set_layout_engine("none")
-        self.image = W.Image(value=self._render(), format="jpeg",
-                             layout=W.Layout(width=f"{int(definition.size[0] * style.DPI)}px"))
+        self.is_table = definition.panels[0].series[0].kind == "table"
+        if self.is_table:
+            self.figure = None
+            self.image = W.HTML(value=draw(definition, self.data).html)
+        else:
+            self.figure = style.new_canvas_figure(definition.size)
+            draw(definition, self.data, self.figure)
+            self.figure.canvas.draw()
+            # Keep the first layout: re-solving constrained layout on every move would double a redraw.
+            self.figure.set_layout_engine("none")
+            self.image = W.Image(value=self._render(), format="jpeg",
+                                 layout=W.Layout(width=f"{int(definition.size[0] * style.DPI)}px"))
         widgets = list(self.controls.values())
         rows = [W.HBox(widgets[i:i + 2]) for i in range(0, len(widgets), 2)]
         super().__init__(children=[*rows, self.image])
@@ -101,6 +106,9 @@ class LiveFigure(W.VBox):
 
     def redraw(self):
         self.data = self.definition.data(**self.fixed, **self.values())
+        if self.is_table:
+            self.image.value = draw(self.definition, self.data).html
+            return
         draw(self.definition, self.data, self.figure)
         self.image.value = self._render()
 

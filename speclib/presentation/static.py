@@ -8,6 +8,7 @@ all go through it. Artists carry the series' ``gid`` so tests can find them
 """
 from __future__ import annotations
 
+import html
 import math
 
 import matplotlib as mpl
@@ -39,8 +40,50 @@ def artists(fig, gid):
     return fig.findobj(lambda a: a.get_gid() == gid)
 
 
+class HtmlTable:
+    """A figure that is a table: HTML for the notebook and the book, text for a terminal."""
+
+    def __init__(self, html_text: str, text: str, data: dict):
+        self.html, self.text, self.data = html_text, text, data
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def table(s, data) -> HtmlTable:
+    """A :class:`~.definition.Table` series as HTML (and text)."""
+    rows, cols = list(value_of(s.rows, data)), list(value_of(s.columns, data))
+    values = np.asarray(data[s.values], dtype=float)
+    hot = np.asarray(data[s.highlight], dtype=bool) if s.highlight else np.zeros(values.shape, bool)
+    caption = fill(s.caption, data)
+    num = lambda v: format(v, s.format)  # noqa: E731
+    head = "".join(f'<th style="text-align:right">{num(c)}</th>' for c in cols)
+    body = []
+    for r, row, bold in zip(rows, values, hot):
+        cells = "".join(
+            f'<td class="compute-bound" style="text-align:right;font-weight:bold;background-color:#fde0dd">'
+            f"<b>{num(v)}</b></td>" if b else f'<td class="memory-bound" style="text-align:right">{num(v)}</td>'
+            for v, b in zip(row, bold))
+        body.append(f'<tr><th style="text-align:right">{num(r)}</th>{cells}</tr>')
+    html_text = (f'<table class="speclib-table"><caption>{html.escape(caption)}</caption>'
+                 f'<thead><tr><th style="text-align:right">{html.escape(s.corner)}</th>{head}</tr></thead>'
+                 f"<tbody>{''.join(body)}</tbody></table>")
+    width = max(9, max(len(num(r)) for r in rows) + 1)
+    lines = [caption.replace(" in bold.", " marked *."), "",
+             f"{s.corner:>{width}}" + "".join(f"{num(c):>8}" for c in cols)]
+    for r, row, bold in zip(rows, values, hot):
+        lines.append(f"{num(r):>{width}}" + "".join(f"{num(v) + ('*' if b else ' '):>8}" for v, b in zip(row, bold)))
+    return HtmlTable(html_text, "\n".join(line.rstrip() for line in lines), data)
+
+
 def draw(defn, data: dict, fig=None):
-    """``defn`` drawn from ``data`` onto ``fig`` (a new pyplot-closed figure if None)."""
+    """``defn`` drawn from ``data`` onto ``fig`` (a new pyplot-closed figure if None);
+    a figure whose one panel is a :class:`~.definition.Table` is an :class:`HtmlTable`."""
+    if len(defn.panels) == 1 and defn.panels[0].series and defn.panels[0].series[0].kind == "table":
+        return table(defn.panels[0].series[0], data)
     if fig is None:
         fig = style.new_figure(defn.size)
     with style.style():
@@ -85,9 +128,10 @@ def _axis(ax, which, axis, data):
     set_lim = ax.set_xlim if which == "x" else ax.set_ylim
     target = ax.xaxis if which == "x" else ax.yaxis
     set_label(fill(axis.label, data))
-    if axis.scale == "log":
+    scale = axis.scale if axis.scale in ("linear", "log", "log2") else value_of(axis.scale, data)
+    if scale == "log":
         set_scale("log")
-    elif axis.scale == "log2":
+    elif scale == "log2":
         set_scale("log", base=2)
     lo, hi = value_of(axis.lo, data), value_of(axis.hi, data)
     if lo is not None or hi is not None:
@@ -96,7 +140,7 @@ def _axis(ax, which, axis, data):
         target.set_major_formatter(FuncFormatter(style.batch_label))
     elif axis.ticks == "percent":
         target.set_major_formatter(PercentFormatter(1.0))
-    elif axis.scale != "linear":
+    else:
         target.set_major_formatter(FuncFormatter(style.thousands))
 
 
@@ -231,8 +275,12 @@ def _text(fig, ax, s, data, i):
     x, y = value_of(s.x, data), value_of(s.y, data)
     if x is None or y is None or not (math.isfinite(float(x)) and math.isfinite(float(y))):
         return
-    ax.text(float(x), float(y), fill(s.text, data), color=s.color, fontsize=s.size, ha=s.align,
-            gid=s.gid or None)
+    x, y = float(x), float(y)
+    if s.marker:
+        ax.plot([x], [y], s.marker, color="black", markersize=5, zorder=5, gid=(s.gid + "_point") if s.gid else None)
+    arrow = dict(arrowstyle="->", lw=0.8, color="black") if s.arrow else None
+    ax.annotate(fill(s.text, data), (x, y), xytext=(s.dx, s.dy), textcoords="offset points", color=s.color,
+                fontsize=s.size, ha=s.align, arrowprops=arrow, gid=s.gid or None)
 
 
 _SERIES = {"line": _line, "area": _area, "bands": _bands, "hline": _hline, "vline": _vline, "heatmap": _heatmap,

@@ -158,8 +158,10 @@ class MLAAttention(_AttentionConstants):
                          {"n_h": self.indexer_heads, "d_h": self.indexer_head_dim, "b_kv": self.indexer_key_bytes,
                           "b_q": self.query_bytes})
 
-    def variant_constants(self, variant: str, S):
-        """(m_c, m_q, f, effective context) for ``variant`` at context ``S``."""
+    def variant_constants(self, variant: str, S, F=nf):
+        """(m_c, m_q, f, effective context) for ``variant`` at context ``S``;
+        ``F`` evaluates the closed forms (the numpy functions, or a figure's
+        array language, which records them for the browser)."""
         if variant == "mla":
             return (*self._constants, S)
         if variant == "gqa":
@@ -167,10 +169,10 @@ class MLAAttention(_AttentionConstants):
         if self.hca_ratio is None:
             raise ValueError(f"variant {variant!r} needs a model with DeepSeek-V4 HCA/CSA attention; this one has only 'mla'")
         if variant == "hca":
-            return (*self._constants, nf.hca_context(S, self.hca_ratio))
+            return (*self._constants, F.hca_context(S, self.hca_ratio))
         if variant == "csa":
-            return (*self._constants, nf.csa_context(S, self.csa_ratio, self.csa_top_k))
-        return (*self._indexer_constants, nf.indexer_context(S, self.csa_ratio))
+            return (*self._constants, F.csa_context(S, self.csa_ratio, self.csa_top_k))
+        return (*self._indexer_constants, F.indexer_context(S, self.csa_ratio))
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,7 @@ class GQAAttention(_AttentionConstants):
         qkv = hidden * (q_heads + 2 * self.n_kv_heads) * self.head_dim
         return int(qkv + self.n_heads * self.head_dim * hidden)
 
-    def variant_constants(self, variant: str, S):
+    def variant_constants(self, variant: str, S, F=nf):
         if variant != "gqa":
             raise ValueError(f"variant {variant!r} needs an MLA model; this model uses GQA (variant 'gqa')")
         return self.context_bytes, self.query_bytes_per_token, self.flops_per_pair, S

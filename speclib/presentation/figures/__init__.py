@@ -14,6 +14,8 @@ extras; other chapters add sibling modules and one import line here
 """
 # Chapters whose figures are definitions (speclib.presentation.definition):
 from . import common, draft_length, pricing  # noqa: F401
+from . import expert_tax as expert_tax_figures  # noqa: F401
+from . import attention as attention_figures  # noqa: F401
 from . import beyond  # figures of the "Beyond the paper" chapters
 from . import deployments  # figures and tables of the "Other deployments" chapter
 from . import sequel  # figures of the chapters on the sequel (drafters, hybrid attention, adaptive gamma)

@@ -125,3 +125,14 @@ def fits(model, hardware, xp, S, tp=1):
 
 #: The legend label of the batches that cannot fit in HBM.
 MEMORY_LABEL = "does not fit in HBM (weights + KV cache)"
+
+
+def bisect(xp, above, lo, hi, steps=48):
+    """The crossing of a monotone condition in [lo, hi]: ``above(x)`` is true
+    past it. A fixed number of halvings (48: to 1e-14 of the bracket),
+    written with ``xp.where`` so that it records."""
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        hit = above(mid)
+        lo, hi = xp.where(hit, lo, mid), xp.where(hit, mid, hi)
+    return hi

@@ -1,0 +1,177 @@
+"""Figures of the chapter "Attention": Table 1 (attention intensity over
+context and verify width), intensity against verify width for MHA, GQA and
+MLA, and DeepSeek-V4's compressed attention variants."""
+from __future__ import annotations
+
+import dataclasses
+
+from ...presets import hardware_names, model_names, resolve
+from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Slider, Table, Text, Toggle
+from . import common
+
+#: The paper's Table 1 grid.
+TABLE_CONTEXTS = (512, 1024, 8192, 16384, 1_048_576)
+TABLE_WIDTHS = (1, 2, 4, 8)
+#: DeepSeek-V4's attention variants, one panel each.
+V4_VARIANTS = (("hca", "HCA"), ("csa", "CSA main"), ("indexer", "CSA indexer"))
+
+
+def intensity(xp, model, variant, T, S, query_bytes):
+    """``speclib.attention_intensity`` in the figure array language (``S`` may be traced)."""
+    m_c, m_q, f, S_eff = model.attention.variant_constants(variant, S, F=xp.F)
+    return xp.F.attention_intensity(T, S_eff, m_c, m_q if query_bytes else 0.0, f)
+
+
+def mha_counterpart(model="Llama-3-70B"):
+    """A GQA model with one KV head per query head: its MHA counterpart."""
+    m, _ = resolve(model, None)
+    if m.attention.kind != "gqa":
+        raise ValueError(f"model must use GQA attention; {m.name} uses {m.attention.kind.upper()}")
+    attn = dataclasses.replace(m.attention, n_kv_heads=m.attention.n_heads)
+    return dataclasses.replace(m, name=f"{m.name} as MHA", attention=attn, aliases=())
+
+
+def v4_attention_what_if(model=None, *, hca_ratio=None, csa_ratio=None, csa_top_k=None):
+    """``model`` with DeepSeek-V4's compression knobs changed (None keeps them)."""
+    m, _ = resolve(model, None)
+    attn = m.attention
+    if getattr(attn, "hca_ratio", None) is None:
+        raise ValueError(f"model must have DeepSeek-V4 HCA/CSA attention; {m.name} has none")
+    changes = {k: v for k, v in (("hca_ratio", hca_ratio), ("csa_ratio", csa_ratio), ("csa_top_k", csa_top_k))
+               if v is not None}
+    return dataclasses.replace(m, attention=dataclasses.replace(attn, **changes)) if changes else m
+
+
+# --- Table 1 -----------------------------------------------------------------------------
+
+
+def _attention_table(p, xp):
+    model, hw = resolve(p.model, p.hardware)
+    variant = p.variant if getattr(model.attention, "hca_ratio", None) is not None else model.attention.kind
+    S = xp.asarray(p.contexts)[:, None]
+    values = intensity(xp, model, variant, xp.asarray(p.widths)[None, :], S, p.query_bytes)
+    ridge = hw.ridge(model.attention_precision)
+    return {"contexts": list(p.contexts), "widths": list(p.widths), "values": values, "hot": values > ridge,
+            "ridge": ridge, "model": model.name, "hardware": hw.name, "kind": variant,
+            "query": "" if p.query_bytes else ", query bytes left out"}
+
+
+attention_table = Figure(
+    name="attention_table",
+    title="",
+    compute=_attention_table,
+    controls=(Choice("model", "model", model_names(), "DeepSeek-V4-Flash"),
+              Choice("variant", "variant (MLA models)", ("mla", "hca", "csa", "indexer"), "mla"),
+              Choice("hardware", "hardware", hardware_names(), "B200"),
+              Toggle("query_bytes", "count query bytes", True)),
+    params={"contexts": TABLE_CONTEXTS, "widths": TABLE_WIDTHS},
+    panels=(Panel(x=Axis(""), y=Axis(""), series=(Table(
+        "contexts", "widths", "values", highlight="hot", corner="S \\ T",
+        caption="Attention arithmetic intensity (FLOP/byte): {model}, variant {kind}{query}. Rows: context S; "
+                "columns: query tokens per sequence T. Compute-bound (above the {hardware} bf16 ridge, "
+                "{ridge:,.2f} FLOP/byte) in bold."),)),),
+    doc="Table 1: attention intensity over context lengths (rows) and verify widths (columns), "
+        "compute-bound cells in bold.",
+)
+
+
+
+# --- intensity against verify width --------------------------------------------------
+
+
+def _attention_width(p, xp):
+    gqa, _ = resolve(p.gqa_model, None)
+    mla, _ = resolve(p.mla_model, None)
+    _, hw = resolve(None, p.hardware)
+    T = xp.geomspace(1.0, p.width_max, p.points)
+    ridge = hw.ridge("bf16")
+    out = {"T": T, "ridge": ridge, "hardware": hw.name, "query": "" if p.query_bytes else ", query bytes left out"}
+    lows, highs = [], []
+    for key, m, variant in (("mha", mha_counterpart(gqa), "gqa"), ("gqa", gqa, "gqa"), ("mla", mla, "mla")):
+        ai = intensity(xp, m, variant, T, p.S, p.query_bytes)
+        attn = m.attention
+        out[key] = ai
+        out[f"{key}_label"] = (f"{m.name}: MLA, {attn.n_heads} heads share one latent" if key == "mla"
+                               else f"{m.name}: {attn.n_heads} query / {attn.n_kv_heads} KV heads")
+        first = xp.first_true(ai > ridge)
+        cross = (first > 0)
+        out[f"{key}_cross_x"] = xp.where(cross, xp.take(T, xp.maximum(first, 0)), float("nan"))
+        out[f"{key}_cross_y"] = xp.take(ai, xp.maximum(first, 0))
+        lows.append(xp.min(ai))
+        highs.append(xp.max(ai))
+    lo = xp.minimum(xp.minimum(xp.minimum(lows[0], lows[1]), lows[2]), ridge) / 1.5
+    hi = xp.maximum(xp.maximum(xp.maximum(highs[0], highs[1]), highs[2]), ridge) * 1.5
+    out["y_lo"], out["y_hi"] = 10.0 ** xp.floor(xp.log10(lo)), 10.0 ** xp.ceil(xp.log10(hi))
+    return out
+
+
+attention_width = Figure(
+    name="attention_width",
+    title="Attention intensity against verify width\nS = {S:,.0f}{query}",
+    compute=_attention_width,
+    controls=(common.seq_slider(8192, "context S"), Toggle("query_bytes", "count query bytes", True),
+              Choice("hardware", "hardware", hardware_names(), "B200")),
+    params={"gqa_model": "Llama-3-70B", "mla_model": "DeepSeek-V4-Flash", "width_max": 256, "points": 200},
+    panels=(Panel(
+        x=Axis("query tokens per sequence T (1 = decode, 1 + \u03b3 when verifying)", "log2", 1, "width_max"),
+        y=Axis("attention intensity (FLOP/byte)", "log", "y_lo", "y_hi"),
+        series=(*(Line("T", key, label="{" + key + "_label}", color=key, gid=key) for key in ("mha", "gqa", "mla")),
+                HLine("ridge", text="{hardware} bf16 ridge {ridge:,.0f}", gid="ridge"),
+                *(Text(f"{key}_cross_x", f"{key}_cross_y", "", marker="o", gid=f"{key}_crossing")
+                  for key in ("mha", "gqa", "mla"))),
+        legend="lower right"),),
+    doc="Attention intensity against verify width T at one context length, for MHA, GQA (Llama-3-70B) and MLA "
+        "(DeepSeek-V4-Flash), with the bf16 ridge and where each line crosses it.",
+)
+
+
+# --- DeepSeek-V4's compressed attention ------------------------------------------------
+
+
+def _compressed_attention(p, xp):
+    model = v4_attention_what_if(p.model, hca_ratio=p.hca_ratio, csa_ratio=p.csa_ratio, csa_top_k=p.csa_top_k)
+    _, hw = resolve(None, p.hardware)
+    S = xp.geomspace(p.context_range[0], p.context_range[1], p.points)
+    T = xp.asarray(p.widths)[:, None]
+    ridge = hw.ridge(model.attention_precision)
+    out = {"S": S, "ridge": ridge, "model": model.name, "hardware": hw.name,
+           "labels": [f"T = {t:g}" for t in p.widths], "query": "" if p.query_bytes else ", query bytes left out"}
+    top = ridge
+    for key, _ in V4_VARIANTS:
+        out[key] = intensity(xp, model, key, T, S[None, :], p.query_bytes)
+        top = xp.maximum(top, xp.max(out[key]))
+    out["y_hi"] = common.nice_ceiling(xp, top * 1.1)
+    return out
+
+
+def _v4_panel(key, first):
+    return Panel(
+        x=Axis("context S (tokens)", "log2"),
+        y=Axis("attention intensity (FLOP/byte)" if first else "", lo=0, hi="y_hi"),
+        series=(Line("S", key, labels="labels", width=1.6, gid=key),
+                HLine("ridge", label="bf16 ridge {ridge:,.0f}", gid="ridge")),
+        title=_V4_TITLES[key], legend="upper left" if first else "")
+
+
+_V4_TITLES = {"hca": "HCA: MLA over S/{hca_ratio:,.0f}", "csa": "CSA main: MLA over top {csa_top_k:,.0f}",
+              "indexer": "CSA indexer: scores S/{csa_ratio:,.0f}"}
+
+
+compressed_attention = Figure(
+    name="compressed_attention",
+    title="{model} attention variants on {hardware}{query}",
+    compute=_compressed_attention,
+    controls=(Slider("hca_ratio", "HCA compression", 8, 512, 128, step=1, scale="log2", format=",.0f"),
+              Slider("csa_top_k", "CSA top-k", 128, 4096, 512, step=1, scale="log2", format=",.0f"),
+              Slider("csa_ratio", "CSA compression", 1, 16, 4, step=1, scale="log2", format=",.0f"),
+              Toggle("query_bytes", "count query bytes", True)),
+    params={"model": "DeepSeek-V4-Flash", "hardware": None, "widths": (1, 2, 4), "context_range": (512, 1_048_576),
+            "points": 300},
+    panels=tuple(_v4_panel(key, i == 0) for i, (key, _) in enumerate(V4_VARIANTS)),
+    size=(10.0, 4.0),
+    doc="DeepSeek-V4's attention variants: intensity against the original context length for a few verify "
+        "widths, one panel per variant.",
+)
+
+__all__ = ["TABLE_CONTEXTS", "TABLE_WIDTHS", "V4_VARIANTS", "attention_table",
+           "attention_width", "compressed_attention", "intensity", "mha_counterpart", "v4_attention_what_if"]
