@@ -50,10 +50,22 @@ def _first_true(mask, axis=-1):
     return np.where(np.any(mask, axis=axis), idx, -1)
 
 
+def _quiet(fn):
+    """A closed form evaluated as the browser evaluates it: a division by zero
+    or a log of 0 at a limit (k = E, S = 0) gives inf or nan without a warning."""
+
+    def call(*args):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return fn(*args)
+
+    call.__name__ = call.__qualname__ = fn.__name__
+    return call
+
+
 class _NumpyOps:
     """numpy, under the names the tracer records."""
 
-    F = SimpleNamespace(**{name: getattr(_nf, name) for name in _nf.ARGUMENTS})
+    F = SimpleNamespace(**{name: _quiet(getattr(_nf, name)) for name in _nf.ARGUMENTS})
     tracing = False
 
     def __getattr__(self, name):

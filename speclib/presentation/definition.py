@@ -27,7 +27,7 @@ import itertools
 import math
 import re
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -84,6 +84,8 @@ class Choice:
     label: str
     options: tuple
     value: Any
+    #: Maps another spelling of an option (an alias such as "H100") to the option.
+    canonical: Optional[Callable] = None
 
     def __post_init__(self):
         opts = tuple(o if isinstance(o, tuple) else (str(o), o) for o in self.options)
@@ -97,6 +99,11 @@ class Choice:
         return tuple(v for _, v in self.options)
 
     def check(self, value):
+        if self.canonical is not None and value not in self.values():
+            try:
+                value = self.canonical(value)
+            except ValueError:
+                pass
         if value not in self.values():
             allowed = ", ".join(repr(v) for v in self.values())
             raise ValueError(f"{self.name} must be one of {allowed}; got {value!r}")

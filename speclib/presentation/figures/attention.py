@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...presets import hardware_names, model_names, resolve
+from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Slider, Table, Text, Toggle
 from . import common
 
@@ -60,9 +60,9 @@ attention_table = Figure(
     name="attention_table",
     title="",
     compute=_attention_table,
-    controls=(Choice("model", "model", model_names(), "DeepSeek-V4-Flash"),
+    controls=(common.model_choice(),
               Choice("variant", "variant (MLA models)", ("mla", "hca", "csa", "indexer"), "mla"),
-              Choice("hardware", "hardware", hardware_names(), "B200"),
+              common.hardware_choice(),
               Toggle("query_bytes", "count query bytes", True)),
     params={"contexts": TABLE_CONTEXTS, "widths": TABLE_WIDTHS},
     panels=(Panel(x=Axis(""), y=Axis(""), series=(Table(
@@ -110,7 +110,7 @@ attention_width = Figure(
     title="Attention intensity against verify width\nS = {S:,.0f}{query}",
     compute=_attention_width,
     controls=(common.seq_slider(8192, "context S"), Toggle("query_bytes", "count query bytes", True),
-              Choice("hardware", "hardware", hardware_names(), "B200")),
+              common.hardware_choice()),
     params={"gqa_model": "Llama-3-70B", "mla_model": "DeepSeek-V4-Flash", "width_max": 256, "points": 200},
     panels=(Panel(
         x=Axis("query tokens per sequence T (1 = decode, 1 + \u03b3 when verifying)", "log2", 1, "width_max"),

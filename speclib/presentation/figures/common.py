@@ -9,9 +9,12 @@ functions printed to JavaScript.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...core import capacity as _capacity
 from ...core import cost as _cost
-from ..definition import Axis, Slider
+from ...presets import hardware_names, model_names, resolve
+from ..definition import Axis, Choice, Slider
 
 #: The paper's batch axis for Figures 2 and 3 (sequences).
 BATCH_RANGE = (1, 30_000)
@@ -29,6 +32,18 @@ def alpha_slider(value=0.75, label="acceptance rate \u03b1") -> Slider:
 
 def draft_cost_slider(value=0.10, label="drafter cost per drafted token") -> Slider:
     return Slider("c_draft", label, 0.0, 0.5, value, step=0.01, format=".0%")
+
+
+def hardware_choice(value="B200", label="hardware") -> Choice:
+    """A menu of every chip preset (an alias such as "H100" picks its preset)."""
+    return Choice("hardware", label, hardware_names(), resolve(None, value)[1].name,
+                  canonical=lambda v: resolve(None, v)[1].name)
+
+
+def model_choice(value="DeepSeek-V4-Flash", label="model") -> Choice:
+    """A menu of every model preset (an alias picks its preset)."""
+    return Choice("model", label, model_names(), resolve(value, None)[0].name,
+                  canonical=lambda v: resolve(v, None)[0].name)
 
 
 def batch_axis(lo=None, hi=None, label="batch (sequences)") -> Axis:
@@ -136,3 +151,19 @@ def bisect(xp, above, lo, hi, steps=48):
         hit = above(mid)
         lo, hi = xp.where(hit, lo, mid), xp.where(hit, mid, hi)
     return hi
+
+
+def ridge_crossing(x, y, ridge):
+    """The first ``x`` at which the increasing curve ``y(x)`` reaches ``ridge``,
+    interpolated linearly in log x between the grid points around it; None
+    if it never does, ``x[0]`` if it starts above."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    above = np.flatnonzero(y >= ridge)
+    if above.size == 0:
+        return None
+    i = int(above[0])
+    if i == 0:
+        return float(x[0])
+    frac = (ridge - y[i - 1]) / (y[i] - y[i - 1])
+    return float(np.exp(np.log(x[i - 1]) + frac * (np.log(x[i]) - np.log(x[i - 1]))))

@@ -3,7 +3,7 @@ intensity against batch, dense against MoE) on linear axes as the paper
 draws it, and on log-log axes out to 30,000 tokens."""
 from __future__ import annotations
 
-from ...presets import hardware_names, resolve
+from ...presets import resolve
 from ..definition import Area, Axis, Choice, Figure, HLine, Line, Panel, Slider, Text
 from . import common
 
@@ -84,7 +84,7 @@ def _figure(name, scale, batch_max, intensity_max):
         controls=(Slider("experts", "routed experts E", 8, 512, 256, step=8, integer=True, format=","),
                   Slider("top_k", "experts per token k", 1, 16, 6, step=1, integer=True, format=","),
                   Choice("weights", "expert weights", tuple(WEIGHT_FORMATS), "mxfp4"),
-                  Choice("hardware", "hardware", hardware_names(), "B200")),
+                  common.hardware_choice()),
         params={"model": None, "scale": scale, "batch_max": batch_max, "intensity_max": intensity_max,
                 "points": 2000},
         panels=(Panel(
