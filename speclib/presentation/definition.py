@@ -297,6 +297,7 @@ class Panel:
     series: tuple
     title: str = ""
     legend: str = "best"
+    grid: bool = True
 
 
 # --- the figure ----------------------------------------------------------------------

@@ -14,6 +14,11 @@ from __future__ import annotations
 import math
 
 import ipywidgets as W
+from matplotlib.collections import Collection
+from matplotlib.legend import Legend
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.text import Text
 
 from . import style
 from .definition import Choice, Slider, Toggle
@@ -70,7 +75,8 @@ class LiveFigure(W.VBox):
             self.image = W.HTML(value=draw(definition, self.data).html)
         else:
             self.figure = style.new_canvas_figure(definition.size)
-            draw(definition, self.data, self.figure)
+            self._frame = self._background = None
+            draw(definition, self.data, self.figure, live=True)
             self.figure.canvas.draw()
             # Keep the first layout: re-solving constrained layout on every move would double a redraw.
             self.figure.set_layout_engine("none")
@@ -109,12 +115,28 @@ class LiveFigure(W.VBox):
         if self.is_table:
             self.image.value = draw(self.definition, self.data).html
             return
-        draw(self.definition, self.data, self.figure)
+        draw(self.definition, self.data, self.figure, live=True)
         self.image.value = self._render()
 
     def _render(self) -> bytes:
-        self.figure.canvas.draw()
-        return style.encode_jpeg(self.figure.canvas)
+        """JPEG bytes of the figure as it stands: the frame (axes, ticks, grid,
+        titles) is drawn again only when it changed, the data on top of it each time."""
+        fig = self.figure
+        canvas = fig.canvas
+        dynamic = _dynamic_artists(fig)
+        for a in dynamic:
+            a.set_animated(True)
+        frame = _frame_signature(fig)
+        if frame != self._frame:
+            canvas.draw()  # everything but the animated (data) artists
+            self._background = canvas.copy_from_bbox(fig.bbox)
+            self._frame = frame
+        else:
+            canvas.restore_region(self._background)
+        renderer = canvas.get_renderer()
+        for a in dynamic:
+            a.draw(renderer)
+        return style.encode_jpeg(canvas)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in self.values().items())
@@ -124,3 +146,25 @@ class LiveFigure(W.VBox):
         bundle = super()._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = f"{self!r}\n{self.NOT_LIVE_HINT}"
         return bundle
+
+
+_DYNAMIC = (Line2D, Collection, Text, Legend, Patch)
+
+
+def _dynamic_artists(fig):
+    """What a control move can change, in drawing order: every line, fill,
+    text, patch and legend of every axes (not the axes' own frame)."""
+    out = []
+    for ax in sorted(fig.axes, key=lambda a: a.get_zorder()):
+        frame = {ax.patch, *ax.spines.values(), ax.title, ax._left_title, ax._right_title}
+        kids = [a for a in ax.get_children() if isinstance(a, _DYNAMIC) and a not in frame and a.get_visible()]
+        out.extend(sorted(kids, key=lambda a: a.get_zorder()))
+    return out
+
+
+def _frame_signature(fig):
+    """What the cached frame depends on: axes placement, limits, scales, titles, tick labels."""
+    axes = tuple((tuple(ax.get_position().bounds), ax.get_xlim(), ax.get_ylim(), ax.get_xscale(), ax.get_yscale(),
+                  ax.title.get_text(), ax._left_title.get_text(), ax.get_xlabel(), ax.get_ylabel())
+                 for ax in fig.axes)
+    return axes, fig._suptitle.get_text() if fig._suptitle else ""

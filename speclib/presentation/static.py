@@ -79,9 +79,12 @@ def table(s, data) -> HtmlTable:
     return HtmlTable(html_text, "\n".join(line.rstrip() for line in lines), data)
 
 
-def draw(defn, data: dict, fig=None):
+def draw(defn, data: dict, fig=None, live=False):
     """``defn`` drawn from ``data`` onto ``fig`` (a new pyplot-closed figure if None);
-    a figure whose one panel is a :class:`~.definition.Table` is an :class:`HtmlTable`."""
+    a figure whose one panel is a :class:`~.definition.Table` is an :class:`HtmlTable`.
+    ``live`` (a widget's figure): titles keep their first line only, since the
+    controls show the values the others spell out, and a still title lets the
+    widget keep its frame between moves."""
     if len(defn.panels) == 1 and defn.panels[0].series and defn.panels[0].series[0].kind == "table":
         return table(defn.panels[0].series[0], data)
     if fig is None:
@@ -96,18 +99,19 @@ def draw(defn, data: dict, fig=None):
             for ax in axes[n:]:
                 ax.remove()
         axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"][:n]
-        for ax in list(fig.axes):
-            if ax.get_label() == "<colorbar>":
-                ax.remove()
         for ax, panel in zip(axes, defn.panels):
-            _panel(fig, ax, panel, data)
-        title = fill(defn.title, data)
+            _panel(fig, ax, panel, data, live)
+        title = fill(_first_line(defn.title) if live else defn.title, data)
         if title:
             fig.suptitle(title, x=0.01, ha="left", fontsize=11)
     return fig
 
 
-def _panel(fig, ax, panel, data):
+def _first_line(template: str) -> str:
+    return template.split("\n")[0]
+
+
+def _panel(fig, ax, panel, data, live=False):
     ax.clear()
     for i, s in enumerate(panel.series):
         if getattr(s, "when", "") and not bool(value_of(s.when, data)):
@@ -115,8 +119,9 @@ def _panel(fig, ax, panel, data):
         _SERIES[s.kind](fig, ax, s, data, i)
     _axis(ax, "x", panel.x, data)
     _axis(ax, "y", panel.y, data)
+    ax.grid(panel.grid)
     if panel.title:
-        ax.set_title(fill(panel.title, data), loc="left")
+        ax.set_title(fill(_first_line(panel.title) if live else panel.title, data), loc="left")
     handles, labels = ax.get_legend_handles_labels()
     if panel.legend and handles:
         ax.legend(handles, labels, loc=panel.legend)
@@ -262,8 +267,12 @@ def _heatmap(fig, ax, s, data, i):
     if s.mask and np.any(data[s.mask]):
         ax.contourf(x, y, np.asarray(data[s.mask], dtype=float), levels=[0.5, 1.5], colors="none",
                     hatches=[style.MEMORY_HATCH])
-    bar = fig.colorbar(mesh, ax=ax, pad=0.01)
-    bar.ax.set_label("<colorbar>")
+    bar = getattr(ax, "_speclib_colorbar", None)
+    if bar is None:  # made once; a redraw (a widget's) points it at the new mesh
+        bar = ax._speclib_colorbar = fig.colorbar(mesh, ax=ax, pad=0.01)
+        bar.ax.set_label("<colorbar>")
+    else:
+        bar.update_normal(mesh)
     if s.label:
         bar.set_label(fill(s.label, data))
     if s.colors == "gamma":

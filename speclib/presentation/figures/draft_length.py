@@ -154,7 +154,7 @@ gamma_map = Figure(
         series=(Heatmap("B", "S", "gamma_star", colors="gamma", vmax="vmax", mask="no_fit",
                         label="\u03b3* (pink: 0; hatched: does not fit in HBM)",
                         gid="gamma_map"),),
-        legend=""),),
+        legend="", grid=False),),
     doc="gamma* over batch and context length at once: Figure 3 for every S, with the cells whose batch "
         "cannot fit in HBM hatched.",
 )
