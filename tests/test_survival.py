@@ -16,7 +16,8 @@ import sympy as sp
 
 import speclib
 from speclib import acceptance as acc
-from speclib import derivations, speculation, summaries
+from speclib import derivations, speculation
+from speclib.presentation.figures import acceptance_curves
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "acceptance" / "survival.json"
 MTP = [0.779, 0.583, 0.444, 0.349, 0.279, 0.226, 0.185, 0.155]
@@ -231,16 +232,16 @@ def test_derivation_and_tables_render_deterministically():
     d = derivations.survival()
     assert d.keys() == ["tail", "zero", "difference", "iid"]
     assert "<" in d._repr_html_() and repr(d) == repr(derivations.survival())
-    table = summaries.committed_table()
+    table = acceptance_curves.committed_table()
     text = repr(table)
-    assert text == repr(summaries.committed_table()) and "<table" in table._repr_html_()
+    assert text == repr(acceptance_curves.committed_table()) and "<table" in table._repr_html_()
     # one row per position of the longest curve, plus caption and header
     assert len(text.splitlines()) == 15 + 2
 
 
 def test_compare_survival_counts_are_consistent():
     batches = np.unique(np.round(np.geomspace(1, 30000, 60)))
-    summary = summaries.compare_survival(B=batches)
+    summary = acceptance_curves.compare_survival(B=batches)
     curves = acc.load_survival_curves()
     for row, curve in zip(summary.rows, curves.values()):
         g_m, s_m = speclib.optimal_gamma(curve, batches, 4096, 0.1)
@@ -248,3 +249,17 @@ def test_compare_survival_counts_are_consistent():
         assert row["differs"] == np.count_nonzero(g_m != g_i) == row["longer"] + row["shorter"]
         assert row["shortfall"] == pytest.approx(np.max(1 - s_m / s_i))
         assert row["shortfall"] >= 0  # at gamma* = 0 or 1 the two agree exactly
+
+
+def test_the_chapter_figures_draw_speclibs_gamma_star_under_each_curve():
+    d = acceptance_curves.survival_gamma_star.data(points=60)
+    curves = acc.load_survival_curves()
+    for key, curve in curves.items():
+        g, s = speclib.optimal_gamma(curve, d["B"], 4096, 0.10)
+        np.testing.assert_array_equal(d[f"{key}_measured_gamma"], g)
+        # Brute force at one batch: the argmax over the curve's own draft lengths.
+        b = d["B"][len(d["B"]) // 2]
+        best = int(np.argmax([speclib.speedup(curve, n, b, 4096, 0.10) for n in range(len(curve) + 1)]))
+        assert best == d[f"{key}_measured_gamma"][len(d["B"]) // 2]
+    ratio = acceptance_curves.survival_speedup_ratio.data(points=60)
+    np.testing.assert_allclose(ratio["mtp_ratio_capped"], ratio["mtp_measured_speedup"] / ratio["mtp_capped_speedup"])

@@ -8,9 +8,11 @@ A :class:`Figure` is data plus one pure function:
 * ``compute(p, xp)``: the numbers drawn, from the catalogue's closed forms
   (``xp.F``) and a few generic array steps (:mod:`.arrays`); ``p`` holds
   every parameter (controls and fixed ones such as ``model``);
-* ``panels``: the axes and the series drawn on them (:class:`Line`,
+* ``panels``: the axes and the series drawn on them (:class:`Line`, :class:`Points`,
   :class:`Area`, :class:`Bands`, :class:`HLine`, :class:`VLine`,
-  :class:`Heatmap`, :class:`Text`), naming the compute function's outputs.
+  :class:`Heatmap`, :class:`Text`, :class:`Table`), naming the compute
+  function's outputs; a figure without controls may instead give a function
+  of its data that returns them (one panel per chip in the data, say).
 
 Three generic renderers draw every definition: :mod:`.static` (matplotlib,
 for the book's images and the PDF), :mod:`.widgets` (ipywidgets, in a kernel)
@@ -143,7 +145,7 @@ class Toggle:
 class Axis:
     """``scale``: linear, log, log2, or the name of a parameter holding one; ``lo``/``hi``: a number, the name of a
     scalar output, or None (fitted to the data); ``ticks``: "number",
-    "batch" (1, 10, 100, 1k) or "percent"."""
+    "batch" (1, 10, 100, 1k), "percent", or a tuple of the values to mark."""
 
     label: str
     scale: str = "linear"
@@ -275,6 +277,22 @@ class Text:
     gid: str = ""
 
 
+@_series("points")
+class Points:
+    """Markers at (x, y), without a line; ``filled=False`` draws them hollow."""
+
+    x: str
+    y: str
+    label: str = ""
+    color: str = ""
+    marker: str = "o"
+    filled: bool = True
+    size: float = 4.5
+    alpha: float = 1.0
+    when: str = ""
+    gid: str = ""
+
+
 @_series("table")
 class Table:
     """A table of numbers (the panel's only series): ``values[i, j]`` in row
@@ -288,6 +306,17 @@ class Table:
     caption: str = ""
     corner: str = ""
     format: str = ",.0f"
+
+
+@dataclasses.dataclass(frozen=True)
+class Key:
+    """One entry of a figure-wide legend (below the panels)."""
+
+    label: str
+    color: str = "#000000"
+    marker: str = ""
+    dash: str = "solid"
+    filled: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -322,8 +351,12 @@ class Figure:
     size: tuple = (7.0, 4.2)
     columns: int = 0
     doc: str = ""
+    #: A legend for the whole figure, below its panels.
+    keys: tuple = ()
 
     def __post_init__(self):
+        if callable(self.panels) and self.controls:
+            raise ValueError(f"figure {self.name}: a live figure's panels must be fixed, not made from its data")
         names = [c.name for c in self.controls]
         if len(set(names)) != len(names) or set(names) & set(self.params):
             raise ValueError(f"figure {self.name}: a parameter is named twice")

@@ -14,7 +14,8 @@ import math
 import matplotlib as mpl
 import numpy as np
 from matplotlib.colors import BoundaryNorm, LinearSegmentedColormap, ListedColormap
-from matplotlib.ticker import FuncFormatter, PercentFormatter
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, PercentFormatter
 
 from . import style
 from .definition import fill, value_of
@@ -85,13 +86,14 @@ def draw(defn, data: dict, fig=None, live=False):
     ``live`` (a widget's figure): titles keep their first line only, since the
     controls show the values the others spell out, and a still title lets the
     widget keep its frame between moves."""
-    if len(defn.panels) == 1 and defn.panels[0].series and defn.panels[0].series[0].kind == "table":
-        return table(defn.panels[0].series[0], data)
+    panels = defn.panels(data) if callable(defn.panels) else defn.panels
+    if len(panels) == 1 and panels[0].series and panels[0].series[0].kind == "table":
+        return table(panels[0].series[0], data)
     if fig is None:
         fig = style.new_figure(defn.size)
     with style.style():
-        n = len(defn.panels)
-        cols = defn.columns or n
+        n = len(panels)
+        cols = min(defn.columns or n, n)
         if len(fig.axes) < n:
             fig.clear()
             rows = math.ceil(n / cols)
@@ -99,8 +101,13 @@ def draw(defn, data: dict, fig=None, live=False):
             for ax in axes[n:]:
                 ax.remove()
         axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"][:n]
-        for ax, panel in zip(axes, defn.panels):
+        for ax, panel in zip(axes, panels):
             _panel(fig, ax, panel, data, live)
+        if defn.keys and not fig.legends:
+            handles = [Line2D([], [], color=color(k.color), marker=k.marker or None, linestyle=_DASH[k.dash] if not
+                              k.marker else "none", mfc=None if k.filled else "none", label=fill(k.label, data))
+                       for k in defn.keys]
+            fig.legend(handles=handles, loc="outside lower center", ncol=min(7, len(handles)), fontsize=8)
         title = fill(_first_line(defn.title) if live else defn.title, data)
         if title:
             fig.suptitle(title, x=0.01, ha="left", fontsize=11)
@@ -141,7 +148,11 @@ def _axis(ax, which, axis, data):
     lo, hi = value_of(axis.lo, data), value_of(axis.hi, data)
     if lo is not None or hi is not None:
         set_lim(None if lo is None else float(lo), None if hi is None else float(hi))
-    if axis.ticks == "batch":
+    if isinstance(axis.ticks, tuple):
+        target.set_major_locator(FixedLocator(axis.ticks))
+        target.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+        target.set_minor_formatter(NullFormatter())
+    elif axis.ticks == "batch":
         target.set_major_formatter(FuncFormatter(style.batch_label))
     elif axis.ticks == "percent":
         target.set_major_formatter(PercentFormatter(1.0))
@@ -168,6 +179,13 @@ def _line(fig, ax, s, data, i):
             ax.step(xr, row, where="mid", **kwargs)
         else:
             ax.plot(xr, row, **kwargs)
+
+
+def _points(fig, ax, s, data, i):
+    x, y = _xy(data, s)
+    c = color(s.color, i)
+    ax.plot(x, y, s.marker, color=c, markersize=s.size, linestyle="none", mfc=c if s.filled else "none",
+            alpha=s.alpha, label=fill(s.label, data) or None, gid=s.gid or None)
 
 
 def _area(fig, ax, s, data, i):
@@ -292,5 +310,5 @@ def _text(fig, ax, s, data, i):
                 fontsize=s.size, ha=s.align, arrowprops=arrow, gid=s.gid or None)
 
 
-_SERIES = {"line": _line, "area": _area, "bands": _bands, "hline": _hline, "vline": _vline, "heatmap": _heatmap,
+_SERIES = {"points": _points, "line": _line, "area": _area, "bands": _bands, "hline": _hline, "vline": _vline, "heatmap": _heatmap,
            "text": _text}

@@ -10,120 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import presets
-from ..core import acceptance as _acc
 from ..core import cost as _cost
 from ..core import parallel as _par
-from ..core import speculation as _spec
 from .._checks import checked_choice
 from ..evidence import sequel as _sequel
 from ..evidence import validation as _val
 from ..presets import default_interconnect, resolve
 from .tables import NumberTable, RendersAsTable
-
-
-# --- committed tokens under measured survival curves (chapter: acceptance curves) ---
-
-
-class CommittedTable(RendersAsTable):
-    """N(gamma) under each measured curve and under the i.i.d. curve of the
-    same first-position acceptance, gamma = 1 .. the curve's length."""
-
-    def __init__(self, curves):
-        self.curves = dict(curves)
-        self.length = max(len(c) for c in self.curves.values())
-
-    def _cells(self, curve, g):
-        if g > len(curve):
-            return ("", "", "")
-        n = _acc.expected_committed_from_survival(curve, g)
-        n_iid = _acc.expected_committed(curve.first_position_acceptance, g)
-        return (f"{n:.3f}", f"{n_iid:.3f}", f"{n - n_iid:+.3f}")
-
-    def _caption(self) -> str:
-        return ("Expected tokens committed per verify pass, N(gamma): measured survival curve, the i.i.d. curve "
-                "alpha^d with alpha = survival(1), and measured minus i.i.d. (positive: the curve beats i.i.d.)")
-
-    def _header(self):
-        head = ["gamma"]
-        for curve in self.curves.values():
-            head += [f"{curve.name} N", "i.i.d. N", "diff"]
-        return head
-
-    def _rows(self):
-        for g in range(1, self.length + 1):
-            row = [str(g)]
-            for curve in self.curves.values():
-                row += list(self._cells(curve, g))
-            yield row
-
-    def as_table(self) -> NumberTable:
-        return NumberTable(tuple(self._header()), tuple(map(tuple, self._rows())), caption=self._caption(),
-                           css_class="speclib-committed-table")
-
-
-def committed_table(curves=None) -> CommittedTable:
-    """:class:`CommittedTable` for ``curves`` (default: the shipped MTP and
-    DFlash curves)."""
-    curves = _acc.load_survival_curves() if curves is None else {k: _acc.as_survival_curve(v) for k, v in dict(curves).items()}
-    return CommittedTable(curves)
-
-
-# --- gamma* under measured survival curves against i.i.d. -----------------------------
-
-
-class SurvivalComparison(RendersAsTable):
-    """gamma* and the best speedup under each measured survival curve against
-    the i.i.d. curve of the same first-position acceptance (searched over the
-    same draft lengths), across a grid of batches."""
-
-    def __init__(self, rows, batches, S, c_draft, model_name, hardware_name):
-        self.rows = rows
-        self.batches = batches
-        self.S, self.c_draft = S, c_draft
-        self.model_name, self.hardware_name = model_name, hardware_name
-
-    def _caption(self) -> str:
-        return (f"Measured survival curve against i.i.d. acceptance with the same alpha = survival(1): "
-                f"{self.model_name} on {self.hardware_name}, S = {self.S:,.0f}, drafter {self.c_draft:.0%} of a step, "
-                f"{len(self.batches)} batches from {self.batches[0]:,.0f} to {self.batches[-1]:,.0f}. "
-                f"Shortfall: 1 - measured best speedup / i.i.d. best speedup.")
-
-    _HEAD = ("drafter", "alpha", "positions", "gamma* differs", "largest |diff|", "longer", "shorter",
-             "largest shortfall", "at batch", "gamma* there (measured / i.i.d.)")
-
-    def _cells(self, r):
-        return (r["name"], f"{r['alpha']:.3f}", str(r["length"]), f"{r['differs']} of {len(self.batches)}",
-                str(r["max_diff"]), str(r["longer"]), str(r["shorter"]), f"{r['shortfall']:.1%}",
-                f"{r['at_batch']:,.0f}", f"{r['gamma_measured']} / {r['gamma_iid']}")
-
-    def as_table(self) -> NumberTable:
-        return NumberTable(self._HEAD, tuple(self._cells(r) for r in self.rows), caption=self._caption(),
-                           css_class="speclib-survival-comparison", align="l")
-
-
-def compare_survival(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardware=None, *, query_bytes=False):
-    """:class:`SurvivalComparison` of each curve in ``curves`` (default: the
-    shipped MTP and DFlash curves) with its i.i.d. counterpart over the batches
-    ``B`` (default: 600 whole-sequence batches from 1 to 30,000)."""
-    curves = _acc.load_survival_curves() if curves is None else {k: _acc.as_survival_curve(v)
-                                                                 for k, v in dict(curves).items()}
-    if B is None:
-        B = np.unique(np.round(np.geomspace(1, 30_000, 600)))
-    B = _cost.check_batch(B).ravel()
-    m, h = resolve(model, hardware)
-    rows = []
-    for curve in curves.values():
-        g_m, s_m = _spec.optimal_gamma(curve, B, S, c_draft, m, h, query_bytes=query_bytes)
-        g_i, s_i = _spec.optimal_gamma(curve.iid(), B, S, c_draft, m, h, query_bytes=query_bytes)
-        shortfall = 1 - s_m / s_i
-        worst = int(np.argmax(shortfall))
-        diff = g_m - g_i
-        rows.append(dict(name=curve.name, alpha=curve.first_position_acceptance, length=len(curve),
-                         differs=int(np.count_nonzero(diff)), max_diff=int(np.max(np.abs(diff))),
-                         longer=int(np.count_nonzero(diff > 0)), shorter=int(np.count_nonzero(diff < 0)),
-                         shortfall=float(shortfall[worst]), at_batch=float(B[worst]),
-                         gamma_measured=int(g_m[worst]), gamma_iid=int(g_i[worst])))
-    return SurvivalComparison(rows, B, float(S), float(c_draft), m.name, h.name)
 
 
 # --- expert parallelism (chapter: expert parallelism) -----------------------------------

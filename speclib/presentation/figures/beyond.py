@@ -13,141 +13,23 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
 
 from ..._checks import checked_array
-from ...core import acceptance as _acc
 from ...core import parallel as _par
-from ...core import speculation as _spec
 from ...evidence import validation as _val
 from ...presets import resolve
 from . import _style
 from ._style import COLORS, CYCLE
-from .paper import BATCH_RANGE, integer_batches
+from .paper import integer_batches
 
-#: Colours of the two measured drafters.
-DRAFTER_COLORS = {"mtp": CYCLE[0], "dflash": CYCLE[1]}
 #: Colours of the tensor-parallel widths and of the EP group sizes.
 TP_COLORS = {1: CYCLE[0], 2: CYCLE[1], 4: CYCLE[2], 8: CYCLE[3]}
 G_COLORS = (COLORS["total"], CYCLE[0], CYCLE[3], CYCLE[2], CYCLE[4])
 FRAMEWORK_MARKERS = {"vLLM": "o", "TRT": "s"}
 
 
-def _curves(curves):
-    return _acc.load_survival_curves() if curves is None else dict(curves)
-
-
 def _log_batch_axis(ax, label="batch (sequences)"):
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(_style.batch_label))
     ax.set_xlabel(label)
-
-
-# --- acceptance curves --------------------------------------------------------------
-
-
-def survival_curves(curves=None):
-    """Measured survival s_d against draft position d, with the i.i.d. curve
-    alpha**d of the same first-position acceptance (left), and the conditional
-    acceptance s_d / s_(d-1), which i.i.d. holds flat at alpha (right)."""
-    curves = _curves(curves)
-    fig = _style.new_figure((8.0, 3.6))
-    with _style.style():
-        left, right = fig.subplots(1, 2)
-        for key, curve in curves.items():
-            color = DRAFTER_COLORS.get(key, CYCLE[len(curves) % len(CYCLE)])
-            d = np.arange(1, len(curve) + 1)
-            iid = curve.iid()
-            left.plot(d, curve.values, "o-", color=color, label=f"{curve.name} measured", gid=f"survival_{key}")
-            left.plot(d, iid.values, "--", color=color, lw=1.4,
-                      label=f"\u03b1^d, \u03b1 = {curve.first_position_acceptance:.3f}", gid=f"iid_{key}")
-            right.plot(d, curve.conditional_acceptance, "o-", color=color, label=curve.name, gid=f"conditional_{key}")
-            right.axhline(curve.first_position_acceptance, color=color, ls="--", lw=1.2)
-        left.set_xlabel("draft position d")
-        left.set_ylabel("P(position d survives)")
-        left.set_ylim(0, 1)
-        left.xaxis.set_major_locator(MaxNLocator(integer=True))
-        left.legend(fontsize=8)
-        left.set_title("Survival against depth", loc="left")
-        right.set_xlabel("draft position d")
-        right.set_ylabel("P(d survives | d-1 survived)")
-        right.xaxis.set_major_locator(MaxNLocator(integer=True))
-        right.set_ylim(0.6, 1.0)
-        right.legend(fontsize=8, loc="lower right")
-        right.set_title("Conditional acceptance (i.i.d.: flat, dashed)", loc="left")
-    return fig
-
-
-def _survival_gamma_tables(curves, B, S, c_draft, model, hardware):
-    out = {}
-    for key, curve in curves.items():
-        measured = _spec.optimal_gamma(curve, B, S, c_draft, model, hardware)
-        iid_capped = _spec.optimal_gamma(curve.iid(), B, S, c_draft, model, hardware)
-        iid_free = _spec.optimal_gamma(curve.first_position_acceptance, B, S, c_draft, model, hardware, 64)
-        out[key] = (measured, iid_capped, iid_free)
-    return out
-
-
-def survival_gamma_star(curves=None, model=None, hardware=None, *, S=4096, c_draft=0.10, batch_range=BATCH_RANGE,
-                        points=400):
-    """gamma* against batch for each measured curve (solid), the i.i.d. curve
-    of the same alpha searched over the same lengths (dashed), and the i.i.d.
-    model as the paper runs it, up to gamma = 64 (dotted); the speedup at
-    gamma* underneath."""
-    curves = _curves(curves)
-    model_, hardware_ = resolve(model, hardware)
-    S = float(checked_array("S", S, lo=0, lo_open=True))
-    B = integer_batches(batch_range[0], batch_range[1], points)
-    tables = _survival_gamma_tables(curves, B, S, c_draft, model_, hardware_)
-    fig = _style.new_figure((8.0, 5.6))
-    with _style.style():
-        axes = fig.subplots(2, len(curves), sharex=True, squeeze=False)
-        for col, (key, curve) in enumerate(curves.items()):
-            (g_m, s_m), (g_c, s_c), (g_f, s_f) = tables[key]
-            top, bottom = axes[0, col], axes[1, col]
-            color = DRAFTER_COLORS.get(key, CYCLE[col])
-            top.plot(B, g_f, ":", color=COLORS["ridge"], drawstyle="steps-mid", lw=1.5, label="i.i.d., \u03b3 \u2264 64")
-            top.plot(B, g_c, "--", color=COLORS["total"], drawstyle="steps-mid", lw=1.5,
-                     label=f"i.i.d., \u03b3 \u2264 {len(curve)}")
-            top.plot(B, g_m, color=color, drawstyle="steps-mid", label=f"{curve.name} measured", gid=f"gamma_{key}")
-            bottom.plot(B, s_f, ":", color=COLORS["ridge"], lw=1.5)
-            bottom.plot(B, s_c, "--", color=COLORS["total"], lw=1.5)
-            bottom.plot(B, s_m, color=color, gid=f"speedup_{key}")
-            bottom.axhline(1.0, color=COLORS["ridge"], lw=0.8)
-            top.set_title(f"{curve.name} (\u03b1 = {curve.first_position_acceptance:.3f})", loc="left")
-            top.yaxis.set_major_locator(MaxNLocator(integer=True))
-            top.set_ylabel("optimal draft length \u03b3*")
-            bottom.set_ylabel("speedup at \u03b3*")
-            _log_batch_axis(bottom)
-            top.legend(fontsize=8, loc="upper right")
-        fig.suptitle(f"{model_.name} on {hardware_.name}, S = {S:,.0f}, drafter {c_draft:.0%} of a step",
-                     x=0.01, ha="left", fontsize=10)
-    return fig
-
-
-def survival_speedup_ratio(curves=None, model=None, hardware=None, *, S=4096, c_draft=0.10,
-                           batch_range=BATCH_RANGE, points=400):
-    """Best speedup under the measured curve over the best the i.i.d. model
-    promises (same alpha; searched to the curve's length, and to 64)."""
-    curves = _curves(curves)
-    model_, hardware_ = resolve(model, hardware)
-    S = float(checked_array("S", S, lo=0, lo_open=True))
-    B = integer_batches(batch_range[0], batch_range[1], points)
-    tables = _survival_gamma_tables(curves, B, S, c_draft, model_, hardware_)
-    fig = _style.new_figure((7.0, 3.8))
-    with _style.style():
-        ax = fig.add_subplot()
-        for key, curve in curves.items():
-            (_, s_m), (_, s_c), (_, s_f) = tables[key]
-            color = DRAFTER_COLORS.get(key, CYCLE[0])
-            ax.plot(B, s_m / s_c, color=color, label=f"{curve.name}: measured / i.i.d. (\u03b3 \u2264 {len(curve)})",
-                    gid=f"ratio_{key}")
-            if not np.array_equal(s_f, s_c):
-                ax.plot(B, s_m / s_f, ":", color=color, lw=1.5,
-                        label=f"{curve.name}: measured / i.i.d. (\u03b3 \u2264 64)")
-        ax.axhline(1.0, color=COLORS["ridge"], lw=0.8)
-        _log_batch_axis(ax)
-        ax.set_ylabel("speedup ratio")
-        ax.legend(fontsize=8, loc="lower left")
-        ax.set_title(f"How much the i.i.d. model flatters: {model_.name} on {hardware_.name}, S = {S:,.0f}", loc="left")
-    return fig
 
 
 # --- expert parallelism ---------------------------------------------------------------
@@ -387,8 +269,5 @@ __all__ = [
     "ep_marginal_cost",
     "measured_tpot",
     "roofline_excess",
-    "survival_curves",
-    "survival_gamma_star",
-    "survival_speedup_ratio",
     "tpot_ratio",
 ]

@@ -1,0 +1,227 @@
+"""Figures and tables of the chapter "Measured acceptance curves": survival
+against draft depth against the i.i.d. curve, gamma* and the speedup under
+each, and how much the i.i.d. model flatters.
+
+These figures have no controls: their compute functions call speclib's API
+directly (numpy), and their panels follow the curves in the data.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core import acceptance as _acc
+from ...core import cost as _cost
+from ...core import speculation as _spec
+from ...presets import resolve
+from ..definition import Axis, Figure, HLine, Line, Panel
+from ..tables import NumberTable, RendersAsTable
+from . import common
+from .draft_length import integer_batches
+
+#: Colours of the two measured drafters.
+DRAFTER_COLORS = {"mtp": "#1f77b4", "dflash": "#ff7f0e"}
+
+
+def _curves(curves):
+    return _acc.load_survival_curves() if curves is None else {k: _acc.as_survival_curve(v)
+                                                               for k, v in dict(curves).items()}
+
+
+# --- survival against depth --------------------------------------------------------------
+
+
+def _survival(p, xp):
+    out = {"keys": list(_curves(p.curves))}
+    for key, curve in _curves(p.curves).items():
+        d = np.arange(1.0, len(curve) + 1)
+        out.update({f"{key}_d": d, f"{key}_survival": curve.values, f"{key}_iid": curve.iid().values,
+                    f"{key}_conditional": curve.conditional_acceptance,
+                    f"{key}_alpha": curve.first_position_acceptance, f"{key}_name": curve.name})
+    return out
+
+
+def _survival_panels(data):
+    keys = data["keys"]
+    left = [s for k in keys for s in (
+        Line(f"{k}_d", f"{k}_survival", label=f"{{{k}_name}} measured", color=DRAFTER_COLORS.get(k, ""),
+             marker="o", gid=f"survival_{k}"),
+        Line(f"{k}_d", f"{k}_iid", label=f"\u03b1^d, \u03b1 = {{{k}_alpha:.3f}}", color=DRAFTER_COLORS.get(k, ""),
+             dash="dashed", width=1.4, gid=f"iid_{k}"))]
+    right = [s for k in keys for s in (
+        Line(f"{k}_d", f"{k}_conditional", label=f"{{{k}_name}}", color=DRAFTER_COLORS.get(k, ""), marker="o",
+             gid=f"conditional_{k}"),
+        HLine(f"{k}_alpha", color=DRAFTER_COLORS.get(k, ""), width=1.2))]
+    return (Panel(Axis("draft position d"), Axis("P(position d survives)", lo=0, hi=1), tuple(left),
+                  title="Survival against depth"),
+            Panel(Axis("draft position d"), Axis("P(d survives | d-1 survived)", lo=0.6, hi=1.0), tuple(right),
+                  title="Conditional acceptance (i.i.d.: flat, dashed)", legend="lower right"))
+
+
+survival_curves = Figure(
+    name="survival_curves", title="", compute=_survival, panels=_survival_panels, params={"curves": None},
+    size=(8.0, 3.6),
+    doc="Measured survival s_d against draft position d with the i.i.d. curve alpha**d of the same first-position "
+        "acceptance (left), and the conditional acceptance s_d / s_(d-1), which i.i.d. holds flat at alpha (right).")
+
+
+# --- gamma* and the speedup under each curve ----------------------------------------------
+
+
+def _gamma_tables(p):
+    model, hw = resolve(p.model, p.hardware)
+    B = integer_batches(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.points)
+    out = {"B": B, "keys": list(_curves(p.curves)), "model": model.name, "hardware": hw.name}
+    for key, curve in _curves(p.curves).items():
+        for name, acceptance, top in (("measured", curve, 64), ("capped", curve.iid(), 64),
+                                      ("free", curve.first_position_acceptance, 64)):
+            g, s = _spec.optimal_gamma(acceptance, B, p.S, p.c_draft, model, hw, top)
+            out[f"{key}_{name}_gamma"], out[f"{key}_{name}_speedup"] = g, s
+        out[f"{key}_name"], out[f"{key}_length"] = curve.name, len(curve)
+        out[f"{key}_alpha"] = curve.first_position_acceptance
+    return out
+
+
+def _survival_gamma(p, xp):
+    return _gamma_tables(p)
+
+
+def _gamma_panels(data):
+    tops, bottoms = [], []
+    for k in data["keys"]:
+        c = DRAFTER_COLORS.get(k, "")
+        tops.append(Panel(common.batch_axis(label=""), Axis("optimal draft length \u03b3*", lo=0), (
+            Line("B", f"{k}_free_gamma", label="i.i.d., \u03b3 \u2264 64", color="ridge", dash="dotted", width=1.5,
+                 step=True),
+            Line("B", f"{k}_capped_gamma", label=f"i.i.d., \u03b3 \u2264 {{{k}_length}}", color="total",
+                 dash="dashed", width=1.5, step=True),
+            Line("B", f"{k}_measured_gamma", label=f"{{{k}_name}} measured", color=c, step=True, gid=f"gamma_{k}")),
+            title=f"{{{k}_name}} (\u03b1 = {{{k}_alpha:.3f}})", legend="upper right"))
+        bottoms.append(Panel(common.batch_axis(), Axis("speedup at \u03b3*"), (
+            Line("B", f"{k}_free_speedup", color="ridge", dash="dotted", width=1.5),
+            Line("B", f"{k}_capped_speedup", color="total", dash="dashed", width=1.5),
+            Line("B", f"{k}_measured_speedup", color=c, gid=f"speedup_{k}"),
+            HLine(1.0, width=0.8, dash="solid")), legend=""))
+    return (*tops, *bottoms)
+
+
+survival_gamma_star = Figure(
+    name="survival_gamma_star",
+    title="{model} on {hardware}, S = {S:,.0f}, drafter {c_draft:.0%} of a step",
+    compute=_survival_gamma, panels=_gamma_panels, columns=2, size=(8.0, 5.6),
+    params={"curves": None, "model": None, "hardware": None, "S": 4096, "c_draft": 0.10, "points": 400},
+    doc="gamma* against batch for each measured curve (solid), the i.i.d. curve of the same alpha searched over the "
+        "same lengths (dashed), and the i.i.d. model as the paper runs it, up to gamma = 64 (dotted); the speedup at "
+        "gamma* underneath.")
+
+
+def _ratio(p, xp):
+    out = _gamma_tables(p)
+    for k in out["keys"]:
+        out[f"{k}_ratio_capped"] = out[f"{k}_measured_speedup"] / out[f"{k}_capped_speedup"]
+        out[f"{k}_ratio_free"] = out[f"{k}_measured_speedup"] / out[f"{k}_free_speedup"]
+        out[f"{k}_differs"] = not np.array_equal(out[f"{k}_free_speedup"], out[f"{k}_capped_speedup"])
+    return out
+
+
+def _ratio_panels(data):
+    series = []
+    for k in data["keys"]:
+        c = DRAFTER_COLORS.get(k, "")
+        series.append(Line("B", f"{k}_ratio_capped", label=f"{{{k}_name}}: measured / i.i.d. (\u03b3 \u2264 "
+                                                          f"{{{k}_length}})", color=c, gid=f"ratio_{k}"))
+        series.append(Line("B", f"{k}_ratio_free", label=f"{{{k}_name}}: measured / i.i.d. (\u03b3 \u2264 64)",
+                           color=c, dash="dotted", width=1.5, when=f"{k}_differs"))
+    series.append(HLine(1.0, width=0.8, dash="solid"))
+    return (Panel(common.batch_axis(), Axis("speedup ratio"), tuple(series),
+                  title="How much the i.i.d. model flatters: {model} on {hardware}, S = {S:,.0f}",
+                  legend="lower left"),)
+
+
+survival_speedup_ratio = Figure(
+    name="survival_speedup_ratio", title="", compute=_ratio, panels=_ratio_panels, size=(7.0, 3.8),
+    params={"curves": None, "model": None, "hardware": None, "S": 4096, "c_draft": 0.10, "points": 400},
+    doc="Best speedup under the measured curve over the best the i.i.d. model promises (same alpha; searched to the "
+        "curve's length, and to 64).")
+
+
+# --- tables ---------------------------------------------------------------------------
+
+
+class CommittedTable(RendersAsTable):
+    """N(gamma) under each measured curve and under the i.i.d. curve of the
+    same first-position acceptance, gamma = 1 .. the curve's length."""
+
+    def __init__(self, curves):
+        self.curves = dict(curves)
+        self.length = max(len(c) for c in self.curves.values())
+
+    def _cells(self, curve, g):
+        if g > len(curve):
+            return ("", "", "")
+        n = _acc.expected_committed_from_survival(curve, g)
+        n_iid = _acc.expected_committed(curve.first_position_acceptance, g)
+        return (f"{n:.3f}", f"{n_iid:.3f}", f"{n - n_iid:+.3f}")
+
+    def as_table(self) -> NumberTable:
+        head = ["gamma"]
+        for curve in self.curves.values():
+            head += [f"{curve.name} N", "i.i.d. N", "diff"]
+        rows = []
+        for g in range(1, self.length + 1):
+            row = [str(g)]
+            for curve in self.curves.values():
+                row += list(self._cells(curve, g))
+            rows.append(tuple(row))
+        caption = ("Expected tokens committed per verify pass, N(gamma): measured survival curve, the i.i.d. curve "
+                   "alpha^d with alpha = survival(1), and measured minus i.i.d. (positive: the curve beats i.i.d.)")
+        return NumberTable(tuple(head), tuple(rows), caption=caption, css_class="speclib-committed-table")
+
+
+def committed_table(curves=None) -> CommittedTable:
+    """:class:`CommittedTable` for ``curves`` (default: the shipped MTP and DFlash curves)."""
+    return CommittedTable(_curves(curves))
+
+
+class SurvivalComparison(RendersAsTable):
+    """gamma* and the best speedup under each measured survival curve against
+    the i.i.d. curve of the same first-position acceptance (searched over the
+    same draft lengths), across a grid of batches."""
+
+    _HEAD = ("drafter", "alpha", "positions", "gamma* differs", "largest |diff|", "longer", "shorter",
+             "largest shortfall", "at batch", "gamma* there (measured / i.i.d.)")
+
+    def __init__(self, rows, batches, S, c_draft, model_name, hardware_name):
+        self.rows, self.batches, self.S, self.c_draft = rows, batches, S, c_draft
+        self.model_name, self.hardware_name = model_name, hardware_name
+
+    def as_table(self) -> NumberTable:
+        caption = (f"Measured survival curve against i.i.d. acceptance with the same alpha = survival(1): "
+                   f"{self.model_name} on {self.hardware_name}, S = {self.S:,.0f}, drafter {self.c_draft:.0%} of a "
+                   f"step, {len(self.batches)} batches from {self.batches[0]:,.0f} to {self.batches[-1]:,.0f}. "
+                   f"Shortfall: 1 - measured best speedup / i.i.d. best speedup.")
+        rows = tuple((r["name"], f"{r['alpha']:.3f}", str(r["length"]), f"{r['differs']} of {len(self.batches)}",
+                      str(r["max_diff"]), str(r["longer"]), str(r["shorter"]), f"{r['shortfall']:.1%}",
+                      f"{r['at_batch']:,.0f}", f"{r['gamma_measured']} / {r['gamma_iid']}") for r in self.rows)
+        return NumberTable(self._HEAD, rows, caption=caption, css_class="speclib-survival-comparison", align="l")
+
+
+def compare_survival(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardware=None, *, query_bytes=False):
+    """:class:`SurvivalComparison` of each curve in ``curves`` (default: the
+    shipped MTP and DFlash curves) with its i.i.d. counterpart over the batches
+    ``B`` (default: 600 whole-sequence batches from 1 to 30,000)."""
+    curves = _curves(curves)
+    B = _cost.check_batch(integer_batches() if B is None else B).ravel()
+    m, h = resolve(model, hardware)
+    rows = []
+    for curve in curves.values():
+        g_m, s_m = _spec.optimal_gamma(curve, B, S, c_draft, m, h, query_bytes=query_bytes)
+        g_i, s_i = _spec.optimal_gamma(curve.iid(), B, S, c_draft, m, h, query_bytes=query_bytes)
+        shortfall = 1 - s_m / s_i
+        worst = int(np.argmax(shortfall))
+        diff = g_m - g_i
+        rows.append(dict(name=curve.name, alpha=curve.first_position_acceptance, length=len(curve),
+                         differs=int(np.count_nonzero(diff)), max_diff=int(np.max(np.abs(diff))),
+                         longer=int(np.count_nonzero(diff > 0)), shorter=int(np.count_nonzero(diff < 0)),
+                         shortfall=float(shortfall[worst]), at_batch=float(B[worst]),
+                         gamma_measured=int(g_m[worst]), gamma_iid=int(g_i[worst])))
+    return SurvivalComparison(rows, B, float(S), float(c_draft), m.name, h.name)
