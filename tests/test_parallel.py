@@ -10,7 +10,8 @@ import pytest
 import sympy as sp
 
 import speclib
-from speclib import cost, derivations, moe, parallel, presets, summaries
+from speclib import cost, derivations, moe, parallel, presets
+from speclib.presentation.figures import expert_parallelism
 
 BATCHES = np.array([1.0, 2.0, 7.0, 30.0, 100.0, 281.0, 1000.0, 5000.0, 30000.0])
 FLASH = presets.model("DeepSeek-V4-Flash")
@@ -185,10 +186,22 @@ def test_derivation_numbers_match_the_cost_model():
 
 def test_summary_agrees_with_optimal_gamma():
     B = np.unique(np.round(np.geomspace(1, 4096, 40)))
-    table = summaries.expert_parallel_summary(B=B)
+    table = expert_parallelism.expert_parallel_summary(B=B)
     for row in table.rows:
         g, s = parallel.optimal_gamma(0.75, B, 4096, 0.1, G=row["G"])
         assert row["gmax"] == g.max()
         assert row["best"] == pytest.approx(s.max())
     assert table.rows[0]["comm_loss"] == 0.0  # G = 1 sends nothing
-    assert repr(table) == repr(summaries.expert_parallel_summary(B=B)) and "<table" in table._repr_html_()
+    assert repr(table) == repr(expert_parallelism.expert_parallel_summary(B=B)) and "<table" in table._repr_html_()
+
+
+def test_the_chapter_figures_draw_the_expert_parallel_model():
+    d = expert_parallelism.ep_gamma_star.data(points=40)
+    for G in (1, 8, 64):
+        g, s = parallel.optimal_gamma(0.75, d["B"], 4096, 0.10, G=G)
+        np.testing.assert_array_equal(d[f"gamma_G{G}"], g)
+        ledger = parallel.marginal_cost(d["B"], 4096, 0.10, G=G)
+        np.testing.assert_allclose(d[f"total_G{G}"], ledger["total"])
+    # A free network can only help: without the all-to-all the speedup is at least as high.
+    assert np.all(d["free_speedup_G64"] >= d["speedup_G64"] - 1e-12)
+    assert len(expert_parallelism.ep_gamma_star().axes) == 2

@@ -19,60 +19,6 @@ from ..presets import default_interconnect, resolve
 from .tables import NumberTable, RendersAsTable
 
 
-# --- expert parallelism (chapter: expert parallelism) -----------------------------------
-
-
-class ExpertParallelSummary(RendersAsTable):
-    """Per G: where speculation pays (gamma* >= 1) against the batch per GPU,
-    the best speedup and where, and what the all-to-all costs in speedup."""
-
-    def __init__(self, rows, batches, S, alpha, c_draft, label):
-        self.rows, self.batches = rows, batches
-        self.S, self.alpha, self.c_draft, self.label = S, alpha, c_draft, label
-
-    _HEAD = ("G", "gamma* = 0 (batch per GPU)", "largest gamma*", "best speedup", "at batch",
-             "speedup lost to all-to-all (max)", "batches where comm changes gamma*")
-
-    def _caption(self):
-        return (f"Expert parallelism, {self.label}: S = {self.S:,.0f}, alpha = {self.alpha:.0%}, drafter "
-                f"{self.c_draft:.0%} of a step, batch per GPU {self.batches[0]:,.0f} to {self.batches[-1]:,.0f}")
-
-    def _cells(self, r):
-        return (str(r["G"]), r["zero"], str(r["gmax"]), f"{r['best']:.3f}", f"{r['best_at']:,.0f}",
-                f"{r['comm_loss']:.1%}", str(r["comm_changes"]))
-
-    def as_table(self) -> NumberTable:
-        return NumberTable(self._HEAD, tuple(self._cells(r) for r in self.rows), caption=self._caption(),
-                           css_class="speclib-ep-summary", align="rl")
-
-
-def _zero_runs(B, g):
-    zero = g == 0
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], zero.astype(np.int8), [0]])))
-    runs = [f"{B[a]:,.0f}-{B[b - 1]:,.0f}" for a, b in zip(edges[::2], edges[1::2])]
-    return ", ".join(runs) if runs else "never"
-
-
-def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096, alpha=0.75, c_draft=0.1, interconnect=None,
-            B=None) -> ExpertParallelSummary:
-    """:class:`ExpertParallelSummary` over ``B`` (default 1..4,096 sequences
-    per GPU, whole numbers, about 300 log-spaced)."""
-    m, hw = resolve(model, hardware)
-    if B is None:
-        B = np.unique(np.round(np.geomspace(1, 4096, 300)))
-    B = _cost.check_batch(B).ravel()
-    net = default_interconnect(hw) if interconnect is None else presets.interconnect(interconnect)
-    rows = []
-    for G_value in Gs:
-        g, s = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=net)
-        g0, s0 = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=net, include_comm=False)
-        best = int(np.argmax(s))
-        rows.append(dict(G=G_value, zero=_zero_runs(B, g), gmax=int(g.max()), best=float(s[best]),
-                         best_at=float(B[best]), comm_loss=float(np.max(1 - s / s0)),
-                         comm_changes=int(np.count_nonzero(g != g0))))
-    return ExpertParallelSummary(rows, B, float(S), float(alpha), float(c_draft), f"{m.name} on {hw.name} + {net.name}")
-
-
 # --- the roofline against measured decoding (chapter: measured decode) -------------------
 
 

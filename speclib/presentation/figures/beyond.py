@@ -32,78 +32,6 @@ def _log_batch_axis(ax, label="batch (sequences)"):
     ax.set_xlabel(label)
 
 
-# --- expert parallelism ---------------------------------------------------------------
-
-
-def _ep_tables(Gs, B, S, alpha, c_draft, model, hardware, interconnect):
-    out = {}
-    for G in Gs:
-        with_comm = _par.optimal_gamma(alpha, B, S, c_draft, model, hardware, G=G, interconnect=interconnect)
-        free = _par.optimal_gamma(alpha, B, S, c_draft, model, hardware, G=G, interconnect=interconnect,
-                                  include_comm=False)
-        out[G] = (with_comm, free)
-    return out
-
-
-def ep_gamma_star(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096, alpha=0.75, c_draft=0.10, interconnect=None,
-                  batch_range=(1, 4096), points=300):
-    """gamma* (top) and the speedup at gamma* (bottom) against the batch per
-    GPU, experts spread over G GPUs; solid with the all-to-all tax, dashed
-    with a free network (same G)."""
-    model_, hardware_ = resolve(model, hardware)
-    S = float(checked_array("S", S, lo=0, lo_open=True))
-    B = integer_batches(batch_range[0], batch_range[1], points)
-    tables = _ep_tables(Gs, B, S, alpha, c_draft, model_, hardware_, interconnect)
-    net = _par.default_interconnect(hardware_) if interconnect is None else _par.interconnect(interconnect)
-    fig = _style.new_figure((7.0, 5.6))
-    with _style.style():
-        top, bottom = fig.subplots(2, 1, sharex=True)
-        for i, G in enumerate(Gs):
-            (g, s), (g0, s0) = tables[G]
-            color = G_COLORS[i % len(G_COLORS)]
-            top.plot(B, g, color=color, drawstyle="steps-mid", label=f"G = {G}", gid=f"gamma_G{G}")
-            bottom.plot(B, s, color=color, gid=f"speedup_G{G}")
-            if G > 1:
-                top.plot(B, g0, "--", color=color, drawstyle="steps-mid", lw=1.2)
-                bottom.plot(B, s0, "--", color=color, lw=1.2)
-        top.plot([], [], "--", color=COLORS["ridge"], lw=1.2, label="free network")
-        top.set_ylabel("optimal draft length \u03b3*")
-        top.yaxis.set_major_locator(MaxNLocator(integer=True))
-        top.legend(fontsize=8, loc="upper right")
-        bottom.axhline(1.0, color=COLORS["ridge"], lw=0.8)
-        bottom.set_ylabel("speedup at \u03b3*")
-        _log_batch_axis(bottom, "batch per GPU (sequences)")
-        top.set_title(f"Experts over G GPUs: {model_.name} on {hardware_.name} + {net.name}\n"
-                      f"S = {S:,.0f}, \u03b1 = {alpha:.0%}, drafter {c_draft:.0%} of a step", loc="left")
-    return fig
-
-
-def ep_marginal_cost(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096, c_draft=0.10, interconnect=None,
-                     batch_range=(1, 4096), points=300):
-    """The cost of a speculated token (the paper's ledger, total) against the
-    batch per GPU for each G (solid), and the part of it that is the
-    all-to-all (dashed): the communication slope times its cost share."""
-    model_, hardware_ = resolve(model, hardware)
-    B = integer_batches(batch_range[0], batch_range[1], points)
-    fig = _style.new_figure((7.0, 4.0))
-    with _style.style():
-        ax = fig.add_subplot()
-        for i, G in enumerate(Gs):
-            ledger = _par.marginal_cost(B, S, c_draft, model_, hardware_, G=G, interconnect=interconnect)
-            color = G_COLORS[i % len(G_COLORS)]
-            ax.plot(B, ledger["total"], color=color, label=f"G = {G}: speculated-token cost", gid=f"total_G{G}")
-            if G > 1:
-                ax.plot(B, ledger["comm"] * ledger["comm_share"], "--", color=color, lw=1.3,
-                        label=f"G = {G}: of which all-to-all", gid=f"comm_G{G}")
-        ax.axhline(1.0, color=COLORS["ridge"], ls="--", lw=1.0)
-        _log_batch_axis(ax, "batch per GPU (sequences)")
-        ax.set_ylabel("cost of a speculated token\n(\u00d7 a token already in the batch)")
-        ax.set_ylim(0, 1.3)
-        ax.legend(fontsize=8, loc="upper left")
-        ax.set_title(f"The ledger with expert parallelism: {model_.name} on {hardware_.name}, S = {S:,.0f}", loc="left")
-    return fig
-
-
 # --- the roofline against measurements -------------------------------------------------
 
 
@@ -265,8 +193,6 @@ def tpot_ratio(precision=None, comparison=None):
 
 
 __all__ = [
-    "ep_gamma_star",
-    "ep_marginal_cost",
     "measured_tpot",
     "roofline_excess",
     "tpot_ratio",

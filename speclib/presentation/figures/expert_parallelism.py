@@ -1,0 +1,131 @@
+"""Figures and table of the chapter "Expert parallelism": gamma* and the
+speedup against the batch per GPU with the experts spread over G GPUs, the
+ledger with the all-to-all in it, and a summary per G."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import presets
+from ...core import cost as _cost
+from ...core import parallel as _par
+from ...presets import default_interconnect, resolve
+from ..definition import Axis, Figure, HLine, Key, Line, Panel
+from ..style import COLORS, CYCLE
+from ..tables import NumberTable, RendersAsTable
+from . import common
+from .draft_length import integer_batches
+
+#: Colours of the EP group sizes.
+G_COLORS = (COLORS["total"], CYCLE[0], CYCLE[3], CYCLE[2], CYCLE[4])
+EP_BATCHES = (1, 4096)
+
+
+def _network(hw, interconnect):
+    return default_interconnect(hw) if interconnect is None else presets.interconnect(interconnect)
+
+
+def _ep(p, xp):
+    model, hw = resolve(p.model, p.hardware)
+    net = _network(hw, p.interconnect)
+    B = integer_batches(EP_BATCHES[0], EP_BATCHES[1], p.points)
+    out = {"B": B, "model": model.name, "hardware": hw.name, "network": net.name, "Gs": list(p.Gs)}
+    for G in p.Gs:
+        out[f"gamma_G{G}"], out[f"speedup_G{G}"] = _par.optimal_gamma(p.alpha, B, p.S, p.c_draft, model, hw, G=G,
+                                                                      interconnect=net)
+        out[f"free_gamma_G{G}"], out[f"free_speedup_G{G}"] = _par.optimal_gamma(
+            p.alpha, B, p.S, p.c_draft, model, hw, G=G, interconnect=net, include_comm=False)
+        ledger = _par.marginal_cost(B, p.S, p.c_draft, model, hw, G=G, interconnect=net)
+        out[f"total_G{G}"] = ledger["total"]
+        out[f"comm_G{G}"] = ledger["comm"] * ledger["comm_share"] if G > 1 else np.zeros_like(B)
+        out[f"multi_G{G}"] = G > 1
+    return out
+
+
+def _ep_panels(data):
+    top, bottom = [], []
+    for i, G in enumerate(data["Gs"]):
+        c = G_COLORS[i % len(G_COLORS)]
+        top += [Line("B", f"gamma_G{G}", label=f"G = {G}", color=c, step=True, gid=f"gamma_G{G}"),
+                Line("B", f"free_gamma_G{G}", color=c, dash="dashed", width=1.2, step=True, when=f"multi_G{G}")]
+        bottom += [Line("B", f"speedup_G{G}", color=c, gid=f"speedup_G{G}"),
+                   Line("B", f"free_speedup_G{G}", color=c, dash="dashed", width=1.2, when=f"multi_G{G}")]
+    return (Panel(common.batch_axis(label=""), Axis("optimal draft length \u03b3*", lo=0), tuple(top),
+                  title="Experts over G GPUs: {model} on {hardware} + {network}\nS = {S:,.0f}, \u03b1 = {alpha:.0%}, "
+                        "drafter {c_draft:.0%} of a step", legend="upper right"),
+            Panel(common.batch_axis(label="batch per GPU (sequences)"), Axis("speedup at \u03b3*"),
+                  (*bottom, HLine(1.0, width=0.8, dash="solid")), legend=""))
+
+
+_PARAMS = {"Gs": (1, 8, 64), "model": None, "hardware": None, "S": 4096, "alpha": 0.75, "c_draft": 0.10,
+           "interconnect": None, "points": 300}
+
+ep_gamma_star = Figure(
+    name="ep_gamma_star", title="", compute=_ep, panels=_ep_panels, columns=1, size=(7.0, 5.6), params=_PARAMS,
+    keys=(Key("free network", color=COLORS["ridge"], dash="dashed"),),
+    doc="gamma* (top) and the speedup at gamma* (bottom) against the batch per GPU, experts spread over G GPUs; "
+        "solid with the all-to-all tax, dashed with a free network (same G).")
+
+
+def _ledger_panels(data):
+    series = []
+    for i, G in enumerate(data["Gs"]):
+        c = G_COLORS[i % len(G_COLORS)]
+        series += [Line("B", f"total_G{G}", label=f"G = {G}: speculated-token cost", color=c, gid=f"total_G{G}"),
+                   Line("B", f"comm_G{G}", label=f"G = {G}: of which all-to-all", color=c, dash="dashed", width=1.3,
+                        when=f"multi_G{G}", gid=f"comm_G{G}")]
+    return (Panel(common.batch_axis(label="batch per GPU (sequences)"),
+                  Axis("cost of a speculated token\n(\u00d7 a token already in the batch)", lo=0, hi=1.3),
+                  (*series, HLine(1.0, width=1.0)),
+                  title="The ledger with expert parallelism: {model} on {hardware}, S = {S:,.0f}",
+                  legend="upper left"),)
+
+
+ep_marginal_cost = Figure(
+    name="ep_marginal_cost", title="", compute=_ep, panels=_ledger_panels, size=(7.0, 4.0), params=_PARAMS,
+    doc="The cost of a speculated token (the paper's ledger, total) against the batch per GPU for each G (solid), "
+        "and the part of it that is the all-to-all (dashed): the communication slope times its cost share.")
+
+
+class ExpertParallelSummary(RendersAsTable):
+    """Per G: where speculation pays (gamma* >= 1) against the batch per GPU,
+    the best speedup and where, and what the all-to-all costs in speedup."""
+
+    _HEAD = ("G", "gamma* = 0 (batch per GPU)", "largest gamma*", "best speedup", "at batch",
+             "speedup lost to all-to-all (max)", "batches where comm changes gamma*")
+
+    def __init__(self, rows, batches, S, alpha, c_draft, label):
+        self.rows, self.batches = rows, batches
+        self.S, self.alpha, self.c_draft, self.label = S, alpha, c_draft, label
+
+    def as_table(self) -> NumberTable:
+        caption = (f"Expert parallelism, {self.label}: S = {self.S:,.0f}, alpha = {self.alpha:.0%}, drafter "
+                   f"{self.c_draft:.0%} of a step, batch per GPU {self.batches[0]:,.0f} to {self.batches[-1]:,.0f}")
+        rows = tuple((str(r["G"]), r["zero"], str(r["gmax"]), f"{r['best']:.3f}", f"{r['best_at']:,.0f}",
+                      f"{r['comm_loss']:.1%}", str(r["comm_changes"])) for r in self.rows)
+        return NumberTable(self._HEAD, rows, caption=caption, css_class="speclib-ep-summary", align="rl")
+
+
+def _zero_runs(B, g):
+    from ..static import runs
+
+    spans = [f"{B[a]:,.0f}-{B[b - 1]:,.0f}" for a, b in runs(g == 0)]
+    return ", ".join(spans) if spans else "never"
+
+
+def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096, alpha=0.75, c_draft=0.1,
+                            interconnect=None, B=None) -> ExpertParallelSummary:
+    """:class:`ExpertParallelSummary` over ``B`` (default 1..4,096 sequences
+    per GPU, whole numbers, about 300 log-spaced)."""
+    m, hw = resolve(model, hardware)
+    B = _cost.check_batch(integer_batches(EP_BATCHES[0], EP_BATCHES[1], 300) if B is None else B).ravel()
+    net = _network(hw, interconnect)
+    rows = []
+    for G_value in Gs:
+        g, s = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=net)
+        g0, s0 = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=net, include_comm=False)
+        best = int(np.argmax(s))
+        rows.append(dict(G=G_value, zero=_zero_runs(B, g), gmax=int(g.max()), best=float(s[best]),
+                         best_at=float(B[best]), comm_loss=float(np.max(1 - s / s0)),
+                         comm_changes=int(np.count_nonzero(g != g0))))
+    return ExpertParallelSummary(rows, B, float(S), float(alpha), float(c_draft),
+                                 f"{m.name} on {hw.name} + {net.name}")
