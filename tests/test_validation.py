@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speclib import derivations, presets, summaries, validation
+from speclib import derivations, presets, validation
+from speclib.presentation.figures import measured_decode
 
 LLAMA = presets.model("Llama-3.3-70B")
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "decode-benchmarks"
@@ -146,7 +147,7 @@ def test_compare_skips_chips_without_a_preset_and_says_so():
     comparison = validation.compare([record, fake])
     assert comparison.missing == ("NoSuchChip",)
     assert len(comparison) == 1
-    assert "NoSuchChip" in repr(summaries.ratio_table(comparison))
+    assert "NoSuchChip" in repr(measured_decode.ratio_table(comparison))
 
 
 def test_compare_uses_concurrency_and_the_mean_context():
@@ -170,11 +171,11 @@ def test_roofline_bounds_every_run_at_its_decode_batch():
 
 def test_tables_render_both_ways():
     comparison = validation.compare()
-    table = summaries.ratio_table(comparison)
+    table = measured_decode.ratio_table(comparison)
     text, page = repr(table), table._repr_html_()
     assert "MI355X" in text and "<table" in page
-    assert repr(summaries.ratio_table(comparison)) == text  # deterministic
-    below = summaries.below_roofline_table(comparison)
+    assert repr(measured_decode.ratio_table(comparison)) == text  # deterministic
+    below = measured_decode.below_roofline_table(comparison)
     assert len(below.rows) == len(comparison.below_roofline())
     assert "<table" in below._repr_html_()
 
@@ -187,10 +188,25 @@ def test_derivation_steps():
 
 
 def test_consistency_table_counts():
-    table = summaries.consistency_table()
+    table = measured_decode.consistency_table()
     for kv, row in zip(("fp8", "bf16"), table.rows):
         c = validation.compare(kv_precision=kv)
         assert row[0] == kv and row[2] == str(len(c.below_roofline()))
     # a wider KV cache can only raise the prediction, so never fewer runs below it
     assert int(table.rows[1][2]) >= int(table.rows[0][2])
     assert "<table" in table._repr_html_()
+
+
+def test_the_chapter_figures_draw_the_measured_runs_against_the_roofline():
+    comparison = validation.compare()
+    d = measured_decode.measured_tpot.data()
+    drawn = sum(len(d[k]) for k in d if k.endswith("_ms"))
+    runs = len(comparison.select(workload="1k1k", precision="fp8"))
+    assert drawn == runs  # every measured 1k1k fp8 run is a marker, once
+    fig = measured_decode.measured_tpot()
+    assert len([ax for ax in fig.axes if ax.get_visible()]) == len(d["chips"])
+    excess = measured_decode.roofline_excess.data()
+    for chip, fw, _ in excess["series"]:
+        idx = comparison.select(workload="1k1k", precision="fp8", concurrency=4, chip=chip, framework=fw)
+        expected = sorted(zip(comparison.column("tp")[idx], (comparison.measured_s[idx] - comparison.predicted_s[idx]) * 1e3))
+        np.testing.assert_allclose(excess[f"{chip}_{fw}_excess"], [e for _, e in expected])

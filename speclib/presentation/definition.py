@@ -273,6 +273,8 @@ class Text:
     dy: float = 0.0
     arrow: bool = False
     marker: str = ""
+    #: "data", or "axes" (x and y as fractions of the panel, 0 to 1).
+    coords: str = "data"
     when: str = ""
     gid: str = ""
 

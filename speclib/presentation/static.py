@@ -306,8 +306,9 @@ def _text(fig, ax, s, data, i):
     if s.marker:
         ax.plot([x], [y], s.marker, color="black", markersize=5, zorder=5, gid=(s.gid + "_point") if s.gid else None)
     arrow = dict(arrowstyle="->", lw=0.8, color="black") if s.arrow else None
-    ax.annotate(fill(s.text, data), (x, y), xytext=(s.dx, s.dy), textcoords="offset points", color=s.color,
-                fontsize=s.size, ha=s.align, arrowprops=arrow, gid=s.gid or None)
+    ax.annotate(fill(s.text, data), (x, y), xycoords="axes fraction" if s.coords == "axes" else "data",
+                xytext=(s.dx, s.dy), textcoords="offset points", color=s.color, fontsize=s.size, ha=s.align,
+                va="center" if s.coords == "axes" else "baseline", arrowprops=arrow, gid=s.gid or None)
 
 
 _SERIES = {"points": _points, "line": _line, "area": _area, "bands": _bands, "hline": _hline, "vline": _vline, "heatmap": _heatmap,

@@ -1,0 +1,297 @@
+"""Figures and tables of the chapter "The roofline against measured
+decoding": measured time per output token against the roofline, by chip,
+tensor-parallel width and framework; the time the roofline does not count;
+and the ratio tables.
+
+These figures have no controls: their compute functions read the measured
+runs and the roofline's predictions (:mod:`speclib.evidence.validation`),
+and their panels follow the chips in the data.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...evidence import validation as _val
+from ..definition import Axis, Figure, HLine, Key, Line, Panel, Points, Text
+from ..style import CYCLE
+from ..tables import NumberTable, RendersAsTable
+
+#: Colours of the tensor-parallel widths.
+TP_COLORS = {1: CYCLE[0], 2: CYCLE[1], 4: CYCLE[2], 8: CYCLE[3]}
+FRAMEWORK_MARKERS = {"vLLM": "o", "TRT": "s"}
+TPOT_TICKS = (1, 2, 5, 10, 20, 50, 100)
+CONCURRENCIES = (4, 8, 16, 32, 64, 128)
+_KEYS = (*(Key(f"TP = {n}", color=TP_COLORS[n]) for n in _val.TP_WIDTHS),
+         Key("measured, vLLM", marker="o"), Key("measured, TRT-LLM", marker="s", filled=False))
+
+
+def _concurrency_axis(label="concurrent requests"):
+    return Axis(label, "log2", ticks=CONCURRENCIES)
+
+
+def _chips_with_runs(workload, precision):
+    measured = _val.load_measurements()
+    return [c for c in _val.CHIPS if any(r.chip == c and r.precision == precision and r.workload == workload
+                                         for r in measured)]
+
+
+# --- measured TPOT against the roofline ------------------------------------------------
+
+
+def _measured_tpot(p, xp):
+    comparison = _val.compare() if p.comparison is None else p.comparison
+    chips = _chips_with_runs(p.workload, p.precision)
+    conc, tp, fw = comparison.column("concurrency"), comparison.column("tp"), comparison.column("framework")
+    inp, out_len = _val.WORKLOADS[p.workload]
+    out = {"chips": chips, "kv": comparison.kv_precision, "inp": inp, "out_len": out_len}
+    for chip in chips:
+        idx = comparison.select(workload=p.workload, chip=chip, precision=p.precision)
+        out[f"{chip}_note"] = ("no hardware preset" if chip in comparison.missing
+                               else f"no {p.precision} runs" if len(idx) == 0 else "")
+        for n in _val.TP_WIDTHS:
+            sel = idx[tp[idx] == n]
+            line = sel[np.argsort(conc[sel])]
+            if len(line):  # the roofline does not depend on the framework: one line per TP
+                line = line[fw[line] == comparison.records[line[0]].framework]
+            out[f"{chip}_tp{n}_x"] = conc[line].astype(float)
+            out[f"{chip}_tp{n}_pred"] = comparison.predicted_s[line] * 1e3
+            for f in FRAMEWORK_MARKERS:
+                pts = sel[fw[sel] == f]
+                out[f"{chip}_{f}_tp{n}_x"] = conc[pts].astype(float)
+                out[f"{chip}_{f}_tp{n}_ms"] = comparison.measured_s[pts] * 1e3
+    return out
+
+
+def _tpot_panels(data):
+    panels = []
+    for i, chip in enumerate(data["chips"]):
+        series = [Text(0.5, 0.5, f"{{{chip}_note}}", coords="axes", align="center")]
+        for n in _val.TP_WIDTHS:
+            series.append(Line(f"{chip}_tp{n}_x", f"{chip}_tp{n}_pred", color=TP_COLORS[n], dash="dashed", width=1.3))
+            for f, marker in FRAMEWORK_MARKERS.items():
+                series.append(Points(f"{chip}_{f}_tp{n}_x", f"{chip}_{f}_tp{n}_ms", color=TP_COLORS[n],
+                                     marker=marker, filled=f == "vLLM", gid=f"measured_{chip}_{f}_tp{n}"))
+        panels.append(Panel(_concurrency_axis(), Axis("TPOT (ms)" if i % 3 == 0 else "", "log", ticks=TPOT_TICKS),
+                            tuple(series), title=chip, legend=""))
+    return tuple(panels)
+
+
+measured_tpot = Figure(
+    name="measured_tpot",
+    title="Llama-3.3-70B, {precision}, {inp:,} in / {out_len:,} out tokens: measured TPOT against the roofline "
+          "({kv} KV cache)",
+    compute=_measured_tpot, panels=_tpot_panels, columns=3, size=(9.0, 5.8),
+    params={"workload": "1k1k", "precision": "fp8", "comparison": None},
+    keys=(*_KEYS, Key("roofline", dash="dashed")),
+    doc="Measured TPOT (markers: circles vLLM, squares TRT-LLM) and the roofline (dashed) against concurrency, one "
+        "panel per chip that has runs at this precision, colour = tensor-parallel width.")
+
+
+# --- the time the roofline does not count -------------------------------------------------
+
+
+def _excess(p, xp):
+    comparison = _val.compare() if p.comparison is None else p.comparison
+    idx = comparison.select(workload=p.workload, precision=p.precision, concurrency=p.concurrency)
+    tp, chips, fws = comparison.column("tp"), comparison.column("chip"), comparison.column("framework")
+    inp, out_len = _val.WORKLOADS[p.workload]
+    out = {"series": [], "inp": inp, "out_len": out_len}
+    for i, chip in enumerate(_val.CHIPS):
+        for fw in FRAMEWORK_MARKERS:
+            sel = idx[(chips[idx] == chip) & (fws[idx] == fw)]
+            if len(sel) == 0:
+                continue
+            sel = sel[np.argsort(tp[sel])]
+            out[f"{chip}_{fw}_tp"] = tp[sel].astype(float)
+            out[f"{chip}_{fw}_excess"] = (comparison.measured_s[sel] - comparison.predicted_s[sel]) * 1e3
+            out["series"].append((chip, fw, CYCLE[i % len(CYCLE)]))
+    return out
+
+
+def _excess_panels(data):
+    series = []
+    for chip, fw, c in data["series"]:
+        series.append(Line(f"{chip}_{fw}_tp", f"{chip}_{fw}_excess", label=f"{chip} {fw}", color=c,
+                           dash="solid" if fw == "vLLM" else "dotted", marker=FRAMEWORK_MARKERS[fw],
+                           gid=f"excess_{chip}_{fw}"))
+    return (Panel(Axis("tensor-parallel GPUs", "log2", ticks=(1, 2, 4, 8)),
+                  Axis("measured − roofline TPOT (ms)", lo=0), tuple(series),
+                  title="Time the roofline does not count: {precision}, {concurrency} concurrent requests, "
+                        "{inp:,}/{out_len:,}", legend="upper right"),)
+
+
+roofline_excess = Figure(
+    name="roofline_excess", title="", compute=_excess, panels=_excess_panels, size=(7.0, 3.8),
+    params={"workload": "1k1k", "precision": "fp8", "concurrency": 4, "comparison": None},
+    doc="Measured minus predicted TPOT at one concurrency against the tensor-parallel width, per chip and "
+        "framework: the time a step spends on work the roofline does not count.")
+
+
+# --- measured over predicted, every run ------------------------------------------------------
+
+
+def _ratio(p, xp):
+    comparison = _val.compare() if p.comparison is None else p.comparison
+    conc = comparison.column("concurrency").astype(float)
+    out = {"chips": list(_val.CHIPS), "which": "all precisions (fp4 faded)" if p.precision is None else p.precision}
+    for chip in _val.CHIPS:
+        where = dict(chip=chip) if p.precision is None else dict(chip=chip, precision=p.precision)
+        idx = comparison.select(**where)
+        out[f"{chip}_note"] = "no hardware preset" if chip in comparison.missing else ""
+        for n in _val.TP_WIDTHS:
+            for fw in FRAMEWORK_MARKERS:
+                for wl, nudge in (("1k1k", 0.93), ("1k8k", 1.07)):  # nudged apart so the markers do not overlap
+                    for prec in ("fp8", "fp4"):
+                        sel = [i for i in idx if (comparison.records[i].tp, comparison.records[i].framework,
+                                                  comparison.records[i].workload, comparison.records[i].precision)
+                               == (n, fw, wl, prec)]
+                        key = f"{chip}_{n}_{fw}_{wl}_{prec}"
+                        out[f"{key}_x"] = conc[sel] * nudge
+                        out[f"{key}_y"] = comparison.ratio[sel]
+    return out
+
+
+def _ratio_panels(data):
+    panels = []
+    for i, chip in enumerate(data["chips"]):
+        series = [Text(0.5, 0.5, f"{{{chip}_note}}", coords="axes", align="center"),
+                  HLine(1.0, color="gutter", dash="solid", width=1.0)]
+        for n in _val.TP_WIDTHS:
+            for fw, marker in FRAMEWORK_MARKERS.items():
+                for wl in ("1k1k", "1k8k"):
+                    for prec, alpha in (("fp8", 0.9), ("fp4", 0.5)):
+                        key = f"{chip}_{n}_{fw}_{wl}_{prec}"
+                        series.append(Points(f"{key}_x", f"{key}_y", color=TP_COLORS[n], marker=marker, size=4,
+                                             filled=wl == "1k1k", alpha=alpha))
+        panels.append(Panel(_concurrency_axis(), Axis("measured / roofline" if i % 3 == 0 else "", "log", 0.5, 20,
+                                                      ticks=(0.5, 1, 2, 5, 10, 20)), tuple(series), title=chip,
+                            legend=""))
+    return tuple(panels)
+
+
+tpot_ratio = Figure(
+    name="tpot_ratio",
+    title="Llama-3.3-70B: measured over roofline TPOT, {which}; below the red line the roofline is beaten",
+    compute=_ratio, panels=_ratio_panels, columns=3, size=(9.0, 5.8), params={"precision": None, "comparison": None},
+    keys=(*(Key(f"TP = {n}", color=TP_COLORS[n], marker="o") for n in _val.TP_WIDTHS), Key("1k1k", marker="o"),
+          Key("1k8k", marker="o", filled=False), Key("TRT-LLM", marker="s")),
+    doc="Measured / predicted TPOT against concurrency for every run, one panel per chip; colour = TP, filled = "
+        "1k1k, hollow = 1k8k, circles vLLM, squares TRT-LLM.")
+
+
+# --- tables ------------------------------------------------------------------------------
+
+
+
+def _fmt_range(values) -> str:
+    if len(values) == 0:
+        return "-"
+    return f"{np.median(values):.2f} ({np.min(values):.2f}-{np.max(values):.2f})"
+
+
+class RatioTable(RendersAsTable):
+    """Measured / predicted TPOT per workload, chip, framework and precision:
+    the median over concurrencies (and its min-max) at each TP."""
+
+    TPS = _val.TP_WIDTHS
+
+    def __init__(self, comparison: _val.Comparison, little: bool = False):
+        self.little = little
+        ratio = comparison.ratio_little if little else comparison.ratio
+        keys = []
+        for r in comparison.records:
+            key = (r.workload, r.chip, r.framework, r.precision)
+            if key not in keys:
+                keys.append(key)
+        tp = comparison.column("tp")
+        self.rows = []
+        for key in keys:
+            idx = comparison.select(workload=key[0], chip=key[1], framework=key[2], precision=key[3])
+            cells = [_fmt_range(ratio[idx[tp[idx] == n]]) for n in self.TPS]
+            self.rows.append((*key, cells, int(np.sum(ratio[idx] < 1))))
+        self.missing = comparison.missing
+        self.kv_precision = comparison.kv_precision
+
+    def _caption(self) -> str:
+        batch = "the decode batch from Little's law" if self.little else "batch = concurrency"
+        note = f" Skipped (no hardware preset): {', '.join(self.missing)}." if self.missing else ""
+        return (f"Measured / predicted TPOT, Llama-3.3-70B, {batch}, {self.kv_precision} KV cache: "
+                f"median over concurrencies (min-max) at each tensor-parallel width; "
+                f"last column counts runs faster than the roofline.{note}")
+
+    _HEAD = ("workload", "chip", "framework", "precision")
+
+    def as_table(self) -> NumberTable:
+        columns = (*self._HEAD, *(f"TP={n}" for n in self.TPS), "below")
+        rows = tuple((*key, *cells, str(below)) for *key, cells, below in self.rows)
+        return NumberTable(columns, rows, caption=self._caption(), css_class="speclib-ratio-table",
+                           align="l" * len(self._HEAD))
+
+
+def ratio_table(comparison=None, *, little: bool = False) -> RatioTable:
+    """The measured/predicted ratio table (see :class:`RatioTable`)."""
+    return RatioTable(_val.compare() if comparison is None else comparison, little=little)
+
+
+class BelowRooflineTable(RendersAsTable):
+    """The runs measured faster than the roofline at batch = concurrency, with
+    what their own throughput says the decode batch really was."""
+
+    def __init__(self, comparison: _val.Comparison):
+        idx = comparison.below_roofline()
+        self.rows = [
+            (comparison.records[i], comparison.predicted_s[i] * 1e3, comparison.little_batch[i],
+             comparison.predicted_little_s[i] * 1e3)
+            for i in idx
+        ]
+
+    _HEAD = ("workload", "chip", "framework", "prec", "TP", "conc", "TTFT s", "TPOT ms", "pred ms",
+             "Little B", "pred(B) ms")
+
+    def _cells(self, row):
+        r, pred, b, pred_b = row
+        return (r.workload, r.chip, r.framework, r.precision, f"{r.tp}", f"{r.concurrency}", f"{r.ttft_ms / 1e3:.1f}",
+                f"{r.tpot_ms:.2f}", f"{pred:.2f}", f"{b:.1f}", f"{pred_b:.2f}")
+
+    def _caption(self) -> str:
+        return ("Runs faster than the roofline at batch = concurrency. TTFT: time to first token; "
+                "pred: roofline at batch = concurrency; Little B: decode batch implied by the run's "
+                "throughput and TPOT; pred(B): roofline at that batch.")
+
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._HEAD, tuple(self._cells(row) for row in self.rows), caption=self._caption(),
+                           css_class="speclib-below-table", align="llll")
+
+
+def below_roofline_table(comparison=None) -> BelowRooflineTable:
+    return BelowRooflineTable(_val.compare() if comparison is None else comparison)
+
+
+class ConsistencyTable(RendersAsTable):
+    """How many runs beat the roofline under each KV-cache assumption, at
+    batch = concurrency and at the Little's-law decode batch, and how far the
+    Little's-law batch sits from the concurrency."""
+
+    _HEAD = ("KV cache", "runs", "below roofline, batch = concurrency", "below roofline, Little's-law batch",
+             "Little batch / concurrency: min, median, max")
+
+    def __init__(self, comparisons):
+        self.rows = []
+        for c in comparisons:
+            share = c.little_batch / c.column("concurrency")
+            self.rows.append((c.kv_precision, str(len(c)), str(len(c.below_roofline())),
+                              str(len(c.below_roofline(little=True))),
+                              f"{share.min():.2f}, {np.median(share):.2f}, {share.max():.2f}"))
+
+    def _caption(self):
+        return "Runs measured faster than the roofline, by KV-cache precision assumed in the prediction"
+
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._HEAD, tuple(self.rows), caption=self._caption(),
+                           css_class="speclib-consistency-table", align="l")
+
+
+def consistency_table(kv_precisions=("fp8", "bf16"), records=None) -> ConsistencyTable:
+    """:class:`ConsistencyTable` over the KV-cache precisions given."""
+    records = _val.load_measurements() if records is None else list(records)
+    return ConsistencyTable([_val.compare(records, kv_precision=kv) for kv in kv_precisions])
