@@ -17,22 +17,26 @@ def test_map_data_equals_pointwise_calls():
 
 
 def test_maps_share_one_colour_scale_and_keep_their_data():
-    fig = dep.gamma_maps(("DeepSeek-V4-Flash", "Llama-3-70B"), ("B200", "H200"), batch_points=12, context_points=6)
-    assert [(m.name, h.name) for m, h, *_ in fig.speclib_maps] == [
+    params = dict(models=("DeepSeek-V4-Flash", "Llama-3-70B"), chips=("B200", "H200"), batch_points=12,
+                  context_points=6)
+    fig, data = dep.gamma_maps(**params), dep.gamma_maps.data(**params)
+    assert [(m.name, h.name) for m, h, *_ in data["speclib_maps"]] == [
         ("DeepSeek-V4-Flash", "B200"), ("DeepSeek-V4-Flash", "H200"), ("Llama-3-70B", "B200"), ("Llama-3-70B", "H200"),
     ]
     meshes = [a for ax in fig.axes for a in ax.collections if (a.get_gid() or "").startswith("gamma_map:")]
     assert len(meshes) == 4
-    assert len({id(m.norm) for m in meshes}) == 1
-    for mesh, (*_, g) in zip(meshes, fig.speclib_maps):
+    assert len({tuple(m.norm.boundaries) for m in meshes}) == 1  # one colour scale
+    for mesh, (*_, g) in zip(meshes, data["speclib_maps"]):
         np.testing.assert_array_equal(np.asarray(mesh.get_array()).reshape(g.shape), g)
-    # gamma* = 0 is drawn in the "under" colour, below the first bin
-    assert meshes[0].norm(0) < 0
+    # gamma* = 0 is drawn in its own colour, the first of the scale
+    from matplotlib.colors import to_hex
+    from speclib.presentation.style import COLORS
+    assert to_hex(meshes[0].cmap(meshes[0].norm(0))) == COLORS["gamma_zero"]
 
 
 def test_model_and_chip_maps_default_to_the_chapters_sets():
-    assert [m.name for m, *_ in dep.model_maps(batch_points=4, context_points=3).speclib_maps] == list(dep.MODELS)
-    assert [h.name for _, h, *_ in dep.chip_maps(batch_points=4, context_points=3).speclib_maps] == list(dep.CHIPS)
+    assert [m.name for m, *_ in dep.model_maps.data(batch_points=4, context_points=3)["speclib_maps"]] == list(dep.MODELS)
+    assert [h.name for _, h, *_ in dep.chip_maps.data(batch_points=4, context_points=3)["speclib_maps"]] == list(dep.CHIPS)
 
 
 def brute_force_zero_runs(model, chip, batches, seq=4096):

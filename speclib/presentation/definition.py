@@ -145,7 +145,7 @@ class Toggle:
 class Axis:
     """``scale``: linear, log, log2, or the name of a parameter holding one; ``lo``/``hi``: a number, the name of a
     scalar output, or None (fitted to the data); ``ticks``: "number",
-    "batch" (1, 10, 100, 1k), "percent", or a tuple of the values to mark."""
+    "batch" (1, 10, 100, 1k), "context" (512, 2k, 128k), "percent", or a tuple of the values to mark."""
 
     label: str
     scale: str = "linear"
@@ -253,6 +253,7 @@ class Heatmap:
     vmin: Any = None
     vmax: Any = None
     mask: str = ""
+    colorbar: bool = True
     label: str = ""
     gid: str = ""
 

@@ -152,6 +152,8 @@ def _axis(ax, which, axis, data):
         target.set_major_locator(FixedLocator(axis.ticks))
         target.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
         target.set_minor_formatter(NullFormatter())
+    elif axis.ticks == "context":
+        target.set_major_formatter(FuncFormatter(lambda v, _p: f"{v / 1024:g}k" if v >= 1024 else f"{v:g}"))
     elif axis.ticks == "batch":
         target.set_major_formatter(FuncFormatter(style.batch_label))
     elif axis.ticks == "percent":
@@ -285,9 +287,13 @@ def _heatmap(fig, ax, s, data, i):
     if s.mask and np.any(data[s.mask]):
         ax.contourf(x, y, np.asarray(data[s.mask], dtype=float), levels=[0.5, 1.5], colors="none",
                     hatches=[style.MEMORY_HATCH])
+    if not s.colorbar:
+        return
     bar = getattr(ax, "_speclib_colorbar", None)
     if bar is None:  # made once; a redraw (a widget's) points it at the new mesh
-        bar = ax._speclib_colorbar = fig.colorbar(mesh, ax=ax, pad=0.01)
+        # One colour bar for every panel (a figure of several maps shares one scale).
+        panels = [a for a in fig.axes if a.get_label() != "<colorbar>"]
+        bar = ax._speclib_colorbar = fig.colorbar(mesh, ax=panels if len(panels) > 1 else ax, pad=0.01)
         bar.ax.set_label("<colorbar>")
     else:
         bar.update_normal(mesh)

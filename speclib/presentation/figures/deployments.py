@@ -12,19 +12,17 @@ import dataclasses
 from dataclasses import dataclass
 from itertools import product
 
-import matplotlib as mpl
 import numpy as np
-from matplotlib.colors import BoundaryNorm
-from matplotlib.ticker import FuncFormatter
 
 from ..._checks import checked_array, checked_int
 from ...core import attention as _attention
 from ...core import moe as _moe
 from ...core import speculation as _speculation
 from ...presets import PRECISIONS, GQAAttention, describe_hardware, describe_model, resolve
+from ..definition import Axis, Figure, Heatmap, Panel
 from ..tables import NumberTable, RendersAsTable
-from . import _style
-from .paper import zero_gamma_bands
+from . import common
+from .draft_length import zero_gamma_bands
 
 #: The models the chapter compares, from MLA + many experts to dense GQA.
 MODELS = ("DeepSeek-V4-Flash", "DeepSeek-V4-Pro", "DeepSeek-V3", "Qwen3-235B-A22B", "Mixtral-8x7B", "Llama-3-70B")
@@ -33,8 +31,6 @@ CHIPS = ("H100-SXM", "H200", "MI325X", "B200", "MI355X", "GB300")
 
 BATCH_RANGE = (1, 30_000)
 CONTEXT_RANGE = (512, 131_072)
-#: Colour of gamma* = 0 (plain decoding wins), as in the single-model map.
-ZERO_COLOR = "#f4cccc"
 
 
 def _grid(name, lo_hi, points):
@@ -55,87 +51,55 @@ def gamma_map_data(model=None, hardware=None, *, alpha=0.75, c_draft=0.1, gamma_
     return batches, contexts, gamma_star
 
 
-def _cell_edges(v):
-    """Cell edges halfway (in log) between grid points."""
-    mid = np.sqrt(v[1:] * v[:-1])
-    return np.concatenate([[v[0] ** 2 / mid[0]], mid, [v[-1] ** 2 / mid[-1]]])
-
-
-def _context_label(x, _pos=None):
-    return f"{x / 1024:g}k" if x >= 1024 else f"{x:g}"
-
-
-def gamma_maps(models=MODELS[:1], chips=CHIPS[3:4], *, ncols=3, alpha=0.75, c_draft=0.1, gamma_max=64,
-               query_bytes=False, batch_range=BATCH_RANGE, context_range=CONTEXT_RANGE, batch_points=120,
-               context_points=60, title=None):
-    """Small multiples of gamma* over batch (x) and sequence length (y), one
-    panel per (model, chip) pair, on one colour scale; pink where gamma* = 0.
-
-    Each panel is one ``optimal_gamma`` call; the panels' data are kept on the
-    figure as ``fig.speclib_maps``: a list of ``(model, chip, batches,
-    contexts, gamma_star)``.
-    """
-    pairs = [resolve(m, h) for m, h in product(models, chips)]
+def _maps(p, xp):
+    pairs = [resolve(m, h) for m, h in product(p.models, p.chips)]
     if not pairs:
         raise ValueError("models and chips must each name at least one preset")
-    ncols = checked_int("ncols", ncols, lo=1, hi=8)
-    maps = []
-    for model, chip in pairs:
-        B, S, g = gamma_map_data(model, chip, alpha=alpha, c_draft=c_draft, gamma_max=gamma_max,
-                                 query_bytes=query_bytes, batch_range=batch_range, context_range=context_range,
-                                 batch_points=batch_points, context_points=context_points)
-        maps.append((model, chip, B, S, g))
-
-    vmax = max(6, max(int(g.max()) for *_, g in maps))
-    cmap = mpl.colormaps["viridis"].resampled(vmax).with_extremes(under=ZERO_COLOR)
-    norm = BoundaryNorm(np.arange(0.5, vmax + 1.0), cmap.N)
-    ncols = min(ncols, len(maps))
-    nrows = -(-len(maps) // ncols)
-    fig = _style.new_figure((2.6 * ncols + 1.0, 2.4 * nrows + 1.2))
-    with _style.style():
-        axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
-        single_model = len(set(m.name for m, *_ in maps)) == 1
-        single_chip = len(set(h.name for _, h, *_ in maps)) == 1
-        for ax, (model, chip, B, S, g) in zip(axes.flat, maps):
-            mesh = ax.pcolormesh(_cell_edges(B), _cell_edges(S), g, cmap=cmap, norm=norm, shading="flat",
-                                 rasterized=True, gid=f"gamma_map:{model.name}:{chip.name}")
-            ax.set_xscale("log")
-            ax.set_yscale("log", base=2)
-            ax.set_xlim(B[0], B[-1])
-            ax.set_ylim(S[0], S[-1])
-            ax.grid(False)
-            label = chip.name if single_model and not single_chip else (
-                model.name if single_chip and not single_model else f"{model.name} on {chip.name}")
-            ax.set_title(label, loc="left", fontsize=9.5)
-            ax.xaxis.set_major_formatter(FuncFormatter(_style.batch_label))
-            ax.yaxis.set_major_formatter(FuncFormatter(_context_label))
-        for ax in axes.flat[len(maps):]:
-            ax.set_visible(False)
-        for ax in axes[-1, :]:
-            ax.set_xlabel("batch (sequences)")
-        for ax in axes[:, 0]:
-            ax.set_ylabel("sequence length S")
-        colorbar = fig.colorbar(mesh, ax=axes, extend="min", pad=0.015, shrink=0.9)
-        colorbar.set_label("\u03b3* (pink: 0, plain decoding wins)")
-        colorbar.set_ticks(np.arange(1, vmax + 1, max(1, vmax // 8)))
-        if title is None:
-            scope = (f"{maps[0][0].name}, by chip" if single_model and not single_chip
-                     else f"by model, on {maps[0][1].name}" if single_chip and not single_model else "by model and chip")
-            title = f"\u03b3* over batch and sequence length, {scope}"
-        fig.suptitle(f"{title}\n\u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a decode step",
-                     x=0.01, ha="left", fontsize=11)
-    fig.speclib_maps = maps
-    return fig
+    ncols = checked_int("ncols", p.ncols, lo=1, hi=8)
+    out = {"maps": [], "alpha": p.alpha, "c_draft": p.c_draft, "columns": min(ncols, len(pairs))}
+    for i, (model, chip) in enumerate(pairs):
+        B, S, g = gamma_map_data(model, chip, alpha=p.alpha, c_draft=p.c_draft, gamma_max=p.gamma_max,
+                                 query_bytes=p.query_bytes, batch_range=p.batch_range, context_range=p.context_range,
+                                 batch_points=p.batch_points, context_points=p.context_points)
+        out.update({f"B{i}": B, f"S{i}": S, f"gamma{i}": g})
+        out["maps"].append((model, chip))
+    models, chips = {m.name for m, _ in pairs}, {h.name for _, h in pairs}
+    out["single_model"], out["single_chip"] = len(models) == 1, len(chips) == 1
+    out["vmax"] = max(6, max(int(out[f"gamma{i}"].max()) for i in range(len(pairs))))
+    scope = (f"{pairs[0][0].name}, by chip" if out["single_model"] and not out["single_chip"]
+             else f"by model, on {pairs[0][1].name}" if out["single_chip"] and not out["single_model"]
+             else "by model and chip")
+    out["heading"] = p.title or f"\u03b3* over batch and sequence length, {scope}"
+    out["speclib_maps"] = [(m, h, out[f"B{i}"], out[f"S{i}"], out[f"gamma{i}"]) for i, (m, h) in enumerate(pairs)]
+    return out
 
 
-def model_maps(hardware="B200", models=MODELS, **params):
-    """gamma* maps of several models on one chip (default: the chapter's six on B200)."""
-    return gamma_maps(models, (hardware,), **params)
+def _map_panels(data):
+    panels, n = [], len(data["maps"])
+    for i, (model, chip) in enumerate(data["maps"]):
+        label = chip.name if data["single_model"] and not data["single_chip"] else (
+            model.name if data["single_chip"] and not data["single_model"] else f"{model.name} on {chip.name}")
+        panels.append(Panel(
+            common.batch_axis(label="batch (sequences)" if i >= n - data["columns"] else ""),
+            Axis("sequence length S" if i % data["columns"] == 0 else "", "log2", ticks="context"),
+            (Heatmap(f"B{i}", f"S{i}", f"gamma{i}", colors="gamma", vmax="vmax", colorbar=i == n - 1,
+                     label="\u03b3* (pink: 0, plain decoding wins)", gid=f"gamma_map:{model.name}:{chip.name}"),),
+            title=label, legend="", grid=False))
+    return tuple(panels)
 
 
-def chip_maps(model="DeepSeek-V4-Flash", chips=CHIPS, **params):
-    """gamma* maps of one model on several chips (default: DeepSeek-V4-Flash on six)."""
-    return gamma_maps((model,), chips, **params)
+def _maps_figure(name, doc, **params):
+    return Figure(name=name, title="{heading}\n\u03b1 = {alpha:.0%}, drafter {c_draft:.0%} of a decode step",
+                  compute=_maps, panels=_map_panels, columns=3, size=(8.8, 6.0), doc=doc,
+                  params={"models": MODELS[:1], "chips": CHIPS[3:4], "alpha": 0.75, "c_draft": 0.1, "gamma_max": 64,
+                          "query_bytes": False, "batch_points": 120, "context_points": 60, "title": None, "ncols": 3,
+                          "batch_range": BATCH_RANGE, "context_range": CONTEXT_RANGE, **params})
+
+
+gamma_maps = _maps_figure("deployments_maps", "Small multiples of gamma* over batch (x) and sequence length (y), one "
+                          "panel per (model, chip) pair, on one colour scale; pink where gamma* = 0.")
+model_maps = gamma_maps.variant("deployments_model_maps", models=MODELS, chips=("B200",))
+chip_maps = gamma_maps.variant("deployments_chip_maps", models=("DeepSeek-V4-Flash",), chips=CHIPS)
 
 
 def with_gqa_attention(model="DeepSeek-V4-Flash", *, n_kv_heads=8, head_dim=128):
@@ -163,13 +127,23 @@ def with_gqa_attention(model="DeepSeek-V4-Flash", *, n_kv_heads=8, head_dim=128)
     )
 
 
-def attention_swap_maps(model="DeepSeek-V4-Flash", hardware="B200", *, n_kv_heads=8, head_dim=128, **params):
-    """Two gamma* maps: ``model`` as it is (MLA) and with GQA attention in its
-    place (:func:`with_gqa_attention`), everything else equal."""
-    model, chip = resolve(model, hardware)
-    variant = with_gqa_attention(model, n_kv_heads=n_kv_heads, head_dim=head_dim)
-    params.setdefault("title", f"\u03b3*: {model.name} on {chip.name}, MLA (left) or GQA (right)")
-    return gamma_maps((model, variant), (chip,), ncols=2, **params)
+def _swap(p, xp):
+    model, chip = resolve(p.model, p.hardware)
+    variant = with_gqa_attention(model, n_kv_heads=p.n_kv_heads, head_dim=p.head_dim)
+    title = f"\u03b3*: {model.name} on {chip.name}, MLA (left) or GQA (right)"
+    q = dict(vars(p), models=(model, variant), chips=(chip,), title=title)
+    return _maps(type(p)(**q), xp)
+
+
+#: Two gamma* maps: a model as it is (MLA) and with GQA attention in its place
+#: (:func:`with_gqa_attention`), everything else equal.
+attention_swap_maps = Figure(
+    name="deployments_attention_swap", title="{heading}\n\u03b1 = {alpha:.0%}, drafter {c_draft:.0%} of a decode step",
+    compute=_swap, panels=_map_panels, columns=2, size=(6.6, 3.6),
+    params={"model": "DeepSeek-V4-Flash", "hardware": "B200", "n_kv_heads": 8, "head_dim": 128, "alpha": 0.75,
+            "c_draft": 0.1, "gamma_max": 64, "query_bytes": False, "batch_points": 120, "context_points": 60,
+            "ncols": 2, "batch_range": BATCH_RANGE, "context_range": CONTEXT_RANGE},
+    doc="gamma* of a model as it is (MLA) and with GQA attention in its place, everything else equal.")
 
 
 # --- tables -----------------------------------------------------------------------------
