@@ -507,3 +507,16 @@ def test_profiled_seconds_split_over_tensor_parallel_gpus(kw):
     one = profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, **kw)
     eight = profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, tp=8, **kw)
     np.testing.assert_allclose(eight.seconds, one.seconds / 8, rtol=1e-12)
+
+
+def test_the_chapter_figure_draws_the_schedule_and_its_tables():
+    from speclib.presentation.figures import engine_schedules
+
+    sched = speclib.schedule(model="DeepSeek-V4-Flash", hardware="B200", seq=4096, alpha=0.75, max_batch=256, tp=2)
+    d = engine_schedules.schedule_ranges.data(schedule=sched, max_ranges=(2, 3))
+    np.testing.assert_array_equal(d["gamma_star"], sched.gamma_star)
+    for n in (2, 3):
+        table = sched.table(n, sched.max_k)
+        np.testing.assert_array_equal(d[f"k{n}"], table.k_per_batch)
+    fig = engine_schedules.schedule_ranges(schedule=sched, max_ranges=(2, 3))
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()][:2] == ["gamma* = 0", "gamma* per batch"]

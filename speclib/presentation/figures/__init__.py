@@ -9,6 +9,6 @@ book's live figures are generated from, is complete.
 from . import (acceptance_curves, attention, common, draft_length, expert_parallelism, expert_tax,  # noqa: F401
                measured_decode, pricing)
 # Chapters not yet written as definitions (TEMPORARY, while they are ported):
-from . import deployments, realism, schedules, sequel  # noqa: F401
+from . import deployments, engine_schedules, realism, sequel  # noqa: F401
 from .notebook import NumberTable, equation, equations, ridge_crossing  # noqa: F401
 from ..style import png_bytes  # noqa: F401
