@@ -1,20 +1,23 @@
-"""The deployment-realism chapters' figures and tables draw what speclib
-computes (each checked through an artist's data or a table row)."""
+"""The deployment-realism chapters' figures and tables (what fits, the
+calibrated step time, skewed routing, the engines) draw what speclib
+computes (each checked through a figure's data, an artist or a table row)."""
 import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np
-import pytest
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
-import speclib
-from speclib import capacity, moe, validation, widgets
-from speclib.evidence import engines
-from speclib.presentation.figures import artist, paper, realism
+import speclib  # noqa: E402
+from speclib import capacity, moe, validation  # noqa: E402
+from speclib.evidence import engines  # noqa: E402
+from speclib.presentation.figures import (calibrated_step_time, deployment_capacity, draft_length,  # noqa: E402
+                                          engines_vs_model, skewed_routing)
+from speclib.presentation.static import artist  # noqa: E402
 
 
 def test_capacity_figure_plots_max_batch_and_notes_models_that_cannot_fit():
-    fig = realism.capacity_limits()
+    fig = deployment_capacity.capacity_limits()
     x, y = artist(fig, "capacity_DeepSeek-V4-Flash").get_data()
     np.testing.assert_array_equal(y, capacity.max_batch(None, "B200", x).astype(float))
     texts = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
@@ -22,7 +25,7 @@ def test_capacity_figure_plots_max_batch_and_notes_models_that_cannot_fit():
 
 
 def test_capacity_rows():
-    rows = realism.capacity_rows(models=("DeepSeek-V4-Flash",), chips=("B200",))
+    rows = deployment_capacity.capacity_rows(models=("DeepSeek-V4-Flash",), chips=("B200",))
     name, weights, per_seq, fits, smallest = rows[0]
     assert fits == capacity.max_batch(None, "B200", 4096) and smallest == 8
     assert weights == pytest.approx(capacity.weight_bytes() / 1e9)
@@ -30,7 +33,7 @@ def test_capacity_rows():
 
 def test_calibrated_figure_shows_held_out_predictions():
     held = validation.held_out()
-    fig = realism.calibrated_tpot(held=held)
+    fig = calibrated_step_time.calibrated_tpot(held=held)
     idx = held.runs.select(chip="B200", framework="vLLM", precision="fp8", workload="1k8k", tp=1)
     order = np.argsort(held.runs.column("concurrency")[idx])
     _, y = artist(fig, "calibrated_tp1").get_data()
@@ -38,54 +41,57 @@ def test_calibrated_figure_shows_held_out_predictions():
 
 
 def test_held_out_and_ablation_tables():
-    rows = realism.held_out_rows()
+    rows = calibrated_step_time.held_out_rows()
     assert len(rows) == 23 and all(row[-2] < 20 for row in rows)
-    ablation = realism.ablation_rows()
+    ablation = calibrated_step_time.ablation_rows()
     assert ablation[0][1] == 0 and ablation[4][0].endswith("(kept)")
     assert ablation[4][2] < ablation[0][2] / 5
 
 
 def test_width_depth_figure():
-    fig = realism.width_depth()
+    fig = skewed_routing.width_depth()
     N, e = artist(fig, "skewed").get_data()
     np.testing.assert_allclose(e, moe.experts_activated(N, 8, 256, routing=moe.measured_popularity()))
 
 
 def test_skew_rows_reduce_to_uniform_when_the_popularity_is_uniform():
     uniform = np.full(256, 1 / 256)
-    rows = realism.skew_rows(batches=(1, 64), popularity=uniform)
+    rows = skewed_routing.skew_rows(batches=(1, 64), popularity=uniform)
     for b, e_u, e_s, r_u, r_s, g_u, s_u, g_s, s_s in rows:
         assert e_u == pytest.approx(e_s) and r_u == pytest.approx(r_s) and g_u == g_s
 
 
 def test_skew_effects_and_engine_figures_draw():
-    fig = realism.skew_effects(batch_range=(1, 64), points=20)
+    fig = skewed_routing.skew_effects(batch_range=(1, 64), points=20)
     assert artist(fig, "gamma_skewed") is not None
-    fig = realism.engine_speedups()
+    fig = engines_vs_model.engine_speedups()
     B, s = artist(fig, "docs_calibrated").get_data()
     np.testing.assert_allclose(s, engines.speedup(engines.run("sglang-docs"), "calibrated", B))
 
 
 def test_engine_rows_format_ranges():
-    rows = realism.engine_rows()
+    rows = engines_vs_model.engine_rows()
     assert len(rows) == 10 and any("\u2013" in row[3] for row in rows)
 
 
-def test_step_time_gamma_plot_and_widget():
-    plot = realism.StepTimeGammaPlot(points=60)
-    g, _ = speclib.optimal_gamma(0.75, plot.batches, 4096, 0.1, step_time="calibrated")
-    np.testing.assert_array_equal(plot.gamma_star["calibrated"], g)
-    assert plot.max_batch == capacity.max_batch(None, None, 4096)
-    w = widgets.step_time_gamma()
+def test_step_time_gamma_figure_and_widget():
+    d = calibrated_step_time.step_time_gamma.data(points=60)
+    g, _ = speclib.optimal_gamma(0.75, d["B"], 4096, 0.1, step_time="calibrated")
+    np.testing.assert_array_equal(d["gamma_calibrated"], g)
+    assert d["max_batch"] == capacity.max_batch(None, None, 4096)
+    w = calibrated_step_time.step_time_gamma.widget(points=60)
     w.update(tp=8)
-    assert w.plot.max_batch == capacity.max_batch(None, None, 4096, 8)
+    assert w.data["max_batch"] == capacity.max_batch(None, None, 4096, 8)
+    v3 = engines_vs_model.step_time_gamma_v3.data(points=40)
+    g, _ = speclib.optimal_gamma(0.68, v3["B"], 2048, 0.05, "DeepSeek-V3", "H200", 8, step_time="calibrated", tp=8)
+    np.testing.assert_array_equal(v3["gamma_calibrated"], g)
 
 
 def test_paper_figures_hatch_what_cannot_fit():
-    plot = paper.OptimalGammaPlot()
-    assert plot.max_batch == capacity.max_batch(None, None, 4096)
-    assert artist(plot.figure, "memory_band") is not None
-    free = paper.OptimalGammaPlot(capacity=False)
-    assert free.memory_band is None
-    gmap = paper.GammaMapPlot(batch_points=40, context_points=20)
-    np.testing.assert_array_equal(gmap.max_batch, capacity.max_batch(None, None, gmap.contexts))
+    d = draft_length.optimal_gamma.data()
+    assert d["max_batch"] == capacity.max_batch(None, None, 4096)
+    assert artist(draft_length.optimal_gamma(), "memory_band") is not None
+    assert not draft_length.optimal_gamma.data(capacity=False)["no_fit"].any()
+    gmap = draft_length.gamma_map.data(batch_points=40, context_points=20)
+    np.testing.assert_array_equal(gmap["no_fit"],
+                                  gmap["B"][None, :] > capacity.max_batch(None, None, gmap["S"])[:, None])

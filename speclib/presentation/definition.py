@@ -356,9 +356,12 @@ class Figure:
     doc: str = ""
     #: A legend for the whole figure, below its panels.
     keys: tuple = ()
+    #: False for a live figure whose compute is not (yet) in the array
+    #: language: it is live in a kernel, and the HTML page shows its image.
+    browser: bool = True
 
     def __post_init__(self):
-        if callable(self.panels) and self.controls:
+        if callable(self.panels) and self.controls and self.browser:
             raise ValueError(f"figure {self.name}: a live figure's panels must be fixed, not made from its data")
         names = [c.name for c in self.controls]
         if len(set(names)) != len(names) or set(names) & set(self.params):

@@ -24,7 +24,6 @@ from matplotlib.text import Text
 from .figures import _style
 from .figures import paper as _paper
 from .figures import sequel as _sequel
-from .figures import realism as _realism
 from ..presets import hardware_names, model_names
 
 #: The sequence-length slider of the paper: S = 512 * 2**(8u), u in [0, 1].
@@ -480,17 +479,3 @@ FACTORIES = {
     "pricing_ratio": pricing_ratio,
     "pricing_gamma": pricing_gamma,
 }
-
-
-def step_time_gamma(model=None, hardware=None):
-    """gamma* against batch under the roofline and the calibrated step time,
-    with the sequence length, acceptance, drafter cost and tensor-parallel
-    width as controls."""
-    d = _realism.StepTimeGammaPlot.defaults
-    controls = {
-        "S": seq_len_slider(d["S"], "sequence length S"),
-        "alpha": percent_slider(d["alpha"], 0.01, 0.99, "acceptance \u03b1"),
-        "c_draft": percent_slider(d["c_draft"], 0.0, 0.5, "drafter cost (of a step)"),
-        "tp": dropdown([1, 2, 4, 8], d["tp"], "tensor-parallel GPUs"),
-    }
-    return FigureWidget(_realism.StepTimeGammaPlot, controls, fixed={"model": model, "hardware": hardware})

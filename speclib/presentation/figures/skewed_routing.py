@@ -1,0 +1,113 @@
+"""Figures and table of the chapter "Skewed expert routing": the experts a
+verify step reads, measured by width and by depth against the uniform and
+the skewed counts, and what measured routing skew does to the price of a
+speculated token and to gamma*."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core import acceptance as _acc
+from ...core import moe as _moe
+from ...core import speculation as _spec
+from ...presets import resolve
+from ..definition import Axis, Figure, HLine, Line, Panel, Points
+from ..style import CYCLE
+from . import common
+from .draft_length import integer_batches
+
+
+def _width_depth(p, xp):
+    data = _moe.measured_width_depth()
+    shares = _moe.measured_popularity() if p.popularity is None else p.popularity
+    N = np.linspace(1, 16, 200)
+    return {"N": N, "uniform": _moe.experts_activated(N, p.k, p.E),
+            "skewed": _moe.experts_activated(N, p.k, p.E, routing=shares), "measured_N": data["N"],
+            "width": data["width"], "depth": data["depth"], "model": data["model"]}
+
+
+width_depth = Figure(
+    name="width_depth", title="", compute=_width_depth, size=(6.6, 4.0),
+    params={"popularity": None, "k": 8, "E": 256},
+    panels=(Panel(Axis("positions in the verify step N", lo=0.5, hi=16.5), Axis("distinct routed experts per layer",
+                                                                                 lo=0),
+                  (Line("N", "uniform", label="uniform routing: E (1 - (1 - k/E)^N)", color="ridge", dash="dashed",
+                        width=1.4, gid="uniform"),
+                   Line("N", "skewed", label="measured popularity: \u03a3 [1 - (1 - k p\u1d62)^N]", color="moe",
+                        gid="skewed"),
+                   Points("measured_N", "width", label="measured: N sequences (width)", color="moe", filled=False,
+                          size=6, gid="width"),
+                   Points("measured_N", "depth", label="measured: one sequence, N positions (depth)", color=CYCLE[0],
+                          marker="s", size=5, gid="depth")),
+                  title="{model}: experts a verify step reads (top-{k} of {E})", legend="upper left"),),
+    doc="Distinct routed experts one MoE layer reads for N positions in one verify: measured from N sequences "
+        "(width) and from one sequence (depth), against the uniform coupon count and the skewed count from the "
+        "measured popularity.")
+
+
+def _pricings(model, hardware, drafter, c_draft, popularity):
+    m, hw = resolve(model, hardware)
+    uniform = np.full(m.ffn.n_routed, 1.0 / m.ffn.n_routed)
+    kw = dict(drafter=drafter, c_draft=c_draft)
+    return {"uniform": _spec.pricing(m, hw, routing=uniform, **kw), "skewed": _spec.pricing(m, hw, routing=popularity,
+                                                                                             **kw)}
+
+
+def _effects(p, xp):
+    shares = _moe.measured_popularity() if p.popularity is None else p.popularity
+    m, hw = resolve(p.model, p.hardware)
+    B = integer_batches(p.batch_range[0], p.batch_range[1], p.points)
+    out = {"B": B, "model": m.name, "hardware": hw.name,
+           "what": "measured survival" if p.alpha is None else f"\u03b1 = {p.alpha:g}"}
+    for key, pr in _pricings(m, hw, p.drafter, p.c_draft, shares).items():
+        out[f"tax_{key}"] = pr.step_model.time(B, 2.0, p.S) / pr.step_model.time(B, 1.0, p.S)
+        acceptance = pr.measured_acceptance() if p.alpha is None else _acc.check_alpha(p.alpha)
+        out[f"gamma_{key}"], out[f"speedup_{key}"] = _spec.best_gamma(pr, acceptance, B.astype(float),
+                                                                      np.full(B.shape, float(p.S)), p.gamma_max)
+    return out
+
+
+def _effect_lines(prefix, label):
+    return tuple(Line("B", f"{prefix}_{key}", label=label.format(key=key), color="ridge" if key == "uniform" else "moe",
+                      dash="dashed" if key == "uniform" else "solid", step=prefix == "gamma", gid=f"{prefix}_{key}")
+                 for key in ("uniform", "skewed"))
+
+
+skew_effects = Figure(
+    name="skew_effects", title="{model} on {hardware}: uniform against measured routing", compute=_effects,
+    size=(9.0, 3.8),
+    params={"model": "Qwen3.6-35B-A3B", "hardware": "B200", "S": 512, "drafter": "Qwen3.6-MTP", "c_draft": None,
+            "alpha": None, "popularity": None, "batch_range": (1, 4096), "points": 160, "gamma_max": 16},
+    panels=(Panel(common.batch_axis(), Axis("verify 2 positions / plain step"),
+                  (*_effect_lines("tax", "{key} routing"), HLine(1.0, dash="dotted", width=0.8)),
+                  title="price of one speculated token"),
+            Panel(common.batch_axis(), Axis("optimal draft length \u03b3*", lo=0),
+                  _effect_lines("gamma", "\u03b3*, {key}"), title="\u03b3* ({what}, S = {S:,.0f})",
+                  legend="lower right")),
+    doc="What measured routing skew does, against uniform routing, on the whole step: the cost of verifying one "
+        "speculated token (a step of 2 positions over a plain one, the expert tax as a ratio; left) and gamma* "
+        "(right). alpha None uses the drafter preset's measured survival curve.")
+
+
+def skew_rows(model="Qwen3.6-35B-A3B", hardware="B200", *, S=512, drafter="Qwen3.6-MTP", c_draft=None, alpha=None,
+              batches=(1, 2, 4, 8, 16, 32, 64, 256, 1024), popularity=None, gamma_max=16):
+    """Rows (batch, experts per layer touched by a plain step: uniform,
+    skewed; verify-2 over plain: uniform, skewed; gamma* and speedup:
+    uniform, skewed)."""
+    shares = _moe.measured_popularity() if popularity is None else popularity
+    priced = _pricings(model, hardware, drafter, c_draft, shares)
+    rows = []
+    for b in batches:
+        row = [b]
+        B = np.asarray(float(b))
+        for key in ("uniform", "skewed"):
+            row.append(float(priced[key].step_model.experts_touched(B, np.asarray(1.0))))
+        for key in ("uniform", "skewed"):
+            st = priced[key].step_model
+            row.append(float(st.time(B, 2.0, S) / st.time(B, 1.0, S)))
+        for key in ("uniform", "skewed"):
+            pr = priced[key]
+            acceptance = pr.measured_acceptance() if alpha is None else _acc.check_alpha(alpha)
+            g, sp = _spec.best_gamma(pr, acceptance, B, np.asarray(float(S)), gamma_max)
+            row += [g, sp]
+        rows.append(tuple(row))
+    return rows
