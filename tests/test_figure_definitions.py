@@ -62,7 +62,7 @@ def test_the_recorded_graph_computes_what_numpy_computes(name):
     f = REGISTRY[name]
     live = f.live()
     for combo, point in _settings(f):
-        expected = f.data(**combo, **point)
+        expected = f.data(**{**f.live_params, **combo, **point})
         sliders = {c.name: expected["params"][c.name] for c in f.controls if not c.discrete}
         key = combo_key([combo[n] for n in live["discrete"]])
         got = arrays.evaluate_graph(live["graphs"][key], sliders)

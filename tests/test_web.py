@@ -1,11 +1,15 @@
-"""The HTML book's live layer without a browser: the JavaScript printed from
-speclib's sympy expressions, the constants and controls it is given, and the
-Sphinx extension that keeps every page off the network.
+"""The HTML book's live layer without a browser: the closed forms printed to
+JavaScript from speclib's sympy expressions, the generic evaluator and
+template filler of speclib_live.js against numpy and Python on every live
+figure's recorded graph, and the Sphinx extension that keeps every page off
+the network.
 
 The generated JavaScript is run in Node.js (present on the project's machines;
-these tests skip without it) and checked against sympy evaluating the same
-expression to 30 digits, an independent route from both the JS printer and
-numpy's lambdify. The browser tests (tests/browser) check the page end to end.
+these tests skip without it): the formulas against sympy evaluating the same
+expression to 30 digits (an independent route from both the JS printer and
+numpy's lambdify), every figure's recorded compute graph against the
+definition's numpy evaluation. The browser tests (tests/browser) check the
+page end to end.
 """
 from __future__ import annotations
 
@@ -18,10 +22,13 @@ import pytest
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
-from speclib import sphinx_ext
+import itertools
+from pathlib import Path
+
 from speclib.formulas import catalog
+from speclib.presentation import sphinx_ext
+from speclib.presentation.definition import REGISTRY, Slider, combo_key, fill
 from speclib.presentation.web import codegen, offline
-from speclib.presentation.web.live_figures import build_live_figures
 
 NODE = shutil.which("node") or shutil.which("nodejs")
 needs_node = pytest.mark.skipif(NODE is None, reason="Node.js is needed to run the generated JavaScript")
@@ -43,6 +50,8 @@ RANGES = {
     "L_f": (0, 128), "L_csa": (0, 64), "c_csa": (1, 16), "m_i": (1, 512),
     "L_hca": (0, 64), "c_hca": (8, 256), "L_w": (0, 128), "W_win": (1, 4096), "C": (8e10, 3e11), "r": (0.01, 0.5),
     "n": (1, 64), "m": (1e5, 1e9),
+    # DeepSeek-V4's compressed attention
+    "c_HCA": (8, 512), "c_CSA": (1, 16), "K_CSA": (128, 4096),
 }
 INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d", "L_f", "L_csa", "L_hca", "L_w", "n"}
 
@@ -65,10 +74,18 @@ def as_written(formula):
     return formula.expr.replace(expm1, lambda x: sp.exp(x) - 1).replace(log1p, lambda x: sp.log(1 + x))
 
 
-def run_generated_script(expression: str) -> object:
-    """Load speclib_model.js into Node and print ``expression`` as JSON."""
-    script = codegen.model_javascript() + f"\nprocess.stdout.write(JSON.stringify({expression}));\n"
-    done = subprocess.run([NODE, "-"], input=script, capture_output=True, text=True, timeout=60, check=True)
+LIVE_JS = Path(codegen.__file__).parent / "static" / "speclib_live.js"
+
+
+def run_generated_script(expression: str, figures=()) -> object:
+    """speclib_model.js, the given figures' scripts and speclib_live.js in
+    Node, on a page with no figure cells; then print ``expression`` (which may
+    use ``live``, the page's window.speclibLive) as JSON."""
+    script = "\n".join([codegen.model_javascript(), *(codegen.figure_javascript(n) for n in figures),
+                        LIVE_JS.read_text(encoding="utf-8"), "const live = globalThis.speclibLive;",
+                        f"process.stdout.write(JSON.stringify({expression}));"])
+    # on stdin: the script is longer than one command-line argument may be
+    done = subprocess.run([NODE, "-"], input=script, capture_output=True, text=True, timeout=300, check=True)
     return json.loads(done.stdout)
 
 
@@ -87,73 +104,74 @@ def test_generated_formulas_equal_sympy_at_sampled_points():
 
 
 @needs_node
-def test_generated_script_exposes_constants_and_figures():
-    got = run_generated_script("{c: SpeclibModel.constants, f: Object.keys(SpeclibModel.figures).sort()}")
-    assert got["c"] == json.loads(json.dumps(codegen.model_constants()))
-    assert got["f"] == sorted(build_live_figures())
+def _settings(f, limit=40):
+    """Control settings to check: the defaults, each slider at its ends, in
+    every combination of the discrete controls (at most ``limit`` of them,
+    spread over the list)."""
+    sliders = [c for c in f.controls if isinstance(c, Slider)]
+    discrete = [c for c in f.controls if c.discrete]
+    combos = list(itertools.product(*(c.values() for c in discrete)))
+    combos = combos[::max(1, len(combos) // limit)]
+    points = [{}] + [{s.name: v} for s in sliders for v in (s.lo, s.hi)]
+    for combo in combos:
+        for point in points:
+            values = {**f.defaults(), **dict(zip((c.name for c in discrete), combo)), **point}
+            yield {c.name: values[c.name] for c in f.controls}
+
+
+def _same(got, expected):
+    if isinstance(expected, str) or (isinstance(expected, list) and expected and isinstance(expected[0], str)):
+        return got == expected
+    e = np.asarray(expected, dtype=float)
+    g = np.asarray([np.nan if v is None else v for v in np.ravel(got)] if np.ndim(got) else got, dtype=float)
+    return g.size == e.size and np.allclose(g.reshape(e.shape), e, rtol=1e-9, atol=1e-300, equal_nan=True)
 
 
 @needs_node
-@pytest.mark.parametrize("model", ["DeepSeek-V4-Flash", "Llama-3-70B", "every expert active"])
-def test_bound_constants_reproduce_the_cost_model(model):
-    """The generated formulas with the emitted constants, bound as speclib_live.js
-    binds them, give speclib's CostModel costs and slopes (a dense FFN and a MoE
-    with k = E are priced by the GEMM formula)."""
-    from speclib import cost
-    from speclib.presentation.figures.paper import moe_what_if
-
-    m = moe_what_if(None, experts=8, top_k=8) if model == "every expert active" else model
-    c = codegen.cost_constants(m)
-    t = [1.0, 3.0, 40.0, 700.0, 12_000.0]
-    S, q = 8192.0, 2.0
+@pytest.mark.parametrize("name", codegen.live_names())
+def test_the_page_computes_what_numpy_computes(name):
+    """Every live figure's recorded graph, evaluated by speclib_live.js in
+    Node, against the definition's numpy evaluation at the same controls."""
+    f = REGISTRY[name]
+    spec = codegen.live_spec(name)
+    cases = list(_settings(f))
     got = run_generated_script(
-        f"(() => {{ const F = SpeclibModel.formulas, c = {json.dumps(c)}, t = {json.dumps(t)};"
-        "const bind = (f, e) => (...x) => f(...x, ...e.values);"
-        "const ffn = c.ffn.formula === 'moe' ? [F.moe_cost, F.moe_slope] : [F.gemm_cost, F.gemm_slope];"
-        "const at = (f, e) => t.map(x => bind(f, e)(x));"
-        "return {proj: at(F.gemm_cost, c.proj), proj_slope: at(F.gemm_slope, c.proj),"
-        " ffn: at(ffn[0], c.ffn), ffn_slope: at(ffn[1], c.ffn),"
-        f" attn: t.map(b => bind(F.attn_cost, c.attn_with_query)(b, {q}, {S})),"
-        f" attn_slope: t.map(b => bind(F.attn_slope, c.attn)(b, {q}, {S}))}}; }})()"
-    )
-    cm, cq = cost.cost_model(m), cost.cost_model(m, query_bytes=True)
-    tt = np.array(t)
-    np.testing.assert_allclose(got["proj"], cm.proj(tt), rtol=1e-12)
-    np.testing.assert_allclose(got["proj_slope"], cm.proj_slope(tt), rtol=1e-12)
-    np.testing.assert_allclose(got["ffn"], cm.ffn(tt), rtol=1e-12)
-    np.testing.assert_allclose(got["ffn_slope"], np.broadcast_to(cm.ffn_slope(tt), tt.shape), rtol=1e-12)
-    np.testing.assert_allclose(got["attn"], cq.attention(tt, q, S), rtol=1e-12)
-    np.testing.assert_allclose(got["attn_slope"], np.broadcast_to(cm.attention_slope(tt, q, S), tt.shape), rtol=1e-12)
+        "(" + json.dumps([[combo_key([c[n] for n in spec["discrete"]]), c] for c in cases]) + ").map(([k, p]) => "
+        "live.evaluate(SpeclibModel.figures[" + json.dumps(name) + "].graphs[k], p))", figures=[name])
+    for values, out in zip(cases, got):
+        expected = f.data(**{**f.live_params, **values})
+        assert set(out) == set(expected) - {"params"}
+        for key, value in out.items():
+            assert _same(value, expected[key]), (name, values, key)
 
 
-def test_constants_are_the_papers_deepseek_v4_flash_on_b200():
-    c = codegen.model_constants()
-    proj = dict(zip(c["proj"]["names"], c["proj"]["values"]))
-    assert proj["W"] == pytest.approx(107e6, rel=0.01)  # MODEL.md: W_attn ~ 107e6 params
-    assert (proj["b_w"], proj["R"]) == (1.0, 562.5)  # fp8 weights, fp8 ridge 4.5P / 8T
-    ffn = dict(zip(c["ffn"]["names"], c["ffn"]["values"]))
-    assert ffn == {"k": 6, "E": 256, "n_s": 1, "W_E": 3 * 4096 * 2048, "b": 0.53, "R": 1125.0}
-    attn = dict(zip(c["attn"]["names"], c["attn"]["values"]))
-    # The ledger leaves the query bytes out, as the paper's chart does; its toggle counts them.
-    assert attn == {"m_c": 576, "m_q": 0.0, "f": 139_264, "R": 281.25}
-    assert dict(zip(c["attn_with_query"]["names"], c["attn_with_query"]["values"]))["m_q"] == 73_728
-    assert c["expert_ffn"]["formats"]["mxfp4"] == {"b": 0.53, "precision": "fp4"}
-    assert c["ridges"]["B200"] == {"fp4": 1125.0, "fp8": 562.5, "bf16": 281.25}
-    assert c["attention_models"]["mla"]["values"] == [576, 73_728, 139_264]
+TEMPLATES = [
+    ("{S:,.0f} tokens", {"S": 131072.0}), ("{alpha:.0%}", {"alpha": 0.75}), ("{b:g} bytes", {"b": 0.53}),
+    ("{b:g}", {"b": 1.0}), ("{x:.3f}", {"x": 2.0 / 3}), ("{x:,}", {"x": 1234567}), ("{x:.2%}", {"x": 0.12345}),
+    ("{x:g}", {"x": 1e-7}), ("{x:g}", {"x": 123456789.0}), ("{x:.3g}", {"x": 0.000123456}),
+    ("{model} on {hardware}", {"model": "DeepSeek-V4-Flash", "hardware": "B200"}), ("{n}", {"n": 8.0}),
+    ("{r:,.2f} FLOP/byte", {"r": 281.25}), ("{x:,.1f}", {"x": -12345.67}),
+]
 
 
-def test_constants_name_the_formula_arguments_they_fill():
-    c = codegen.model_constants()
-    signatures = {f.name: [str(a) for a in f.args] for f in codegen.formulas()}
-    assert signatures["gemm_cost"][1:] == c["proj"]["names"]
-    assert signatures["moe_cost"][1:] == c["ffn"]["names"]
-    assert signatures["attn_cost"][3:] == c["attn"]["names"]
+@needs_node
+def test_the_page_fills_templates_as_python_does():
+    got = run_generated_script("(" + json.dumps(TEMPLATES) + ").map(([t, v]) => live.fill(t, v, {}))")
+    assert got == [fill(t, {"params": {}, **v}) for t, v in TEMPLATES]
 
 
-def test_a_dense_model_binds_the_gemm_formula_and_has_no_expert_tax():
-    c = codegen.model_constants("Llama-3-70B")
-    assert c["ffn"]["formula"] == "gemm" and "expert_ffn" not in c
-    assert not {"expert_tax", "expert_tax_log"} & set(codegen.live_figures(c))
+@needs_node
+def test_an_operation_the_page_does_not_know_is_an_error_not_a_blank():
+    with pytest.raises(subprocess.CalledProcessError) as err:
+        run_generated_script('live.evaluate({nodes: [["mystery", [], {}]], outputs: {}, arrays: []}, {})')
+    assert "unknown operation in a recorded graph: mystery" in err.value.stderr
+
+
+def test_the_renderer_has_no_figure_of_its_own_and_stays_small():
+    text = LIVE_JS.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 700
+    for name in REGISTRY:  # no figure is named in the generic renderer
+        assert f'"{name}"' not in text and f"'{name}'" not in text and f".{name} " not in text, name
 
 
 def test_strict_printing_refuses_what_javascript_cannot_compute():
@@ -164,41 +182,40 @@ def test_strict_printing_refuses_what_javascript_cannot_compute():
         catalog.Formula("bad", x + sp.Symbol("y"), (x,), "y is not an argument")
 
 
-def seq_len(control, u):
-    return control["map"]["base"] * 2 ** (control["map"]["span"] * u)
-
-
 def test_live_controls_are_the_papers():
-    figures = codegen.live_figures(codegen.model_constants())
-    ledger = {c["name"]: c for c in figures["ledger"]["controls"]}
-    # MODEL.md: S = 512 * 2^(8u), u in [0, 1] (512 ... 131,072, default ~8,192).
-    u = ledger["u"]
-    assert (u["min"], u["max"]) == (0, 1)
-    assert [seq_len(u, v) for v in (0, 0.5, 1)] == [512, 8192, 131_072]
-    assert seq_len(u, u["value"]) == 8192
-    assert (ledger["c_draft"]["min"], ledger["c_draft"]["max"], ledger["c_draft"]["value"]) == (0, 0.5, 0.1)
-    assert ledger["components"]["kind"] == "checkbox"
-    gamma = {c["name"]: c for c in figures["optimal_gamma"]["controls"]}
-    assert seq_len(gamma["u"], gamma["u"]["value"]) == 4096
-    assert (gamma["alpha"]["min"], gamma["alpha"]["max"], gamma["alpha"]["value"]) == (0.01, 0.99, 0.75)
-    assert gamma["c_draft"]["value"] == 0.1
+    ledger = {c["name"]: c for c in codegen.live_spec("ledger")["controls"]}
+    # The paper's slider: S = 512 * 2^(8u), u in [0, 1], in steps of 1/64: 512 ... 131,072 in steps of 2^(1/8).
+    s = ledger["S"]
+    assert (s["lo"], s["hi"], s["scale"], s["step"], s["value"]) == (512, 131_072, "log2", 1 / 8, 8192)
+    assert (ledger["c_draft"]["lo"], ledger["c_draft"]["hi"], ledger["c_draft"]["value"]) == (0, 0.5, 0.1)
+    assert ledger["components"]["kind"] == "toggle"
+    gamma = {c["name"]: c for c in codegen.live_spec("optimal_gamma")["controls"]}
+    assert gamma["S"]["value"] == 4096
+    assert (gamma["alpha"]["lo"], gamma["alpha"]["hi"], gamma["alpha"]["value"]) == (0.01, 0.99, 0.75)
     for name in ("ledger", "optimal_gamma"):
-        x = figures[name]["x"]
-        assert (x["scale"], x["min"], x["max"]) == ("log", 1, 30_000)
-    assert (figures["ledger"]["y"]["min"], figures["ledger"]["y"]["max"]) == (0, 1.3)
-    tax = figures["expert_tax"]
-    assert (tax["x"]["scale"], tax["x"]["max"], tax["y"]["max"]) == ("linear", 11_000, 1200)
+        x = codegen.live_spec(name)["panels"][0]["x"]
+        assert (x["scale"], x["lo"], x["hi"]) == ("log", 1, 30_000)
+    assert codegen.live_spec("ledger")["panels"][0]["y"]["lo"] == 0
+    tax = codegen.live_spec("expert_tax")
+    assert (tax["panels"][0]["x"]["scale"], tax["panels"][0]["x"]["hi"]) == ("linear", 11_000)
     assert {c["name"]: c["value"] for c in tax["controls"]} == {"experts": 256, "top_k": 6, "weights": "mxfp4",
                                                               "hardware": "B200"}
-    assert all(c["value"] is not None for spec in figures.values() for c in spec["controls"])
 
 
-def test_every_range_default_sits_on_its_slider_grid():
-    for name, spec in codegen.live_figures(codegen.model_constants()).items():
-        for c in spec["controls"]:
-            if c["kind"] == "range" and c["value"] is not None:
-                steps = (c["value"] - c["min"]) / c["step"]
-                assert c["min"] <= c["value"] <= c["max"] and abs(steps - round(steps)) < 1e-9, (name, c["name"])
+def test_every_slider_default_sits_on_its_grid():
+    for name in codegen.live_names():
+        for c in codegen.live_spec(name)["controls"]:
+            if c["kind"] == "slider":
+                log = c["scale"] == "log2"
+                lo, value = (np.log2(c["lo"]), np.log2(c["value"])) if log else (c["lo"], c["value"])
+                steps = (value - lo) / c["step"]
+                assert c["lo"] <= c["value"] <= c["hi"] and abs(steps - round(steps)) < 1e-9, (name, c["name"])
+
+
+def test_a_page_carries_only_its_own_figures():
+    for name in codegen.live_names():
+        assert len(codegen.figure_javascript(name)) < 600_000, name
+    assert "SpeclibModel.figures = " not in codegen.model_javascript().replace("figures: {}", "")
 
 
 # --- the Sphinx extension: nothing from another host -----------------------------------
@@ -261,81 +278,3 @@ def test_mathjax_copy_has_its_entry_fonts_and_lazy_parts(tmp_path):
     assert offline.copy_mathjax(tmp_path) == 0  # a rebuild copies nothing again
     size = sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file())
     assert size < 15e6
-
-
-# --- the sequel's live figures: the page's JavaScript in Node, against speclib ----------------
-
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).parent))
-import sequel_live  # noqa: E402
-
-LIVE_JS = Path(codegen.__file__).parent / "static" / "speclib_live.js"
-
-
-def run_live_script(expression: str) -> object:
-    """speclib_model.js and speclib_live.js in Node with a page that has no
-    figures, then print ``expression`` (which may use ``live``, the page's
-    window.speclibLive) as JSON."""
-    stub = ("globalThis.window = globalThis; globalThis.document = {readyState: 'complete', "
-            "querySelectorAll: () => [], addEventListener: () => {}};\n")
-    script = (stub + codegen.model_javascript() + "\n" + LIVE_JS.read_text(encoding="utf-8")
-              + f"\nconst live = window.speclibLive;\nprocess.stdout.write(JSON.stringify({expression}));\n")
-    # on stdin: the script is longer than one command-line argument may be
-    done = subprocess.run([NODE, "-"], input=script, capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(done.stdout)
-
-
-@needs_node
-def test_sequel_live_figures_compute_speclibs_numbers():
-    figures = codegen.live_figures(codegen.model_constants())
-    cases = [(name, p) for name, settings in sequel_live.SETTINGS.items() for p in settings]
-    got = run_live_script(
-        "(" + json.dumps([[n, p, figures[n]] for n, p in cases]) + ").map(([n, p, spec]) => live.compute[n](p, spec))"
-    )
-    assert set(sequel_live.SETTINGS) == set(codegen.sequel_figure_names())
-    for (name, params), data in zip(cases, got):
-        sequel_live.check(name, params, data)
-
-
-def test_sequel_constants_are_the_models():
-    from speclib import presets
-    from speclib.evidence import sequel
-    from speclib.presentation.figures import sequel as fig
-
-    c = codegen.model_constants()["sequel"]
-    assert c["context"] == sequel.context() == 512.5
-    target = c["architectures"]["target"]
-    arch = sequel.simulated_model().step_architecture()
-    assert target["dense_params"] == arch.dense_params and target["linear_layers"] == 30
-    assert c["architectures"]["dflash"]["dense_params"] == 982_515_712  # FOLLOWUP: P_DF
-    assert c["drafters"]["dflash"]["positions"] == 16 and c["drafters"]["mtp"]["positions"] == 1
-    # the DFlash curve is padded to its block with a never-surviving 16th position
-    assert len(c["drafters"]["dflash"]["survival"]) == 16 and c["drafters"]["dflash"]["survival"][-1] == 0
-    assert c["drafter_order"] == list(fig.DRAFTER_KEYS)
-    assert c["grid"]["drafters"]["mtp"]["goodput"][0][0] == pytest.approx(1394, abs=0.5)  # FOLLOWUP: no-spec, C = 1
-    cross = c["crossover"]["B200"]
-    assert cross["names"] == [str(a) for a in catalog.FORMULAS["drafter_crossover_batch"].args][1:]
-    assert cross["values"] == list(fig.crossover_constants("B200").values())
-    b200 = c["hardware"]["B200"]
-    assert b200 == {"peak": {"fp4": 9e15, "fp8": 4.5e15, "bf16": 2.25e15}, "bandwidth": 8e12}
-    assert set(c["architectures"]) >= set(presets.model_names())
-    assert c["hybrid"]["gdn"]["names"] == ["n_k", "n_v", "d_k", "d_v", "K_conv", "b_s"]
-
-
-def test_sequel_live_controls_open_on_the_static_figures_defaults():
-    from speclib.presentation.figures import sequel as fig
-
-    figures = codegen.live_figures(codegen.model_constants())
-    for name in codegen.sequel_figure_names():
-        cls, _ = fig.FIGURES[name]
-        spec = figures[name]
-        assert len(spec["controls"]) >= 2, name
-        for control in spec["controls"]:
-            value = control["value"]
-            if control.get("map"):  # the sequence-length slider
-                value = seq_len(control, value)
-            default = cls.defaults.get(control["param"])
-            if default is not None:
-                assert value == default, (name, control["param"])

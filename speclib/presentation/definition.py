@@ -356,6 +356,9 @@ class Figure:
     doc: str = ""
     #: A legend for the whole figure, below its panels.
     keys: tuple = ()
+    #: Parameters the live versions (widget and page) use instead, such as a
+    #: coarser grid where a redraw would otherwise take too long.
+    live_params: dict = dataclasses.field(default_factory=dict)
     #: False for a live figure whose compute is not (yet) in the array
     #: language: it is live in a kernel, and the HTML page shows its image.
     browser: bool = True
@@ -409,12 +412,12 @@ class Figure:
         """The live figure in a kernel: ipywidgets controls over the figure."""
         from .interactive import LiveFigure
 
-        return LiveFigure(self, **values)
+        return LiveFigure(self, **{**self.live_params, **values})
 
     def live(self) -> dict:
         """What the HTML page needs: controls, panels and one recorded compute
         graph per combination of the discrete controls (see :mod:`.arrays`)."""
-        p = self.resolve()
+        p = self.resolve(**self.live_params)
         discrete = [c for c in self.controls if c.discrete]
         graphs = {}
         for combo in itertools.product(*(c.values() for c in discrete)):

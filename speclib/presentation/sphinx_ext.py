@@ -2,11 +2,14 @@
 
 Registered in ``_config.yml`` (``sphinx: extra_extensions``). It
 
-* writes ``_static/speclib/speclib_model.js`` (speclib's closed forms printed as
-  JavaScript, the model's constants, the live figures' controls; see
-  :mod:`speclib.web.codegen`) and copies ``speclib_live.js`` / ``.css``;
-* adds those three files to every page holding a cell tagged
-  ``figure-<name>`` for a live figure, and to no other page;
+* writes ``_static/speclib/speclib_model.js`` (speclib's closed forms printed
+  as JavaScript, and the colours) and ``_static/speclib/figures/<name>.js``
+  (one live figure's definition: controls, panels, recorded compute graphs;
+  see :mod:`speclib.presentation.web.codegen`), and copies ``speclib_live.js``
+  / ``.css``;
+* adds them to every page holding a cell tagged ``figure-<name>`` for a live
+  figure (the model, the renderer and that page's figures only), and to no
+  other page;
 * serves MathJax from ``_static/mathjax`` instead of a CDN, drops the
   ipywidgets embedding scripts MyST-NB would load from a CDN (the notebooks'
   widgets need a kernel anyway; the live figures replace them) and thebe's
@@ -21,10 +24,11 @@ import shutil
 from pathlib import Path
 
 from .web import offline
-from .web.codegen import model_javascript
+from .web import codegen
 
 STATIC_SUBDIR = "speclib"
 MODEL_JS = f"{STATIC_SUBDIR}/speclib_model.js"
+FIGURES_SUBDIR = f"{STATIC_SUBDIR}/figures"
 LIVE_JS = f"{STATIC_SUBDIR}/speclib_live.js"
 LIVE_CSS = f"{STATIC_SUBDIR}/speclib_live.css"
 TABLES_CSS = f"{STATIC_SUBDIR}/speclib_tables.css"
@@ -53,9 +57,7 @@ def _configure(app, config):
 @functools.lru_cache(maxsize=None)
 def live_names() -> frozenset:
     """Names of the figures that have a live version."""
-    from .web.live_figures import build_live_figures
-
-    return frozenset(build_live_figures())
+    return frozenset(codegen.live_names())
 
 
 def _is_thebe(asset) -> bool:
@@ -94,9 +96,12 @@ def _add_page_assets(app, pagename, templatename, context, doctree):
     _drop_dead_assets(context, app.config.speclib_keep_thebe)
     if doctree is None:
         return
-    if set(_FIGURE_TAG.findall(context.get("body", ""))) & live_names():
+    names = sorted(set(_FIGURE_TAG.findall(context.get("body", ""))) & live_names())
+    if names:
         app.add_css_file(LIVE_CSS)
         app.add_js_file(MODEL_JS, loading_method="defer")
+        for name in names:
+            app.add_js_file(f"{FIGURES_SUBDIR}/{name}.js", loading_method="defer")
         app.add_js_file(LIVE_JS, loading_method="defer")
 
 
@@ -107,9 +112,10 @@ def _write_live_assets(app):
     if app.builder.format != "html":
         return
     target = Path(app.outdir) / "_static" / STATIC_SUBDIR
-    target.mkdir(parents=True, exist_ok=True)
-    source = model_javascript(app.config.speclib_model, app.config.speclib_hardware)
-    (target / "speclib_model.js").write_text(source, encoding="utf-8")
+    (target / "figures").mkdir(parents=True, exist_ok=True)
+    (target / "speclib_model.js").write_text(codegen.model_javascript(), encoding="utf-8")
+    for name in live_names():
+        (target / "figures" / f"{name}.js").write_text(codegen.figure_javascript(name), encoding="utf-8")
     for path in sorted(_HAND_WRITTEN.iterdir()):
         if path.suffix in (".js", ".css"):
             shutil.copyfile(path, target / path.name)
@@ -123,8 +129,6 @@ def _copy_mathjax(app, exception):
 
 
 def setup(app):
-    app.add_config_value("speclib_model", None, "html")
-    app.add_config_value("speclib_hardware", None, "html")
     app.add_config_value("speclib_keep_thebe", False, "html")
     app.connect("config-inited", _configure, priority=900)
     # After MyST-NB's and MathJax's own html-page-context handlers (500).

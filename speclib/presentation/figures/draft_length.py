@@ -148,6 +148,8 @@ gamma_map = Figure(
     controls=(common.alpha_slider(0.75), common.draft_cost_slider(0.10)),
     params={"model": None, "hardware": None, "gamma_max": 64, "query_bytes": False, "batch_points": 160,
             "context_points": 90, "capacity": True, "tp": 1},
+    # Live, a coarser grid: the argmax over 65 draft lengths per cell is the whole redraw.
+    live_params={"batch_points": 100, "context_points": 50},
     panels=(Panel(
         x=common.batch_axis(common.BATCH_RANGE[0], common.BATCH_RANGE[1]),
         y=Axis("average sequence length S (tokens)", "log2", common.SEQ_RANGE[0], common.SEQ_RANGE[1]),
