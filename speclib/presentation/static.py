@@ -69,7 +69,7 @@ def table(s, data) -> HtmlTable:
             f"<b>{num(v)}</b></td>" if b else f'<td class="memory-bound" style="text-align:right">{num(v)}</td>'
             for v, b in zip(row, bold))
         body.append(f'<tr><th style="text-align:right">{num(r)}</th>{cells}</tr>')
-    html_text = (f'<table class="speclib-table"><caption>{html.escape(caption)}</caption>'
+    html_text = (f'<table class="speclib-intensity-table"><caption>{html.escape(caption)}</caption>'
                  f'<thead><tr><th style="text-align:right">{html.escape(s.corner)}</th>{head}</tr></thead>'
                  f"<tbody>{''.join(body)}</tbody></table>")
     width = max(9, max(len(num(r)) for r in rows) + 1)

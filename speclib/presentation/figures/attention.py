@@ -146,7 +146,7 @@ def _compressed_attention(p, xp):
 
 def _v4_panel(key, first):
     return Panel(
-        x=Axis("context S (tokens)", "log2"),
+        x=Axis("context S (tokens)", "log2", ticks="context"),
         y=Axis("attention intensity (FLOP/byte)" if first else "", lo=0, hi="y_hi"),
         series=(Line("S", key, labels="labels", width=1.6, gid=key),
                 HLine("ridge", label="bf16 ridge {ridge:,.0f}", gid="ridge")),

@@ -326,12 +326,12 @@
     var log = axis.scale !== "linear", f = log ? Math.log : function (v) { return v; }, a = f(axis.min), b = f(axis.max);
     return function (v) { return lo + (f(v) - a) / (b - a) * (hi - lo); };
   }
-  function ticksOf(axis) {
+  function ticksOf(axis, most) {
     if (Array.isArray(axis.ticks)) { return axis.ticks.filter(function (v) { return v >= axis.min && v <= axis.max; }); }
     var out = [];
     if (axis.scale !== "linear") {
       var base = axis.scale === "log2" ? 2 : 10, lb = Math.log(base), first = Math.ceil(Math.log(axis.min) / lb - 1e-9);
-      var last = Math.floor(Math.log(axis.max) / lb + 1e-9), every = Math.max(1, Math.ceil((last - first + 1) / 9));
+      var last = Math.floor(Math.log(axis.max) / lb + 1e-9), every = Math.max(1, Math.ceil((last - first + 1) / most));
       for (var e = first; e <= last; e += every) { out.push(Math.pow(base, e)); }
       return out;
     }
@@ -525,12 +525,12 @@
     el("line", {x1: 0, y1: 0, x2: 0, y2: 6, stroke: C.memory, "stroke-width": 1},
        el("pattern", {id: ctx.hatch, width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)"}, defs));
     var grid = el("g", {"class": panel.grid ? "speclib-grid" : "speclib-grid speclib-nogrid"}, svg);
-    ticksOf(ctx.xaxis).forEach(function (v) {
+    ticksOf(ctx.xaxis, W < 400 ? 4 : 9).forEach(function (v) {
       var px = ctx.sx(v).toFixed(2);
       el("line", {x1: px, x2: px, y1: ctx.y0, y2: ctx.y1}, grid);
       el("text", {x: px, y: ctx.y0 + 15, "text-anchor": "middle"}, grid).textContent = tickLabel(v, ctx.xaxis);
     });
-    ticksOf(ctx.yaxis).forEach(function (v) {
+    ticksOf(ctx.yaxis, 9).forEach(function (v) {
       var py = ctx.sy(v).toFixed(2);
       el("line", {x1: ctx.x0, x2: ctx.x1, y1: py, y2: py}, grid);
       el("text", {x: ctx.x0 - 6, y: py, "text-anchor": "end", dy: "0.32em"}, grid).textContent = tickLabel(v, ctx.yaxis);
@@ -550,7 +550,7 @@
   function table(s, out, params) {
     var rows = val(s.rows, out, params), cols = val(s.columns, out, params), values = out[s.values];
     var hot = s.highlight ? out[s.highlight] : null, t = document.createElement("table"), f = function (v) { return format(v, s.format); };
-    t.className = "speclib-table";
+    t.className = "speclib-intensity-table";
     var head = "<thead><tr><th>" + s.corner + "</th>" + cols.map(function (c) { return "<th>" + f(c) + "</th>"; }).join("") + "</tr></thead>";
     var body = rows.map(function (r, i) {
       return "<tr><th>" + f(r) + "</th>" + values[i].map(function (v, j) {
