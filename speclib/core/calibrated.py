@@ -46,6 +46,7 @@ from functools import lru_cache
 from importlib import resources
 
 from .._checks import checked_choice
+from ..formulas import numpy_functions as nf
 from .step import StepModel
 
 #: How a step's time is priced: the roofline (a lower bound) or the
@@ -149,16 +150,16 @@ class CalibratedStepModel:
         """The step's fixed and per-sequence time (per position with ``per_token``)."""
         return self.fixed + self.per_sequence * B * (T if self.per_token else 1.0)
 
-    def component_times(self, B, T, S) -> dict:
+    def component_times(self, B, T, S, F=nf) -> dict:
         """{part: seconds}: the roofline components scaled, then the overheads."""
-        parts = {name: self.scaled(t) for name, t in self.step_model.component_times(B, T, S).items()}
+        parts = {name: self.scaled(t) for name, t in self.step_model.component_times(B, T, S, F).items()}
         parts["fixed per step"] = self.fixed + 0.0 * B
         parts["per position" if self.per_token else "per sequence"] = self.overhead(B, T) - self.fixed
         return parts
 
-    def time(self, B, T, S):
-        """Seconds of the step."""
-        return self.scaled(self.step_model.time(B, T, S)) + self.overhead(B, T)
+    def time(self, B, T, S, F=nf):
+        """Seconds of the step (``F``: see :meth:`speclib.core.step.StepModel.experts_touched`)."""
+        return self.scaled(self.step_model.time(B, T, S, F)) + self.overhead(B, T)
 
 
 class ScaledDrafter:
@@ -171,8 +172,8 @@ class ScaledDrafter:
         self.kind, self.name = drafter.kind, drafter.name
         self.max_gamma, self.acceptance = drafter.max_gamma, drafter.acceptance
 
-    def time(self, gamma, B, S=0.0, target=None):
-        return self.target.scaled(self.inner.time(gamma, B, S, None))
+    def time(self, gamma, B, S=0.0, target=None, F=nf):
+        return self.target.scaled(self.inner.time(gamma, B, S, None, F))
 
 
 class TensorParallelStep:
@@ -189,11 +190,11 @@ class TensorParallelStep:
     def scaled(self, seconds):
         return seconds / self.tp
 
-    def component_times(self, B, T, S) -> dict:
-        return {name: t / self.tp for name, t in self.step_model.component_times(B, T, S).items()}
+    def component_times(self, B, T, S, F=nf) -> dict:
+        return {name: t / self.tp for name, t in self.step_model.component_times(B, T, S, F).items()}
 
-    def time(self, B, T, S):
-        return self.step_model.time(B, T, S) / self.tp
+    def time(self, B, T, S, F=nf):
+        return self.step_model.time(B, T, S, F) / self.tp
 
 
 class CalibratedLedger:

@@ -37,9 +37,9 @@ class ConstantDrafter:
         self.c = check_draft_cost(c)
         self.name = f"constant ({np.ravel(self.c)[0]:g} x a step)" if self.c.size == 1 else "constant"
 
-    def time(self, gamma, B, S, target: StepModel):
+    def time(self, gamma, B, S, target: StepModel, F=nf):
         """Seconds of drafting ``gamma`` tokens for ``B`` sequences at context ``S``."""
-        return nf.constant_draft_time(self.c, gamma, target.time(B, 1.0, S))
+        return F.constant_draft_time(self.c, gamma, target.time(B, 1.0, S, F))
 
 
 class PricedDrafter:
@@ -54,14 +54,14 @@ class PricedDrafter:
         self.pass_model = StepModel(preset.step, hardware, roofline=check_roofline(roofline), expert_count=expert_count)
         self.positions = float(preset.positions_per_pass)
 
-    def pass_time(self, B, S=0.0):
+    def pass_time(self, B, S=0.0, F=nf):
         """Seconds of one pass: one position per sequence (MTP) or a block (DFlash)."""
-        return self.pass_model.time(B, self.positions, S)
+        return self.pass_model.time(B, self.positions, S, F)
 
-    def time(self, gamma, B, S=0.0, target=None):
-        """Seconds of drafting ``gamma`` tokens for ``B`` sequences."""
-        draft = nf.mtp_draft_time if self.kind == "mtp" else nf.dflash_draft_time
-        return draft(gamma, self.pass_time(B, S))
+    def time(self, gamma, B, S=0.0, target=None, F=nf):
+        """Seconds of drafting ``gamma`` tokens for ``B`` sequences (``F``: see :meth:`StepModel.experts_touched`)."""
+        draft = F.mtp_draft_time if self.kind == "mtp" else F.dflash_draft_time
+        return draft(gamma, self.pass_time(B, S, F))
 
 
 def check_gamma_for_drafter(gamma_arr, drafter):

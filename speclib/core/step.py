@@ -57,8 +57,10 @@ class StepModel:
         self._precision = {"dense": a.dense_precision, "ffn": a.ffn_precision, "attention": a.attention_precision}
         self._peak = {name: hardware.peak_flops(p) for name, p in self._precision.items()}
 
-    def experts_touched(self, B, T):
-        """Distinct routed experts a step touches (0 without routed experts)."""
+    def experts_touched(self, B, T, F=nf):
+        """Distinct routed experts a step touches (0 without routed experts).
+        ``F`` evaluates the closed forms here and below: the numpy functions,
+        or a figure's array language, which records them for the browser."""
         a = self.architecture
         if not a.is_moe:
             return 0.0 * B * T
@@ -67,38 +69,40 @@ class StepModel:
             if self.expert_count == "top-k":  # each position picks expert i with probability k p_i
                 return _moe.skewed_count(tokens, a.top_k * self.routing)
             return _moe.skewed_count(a.top_k * tokens, self.routing)  # k independent single picks
-        count = nf.experts_touched if self.expert_count == "top-k" else nf.experts_touched_slots
+        count = F.experts_touched if self.expert_count == "top-k" else F.experts_touched_slots
         with np.errstate(divide="ignore"):  # k == E: see speclib.formulas.moe.numeric_form
             return count(B, T, a.top_k, a.n_routed)
 
-    def components(self, B, T, S) -> dict:
+    def components(self, B, T, S, F=nf) -> dict:
         """{component: (FLOPs, bytes)} of one step."""
         a = self.architecture
         phi = a.linear_flops if self.linear_attention_flops else 0.0
         return {
-            "dense": (nf.dense_flops(a.dense_params, B, T), nf.dense_bytes(a.dense_params, a.dense_bytes)),
-            "ffn": (nf.expert_flops(a.ffn_params, a.top_k, a.n_shared, B, T),
-                    nf.expert_bytes(a.ffn_params, a.ffn_bytes, a.n_shared, self.experts_touched(B, T))),
-            "attention": (nf.attention_flops(B, T, S, a.attention_layers, a.flops_per_pair, a.linear_layers, phi),
-                          nf.attention_bytes(B, T, S, a.attention_layers, a.context_bytes, a.linear_layers,
-                                             a.state_bytes)),
+            "dense": (F.dense_flops(a.dense_params, B, T), F.dense_bytes(a.dense_params, a.dense_bytes)),
+            "ffn": (F.expert_flops(a.ffn_params, a.top_k, a.n_shared, B, T),
+                    F.expert_bytes(a.ffn_params, a.ffn_bytes, a.n_shared, self.experts_touched(B, T, F))),
+            "attention": (F.attention_flops(B, T, S, a.attention_layers, a.flops_per_pair, a.linear_layers, phi),
+                          F.attention_bytes(B, T, S, a.attention_layers, a.context_bytes, a.linear_layers,
+                                            a.state_bytes)),
         }
 
-    def component_times(self, B, T, S) -> dict:
+    def component_times(self, B, T, S, F=nf) -> dict:
         """{component: seconds}, each priced by its own roofline."""
         M = self.hardware.memory_bandwidth
-        return {name: nf.roofline_time(F, Q, self._peak[name], M) for name, (F, Q) in self.components(B, T, S).items()}
+        return {name: F.roofline_time(flops, moved, self._peak[name], M)
+                for name, (flops, moved) in self.components(B, T, S, F).items()}
 
-    def time(self, B, T, S):
+    def time(self, B, T, S, F=nf):
         """Seconds of the step."""
         if self.roofline == "per-component":
-            return sum(self.component_times(B, T, S).values())
+            return sum(self.component_times(B, T, S, F).values())
         streams = {}
-        for name, (F, Q) in self.components(B, T, S).items():
-            flops, moved = streams.get(self._precision[name], (0.0, 0.0))
-            streams[self._precision[name]] = (flops + F, moved + Q)
+        for name, (flops, moved) in self.components(B, T, S, F).items():
+            total, bytes_ = streams.get(self._precision[name], (0.0, 0.0))
+            streams[self._precision[name]] = (total + flops, bytes_ + moved)
         M = self.hardware.memory_bandwidth
-        return sum(nf.roofline_time(F, Q, self.hardware.peak_flops(p), M) for p, (F, Q) in streams.items())
+        return sum(F.roofline_time(flops, moved, self.hardware.peak_flops(p), M)
+                   for p, (flops, moved) in streams.items())
 
 
 _cache: dict = {}
