@@ -15,7 +15,7 @@ A :class:`Figure` is data plus one pure function:
   of its data that returns them (one panel per chip in the data, say).
 
 Three generic renderers draw every definition: :mod:`.static` (matplotlib,
-for the book's images and the PDF), :mod:`.widgets` (ipywidgets, in a kernel)
+for the book's images and the PDF), :mod:`.interactive` (ipywidgets, in a kernel)
 and :mod:`.web` (the HTML page, from the recorded compute graph). Labels and
 titles are templates: ``"{model} on {hardware}"`` or ``"{ridge:,.0f}
 FLOP/byte"``, filled from the parameters and the scalar outputs, by Python's
@@ -176,6 +176,8 @@ class Line:
     width: float = 2.0
     marker: str = ""
     labels: str = ""
+    #: An output holding one colour per row (a family of lines), or "".
+    colors: str = ""
     step: bool = False
     alpha: float = 1.0
     when: str = ""
@@ -292,6 +294,8 @@ class Points:
     filled: bool = True
     size: float = 4.5
     alpha: float = 1.0
+    #: An output holding one colour per row of a 2-D ``y``, or "".
+    colors: str = ""
     when: str = ""
     gid: str = ""
 

@@ -170,9 +170,10 @@ def _line(fig, ax, s, data, i):
     x, y = _xy(data, s)
     rows = y if y.ndim == 2 else y[None, :]
     labels = list(data[s.labels]) if s.labels else [fill(s.label, data)] * len(rows)
+    colors = list(data[s.colors]) if s.colors else None
     for r, row in enumerate(rows):
         xr = x[r] if x.ndim == 2 else x
-        c = color(s.color, r if y.ndim == 2 else i)
+        c = colors[r] if colors else color(s.color, r if y.ndim == 2 else i)
         kwargs = dict(color=c, linestyle=_DASH[s.dash], linewidth=s.width, alpha=s.alpha, gid=s.gid or None,
                       label=labels[r] if (s.labels or r == 0) else None)
         if s.marker:
@@ -185,9 +186,13 @@ def _line(fig, ax, s, data, i):
 
 def _points(fig, ax, s, data, i):
     x, y = _xy(data, s)
-    c = color(s.color, i)
-    ax.plot(x, y, s.marker, color=c, markersize=s.size, linestyle="none", mfc=c if s.filled else "none",
-            alpha=s.alpha, label=fill(s.label, data) or None, gid=s.gid or None)
+    rows = y if y.ndim == 2 else y[None, :]
+    colors = list(data[s.colors]) if s.colors else [color(s.color, i)] * len(rows)
+    for r, row in enumerate(rows):
+        c = colors[r]
+        ax.plot(x[r] if x.ndim == 2 else x, row, s.marker, color=c, markersize=s.size, linestyle="none",
+                mfc=c if s.filled else "none", alpha=s.alpha, label=(fill(s.label, data) or None) if r == 0 else None,
+                gid=s.gid or None)
 
 
 def _area(fig, ax, s, data, i):
@@ -260,6 +265,12 @@ def cell_edges(centres, log):
     return np.exp(edges) if log else edges
 
 
+def _even(v):
+    """Evenly spaced centres (a linear axis) rather than log-spaced ones."""
+    d = np.diff(v)
+    return d.size == 0 or bool(np.allclose(d, d[0]))
+
+
 def gamma_colormap(vmax: int):
     """Draft lengths 0..vmax: 0 in its own colour, then viridis."""
     vmax = max(int(vmax), 1)
@@ -282,7 +293,7 @@ def _heatmap(fig, ax, s, data, i):
         kwargs = dict(cmap=cmap, vmin=-lim, vmax=lim)
     else:
         kwargs = dict(cmap="viridis", vmin=vmin, vmax=vmax)
-    mesh = ax.pcolormesh(cell_edges(x, True), cell_edges(y, True), z, shading="flat", gid=s.gid or None,
+    mesh = ax.pcolormesh(cell_edges(x, not _even(x)), cell_edges(y, not _even(y)), z, shading="flat", gid=s.gid or None,
                          rasterized=True, **kwargs)
     if s.mask and np.any(data[s.mask]):
         ax.contourf(x, y, np.asarray(data[s.mask], dtype=float), levels=[0.5, 1.5], colors="none",

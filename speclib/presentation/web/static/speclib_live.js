@@ -397,8 +397,9 @@
   var SERIES = {
     line: function (s, o, ctx, i) {
       var ys = rowsOf(o.y), labels = s.labels ? val(s.labels, ctx.out, ctx.params) : null;
+      var colors = s.colors ? val(s.colors, ctx.out, ctx.params) : null;
       ys.forEach(function (row, r) {
-        var x = Array.isArray(o.x[0]) ? o.x[r] : o.x, c = colorOf(s.color, ys.length > 1 ? r : i);
+        var x = Array.isArray(o.x[0]) ? o.x[r] : o.x, c = colors ? colors[r] : colorOf(s.color, ys.length > 1 ? r : i);
         if (s.width > 0) {
           el("path", {d: pathOf(x, row, ctx.sx, ctx.sy, s.step), fill: "none", stroke: c, "stroke-width": s.width,
                       "stroke-dasharray": DASH[s.dash], "stroke-opacity": s.alpha, "stroke-linejoin": "round"}, ctx.plot);
@@ -411,10 +412,13 @@
       });
     },
     points: function (s, o, ctx, i) {
-      var c = colorOf(s.color, i), x = flat(o.x), y = flat(o.y);
-      x.forEach(function (xv, k) {
-        var px = ctx.sx(xv), py = ctx.sy(y[k]);
-        if (isFinite(px) && isFinite(py)) { marker(ctx.plot, s.marker, px, py, s.marker === "*" ? 0 : 3, c, s.filled, s.alpha); }
+      var c = colorOf(s.color, i), colors = s.colors ? val(s.colors, ctx.out, ctx.params) : null;
+      rowsOf(o.y).forEach(function (row, r) {
+        var x = Array.isArray(o.x[0]) ? o.x[r] : o.x;
+        x.forEach(function (xv, k) {
+          var px = ctx.sx(xv), py = ctx.sy(row[k]);
+          if (isFinite(px) && isFinite(py)) { marker(ctx.plot, s.marker, px, py, 3, colors ? colors[r] : c, s.filled, s.alpha); }
+        });
       });
       var label = fill(s.label, ctx.out, ctx.params);
       if (label) { ctx.legend.push({label: label, color: c, kind: s.filled ? "point" : "ring"}); }

@@ -1,0 +1,306 @@
+"""Figures and tables of the chapter "The draft length per concurrency": the
+priced policy's gamma* against the simulator's best fixed draft length, the
+throughput of every fixed draft length and of the policy (ours as lines, the
+simulator's as points), throughput against latency, and the comparison
+tables with the simulated grid."""
+from __future__ import annotations
+
+import matplotlib as mpl
+import numpy as np
+
+from ...evidence import sequel as _sequel
+from ...formulas import numpy_functions as nf
+from ..arrays import numpy_ops
+from ..._checks import checked_choice
+from ..definition import Axis, Choice, Figure, Key, Line, Panel, Points, Text, Toggle
+from ..style import COLORS
+from ..tables import NumberTable, RendersAsTable
+from . import common
+from . import simulated_serving as serving
+from .draft_length import integer_batches  # noqa: F401 - the chapters share it
+
+MS = 1e3
+ROOFLINE = Choice("roofline", "pricing rule", tuple((f"{r}: {serving.ROOFLINE_LABELS[r]}", r)
+                                                    for r in serving.ROOFLINES), "aggregate")
+ACCEPTANCE = Choice("acceptance", "acceptance", serving.ACCEPTANCES, "measured")
+MARKERS = {"mtp": "o", "dflash": "s"}
+_VIRIDIS = mpl.colormaps["viridis"]
+
+
+def gamma_colors(gammas, gamma_max):
+    """A colour per fixed draft length: plain decoding in the total's colour, then viridis from 1 to ``gamma_max``."""
+    return [COLORS["total"] if g == 0 else mpl.colors.to_hex(_VIRIDIS((g - 1) / max(gamma_max - 1, 1)))
+            for g in gammas]
+
+
+def concurrency_axis(label="concurrency (sequences decoding together)"):
+    return Axis(label, "log2", ticks=tuple(float(c) for c in serving.grid().concurrency))
+
+
+def _batches(p):
+    C = serving.grid().concurrency
+    return C, integer_batches(C[0], C[-1], p.points)
+
+
+def _gamma(p, xp):
+    C, B = _batches(p)
+    out = {"B": B, "C": np.asarray(C, dtype=float), "rule": serving.ROOFLINE_LABELS[p.roofline],
+           "model": serving.target_model().name, "hardware": _sequel.HARDWARE,
+           "y_top": max(rows.gamma_max for rows in serving.grid().drafters.values()) + 4}
+    for key in serving.DRAFTER_KEYS:
+        out[f"gamma_{key}"], _ = serving.policy(key, B, roofline=p.roofline, acceptance=p.acceptance)
+        out[f"best_{key}"] = serving.grid().drafters[key].best_gamma
+    return out
+
+
+concurrency_gamma = Figure(
+    name="concurrency_gamma",
+    title="Draft length per concurrency: {model} on {hardware}\n{rule}, {acceptance} acceptance",
+    compute=_gamma, controls=(ROOFLINE, ACCEPTANCE), params={"points": 200},
+    panels=(Panel(concurrency_axis(), Axis("draft length \u03b3*", lo=0, hi="y_top"),
+                  tuple(s for key in serving.DRAFTER_KEYS for s in (
+                      Line("B", f"gamma_{key}", label=f"{serving.DRAFTER_LABELS[key]}: priced policy (ours)",
+                           color=key, step=True, gid=f"gamma_{key}"),
+                      Points("C", f"best_{key}", label=f"{serving.DRAFTER_LABELS[key]}: the simulator's best fixed "
+                             "\u03b3", color=key, marker=MARKERS[key], filled=False, size=6, gid=f"simulated_{key}"))),
+                  legend="upper left"),),
+    doc="gamma* of the priced policy against concurrency for both drafters (lines), with the simulator's best fixed "
+        "gamma (markers).")
+
+_KEYS = (Key("no speculation", color=COLORS["total"]), Key("fixed \u03b3 (darker: shorter)", color="#21918c"),
+         Key("priced policy", color=COLORS["policy"], dash="dashed"),
+         Key("simulator, fixed \u03b3", color=COLORS["ridge"], marker="o"),
+         Key("simulator's policy", color=COLORS["policy"], marker="x"))
+
+
+def _per_drafter(p, xp, tpot=False):
+    C, B = _batches(p)
+    acceptance = getattr(p, "acceptance", "measured")
+    out = {"B": B, "C": np.asarray(C, dtype=float), "rule": serving.ROOFLINE_LABELS[p.roofline]}
+    tops = []
+    for key in serving.DRAFTER_KEYS:
+        rows = serving.grid().drafters[key]
+        ours = serving.fixed_throughput(key, B, rows.gammas, roofline=p.roofline, acceptance=acceptance)
+        _, pol = serving.policy(key, B, roofline=p.roofline, acceptance=acceptance)
+        out[f"{key}_colors"] = gamma_colors(rows.gammas, rows.gamma_max)
+        if tpot:
+            out.update({f"{key}_x": serving.tpot_ms(B, ours), f"{key}_y": ours, f"{key}_policy_x": serving.tpot_ms(B, pol),
+                        f"{key}_policy_y": pol, f"{key}_sim_x": serving.tpot_ms(C, rows.goodput),
+                        f"{key}_sim_y": rows.goodput, f"{key}_adaptive_x": serving.tpot_ms(C, rows.adaptive_goodput),
+                        f"{key}_adaptive_y": rows.adaptive_goodput})
+            continue
+        base, sim_base = (ours[0], rows.goodput[0]) if p.relative else (1.0, 1.0)
+        out.update({f"{key}_x": B, f"{key}_y": ours / base, f"{key}_policy_x": B, f"{key}_policy_y": pol / base,
+                    f"{key}_sim_x": np.asarray(C, dtype=float), f"{key}_sim_y": rows.goodput / sim_base,
+                    f"{key}_adaptive_x": np.asarray(C, dtype=float),
+                    f"{key}_adaptive_y": rows.adaptive_goodput / sim_base})
+        tops += [float((ours / base).max()), float((rows.goodput / sim_base).max())]
+    return out, tops
+
+
+def _drafter_series(key):
+    return (Line(f"{key}_x", f"{key}_y", colors=f"{key}_colors", width=1.0, gid=f"{key}_fixed"),
+            Points(f"{key}_sim_x", f"{key}_sim_y", colors=f"{key}_colors", size=3.5, gid=f"{key}_simulated"),
+            Line(f"{key}_policy_x", f"{key}_policy_y", color="policy", dash="dashed", width=2.2, gid=f"{key}_policy"),
+            Points(f"{key}_adaptive_x", f"{key}_adaptive_y", color="policy", marker="x", size=7,
+                   gid=f"{key}_adaptive"))
+
+
+def _throughput(p, xp):
+    out, tops = _per_drafter(p, xp)
+    out["what"] = "Speedup over plain decoding" if p.relative else "Throughput"
+    out["y_label"] = "throughput over plain decoding (\u00d7)" if p.relative else "committed output tokens per second"
+    out["y_scale"] = "linear" if p.relative else "log"
+    out["y_lo"] = 0.0 if p.relative else 1e3
+    out["y_hi"] = (float(common.nice_ceiling(numpy_ops, 1.05 * max(tops))) if p.relative
+                   else 10.0 ** np.ceil(np.log10(max(tops))))
+    out["x_lo"], out["x_hi"] = out["C"][0] / 1.25, out["C"][-1] * 1.25
+    return out
+
+
+concurrency_throughput = Figure(
+    name="concurrency_throughput",
+    title="{what} against concurrency on B200 ({rule})",
+    compute=_throughput, controls=(ROOFLINE, Toggle("relative", "over plain decoding", True)), params={"points": 120},
+    panels=tuple(Panel(Axis("concurrency", "log2", "x_lo", "x_hi", ticks=tuple(float(c) for c in serving.grid().concurrency)),
+                       Axis("{y_label}" if key == "mtp" else "", "y_scale", "y_lo", "y_hi"), _drafter_series(key),
+                       title=serving.DRAFTER_LABELS[key], legend="") for key in serving.DRAFTER_KEYS),
+    size=(8.6, 4.6), keys=_KEYS,
+    doc="Committed tokens per second against concurrency: plain decoding, each fixed gamma and the priced policy "
+        "(ours: lines; the simulator: points), optionally as a speedup over plain decoding.")
+
+
+def _nice_log_bounds(values):
+    """The tightest 1-2-5 bounds around the finite positive ``values``."""
+    v = np.concatenate([np.ravel(np.asarray(x, dtype=float)) for x in values])
+    v = v[np.isfinite(v) & (v > 0)]
+    lo, hi = float(v.min()), float(v.max())
+    steps = np.array([1.0, 2.0, 5.0, 10.0])
+    e_lo, e_hi = np.floor(np.log10(lo)), np.floor(np.log10(hi))
+    return (float(steps[steps * 10 ** e_lo <= lo * (1 + 1e-12)].max() * 10 ** e_lo),
+            float(steps[steps * 10 ** e_hi >= hi * (1 - 1e-12)].min() * 10 ** e_hi))
+
+
+def _tpot(p, xp):
+    out, _ = _per_drafter(p, xp, tpot=True)
+    C = out["C"]
+    x_lim = _nice_log_bounds([out[f"{k}_{w}x"] for k in serving.DRAFTER_KEYS for w in ("", "sim_")])
+    y_lim = (1e3, _nice_log_bounds([out[f"{k}_{w}y"] for k in serving.DRAFTER_KEYS for w in ("", "sim_")])[1])
+    tau = np.geomspace(x_lim[0], x_lim[1], 50)
+    out["tau"] = tau
+    out["contours"] = nf.closed_loop_throughput(C[:, None], tau[None, :] / MS)
+    out["contour_colors"] = [COLORS["ridge"]] * len(C)
+    out.update(x_lo=x_lim[0], x_hi=x_lim[1], y_lo=y_lim[0], y_hi=y_lim[1])
+    # each contour labelled where it enters the axes: the left edge, or the top
+    x_in = np.full(C.shape, x_lim[0] * 1.12)
+    y_in = nf.closed_loop_throughput(C, x_in / MS)
+    top = y_in > y_lim[1] / 1.25
+    y_in = np.where(top, y_lim[1] / 1.25, y_in)
+    x_in = np.where(top, serving.tpot_ms(C, y_in), x_in)
+    for i, c in enumerate(C):
+        shown = x_in[i] < x_lim[1] and y_in[i] > y_lim[0]
+        out[f"c{i}_x"], out[f"c{i}_y"], out[f"c{i}"] = (x_in[i] if shown else np.nan), y_in[i], c
+    return out
+
+
+def _tpot_panel(key, first):
+    notes = tuple(Text(f"c{i}_x", f"c{i}_y", f"{{c{i}:,.0f}}", color=COLORS["ridge"], size=7)
+                  for i in range(len(serving.grid().concurrency)))
+    return Panel(Axis("time per output token (ms)", "log", "x_lo", "x_hi"),
+                 Axis("committed output tokens per second" if first else "", "log", "y_lo", "y_hi", ticks="batch"),
+                 (Line("tau", "contours", colors="contour_colors", dash="dotted", width=0.8), *notes,
+                  *_drafter_series(key)), title=serving.DRAFTER_LABELS[key], legend="")
+
+
+throughput_tpot = Figure(
+    name="throughput_tpot",
+    title="Throughput against latency, dotted: constant concurrency ({rule}, {acceptance} acceptance)",
+    compute=_tpot, controls=(ROOFLINE, ACCEPTANCE), params={"points": 120},
+    panels=tuple(_tpot_panel(key, i == 0) for i, key in enumerate(serving.DRAFTER_KEYS)), size=(8.6, 4.6),
+    keys=_KEYS,
+    doc="Throughput against time per output token, each curve traced by concurrency, with lines of constant "
+        "concurrency (Little's law).")
+
+
+# --- tables: the closed form against the simulated grid -----------------------------------
+
+
+def _drafter_label(key) -> str:
+    return {"mtp": "MTP", "dflash": "DFlash"}.get(key, key)
+
+
+class SequelComparisonTable(RendersAsTable):
+    """One drafter's simulated grid against the closed form, a row per
+    concurrency: the best fixed gamma each finds and the priced policy's
+    gamma*, the simulated throughput there and our error, the worst error
+    over every gamma, and the policy's shortfall against the best fixed
+    gamma next to the simulator's own policy's."""
+
+    _HEAD = ("C", "best \u03b3: simulator / ours / policy", "simulated tok/s", "error", "largest |error|",
+             "shortfall: ours", "shortfall: simulator's")
+
+    def __init__(self, key: str, comparison: _sequel.DrafterComparison, concurrency):
+        self.key, self.comparison, self.concurrency = key, comparison, np.asarray(concurrency)
+
+    def summary(self) -> dict:
+        """The numbers of the caption: median and max |error| over the
+        whole grid, how many concurrencies agree on the best gamma, and the
+        largest shortfall of our policy and of the simulator's."""
+        c = self.comparison
+        return {"median_error": c.median_error, "max_error": c.max_error,
+                "best_gamma_agrees": int(np.count_nonzero(c.best_gamma_agrees)),
+                "concurrencies": int(c.best_gamma_agrees.size),
+                "policy_shortfall": float(np.max(c.policy_shortfall)),
+                "simulated_policy_shortfall": float(np.max(c.simulated_policy_shortfall))}
+
+    def _caption(self) -> str:
+        s = self.summary()
+        return (f"{_drafter_label(self.key)}, ours against the simulator's throughput (committed output tokens per "
+                f"second) at the simulator's best fixed \u03b3 at each concurrency C. Over all "
+                f"{_cells_in(self.comparison)} cells of the grid |error| has median {s['median_error']:.2%} and max "
+                f"{s['max_error']:.2%}; the best fixed \u03b3 agrees at {s['best_gamma_agrees']} of "
+                f"{s['concurrencies']} concurrencies. Shortfall: 1 - simulated throughput at a policy's \u03b3 / at "
+                f"the best fixed \u03b3 (largest: ours {s['policy_shortfall']:.2%}, the simulator's own "
+                f"{s['simulated_policy_shortfall']:.2%}).")
+
+    def _rows(self):
+        c, grid = self.comparison, self.comparison.grid
+        cols = np.arange(grid.goodput.shape[1])
+        best_rows = np.argmax(grid.goodput, axis=0)
+        ours_at_best = c.predicted[best_rows, cols]
+        worst = np.max(np.abs(c.relative_error), axis=0)
+        for j, conc in enumerate(self.concurrency):
+            yield (f"{conc:,.0f}", f"{grid.best_gamma[j]} / {c.predicted_best_gamma[j]} / {c.policy_gamma[j]}",
+                   f"{grid.best_goodput[j]:,.0f}", f"{ours_at_best[j] / grid.best_goodput[j] - 1:+.2%}",
+                   f"{worst[j]:.2%}", f"{c.policy_shortfall[j]:+.2%}", f"{c.simulated_policy_shortfall[j]:+.2%}")
+
+    def as_table(self) -> NumberTable:
+        # kept on one line per cell: "15 / 15 / 15" must not wrap
+        return NumberTable(self._HEAD, tuple(self._rows()), caption=self._caption(),
+                           css_class="speclib-number-table speclib-nowrap")
+
+
+def _cells_in(comparison) -> int:
+    """Cells of one drafter's grid: every gamma (plain decoding included) at every concurrency."""
+    return int(comparison.predicted.size)
+
+
+def sequel_comparison(drafter="dflash", comparison=None) -> SequelComparisonTable:
+    """:class:`SequelComparisonTable` of ``drafter`` ("mtp" or "dflash"),
+    from ``comparison`` (default :func:`speclib.evidence.sequel.compare` with
+    the book's choices)."""
+    key = checked_choice("drafter", drafter, tuple(_sequel.DRAFTERS))
+    comparisons = _sequel.compare() if comparison is None else comparison
+    return SequelComparisonTable(key, comparisons[key], _sequel.load_grid().concurrency)
+
+
+#: The modelling choices :func:`speclib.evidence.sequel.compare` makes to
+#: price a step as the simulator does, each as the keyword that undoes it and
+#: what undoing it means.
+MODELLING_CHOICES = (
+    ({}, "all of the book's choices (the simulator's aggregate roofline, its weights, its FLOPs)"),
+    ({"roofline": "per-component"}, "each component its own roofline, the times added, as the paper does"),
+    ({"output_gate": True}, "the attention output gate of the published config counted"),
+    ({"linear_attention_flops": True}, "linear attention's FLOPs charged"),
+    ({"expert_count": "slots"}, "experts counted as the simulator counts them, k independent picks per token"),
+)
+
+
+class ModellingChoicesTable(RendersAsTable):
+    """What each modelling choice is worth: the comparison with the
+    simulator redone with one choice undone at a time, a row per variant
+    and drafter."""
+
+    _HEAD = ("variant", "drafter", "median |error|", "max |error|", "best \u03b3 agrees", "worst shortfall")
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def _rows(self):
+        for description, keywords, comparisons in self.rows:
+            keyword = ", ".join(f"{k}={v!r}" for k, v in keywords.items())
+            for i, key in enumerate(_sequel.DRAFTERS):
+                c = comparisons[key]
+                label = (f"{description} ({keyword})" if keyword else description) if i == 0 else ""
+                yield (label, _drafter_label(key), f"{c.median_error:.2%}", f"{c.max_error:.2%}",
+                       f"{int(np.count_nonzero(c.best_gamma_agrees))} of {c.best_gamma_agrees.size}",
+                       f"{float(np.max(c.policy_shortfall)):.2%}")
+
+    def _caption(self):
+        return ("The closed form against the simulated grid with one modelling choice undone at a time "
+                "(the keyword of speclib.evidence.sequel.compare in brackets). Worst shortfall: the most simulated "
+                "throughput our policy's \u03b3* loses against the best fixed \u03b3 at any concurrency.")
+
+    def as_table(self) -> NumberTable:
+        return NumberTable(self._HEAD, tuple(self._rows()), caption=self._caption(), align="ll")
+
+
+def modelling_choices(choices=MODELLING_CHOICES) -> ModellingChoicesTable:
+    """:class:`ModellingChoicesTable` over ``choices``: pairs of
+    (keywords of :func:`speclib.evidence.sequel.compare`, description)."""
+    rows = []
+    for keywords, description in choices:
+        if not isinstance(keywords, dict):
+            raise ValueError(f"choices must be pairs of (keywords dict, description); got {keywords!r}")
+        rows.append((str(description), dict(keywords), _sequel.compare(**keywords)))
+    return ModellingChoicesTable(rows)

@@ -1,0 +1,81 @@
+"""Figures of the chapter "The pricing rule": how much more a step costs
+priced per component than as one roofline, and what each rule does to
+gamma* and to the simulated throughput."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core import step as _step
+from ...presets import resolve
+from ..arrays import numpy_ops
+from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Points
+from . import common
+from . import simulated_serving as serving
+from .draft_length import integer_batches
+from .draft_length_per_concurrency import ACCEPTANCE, concurrency_axis
+
+_STYLES = {"aggregate": "solid", "per-component": "dashed"}
+
+
+def _ratio(p, xp):
+    model, hw = resolve(p.model, p.hardware)
+    B = xp.geomspace(serving.DRAFTER_BATCHES[0], serving.DRAFTER_BATCHES[1], p.points)
+    T = xp.asarray(np.asarray(p.widths, dtype=float))[:, None]
+    per, agg = (_step.step_model(model, hw, roofline=rule).time(B[None, :], T, p.S, xp.F)
+                for rule in ("per-component", "aggregate"))
+    ratio = per / agg
+    return {"B": B, "ratio": ratio, "labels": [f"T = {t:g}" for t in p.widths], "model": model.name,
+            "hardware": hw.name, "y_hi": xp.maximum(1.2, common.nice_ceiling(xp, 1.04 * xp.max(ratio)))}
+
+
+pricing_ratio = Figure(
+    name="pricing_ratio",
+    title="Two ways to price a step: {model} on {hardware}\nS = {S:,.0f}",
+    compute=_ratio,
+    controls=(common.model_choice(serving.HYBRID_MODEL), common.seq_slider(4096, "context S"),
+              common.hardware_choice()),
+    params={"widths": serving.PRICING_WIDTHS, "points": 200},
+    panels=(Panel(common.batch_axis(*serving.DRAFTER_BATCHES), Axis("per-component time / aggregate time", lo=0.95,
+                                                                   hi="y_hi"),
+                  (HLine(1.0, text="the rules agree", gid="equal"),
+                   Line("B", "ratio", labels="labels", gid="ratio")), legend="upper left"),),
+    doc="How much more a step costs priced per component than priced as one roofline, against batch, for a few "
+        "verify widths.",
+)
+
+
+def _gamma(p, xp):
+    C = np.asarray(serving.grid().concurrency, dtype=float)
+    B = integer_batches(C[0], C[-1], p.points)
+    rows = serving.grid().drafters[p.drafter]
+    shortfall = serving.rule_shortfall(p.drafter, acceptance=p.acceptance)
+    out = {"B": B, "C": C, "best": rows.best_gamma, "label": serving.DRAFTER_LABELS[p.drafter],
+           "y_top": rows.gamma_max + 1,
+           "loss_top": max(5.0, float(common.nice_ceiling(numpy_ops, 110 * max(float(shortfall[r][1].max())
+                                                                                 for r in serving.ROOFLINES))))}
+    for rule in serving.ROOFLINES:
+        out[f"gamma_{rule}"], _ = serving.policy(p.drafter, B, roofline=rule, acceptance=p.acceptance)
+        out[f"loss_{rule}"] = 100 * shortfall[rule][1]
+    return out
+
+
+pricing_gamma = Figure(
+    name="pricing_gamma",
+    title="What the pricing rule does to {label}'s \u03b3* ({acceptance} acceptance)",
+    compute=_gamma,
+    controls=(Choice("drafter", "drafter", tuple((serving.DRAFTER_LABELS[k], k) for k in serving.DRAFTER_KEYS),
+                     "dflash"), ACCEPTANCE),
+    params={"points": 200},
+    panels=(Panel(concurrency_axis("concurrency"), Axis("draft length \u03b3*", lo=0, hi="y_top"),
+                  (*(Line("B", f"gamma_{rule}", label=f"{rule} rule", color=rule, dash=_STYLES[rule], step=True,
+                          gid=f"gamma_{rule}") for rule in serving.ROOFLINES),
+                   Points("C", "best", label="the simulator's best fixed \u03b3", color="total", filled=False, size=6,
+                          gid="simulated_best")), legend="center left"),
+            Panel(concurrency_axis("concurrency"), Axis("simulated throughput lost (% of the best fixed \u03b3)",
+                                                        lo=-0.5, hi="loss_top"),
+                  tuple(Line("C", f"loss_{rule}", color=rule, dash=_STYLES[rule], marker="o", gid=f"loss_{rule}")
+                        for rule in serving.ROOFLINES), legend="")),
+    size=(8.6, 4.0),
+    doc="gamma* under each pricing rule against concurrency (left), and what the rule's choice costs in the "
+        "simulator (right).",
+)
