@@ -11,10 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sympy.codegen.cfunctions import expm1
 
+from speclib.formulas import acceptance as acc_forms
 import speclib
-from speclib import acceptance as acc
+from speclib.core import acceptance as acc
 
-alpha, gamma = acc.alpha, acc.gamma
+alpha, gamma = acc_forms.alpha, acc_forms.gamma
 
 
 # --- symbolic -----------------------------------------------------------------
@@ -23,9 +24,9 @@ alpha, gamma = acc.alpha, acc.gamma
 @pytest.mark.parametrize("n", range(0, 9))
 def test_closed_form_is_the_finite_geometric_sum(n):
     explicit = sum(alpha**i for i in range(n + 1))
-    assert sp.cancel(acc.expected_committed_closed_form.subs(gamma, n) - explicit) == 0
+    assert sp.cancel(acc_forms.expected_committed_closed_form.subs(gamma, n) - explicit) == 0
     # sympy's own summation: each branch of its Piecewise against the sum
-    summed = acc.expected_committed_expr.subs(gamma, n)
+    summed = acc_forms.expected_committed_expr.subs(gamma, n)
     branches = summed.args if isinstance(summed, sp.Piecewise) else ((summed, sp.true),)
     for value, condition in branches:
         at = {alpha: 1} if condition == sp.Eq(alpha, 1) else {}
@@ -33,20 +34,20 @@ def test_closed_form_is_the_finite_geometric_sum(n):
 
 
 def test_closed_form_tends_to_gamma_plus_one_as_alpha_tends_to_one():
-    assert sp.limit(acc.expected_committed_closed_form, alpha, 1) == gamma + 1
-    assert sp.limit(acc.expected_committed_closed_form, alpha, 1, "-") == gamma + 1
+    assert sp.limit(acc_forms.expected_committed_closed_form, alpha, 1) == gamma + 1
+    assert sp.limit(acc_forms.expected_committed_closed_form, alpha, 1, "-") == gamma + 1
 
 
 def test_summation_keeps_the_alpha_one_branch_exact():
-    assert acc.expected_committed_expr.subs(alpha, 1) == gamma + 1
+    assert acc_forms.expected_committed_expr.subs(alpha, 1) == gamma + 1
 
 
 def test_stable_form_equals_the_closed_form():
     # On alpha > 0 (alpha = 0 is the closed form's limit, checked numerically
     # below), expm1(x) = exp(x) - 1 and exp(n log a) = a**n.
     a = sp.Symbol("a", positive=True)
-    stable = acc.expected_committed_stable_expr.subs(alpha, a).replace(expm1, lambda x: sp.exp(x) - 1)
-    closed = acc.expected_committed_closed_form.subs(alpha, a)
+    stable = acc_forms.expected_committed_stable_expr.subs(alpha, a).replace(expm1, lambda x: sp.exp(x) - 1)
+    closed = acc_forms.expected_committed_closed_form.subs(alpha, a)
     assert sp.simplify(sp.powsimp(sp.expand_log(stable - closed, force=True), force=True)) == 0
     for n in range(5):
         assert sp.simplify(stable.subs(gamma, n) - closed.subs(gamma, n)) == 0
@@ -116,5 +117,5 @@ def test_broadcasts_over_alpha_and_gamma():
     g=st.integers(min_value=0, max_value=200),
 )
 def test_numpy_equals_sympy_evalf(a, g):
-    expected = float(acc.expected_committed_expr.subs({alpha: sp.Rational(a), gamma: g}).evalf(30))
+    expected = float(acc_forms.expected_committed_expr.subs({alpha: sp.Rational(a), gamma: g}).evalf(30))
     assert speclib.expected_committed(a, g) == pytest.approx(expected, rel=1e-12)

@@ -11,8 +11,9 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from speclib.formulas import attention as at_forms
 import speclib
-from speclib import attention as at
+from speclib.core import attention as at
 from speclib import presets
 
 V4 = presets.DEEPSEEK_V4_FLASH
@@ -26,33 +27,33 @@ M_C, M_Q, F = 576, 73_728, 139_264
 
 
 def test_long_context_limit_is_f_T_over_m_c():
-    assert sp.simplify(sp.limit(at.intensity_expr, at.S, sp.oo) - at.f * at.T / at.m_c) == 0
+    assert sp.simplify(sp.limit(at_forms.intensity_expr, at_forms.S, sp.oo) - at_forms.f * at_forms.T / at_forms.m_c) == 0
 
 
 def test_query_to_context_bytes_ratio():
-    ratio = at.mla_query_bytes_expr / at.mla_context_bytes_expr
-    assert sp.simplify(ratio - at.n_h * at.b_q / at.b_kv) == 0
+    ratio = at_forms.mla_query_bytes_expr / at_forms.mla_context_bytes_expr
+    assert sp.simplify(ratio - at_forms.n_h * at_forms.b_q / at_forms.b_kv) == 0
 
 
 def test_compute_bound_width_is_m_c_R_over_f():
-    assert sp.simplify(at.compute_bound_width_expr - at.m_c * at.R / at.f) == 0
+    assert sp.simplify(at_forms.compute_bound_width_expr - at_forms.m_c * at_forms.R / at_forms.f) == 0
     # and it is where the long-context intensity meets the ridge
-    long_context = (at.f * at.T / at.m_c).subs(at.T, at.compute_bound_width_expr)
-    assert sp.simplify(long_context - at.R) == 0
+    long_context = (at_forms.f * at_forms.T / at_forms.m_c).subs(at_forms.T, at_forms.compute_bound_width_expr)
+    assert sp.simplify(long_context - at_forms.R) == 0
 
 
 def test_mha_form_crossover_equalises_the_two_forms_flops():
-    at_crossover = (at.mqa_form_flops_expr - at.mha_form_flops_expr).subs(at.T, at.mha_form_crossover_expr)
+    at_crossover = (at_forms.mqa_form_flops_expr - at_forms.mha_form_flops_expr).subs(at_forms.T, at_forms.mha_form_crossover_expr)
     assert sp.simplify(at_crossover) == 0
 
 
 def test_past_the_mha_crossover_the_up_projected_form_is_cheaper():
-    widths = {at.d_c: 512, at.d_r: 64, at.d_n: 128, at.d_v: 128, at.n_h: 64, at.S: 4096}
-    crossover = float(at.mha_form_crossover_expr.subs(widths))
+    widths = {at_forms.d_c: 512, at_forms.d_r: 64, at_forms.d_n: 128, at_forms.d_v: 128, at_forms.n_h: 64, at_forms.S: 4096}
+    crossover = float(at_forms.mha_form_crossover_expr.subs(widths))
     for T_value, mha_cheaper in ((crossover * 0.9, False), (crossover * 1.1, True)):
-        values = {**widths, at.T: T_value}
-        mqa = float(at.mqa_form_flops_expr.subs(values))
-        mha = float(at.mha_form_flops_expr.subs(values))
+        values = {**widths, at_forms.T: T_value}
+        mqa = float(at_forms.mqa_form_flops_expr.subs(values))
+        mha = float(at_forms.mha_form_flops_expr.subs(values))
         assert (mha < mqa) is mha_cheaper
 
 
@@ -176,8 +177,8 @@ VARIANT_CONTEXT = {  # effective context per variant, from MODEL.md's descriptio
 )
 def test_intensity_equals_sympy_evalf(T, S, variant):
     S_eff = VARIANT_CONTEXT[variant](sp.Float(S, 30))
-    values = {at.T: sp.Float(T, 30), at.S: S_eff, at.m_c: M_C, at.m_q: M_Q, at.f: F}
-    expected = float(at.intensity_expr.subs(values).evalf(30))
+    values = {at_forms.T: sp.Float(T, 30), at_forms.S: S_eff, at_forms.m_c: M_C, at_forms.m_q: M_Q, at_forms.f: F}
+    expected = float(at_forms.intensity_expr.subs(values).evalf(30))
     assert speclib.attention_intensity(T, S, variant=variant) == pytest.approx(expected, rel=1e-12)
 
 
@@ -189,15 +190,15 @@ def test_intensity_equals_sympy_evalf(T, S, variant):
 def test_indexer_intensity_equals_sympy_evalf(T, S):
     # 64 heads, one 128-wide fp8 key per 4x-compressed position, bf16 queries,
     # score only (MODEL.md).
-    constants = {at.n_h: 64, at.d_h: 128, at.b_kv: 1, at.b_q: 2}
+    constants = {at_forms.n_h: 64, at_forms.d_h: 128, at_forms.b_kv: 1, at_forms.b_q: 2}
     values = {
-        at.T: sp.Float(T, 30),
-        at.S: sp.Float(S, 30) / 4,
-        at.m_c: at.indexer_context_bytes_expr.subs(constants),
-        at.m_q: at.indexer_query_bytes_expr.subs(constants),
-        at.f: at.indexer_flops_per_pair_expr.subs(constants),
+        at_forms.T: sp.Float(T, 30),
+        at_forms.S: sp.Float(S, 30) / 4,
+        at_forms.m_c: at_forms.indexer_context_bytes_expr.subs(constants),
+        at_forms.m_q: at_forms.indexer_query_bytes_expr.subs(constants),
+        at_forms.f: at_forms.indexer_flops_per_pair_expr.subs(constants),
     }
-    expected = float(at.intensity_expr.subs(values).evalf(30))
+    expected = float(at_forms.intensity_expr.subs(values).evalf(30))
     assert speclib.attention_intensity(T, S, variant="indexer") == pytest.approx(expected, rel=1e-12)
 
 
@@ -219,10 +220,10 @@ def test_csa_main_attention_reads_all_compressed_positions_below_top_k():
 
 
 def test_variant_contexts_are_the_sympy_substitutions():
-    S, c, K = at.S, at.c_hca, at.K_csa
-    assert at.hca_context_expr == S / c
-    assert at.csa_context_expr.subs({at.c_csa: 4, K: 512, S: 4096}) == 512
-    assert at.csa_context_expr.subs({at.c_csa: 4, K: 512, S: 1024}) == 256
+    S, c, K = at_forms.S, at_forms.c_hca, at_forms.K_csa
+    assert at_forms.hca_context_expr == S / c
+    assert at_forms.csa_context_expr.subs({at_forms.c_csa: 4, K: 512, S: 4096}) == 512
+    assert at_forms.csa_context_expr.subs({at_forms.c_csa: 4, K: 512, S: 1024}) == 256
 
 
 def test_linear_intensity_of_the_hybrid_is_its_state_read_once():
@@ -231,8 +232,8 @@ def test_linear_intensity_of_the_hybrid_is_its_state_read_once():
     the convolution's 8,192 x 4 x 2 B per layer)."""
     T = np.array([1.0, 2.0, 16.0])
     expected = 8 * 32 * 128 * 128 * T / (32 * 128 * 128 * 2 + 8192 * 4 * 2)
-    np.testing.assert_allclose(speclib.attention.linear_intensity(T), expected, rtol=1e-14)
+    np.testing.assert_allclose(speclib.core.attention.linear_intensity(T), expected, rtol=1e-14)
     with pytest.raises(ValueError, match=r"^model must be a hybrid"):
-        speclib.attention.linear_intensity(1.0, "Llama-3-70B")
+        speclib.core.attention.linear_intensity(1.0, "Llama-3-70B")
     with pytest.raises(ValueError, match=r"^T must be a number in \(0, inf\)"):
-        speclib.attention.linear_intensity(0.0)
+        speclib.core.attention.linear_intensity(0.0)

@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 import speclib
-from speclib import attention, cost, moe, presets
+from speclib import presets
+from speclib.core import attention
+from speclib.core import cost
+from speclib.core import moe
 
 NAN, INF = float("nan"), float("inf")
 

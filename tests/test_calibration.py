@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from speclib import presets, validation
+from speclib import presets
+from speclib.evidence import validation
 from speclib.core import calibrated as cal
 from speclib.core import speculation as spec
 from speclib.core import step as _step
@@ -165,7 +166,7 @@ def test_bad_step_time_input_names_the_parameter(kwargs, message):
 
 
 def test_cost_model_refuses_whole_step_options():
-    from speclib import parallel
+    from speclib.core import parallel
 
     cm = parallel.expert_parallel_cost_model(G=8)
     with pytest.raises(ValueError, match="tp= and routing= price the whole model's step"):
@@ -173,7 +174,7 @@ def test_cost_model_refuses_whole_step_options():
 
 
 def test_a_calibrated_ledger_is_layers_times_the_layer_in_seconds_plus_overheads():
-    from speclib import parallel
+    from speclib.core import parallel
 
     cm = parallel.expert_parallel_cost_model("deepseek-v3", "H200", G=8)
     c = cal.shipped_calibration()

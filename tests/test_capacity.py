@@ -9,7 +9,8 @@ import pytest
 import sympy as sp
 
 import speclib
-from speclib import capacity, presets
+from speclib import presets
+from speclib.core import capacity
 from speclib.formulas import capacity as fcap
 
 GB = 1e9
@@ -35,9 +36,8 @@ def test_capacity_field_is_validated_by_the_reader(tmp_path, monkeypatch):
         catalog.read_table("hardware")
 
 
-def test_capacity_is_importable_as_a_short_name_and_light():
-    assert speclib.capacity is capacity
-    assert speclib.SHORT_NAMES["capacity"] == "speclib.core.capacity"
+def test_the_public_max_batch_is_the_capacity_modules():
+    assert speclib.max_batch is capacity.max_batch
 
 
 # --- weights ------------------------------------------------------------------------------

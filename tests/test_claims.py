@@ -18,7 +18,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from speclib import attention, claims, cost
+from speclib.formulas import attention as attention_forms
+from speclib.formulas import cost as cost_forms
+from speclib.core import attention
+from speclib.evidence import claims
+from speclib.core import cost
 
 CLAIMS = claims.registry()
 BY_ID = {c.id: c for c in CLAIMS}
@@ -69,20 +73,20 @@ LLAMA_HIDDEN, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_HEAD_DIM, LLAMA_FFN = 8192, 64,
 LLAMA_W_ATTN = LLAMA_HIDDEN * (LLAMA_HEADS + 2 * LLAMA_KV_HEADS) * LLAMA_HEAD_DIM + LLAMA_HEADS * LLAMA_HEAD_DIM * LLAMA_HIDDEN
 LLAMA_W_FFN = 3 * LLAMA_HIDDEN * LLAMA_FFN  # gate, up, down
 H100_RIDGE_BF16 = 989.4e12 / 3.35e12
-GQA_SUBS = {attention.n_h: LLAMA_HEADS, attention.n_kv: LLAMA_KV_HEADS, attention.d_h: LLAMA_HEAD_DIM, attention.b_kv: 2, attention.b_q: 2}
-LLAMA_M_C = float(attention.gqa_context_bytes_expr.subs(GQA_SUBS))
-LLAMA_F = float(attention.gqa_flops_per_pair_expr.subs(GQA_SUBS))
+GQA_SUBS = {attention_forms.n_h: LLAMA_HEADS, attention_forms.n_kv: LLAMA_KV_HEADS, attention_forms.d_h: LLAMA_HEAD_DIM, attention_forms.b_kv: 2, attention_forms.b_q: 2}
+LLAMA_M_C = float(attention_forms.gqa_context_bytes_expr.subs(GQA_SUBS))
+LLAMA_F = float(attention_forms.gqa_flops_per_pair_expr.subs(GQA_SUBS))
 
 
 def llama_step_cost(batch, width, context):
     """C_verify for Llama-3-70B on an H100 by sympy evalf of speclib's cost
     expressions (bf16 weights, query bytes left out as in the ledger)."""
     tokens = batch * width
-    gemm = lambda weights: cost.gemm_cost_expr.subs(  # noqa: E731
-        {cost.W: weights, cost.b_w: 2, cost.R: H100_RIDGE_BF16, cost.t: tokens}
+    gemm = lambda weights: cost_forms.gemm_cost_expr.subs(  # noqa: E731
+        {cost_forms.W: weights, cost_forms.b_w: 2, cost_forms.R: H100_RIDGE_BF16, cost_forms.t: tokens}
     )
-    attn = cost.attn_cost_expr.subs(
-        {cost.B: batch, cost.q: width, cost.S: context, cost.m_c: LLAMA_M_C, cost.m_q: 0, cost.f: LLAMA_F, cost.R: H100_RIDGE_BF16}
+    attn = cost_forms.attn_cost_expr.subs(
+        {cost_forms.B: batch, cost_forms.q: width, cost_forms.S: context, cost_forms.m_c: LLAMA_M_C, cost_forms.m_q: 0, cost_forms.f: LLAMA_F, cost_forms.R: H100_RIDGE_BF16}
     )
     return float((gemm(LLAMA_W_ATTN) + gemm(LLAMA_W_FFN) + attn).evalf(30))
 
@@ -136,7 +140,7 @@ def first_width_above_ridge(consts, S_eff, ridge=R_BF16):
 
 def pin_origin_slope_with_shared():
     # finite differences of the (uncapped) MoE intensity near the origin and far out
-    from speclib import moe
+    from speclib.core import moe
 
     h = 1e-6
     near = (moe.ffn_intensity(2e-4 + h, capped=False) - moe.ffn_intensity(2e-4 - h, capped=False)) / (2 * h)
@@ -158,9 +162,9 @@ def pin_hca_speedup_band():
     # At S = 10,000, well outside 25k-45k, a draft of one already pays for HCA
     # attention on its own (alpha = 0.75, no drafter cost, query bytes counted).
     s = 10_000 / HCA_RATIO
-    subs = {cost.B: 1, cost.S: s, cost.m_c: MLA["m_c"], cost.m_q: MLA["m_q"], cost.f: MLA["f"], cost.R: R_BF16}
-    c1 = float(cost.attn_cost_expr.subs({**subs, cost.q: 1}))
-    c2 = float(cost.attn_cost_expr.subs({**subs, cost.q: 2}))
+    subs = {cost_forms.B: 1, cost_forms.S: s, cost_forms.m_c: MLA["m_c"], cost_forms.m_q: MLA["m_q"], cost_forms.f: MLA["f"], cost_forms.R: R_BF16}
+    c1 = float(cost_forms.attn_cost_expr.subs({**subs, cost_forms.q: 1}))
+    c2 = float(cost_forms.attn_cost_expr.subs({**subs, cost_forms.q: 2}))
     assert committed_by_prefix(0.75, 1) * c1 / c2 > 1
     return 0.0, 0
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import speclib
-from speclib import cli, presets
+from speclib import presets
+from speclib.tools import cli
 
 REPO = Path(__file__).resolve().parents[1]
 POINT = ["--batch", "64", "--seq", "4096", "--alpha", "0.75", "--draft-cost", "0.1"]
@@ -248,9 +249,9 @@ def test_gamma_with_a_drafter_is_the_priced_policy(capsys, drafter):
     assert (record["gamma_star"], record["speedup"]) == speclib.optimal_gamma(None, 64, 512, **point)
     g = record["gamma_star"]
     assert record["throughput"]["speculative"] == pytest.approx(
-        float(speclib.speculation.throughput(64, g, 512, **point)), rel=1e-12)
+        float(speclib.core.speculation.throughput(64, g, 512, **point)), rel=1e-12)
     assert record["throughput"]["plain"] == pytest.approx(
-        float(speclib.speculation.throughput(64, 0, 512, **point)), rel=1e-12)
+        float(speclib.core.speculation.throughput(64, 0, 512, **point)), rel=1e-12)
     assert record["throughput"]["speculative"] / record["throughput"]["plain"] == pytest.approx(record["speedup"])
     parts = record["step_seconds"]
     assert parts["verify"] == pytest.approx(speclib.core.step.step_time(64, g + 1, 512, "Qwen3.6-35B-A3B",
@@ -344,7 +345,7 @@ def test_gamma_at_a_batch_that_cannot_fit_says_so_in_one_line_and_still_answers(
 def test_gamma_json_reports_the_memory_check(capsys):
     _, out, _ = run(capsys, "gamma", "--batch", "64", "--seq", "4096", "--alpha", "0.75", "--json")
     memory = json.loads(out)["memory"]
-    assert memory["fits"] and memory["max_batch"] == speclib.capacity.max_batch(None, None, 4096)
+    assert memory["fits"] and memory["max_batch"] == speclib.core.capacity.max_batch(None, None, 4096)
 
 
 def test_gamma_calibrated_step_time_matches_the_library(capsys):
@@ -363,7 +364,7 @@ def test_sweep_fits_column_and_calibrated_step_time(capsys):
     assert list(table)[-4:] == ["step_time", "tp", "fits", "max_batch"]
     assert list(table)[:8] == list(cli.SWEEP_COLUMNS)
     B, S = np.array(table["batch"], dtype=float), np.array(table["seq"], dtype=float)
-    limit = speclib.capacity.max_batch(None, None, S, 2)
+    limit = speclib.core.capacity.max_batch(None, None, S, 2)
     assert table["max_batch"] == [str(x) for x in limit]
     assert table["fits"] == [str(b <= m).lower() for b, m in zip(B, limit)]
     g, _ = speclib.optimal_gamma(0.75, B, S, 0.1, step_time="calibrated", tp=2)

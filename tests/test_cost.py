@@ -14,8 +14,10 @@ import sympy as sp
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from speclib.formulas import cost as cost_forms
 import speclib
-from speclib import cost, presets
+from speclib import presets
+from speclib.core import cost
 
 V4 = presets.DEEPSEEK_V4_FLASH
 
@@ -26,16 +28,16 @@ W_ATTN = 4096 * 1024 + 1024 * 64 * 512 + 4096 * 512 + 8 * 4096 * 1024 + 8192 * 4
 W_EXPERT = 3 * 4096 * 2048
 RIDGE = {"bf16": sp.Rational(2_250, 8), "fp8": sp.Rational(4_500, 8), "fp4": sp.Rational(9_000, 8)}
 MODEL_MD = {
-    cost.W: W_ATTN,
-    cost.b_w: 1,  # fp8 projections
-    cost.W_E: W_EXPERT,
-    cost.k: 6,
-    cost.E: 256,
-    cost.n_s: 1,
-    cost.b: sp.Rational(53, 100),  # MXFP4 as the charts use it
-    cost.m_c: 576,
-    cost.m_q: 0,  # the ledger leaves the query bytes out
-    cost.f: 139_264,
+    cost_forms.W: W_ATTN,
+    cost_forms.b_w: 1,  # fp8 projections
+    cost_forms.W_E: W_EXPERT,
+    cost_forms.k: 6,
+    cost_forms.E: 256,
+    cost_forms.n_s: 1,
+    cost_forms.b: sp.Rational(53, 100),  # MXFP4 as the charts use it
+    cost_forms.m_c: 576,
+    cost_forms.m_q: 0,  # the ledger leaves the query bytes out
+    cost_forms.f: 139_264,
 }
 
 
@@ -47,18 +49,18 @@ def branches(piecewise):
 
 
 def test_gemm_slope_branches_are_zero_and_one():
-    assert sorted(branches(cost.gemm_slope_expr)) == [0, 1]
+    assert sorted(branches(cost_forms.gemm_slope_expr)) == [0, 1]
 
 
 def test_attention_slope_branches_lie_in_unit_interval():
-    compute, memory = branches(cost.attn_slope_expr)
+    compute, memory = branches(cost_forms.attn_slope_expr)
     assert sp.simplify(compute) == 1
     assert memory.is_nonnegative
     assert sp.simplify(1 - memory).is_nonnegative
 
 
 def test_moe_slope_compute_branch_is_one():
-    assert sp.simplify(branches(cost.moe_slope_expr)[0]) == 1
+    assert sp.simplify(branches(cost_forms.moe_slope_expr)[0]) == 1
 
 
 def test_moe_slope_memory_branch_lies_in_unit_interval():
@@ -66,13 +68,13 @@ def test_moe_slope_memory_branch_lies_in_unit_interval():
     # 0 < k < E) and the batch as t = log(1 + y)/lam, y > 0. The branch becomes
     # E log(1 + y) / (E y + n_s (1 + y)): plainly >= 0.
     lam, y = sp.symbols("lam y", positive=True)
-    memory = branches(cost.moe_slope_expr)[1]
-    in_y = sp.simplify(memory.subs(cost.k, cost.E * (1 - sp.exp(-lam))).subs(cost.t, sp.log(1 + y) / lam))
+    memory = branches(cost_forms.moe_slope_expr)[1]
+    in_y = sp.simplify(memory.subs(cost_forms.k, cost_forms.E * (1 - sp.exp(-lam))).subs(cost_forms.t, sp.log(1 + y) / lam))
     assert in_y.is_nonnegative
     # 1 - r = (E v + n_s (1 + y)) / (E y + n_s (1 + y)) with v = y - log(1 + y);
     # v(0) = 0 and v' = y / (1 + y) > 0, so v > 0 and r <= 1.
     v = y - sp.log(1 + y)
-    E, n_s = cost.E, cost.n_s
+    E, n_s = cost_forms.E, cost_forms.n_s
     assert sp.simplify(1 - in_y - (E * v + n_s * (1 + y)) / (E * y + n_s * (1 + y))) == 0
     assert v.subs(y, 0) == 0
     assert sp.simplify(sp.diff(v, y)).is_positive
@@ -102,7 +104,7 @@ def test_moe_slope_in_unit_interval_over_a_wide_grid():
 
 def test_moe_memory_branch_in_unit_interval_for_t_from_1e_minus_3_to_1e7():
     memory_branch = sp.lambdify(
-        (cost.t, cost.k, cost.E, cost.n_s), branches(cost.moe_slope_expr)[1], "numpy"
+        (cost_forms.t, cost_forms.k, cost_forms.E, cost_forms.n_s), branches(cost_forms.moe_slope_expr)[1], "numpy"
     )
     rng, E, k = random_grid(2)
     t = 10 ** rng.uniform(-3, 7, E.size)
@@ -164,7 +166,7 @@ def test_slopes_equal_finite_differences_of_the_costs():
     t = np.geomspace(0.01, 1e6, 500)
     t = t[np.abs(np.log(t / 281.25)) > 1e-3]  # away from the projection kink
     np.testing.assert_allclose(cm.proj_slope(t), log_slope(cm.proj, t), atol=1e-6)
-    ffn_kink = speclib.moe.knees()["moe_ridge"]
+    ffn_kink = speclib.core.moe.knees()["moe_ridge"]
     t = t[np.abs(np.log(t / ffn_kink)) > 1e-3]
     np.testing.assert_allclose(cm.ffn_slope(t), log_slope(cm.ffn, t), atol=1e-6)
     for S in (1.0, 100.0, 4096.0):
@@ -187,15 +189,15 @@ def evalf_at(expr, values):
     return float(expr.xreplace(values).evalf(30))
 
 
-PROJ_SUBS = {**MODEL_MD, cost.R: RIDGE["fp8"]}
-FFN_SUBS = {**MODEL_MD, cost.R: RIDGE["fp4"]}
-ATTN_SUBS = {**MODEL_MD, cost.R: RIDGE["bf16"]}
-PROJ_COST = cost.gemm_cost_expr.subs(PROJ_SUBS)
-FFN_COST = cost.moe_cost_expr.subs(FFN_SUBS)
-ATTN_COST = cost.attn_cost_expr.subs(ATTN_SUBS)
-PROJ_SLOPE = cost.gemm_slope_expr.subs(PROJ_SUBS)
-FFN_SLOPE = cost.moe_slope_expr.subs(FFN_SUBS)
-ATTN_SLOPE = cost.attn_slope_expr.subs(ATTN_SUBS)
+PROJ_SUBS = {**MODEL_MD, cost_forms.R: RIDGE["fp8"]}
+FFN_SUBS = {**MODEL_MD, cost_forms.R: RIDGE["fp4"]}
+ATTN_SUBS = {**MODEL_MD, cost_forms.R: RIDGE["bf16"]}
+PROJ_COST = cost_forms.gemm_cost_expr.subs(PROJ_SUBS)
+FFN_COST = cost_forms.moe_cost_expr.subs(FFN_SUBS)
+ATTN_COST = cost_forms.attn_cost_expr.subs(ATTN_SUBS)
+PROJ_SLOPE = cost_forms.gemm_slope_expr.subs(PROJ_SUBS)
+FFN_SLOPE = cost_forms.moe_slope_expr.subs(FFN_SUBS)
+ATTN_SLOPE = cost_forms.attn_slope_expr.subs(ATTN_SUBS)
 
 
 def off_kink(compute, memory, values):
@@ -213,11 +215,11 @@ def off_kink(compute, memory, values):
 )
 def test_marginal_cost_equals_sympy_evalf(B, S, c_draft):
     B_, S_ = sp.Float(B, 30), sp.Float(S, 30)
-    gemm = {cost.t: B_}
-    attn_at_1 = {cost.B: B_, cost.q: 1, cost.S: S_}
-    attn_at_2 = {cost.B: B_, cost.q: 2, cost.S: S_}
-    assume(off_kink(cost.gemm_compute_expr.subs(PROJ_SUBS), cost.gemm_memory_expr.subs(PROJ_SUBS), gemm))
-    assume(off_kink(cost.moe_compute_expr.subs(FFN_SUBS), cost.moe_memory_expr.subs(FFN_SUBS), gemm))
+    gemm = {cost_forms.t: B_}
+    attn_at_1 = {cost_forms.B: B_, cost_forms.q: 1, cost_forms.S: S_}
+    attn_at_2 = {cost_forms.B: B_, cost_forms.q: 2, cost_forms.S: S_}
+    assume(off_kink(cost_forms.gemm_compute_expr.subs(PROJ_SUBS), cost_forms.gemm_memory_expr.subs(PROJ_SUBS), gemm))
+    assume(off_kink(cost_forms.moe_compute_expr.subs(FFN_SUBS), cost_forms.moe_memory_expr.subs(FFN_SUBS), gemm))
     costs = [evalf_at(PROJ_COST, gemm), evalf_at(FFN_COST, gemm), evalf_at(ATTN_COST, attn_at_1)]
     slopes = [evalf_at(PROJ_SLOPE, gemm), evalf_at(FFN_SLOPE, gemm), evalf_at(ATTN_SLOPE, attn_at_2)]
     total = sum(r * c for r, c in zip(slopes, costs)) / sum(costs) + c_draft
@@ -238,8 +240,8 @@ def test_marginal_cost_equals_sympy_evalf(B, S, c_draft):
 )
 def test_verify_cost_equals_sympy_evalf(B, q, S):
     B_, S_ = sp.Float(B, 30), sp.Float(S, 30)
-    tokens = {cost.t: B_ * q}
-    expected = evalf_at(PROJ_COST, tokens) + evalf_at(FFN_COST, tokens) + evalf_at(ATTN_COST, {cost.B: B_, cost.q: q, cost.S: S_})
+    tokens = {cost_forms.t: B_ * q}
+    expected = evalf_at(PROJ_COST, tokens) + evalf_at(FFN_COST, tokens) + evalf_at(ATTN_COST, {cost_forms.B: B_, cost_forms.q: q, cost_forms.S: S_})
     assert cost.cost_model().verify(B, float(q), S) == pytest.approx(expected, rel=1e-12)
 
 

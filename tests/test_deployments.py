@@ -148,7 +148,7 @@ def test_claim_the_large_batch_edge_follows_the_expert_ridge():
 
 
 def test_claim_mla_attention_is_compute_bound_in_plain_decode_on_h200_and_mi325x():
-    from speclib.attention import compute_bound_width
+    from speclib.core.attention import compute_bound_width
 
     width = {chip: compute_bound_width("DeepSeek-V4-Flash", chip) for chip in dep.CHIPS}
     assert width["H200"] < 1 and width["MI325X"] < 1

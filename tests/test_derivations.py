@@ -13,8 +13,17 @@ import numpy as np
 import pytest
 import sympy as sp
 
+import speclib.formulas.acceptance
+import speclib.formulas.speculation
+from speclib.formulas import attention as attention_forms
+from speclib.formulas import cost as cost_forms
+from speclib.formulas import moe as moe_forms
 import speclib
-from speclib import attention, cost, derivations as dv, moe, presets
+from speclib import presets
+from speclib.core import attention
+from speclib.core import cost
+from speclib.evidence import derivations as dv
+from speclib.core import moe
 
 V4 = presets.DEEPSEEK_V4_FLASH
 LLAMA = presets.LLAMA_3_70B
@@ -83,8 +92,8 @@ def test_steps_are_found_by_key_and_a_wrong_key_names_the_choices():
 def test_a_false_identity_cannot_be_shown():
     builder = dv._Builder("test")
     with pytest.raises(ArithmeticError):
-        builder.identity("wrong", "not an identity", moe.k, moe.k + 1)
-    builder.identity("right", "an identity", sp.log(moe.k * moe.E), sp.log(moe.k) + sp.log(moe.E))
+        builder.identity("wrong", "not an identity", moe_forms.k, moe_forms.k + 1)
+    builder.identity("right", "an identity", sp.log(moe_forms.k * moe_forms.E), sp.log(moe_forms.k) + sp.log(moe_forms.E))
 
 
 def test_numbers_are_printed_to_five_significant_figures():
@@ -135,7 +144,7 @@ def test_leading_order_rate_is_good_to_order_k_over_E():
 def test_small_batch_series_is_exact_for_two_tokens():
     # For B = 2 the count is a quadratic in k, so the O(k^3) series is exact.
     series = dv.experts_activated()["small_batch"].rhs.removeO()
-    assert sp.simplify((series - moe.experts_activated_expr).subs(moe.B, 2)) == 0
+    assert sp.simplify((series - moe_forms.experts_activated_expr).subs(moe_forms.B, 2)) == 0
 
 
 def test_count_saturates_and_knee_is_the_papers():
@@ -237,8 +246,8 @@ def test_indexer_first_compute_bound_width_by_brute_force():
 
 def test_gqa_and_mha_long_context_intensity():
     d = dv.gqa()
-    assert d["model"].rhs == 8 * attention.T
-    assert d["mha"].rhs == attention.T
+    assert d["model"].rhs == 8 * attention_forms.T
+    assert d["mha"].rhs == attention_forms.T
     for width in (1.0, 4.0):
         assert attention.attention_intensity(width, LONG, LLAMA) == pytest.approx(8 * width, rel=1e-9)
         mha = dataclasses.replace(LLAMA, attention=dataclasses.replace(LLAMA.attention, n_kv_heads=64))
@@ -247,10 +256,10 @@ def test_gqa_and_mha_long_context_intensity():
 
 def test_mha_form_crossover_by_brute_force():
     a = V4.attention
-    values = {attention.d_c: a.kv_lora_rank, attention.d_r: a.rope_dim, attention.d_n: a.mha_nope_dim,
-              attention.d_v: a.mha_v_dim, attention.n_h: a.n_heads, attention.S: 1000}
-    mqa = sp.lambdify(attention.T, attention.mqa_form_flops_expr.subs(values))
-    mha = sp.lambdify(attention.T, attention.mha_form_flops_expr.subs(values))
+    values = {attention_forms.d_c: a.kv_lora_rank, attention_forms.d_r: a.rope_dim, attention_forms.d_n: a.mha_nope_dim,
+              attention_forms.d_v: a.mha_v_dim, attention_forms.n_h: a.n_heads, attention_forms.S: 1000}
+    mqa = sp.lambdify(attention_forms.T, attention_forms.mqa_form_flops_expr.subs(values))
+    mha = sp.lambdify(attention_forms.T, attention_forms.mha_form_flops_expr.subs(values))
     widths = np.arange(1, 1000)
     first_cheaper = widths[mha(widths) < mqa(widths)][0]
     crossover = dv.mla_forms().final.value
@@ -262,7 +271,7 @@ def test_mha_form_crossover_by_brute_force():
 
 
 def test_log_slope_is_a_log_log_finite_difference():
-    t = cost.t
+    t = cost_forms.t
     C = sp.Function("C")
     concrete = t**3 + 2 * t
     r = sp.lambdify(t, dv.log_slope()["log_slope"].rhs.subs(C(t), concrete).doit())
@@ -333,13 +342,13 @@ def test_committed_tokens_match_a_simulated_accept_process():
         accepted = rng.random((200_000, gamma)) < alpha
         prefix = np.cumprod(accepted, axis=1).sum(axis=1)
         simulated = (prefix + 1).mean()
-        assert float(N.subs({speclib.acceptance.alpha: alpha, speclib.acceptance.gamma: gamma})) == pytest.approx(
+        assert float(N.subs({speclib.formulas.acceptance.alpha: alpha, speclib.formulas.acceptance.gamma: gamma})) == pytest.approx(
             simulated, rel=5e-3)
 
 
 def test_committed_limit_and_series():
     d = dv.committed_tokens()
-    gamma = speclib.acceptance.gamma
+    gamma = speclib.formulas.acceptance.gamma
     for g in (1, 4, 16):
         assert d["limit"].rhs.subs(gamma, g) == pytest.approx(speclib.expected_committed(1 - 1e-9, g), rel=1e-6)
         eps = 1e-3
@@ -355,7 +364,7 @@ def leviathan_speedup(alpha, gamma, c):
 
 def test_reduction_is_leviathans_formula_at_random_points():
     d = dv.speedup_reduction()
-    alpha, gamma, c = speclib.acceptance.alpha, speclib.acceptance.gamma, speclib.speculation.c
+    alpha, gamma, c = speclib.formulas.acceptance.alpha, speclib.formulas.acceptance.gamma, speclib.formulas.speculation.c
     rho = sp.Symbol("rho", nonnegative=True)
     flat = sp.lambdify((alpha, gamma, c), d["leviathan"].rhs)
     linear = sp.lambdify((alpha, gamma, c, rho), d["linear_leviathan"].rhs)

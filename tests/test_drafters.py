@@ -90,7 +90,7 @@ def test_no_drafter_means_the_papers_ledger_exactly():
     B = np.geomspace(1, 30000, 60)
     ledger = speculation.pricing(None, None, c_draft=0.1)
     assert isinstance(ledger, speculation.LedgerPricing)
-    cm = speclib.cost.cost_model()
+    cm = speclib.core.cost.cost_model()
     for g in (0, 1, 4, 9):
         n = speclib.expected_committed(0.75, g)
         expected = n * cm.decode(B, 4096.0) / (cm.verify(B, g + 1.0, 4096.0) + 0.1 * g * cm.decode(B, 4096.0))
@@ -101,7 +101,7 @@ def test_a_constant_drafter_on_the_whole_step_costs_c_plain_steps():
     B, S = np.geomspace(1, 4096, 20), 512.0
     sm = step.step_model(QWEN, "B200")
     for g in (1, 3, 8):
-        t = speclib.speculation.throughput(B, g, S, model=QWEN, c_draft=0.2, acceptance=0.7)
+        t = speclib.core.speculation.throughput(B, g, S, model=QWEN, c_draft=0.2, acceptance=0.7)
         n = speclib.expected_committed(0.7, g)
         plain = sm.time(B, 1.0, S)
         np.testing.assert_allclose(t, B * n / (sm.time(B, g + 1.0, S) + 0.2 * g * plain), rtol=1e-13)
@@ -128,7 +128,7 @@ def test_optimal_gamma_is_the_brute_force_argmax(drafter):
 def test_highest_speedup_is_highest_throughput():
     B = np.geomspace(1, 2048, 25)
     g_star, _ = speclib.optimal_gamma(None, B, 512, model=QWEN, drafter=MTP, roofline="aggregate")
-    table = np.array([speclib.speculation.throughput(B, g, 512, model=QWEN, drafter=MTP, roofline="aggregate")
+    table = np.array([speclib.core.speculation.throughput(B, g, 512, model=QWEN, drafter=MTP, roofline="aggregate")
                       for g in range(9)])
     np.testing.assert_array_equal(g_star, np.argmax(table, axis=0))
 
@@ -136,7 +136,7 @@ def test_highest_speedup_is_highest_throughput():
 def test_the_dflash_curve_is_padded_to_its_block_with_a_zero():
     """The sequel counts the unmeasured 16th position as never surviving."""
     curve = speculation.pricing(QWEN, None, drafter=DFLASH).measured_acceptance()
-    measured = speclib.acceptance.load_survival_curves()["dflash"]
+    measured = speclib.core.acceptance.load_survival_curves()["dflash"]
     assert len(measured) == 15 and len(curve) == 16 and curve.values[-1] == 0.0
     np.testing.assert_array_equal(curve.values[:15], measured.values)
 
@@ -148,7 +148,7 @@ def test_alpha_is_needed_without_a_drafter_preset():
 
 def test_a_rising_survival_curve_is_refused():
     with pytest.raises(ValueError, match=r"^survival must be non-increasing"):
-        speclib.speculation.throughput(8, 2, 512, model=QWEN, drafter=MTP, acceptance=speclib.SurvivalCurve([0.5, 0.6]))
+        speclib.core.speculation.throughput(8, 2, 512, model=QWEN, drafter=MTP, acceptance=speclib.SurvivalCurve([0.5, 0.6]))
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -161,4 +161,4 @@ def test_a_rising_survival_curve_is_refused():
 def test_throughput_rejects_bad_input(kwargs, message):
     args = {**dict(B=8, gamma=2, S=512, model=QWEN, drafter=MTP), **kwargs}
     with pytest.raises(ValueError, match=message):
-        speclib.speculation.throughput(args.pop("B"), args.pop("gamma"), args.pop("S"), **args)
+        speclib.core.speculation.throughput(args.pop("B"), args.pop("gamma"), args.pop("S"), **args)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speclib import capacity
+from speclib.core import capacity
 from speclib.core import acceptance
 from speclib.evidence import engines
 

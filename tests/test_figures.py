@@ -119,8 +119,8 @@ def test_expert_tax_lines_are_speclibs_intensities_capped_at_the_ridge():
     B, dense = line_data(fig, "dense")
     B2, moe = line_data(fig, "moe")
     assert B[0] >= 1 and B[-1] == pytest.approx(11_000)
-    np.testing.assert_allclose(dense, speclib.moe.dense_equivalent_intensity(B), rtol=1e-12)
-    np.testing.assert_allclose(moe, speclib.moe.ffn_intensity(B2), rtol=1e-12)
+    np.testing.assert_allclose(dense, speclib.core.moe.dense_equivalent_intensity(B), rtol=1e-12)
+    np.testing.assert_allclose(moe, speclib.core.moe.ffn_intensity(B2), rtol=1e-12)
     assert dense.max() == pytest.approx(RIDGE_FP4)
     assert moe.max() <= RIDGE_FP4 * (1 + 1e-12)
 
@@ -131,7 +131,7 @@ def test_expert_tax_knees_and_bands():
     assert d["dense_knee"] == pytest.approx(dense_knee)
     # The paper: the MoE meets the ridge at ~10,950 tokens.
     assert abs(d["moe_ridge"] / 10_950 - 1) < 2e-3
-    assert d["moe_ridge"] == pytest.approx(speclib.moe.knees()["moe_ridge"], rel=1e-10)
+    assert d["moe_ridge"] == pytest.approx(speclib.core.moe.knees()["moe_ridge"], rel=1e-10)
     fig = expert_tax.expert_tax()
     # The memory-bound band under the dense line stops at its knee; the MoE band runs out to the MoE's.
     lo, hi = band_x_extent(artist(fig, "dense_band"))
@@ -147,8 +147,8 @@ def test_expert_tax_controls_change_the_moe_line():
     B, moe = line_data(fig, "moe")
     base = speclib.presets.model("DeepSeek-V4-Flash")
     what_if = dataclasses.replace(base, ffn=dataclasses.replace(base.ffn, n_routed=64, top_k=4))
-    np.testing.assert_allclose(moe, speclib.moe.ffn_intensity(B, what_if), rtol=1e-12)
-    assert not np.allclose(moe, speclib.moe.ffn_intensity(B))
+    np.testing.assert_allclose(moe, speclib.core.moe.ffn_intensity(B, what_if), rtol=1e-12)
+    assert not np.allclose(moe, speclib.core.moe.ffn_intensity(B))
     # More experts per token than there are experts: capped at E, as the widget does.
     d = expert_tax.expert_tax.data(experts=8, top_k=16)
     assert d["expert_knee"] == pytest.approx(1.0)
@@ -275,7 +275,7 @@ def test_ledger_components_stack_up_to_the_total_and_are_slope_times_share():
     d = pricing.ledger.data(S=2048, c_draft=0.2, components=True)
     B = d["B"]
     slopes = speclib.marginal_cost(B, 2048, 0.2)
-    shares = speclib.cost.cost_shares(B, 2048)
+    shares = speclib.core.cost.cost_shares(B, 2048)
     for key in ("attn_proj", "moe", "attention"):
         np.testing.assert_allclose(d[f"{key}_hi"] - d[f"{key}_lo"], slopes[key] * shares[key], rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(d["drafter_hi"] - d["drafter_lo"], 0.2)
@@ -346,7 +346,7 @@ def test_optimal_gamma_shades_every_zero_run_and_labels_the_gutter():
 
 def test_optimal_gamma_hatches_the_batches_that_do_not_fit():
     d = draft_length.optimal_gamma.data()
-    limit = speclib.capacity.max_batch(None, None, 4096)
+    limit = speclib.core.capacity.max_batch(None, None, 4096)
     assert d["max_batch"] == limit
     np.testing.assert_array_equal(d["no_fit"], d["B"] > limit)
 
@@ -421,7 +421,7 @@ def test_gamma_map_is_optimal_gamma_on_the_grid():
     d = draft_length.gamma_map.data(batch_points=40, context_points=20)
     g, _ = speclib.optimal_gamma(0.75, d["B"][None, :], d["S"][:, None], 0.10)
     np.testing.assert_array_equal(d["gamma_star"], g)
-    limits = speclib.capacity.max_batch(None, None, d["S"])
+    limits = speclib.core.capacity.max_batch(None, None, d["S"])
     np.testing.assert_array_equal(d["no_fit"], d["B"][None, :] > limits[:, None])
 
 
@@ -493,7 +493,7 @@ def test_knees_agree_with_sympy_solving_the_expressions():
                 "moe_ridge": float(sp.nsolve((f.moe_intensity_uncapped_expr - f.R).subs(values), f.B, asymptotic)),
                 "slope_ratio": float(f.moe_slope_ratio_expr.subs(values)),
             }
-            got = speclib.moe.knees(model, hw)
+            got = speclib.core.moe.knees(model, hw)
             assert set(got) == set(expected)
             for key in expected:
                 assert got[key] == pytest.approx(expected[key], rel=1e-9), key

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import speclib.formulas.cost
+import speclib.formulas.moe
 import speclib
 
 PACKAGE = Path(speclib.__file__).resolve().parent
@@ -168,24 +170,37 @@ def test_the_command_loads_no_sympy(argv):
     assert _loaded_after(code) == set()
 
 
-def test_sympy_names_still_answer_on_the_core_modules():
-    # the twin lookup: the sympy side of an idea, loaded on first use
-    assert speclib.moe.experts_activated_expr is speclib.formulas.moe.experts_activated_expr
-    assert speclib.cost.t is speclib.formulas.cost.t
-    with pytest.raises(AttributeError, match="no attribute 'nonexistent_expr'"):
-        speclib.moe.nonexistent_expr
+def test_a_core_module_has_no_sympy_twin_behind_it():
+    # one home per name: the sympy side of an idea is speclib.formulas.<idea>, nothing else
+    import speclib.core.moe
+    import speclib.formulas.moe
+
+    assert speclib.formulas.moe.experts_activated_expr is not None
+    with pytest.raises(AttributeError):
+        speclib.core.moe.experts_activated_expr
 
 
-def test_old_import_paths_keep_working():
-    import speclib.figures.paper
-    import speclib.moe
-    from speclib.cost import cost_model
-    from speclib.presentation.figures import paper
-    from speclib.tables import NumberTable
+def test_each_module_has_one_import_path():
+    import importlib
+    import pkgutil
 
-    assert speclib.moe is speclib.core.moe
-    assert speclib.figures.paper is paper  # one module, not a second copy
-    assert cost_model is speclib.core.cost.cost_model
-    assert NumberTable is speclib.presentation.tables.NumberTable
-    assert paper.__spec__.name == "speclib.presentation.figures.paper"
-    assert speclib.claims is sys.modules["speclib.evidence.claims"]
+    assert not any(type(f).__module__.startswith("speclib") for f in sys.meta_path)  # no alias finder
+    for info in pkgutil.walk_packages(speclib.__path__, "speclib."):
+        if ".presentation" in info.name or info.name.endswith("__main__"):
+            continue  # the presentation layer loads matplotlib; checked by its own tests
+        module = importlib.import_module(info.name)
+        assert "__getattr__" not in vars(module), f"{info.name} answers for names it does not define"
+    for short in ("moe", "cost", "capacity", "claims", "figures", "widgets", "tables", "cli"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"speclib.{short}")
+
+
+def test_the_public_api_is_explicit():
+    import types
+
+    public = {name for name, value in vars(speclib).items() if not name.startswith("_")
+              and not (isinstance(value, types.ModuleType) and name != "presets")}  # subpackages, once imported
+    assert set(speclib.__all__) == public
+    for name in speclib.__all__:
+        assert getattr(speclib, name) is not None
+    assert speclib.throughput is speclib.core.speculation.throughput

@@ -14,8 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sympy.codegen.cfunctions import expm1, log1p
 
+from speclib.formulas import cost as cost_forms
+from speclib.formulas import moe as moe_forms
 import speclib
-from speclib import cost, moe, presets
+from speclib import presets
+from speclib.core import cost
+from speclib.core import moe
 
 V4 = presets.DEEPSEEK_V4_FLASH
 B200 = presets.B200
@@ -25,35 +29,35 @@ B200 = presets.B200
 
 
 def test_rate_is_the_derivative_of_the_count():
-    derivative = sp.diff(moe.experts_activated_expr, moe.B)
-    assert sp.simplify(derivative - moe.experts_activated_rate_expr) == 0
+    derivative = sp.diff(moe_forms.experts_activated_expr, moe_forms.B)
+    assert sp.simplify(derivative - moe_forms.experts_activated_rate_expr) == 0
 
 
 def test_count_is_bk_when_experts_are_plentiful():
     # B << E/k: a batch almost never shares an expert, so A -> B*k.
-    assert sp.simplify(sp.limit(moe.experts_activated_expr, moe.E, sp.oo) - moe.B * moe.k) == 0
+    assert sp.simplify(sp.limit(moe_forms.experts_activated_expr, moe_forms.E, sp.oo) - moe_forms.B * moe_forms.k) == 0
     # Same statement at the small-batch end: the slope at B = 0 tends to k.
-    slope_at_zero = moe.experts_activated_rate_expr.subs(moe.B, 0)
-    assert sp.limit(slope_at_zero, moe.E, sp.oo) == moe.k
+    slope_at_zero = moe_forms.experts_activated_rate_expr.subs(moe_forms.B, 0)
+    assert sp.limit(slope_at_zero, moe_forms.E, sp.oo) == moe_forms.k
 
 
 def test_count_saturates_at_E():
     # Write the miss probability 1 - k/E as exp(-lam), lam > 0, which encodes
     # 0 < k < E, so sympy can take the B -> oo limit for every such k, E.
     lam = sp.Symbol("lam", positive=True)
-    A = moe.experts_activated_expr.subs(moe.k, moe.E * (1 - sp.exp(-lam)))
-    assert sp.limit(A, moe.B, sp.oo) == moe.E
+    A = moe_forms.experts_activated_expr.subs(moe_forms.k, moe_forms.E * (1 - sp.exp(-lam)))
+    assert sp.limit(A, moe_forms.B, sp.oo) == moe_forms.E
 
 
 def test_saturated_slope_ratio_is_k_plus_shared_over_E_plus_shared():
-    expected = (moe.k + moe.n_s) / (moe.E + moe.n_s)
-    assert sp.simplify(moe.moe_slope_ratio_expr - expected) == 0
+    expected = (moe_forms.k + moe_forms.n_s) / (moe_forms.E + moe_forms.n_s)
+    assert sp.simplify(moe_forms.moe_slope_ratio_expr - expected) == 0
 
 
 def test_dense_knee_and_moe_ridge_batch_solve_their_equations():
-    assert sp.simplify(moe.dense_intensity_uncapped_expr.subs(moe.B, moe.dense_knee_expr) - moe.R) == 0
-    saturated = moe.moe_saturated_intensity_expr.subs(moe.B, moe.moe_ridge_batch_expr)
-    assert sp.simplify(saturated - moe.R) == 0
+    assert sp.simplify(moe_forms.dense_intensity_uncapped_expr.subs(moe_forms.B, moe_forms.dense_knee_expr) - moe_forms.R) == 0
+    saturated = moe_forms.moe_saturated_intensity_expr.subs(moe_forms.B, moe_forms.moe_ridge_batch_expr)
+    assert sp.simplify(saturated - moe_forms.R) == 0
 
 
 def _plain(expr):
@@ -82,13 +86,13 @@ def _same(a, b):
 
 @pytest.mark.parametrize(
     "expr",
-    [moe.experts_activated_expr, moe.experts_activated_rate_expr, moe.moe_intensity_uncapped_expr,
-     cost.moe_memory_expr, cost.moe_slope_expr],
+    [moe_forms.experts_activated_expr, moe_forms.experts_activated_rate_expr, moe_forms.moe_intensity_uncapped_expr,
+     cost_forms.moe_memory_expr, cost_forms.moe_slope_expr],
     ids=["count", "rate", "moe_intensity", "moe_memory_cost", "moe_slope"],
 )
 def test_numeric_form_is_the_same_function(expr):
-    rewritten = moe.numeric_form(expr)
-    powers = [p for p in rewritten.atoms(sp.Pow) if p.base == moe.miss_probability_expr]
+    rewritten = moe_forms.numeric_form(expr)
+    powers = [p for p in rewritten.atoms(sp.Pow) if p.base == moe_forms.miss_probability_expr]
     assert not powers, "a float power is left"
     assert rewritten.has(log1p), "nothing was rewritten"
     assert _same(_plain(rewritten), expr)
@@ -197,11 +201,11 @@ def routing(draw):
 @given(B=positive_batch, kE=routing())
 def test_count_and_rate_equal_sympy_evalf(B, kE):
     k, E = kE
-    values = {moe.B: sp.Float(B, 30), moe.k: k, moe.E: E}
-    count = float(moe.experts_activated_expr.subs(values).evalf(30))
+    values = {moe_forms.B: sp.Float(B, 30), moe_forms.k: k, moe_forms.E: E}
+    count = float(moe_forms.experts_activated_expr.subs(values).evalf(30))
     assert speclib.experts_activated(B, k, E) == pytest.approx(count, rel=1e-9, abs=1e-12)
     if k < E:
-        rate = float(moe.experts_activated_rate_expr.subs(values).evalf(30))
+        rate = float(moe_forms.experts_activated_rate_expr.subs(values).evalf(30))
         assert moe.experts_activated_rate(B, k, E) == pytest.approx(rate, rel=1e-9, abs=1e-300)
 
 
@@ -209,19 +213,19 @@ def test_count_and_rate_equal_sympy_evalf(B, kE):
 @pytest.mark.parametrize("k, E", [(6, 256), (1, 1024), (2, 8)])
 def test_count_keeps_full_precision_at_tiny_batches(B, k, E):
     # 1 - (1 - k/E)^B cancels here; compare with exact arithmetic at 40 digits.
-    exact = moe.experts_activated_expr.subs({moe.B: sp.Rational(B), moe.k: k, moe.E: E}).evalf(40)
+    exact = moe_forms.experts_activated_expr.subs({moe_forms.B: sp.Rational(B), moe_forms.k: k, moe_forms.E: E}).evalf(40)
     assert speclib.experts_activated(B, k, E) == pytest.approx(float(exact), rel=1e-13)
 
 
 # The model's constants substituted once, exactly, so each example only
 # substitutes B.
-V4_MOE_INTENSITY = moe.moe_intensity_expr.subs(
+V4_MOE_INTENSITY = moe_forms.moe_intensity_expr.subs(
     {
-        moe.k: V4.ffn.top_k,
-        moe.E: V4.ffn.n_routed,
-        moe.n_s: V4.ffn.n_shared,
-        moe.b: sp.nsimplify(V4.ffn.weight_bytes),
-        moe.R: sp.nsimplify(B200.ridge("fp4")),
+        moe_forms.k: V4.ffn.top_k,
+        moe_forms.E: V4.ffn.n_routed,
+        moe_forms.n_s: V4.ffn.n_shared,
+        moe_forms.b: sp.nsimplify(V4.ffn.weight_bytes),
+        moe_forms.R: sp.nsimplify(B200.ridge("fp4")),
     }
 )
 
@@ -229,7 +233,7 @@ V4_MOE_INTENSITY = moe.moe_intensity_expr.subs(
 @settings(max_examples=50, deadline=None)
 @given(B=positive_batch)
 def test_ffn_intensity_equals_sympy_evalf(B):
-    expected = float(V4_MOE_INTENSITY.subs(moe.B, sp.Float(B, 30)).evalf(30))
+    expected = float(V4_MOE_INTENSITY.subs(moe_forms.B, sp.Float(B, 30)).evalf(30))
     assert moe.ffn_intensity(B) == pytest.approx(expected, rel=1e-9)
 
 

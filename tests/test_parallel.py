@@ -9,8 +9,15 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from speclib.formulas import cost as cost_forms
+from speclib.formulas import moe as moe_forms
+from speclib.formulas import parallel as parallel_forms
 import speclib
-from speclib import cost, derivations, moe, parallel, presets
+from speclib import presets
+from speclib.core import cost
+from speclib.evidence import derivations
+from speclib.core import moe
+from speclib.core import parallel
 from speclib.presentation.figures import expert_parallelism
 
 BATCHES = np.array([1.0, 2.0, 7.0, 30.0, 100.0, 281.0, 1000.0, 5000.0, 30000.0])
@@ -21,29 +28,29 @@ FLASH = presets.model("DeepSeek-V4-Flash")
 
 
 def test_local_count_at_one_gpu_is_the_single_gpu_coupon_count():
-    at_one = parallel.local_experts_expr.subs(parallel.G, 1)
-    assert sp.simplify(at_one - moe.experts_activated_expr.subs(moe.B, cost.t)) == 0
-    assert sp.simplify(parallel.ep_moe_cost_expr.subs(parallel.G, 1) - cost.moe_cost_expr) == 0
+    at_one = parallel_forms.local_experts_expr.subs(parallel_forms.G, 1)
+    assert sp.simplify(at_one - moe_forms.experts_activated_expr.subs(moe_forms.B, cost_forms.t)) == 0
+    assert sp.simplify(parallel_forms.ep_moe_cost_expr.subs(parallel_forms.G, 1) - cost_forms.moe_cost_expr) == 0
 
 
 def test_local_count_limits():
-    E, k, G, t = moe.E, moe.k, parallel.G, cost.t
+    E, k, G, t = moe_forms.E, moe_forms.k, parallel_forms.G, cost_forms.t
     # every local expert is read once the group's tokens are plentiful
-    assert sp.limit(parallel.local_experts_expr.subs({E: 256, k: 6, G: 8}), t, sp.oo) == sp.Rational(256, 8)
+    assert sp.limit(parallel_forms.local_experts_expr.subs({E: 256, k: 6, G: 8}), t, sp.oo) == sp.Rational(256, 8)
     # a single token in the whole group touches k/G local experts on average
-    assert sp.simplify(parallel.local_experts_expr.subs(t, 1 / G) - k / G) == 0
+    assert sp.simplify(parallel_forms.local_experts_expr.subs(t, 1 / G) - k / G) == 0
 
 
 def test_comm_slope_is_one():
-    assert parallel.comm_slope_expr == 1
+    assert parallel_forms.comm_slope_expr == 1
     # and the cost is homogeneous of degree one in tokens
-    c = parallel.comm_cost_expr
+    c = parallel_forms.comm_cost_expr
     lam = sp.Symbol("lam", positive=True)
-    assert sp.simplify(c.subs(cost.t, lam * cost.t) - lam * c) == 0
+    assert sp.simplify(c.subs(cost_forms.t, lam * cost_forms.t) - lam * c) == 0
 
 
 def test_no_traffic_at_one_gpu():
-    assert parallel.link_bytes_per_token_expr.subs(parallel.G, 1) == 0
+    assert parallel_forms.link_bytes_per_token_expr.subs(parallel_forms.G, 1) == 0
 
 
 # --- G = 1 reproduces the single-GPU model -------------------------------------

@@ -9,7 +9,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import speclib  # noqa: E402
-from speclib import capacity, moe, validation  # noqa: E402
+from speclib.core import capacity  # noqa: E402
+from speclib.core import moe  # noqa: E402
+from speclib.evidence import validation  # noqa: E402
 from speclib.evidence import engines  # noqa: E402
 from speclib.presentation.figures import (calibrated_step_time, deployment_capacity, draft_length,  # noqa: E402
                                           engines_vs_model, skewed_routing)

@@ -7,7 +7,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from speclib import moe
+from speclib.core import moe
 from speclib.core import step
 from speclib.formulas import moe as fmoe
 

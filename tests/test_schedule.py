@@ -96,19 +96,19 @@ def test_deepseek_shows_the_gutter():
 
 # --- the memory check (issue 14) ------------------------------------------------------------
 def test_the_table_stops_where_memory_does():
-    fit = speclib.capacity.max_batch("DeepSeek-V4-Flash", "B200", 4096)
+    fit = speclib.core.capacity.max_batch("DeepSeek-V4-Flash", "B200", 4096)
     capped = schedule(**DSV4, max_batch=4096)
     assert capped.max_batch == fit < 4096 and f"capped at batch {fit:,}" in capped.memory
     assert list(capped.gamma_star) == optimal(fit, **DSV4)
     wider = schedule(**DSV4, max_batch=4096, tp=8)
-    assert wider.max_batch == min(4096, speclib.capacity.max_batch("DeepSeek-V4-Flash", "B200", 4096, tp=8))
+    assert wider.max_batch == min(4096, speclib.core.capacity.max_batch("DeepSeek-V4-Flash", "B200", 4096, tp=8))
     status, out, _ = run(["schedule", "--model", "deepseek-v4-flash", "--seq", "4096", "--alpha", "0.75",
                           "--max-batch", "4096", "--engine", "vllm"])
     assert status == 0 and json.loads(out)["num_speculative_tokens_per_batch_size"][-1][1] == fit
 
 
 def test_weights_that_do_not_fit_name_the_tensor_parallel_size_that_does():
-    need = speclib.capacity.min_tp(1, 4096, "DeepSeek-V4-Pro", "H100")
+    need = speclib.core.capacity.min_tp(1, 4096, "DeepSeek-V4-Pro", "H100")
     with pytest.raises(ValueError, match=rf"^tp must be at least {need}: DeepSeek-V4-Pro's weights do not fit on one H100"):
         schedule(model="DeepSeek-V4-Pro", hardware="H100", seq=4096, alpha=0.75, max_batch=64)
     status, _, err = run(["schedule", "--model", "deepseek-v4-pro", "--hardware", "h100", "--seq", "4096",
@@ -485,8 +485,10 @@ def test_acceptance_file(tmp_path):
 
 
 def test_speclib_schedule_is_exported():
-    assert speclib.schedule is schedule
     assert "schedule" in speclib.__all__
+    a = speclib.schedule(model="Llama-3-70B", seq=4096, alpha=0.8, max_batch=32)
+    b = schedule(model="Llama-3-70B", seq=4096, alpha=0.8, max_batch=32)
+    np.testing.assert_array_equal(a.gamma_star, b.gamma_star)
 
 
 def test_write_step_costs_reads_back_exactly(tmp_path):

@@ -10,7 +10,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import speclib  # noqa: E402
-from speclib import derivations, presets  # noqa: E402
+from speclib import presets  # noqa: E402
+from speclib.evidence import derivations  # noqa: E402
 from speclib.core import drafters, speculation, step  # noqa: E402
 from speclib.evidence import sequel  # noqa: E402
 from speclib.presentation.figures import draft_length_per_concurrency as dlpc  # noqa: E402

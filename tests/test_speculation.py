@@ -11,13 +11,16 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from speclib.formulas import acceptance as acc_forms
+from speclib.formulas import cost as cost_forms
+from speclib.formulas import speculation as spec_forms
 import speclib
-from speclib import acceptance as acc
-from speclib import cost
-from speclib import speculation as spec
+from speclib.core import acceptance as acc
+from speclib.core import cost
+from speclib.core import speculation as spec
 
-alpha, gamma, c = spec.alpha, spec.gamma, spec.c
-N, C_0, C_v = spec.N, spec.C_0, spec.C_v
+alpha, gamma, c = spec_forms.alpha, spec_forms.gamma, spec_forms.c
+N, C_0, C_v = spec_forms.N, spec_forms.C_0, spec_forms.C_v
 
 # --- symbolic: Leviathan et al. (2023) ---------------------------------------------
 
@@ -27,18 +30,18 @@ def classic(drafter_cost):
 
 
 def test_constant_verify_cost_gives_leviathan_et_al():
-    reduced = spec.speedup_closed_form.subs(C_v, C_0)
+    reduced = spec_forms.speedup_closed_form.subs(C_v, C_0)
     assert sp.simplify(reduced - classic(c)) == 0
 
 
 def test_verify_cost_linear_in_gamma_shifts_the_drafter_cost():
     rho = sp.Symbol("rho", nonnegative=True)
-    reduced = spec.speedup_closed_form.subs(C_v, C_0 * (1 + rho * gamma))
+    reduced = spec_forms.speedup_closed_form.subs(C_v, C_0 * (1 + rho * gamma))
     assert sp.simplify(reduced - classic(c + rho)) == 0
 
 
 def test_speedup_uses_the_committed_tokens_of_acceptance():
-    assert sp.simplify(spec.speedup_closed_form.subs({C_v: C_0, c: 0}) - acc.expected_committed_closed_form) == 0
+    assert sp.simplify(spec_forms.speedup_closed_form.subs({C_v: C_0, c: 0}) - acc_forms.expected_committed_closed_form) == 0
 
 
 # --- brute force with sympy evalf ---------------------------------------------
@@ -47,14 +50,14 @@ def test_speedup_uses_the_committed_tokens_of_acceptance():
 # where each comes from); query bytes left out, as the ledger and speedup do.
 _W_ATTN = 4096 * 1024 + 1024 * 64 * 512 + 4096 * 512 + 8 * 4096 * 1024 + 8192 * 4096
 _COMMON = {
-    cost.W: _W_ATTN, cost.b_w: 1, cost.W_E: 3 * 4096 * 2048, cost.k: 6, cost.E: 256, cost.n_s: 1,
-    cost.b: sp.Rational(53, 100), cost.m_c: 576, cost.m_q: 0, cost.f: 139_264,
+    cost_forms.W: _W_ATTN, cost_forms.b_w: 1, cost_forms.W_E: 3 * 4096 * 2048, cost_forms.k: 6, cost_forms.E: 256, cost_forms.n_s: 1,
+    cost_forms.b: sp.Rational(53, 100), cost_forms.m_c: 576, cost_forms.m_q: 0, cost_forms.f: 139_264,
 }
-_tokens = cost.B * cost.q
+_tokens = cost_forms.B * cost_forms.q
 VERIFY_COST_TERMS = (  # C_proj + C_MoE + C_attn at t = B*q tokens
-    cost.gemm_cost_expr.subs({**_COMMON, cost.R: sp.Rational(4500, 8)}).subs(cost.t, _tokens),
-    cost.moe_cost_expr.subs({**_COMMON, cost.R: sp.Rational(9000, 8)}).subs(cost.t, _tokens),
-    cost.attn_cost_expr.subs({**_COMMON, cost.R: sp.Rational(2250, 8)}),
+    cost_forms.gemm_cost_expr.subs({**_COMMON, cost_forms.R: sp.Rational(4500, 8)}).subs(cost_forms.t, _tokens),
+    cost_forms.moe_cost_expr.subs({**_COMMON, cost_forms.R: sp.Rational(9000, 8)}).subs(cost_forms.t, _tokens),
+    cost_forms.attn_cost_expr.subs({**_COMMON, cost_forms.R: sp.Rational(2250, 8)}),
 )
 
 
@@ -62,16 +65,16 @@ def verify_cost(B, q, S):
     """C_verify by exact symbol replacement in sympy, then evalf. (xreplace
     and term-by-term: ``subs`` on the whole sum gives the same number ~50x
     slower.)"""
-    values = {cost.B: sp.Float(B, 30), cost.q: sp.Integer(q), cost.S: sp.Float(S, 30)}
+    values = {cost_forms.B: sp.Float(B, 30), cost_forms.q: sp.Integer(q), cost_forms.S: sp.Float(S, 30)}
     return sp.Add(*(term.xreplace(values) for term in VERIFY_COST_TERMS)).evalf(30)
 
 
 def speedup_by_evalf(a, g, B, S, c_draft, plain=None):
     """Sp at one point: numbers substituted into the sympy expressions."""
     plain = verify_cost(B, 1, S) if plain is None else plain
-    value = spec.speedup_expr.xreplace(
+    value = spec_forms.speedup_expr.xreplace(
         {
-            N: acc.expected_committed_expr.xreplace({alpha: sp.Rational(a), gamma: sp.Integer(g)}),
+            N: acc_forms.expected_committed_expr.xreplace({alpha: sp.Rational(a), gamma: sp.Integer(g)}),
             C_0: plain,
             C_v: verify_cost(B, g + 1, S),
             c: sp.Rational(c_draft),

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import speclib
-from speclib import presets, validation
+from speclib import presets
+from speclib.evidence import validation
 from speclib.core import step
 from speclib.evidence import sequel
 
@@ -142,8 +143,8 @@ def test_plain_decoding_at_batch_one_is_the_sequels_sanity_point():
 
 # --- a hybrid prices its whole step ---------------------------------------------------
 def test_a_hybrid_model_is_priced_as_a_whole_step():
-    priced = speclib.speculation.pricing(QWEN, "B200")
-    assert isinstance(priced, speclib.speculation.StepPricing)
+    priced = speclib.core.speculation.pricing(QWEN, "B200")
+    assert isinstance(priced, speclib.core.speculation.StepPricing)
     assert speclib.speedup(0.8, 0, 8, 512, model=QWEN) == 1.0
 
 

@@ -1,5 +1,5 @@
 """Depth-dependent acceptance: N from a measured survival curve
-(speclib.acceptance.expected_committed_from_survival, SurvivalCurve) and
+(speclib.core.acceptance.expected_committed_from_survival, SurvivalCurve) and
 optimal_gamma / speedup fed a curve instead of alpha.
 
 Independent routes: a direct Python sum over the curve, sympy's own
@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from speclib.formulas import acceptance as acc_forms
 import speclib
-from speclib import acceptance as acc
-from speclib import derivations, speculation
+from speclib.core import acceptance as acc
+from speclib.evidence import derivations
+from speclib.core import speculation
 from speclib.presentation.figures import acceptance_curves
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "acceptance" / "survival.json"
@@ -35,9 +37,9 @@ def direct_sum(curve, gamma):
 
 
 def test_survival_form_reduces_to_the_iid_sum_for_a_geometric_curve():
-    alpha, gamma = acc.alpha, acc.gamma
-    geometric = acc.expected_committed_geometric_expr
-    iid = acc.expected_committed_expr
+    alpha, gamma = acc_forms.alpha, acc_forms.gamma
+    geometric = acc_forms.expected_committed_geometric_expr
+    iid = acc_forms.expected_committed_expr
     # general branch of each piecewise, then the alpha = 1 branch
     general = lambda e: next(v for v, c in (e.args if isinstance(e, sp.Piecewise) else ((e, sp.true),)) if c is sp.true)
     geo_general = sum(general(term) if isinstance(term, sp.Piecewise) else term for term in sp.Add.make_args(geometric))
@@ -47,12 +49,12 @@ def test_survival_form_reduces_to_the_iid_sum_for_a_geometric_curve():
 
 
 def test_forward_difference_is_the_next_survival_and_n0_is_one():
-    s, gamma = acc.survival, acc.gamma
-    assert acc.committed_at_zero_expr == 1
-    assert acc.committed_increment_expr == s[gamma + 1]
+    s, gamma = acc_forms.survival, acc_forms.gamma
+    assert acc_forms.committed_at_zero_expr == 1
+    assert acc_forms.committed_increment_expr == s[gamma + 1]
     for n in range(5):
-        lhs = acc.expected_committed_survival_expr.subs(gamma, n + 1).doit()
-        rhs = acc.expected_committed_survival_expr.subs(gamma, n).doit() + s[n + 1]
+        lhs = acc_forms.expected_committed_survival_expr.subs(gamma, n + 1).doit()
+        rhs = acc_forms.expected_committed_survival_expr.subs(gamma, n).doit() + s[n + 1]
         assert sp.expand(lhs - rhs) == 0
 
 
@@ -68,9 +70,9 @@ def test_matches_a_direct_sum(curve):
 
 
 def test_matches_sympys_evaluation_of_the_survival_expression():
-    s, gamma = acc.survival, acc.gamma
+    s, gamma = acc_forms.survival, acc_forms.gamma
     for g in range(len(MTP) + 1):
-        expr = acc.expected_committed_survival_expr.subs(gamma, g).doit()
+        expr = acc_forms.expected_committed_survival_expr.subs(gamma, g).doit()
         value = float(expr.subs({s[d + 1]: sp.Rational(str(MTP[d])) for d in range(len(MTP))}))
         assert speclib.expected_committed_from_survival(MTP, g) == pytest.approx(value, rel=1e-15)
 
@@ -212,13 +214,13 @@ def test_plain_list_alpha_still_means_iid_alphas():
 
 
 def test_cost_model_and_model_together_are_refused():
-    cm = speclib.cost.cost_model()
+    cm = speclib.core.cost.cost_model()
     with pytest.raises(ValueError, match="cost_model"):
         speculation.optimal_gamma(0.75, 100, 4096, cost_model=cm, model="DeepSeek-V4-Flash")
 
 
 def test_passing_the_default_cost_model_changes_nothing():
-    cm = speclib.cost.cost_model()
+    cm = speclib.core.cost.cost_model()
     a = speculation.optimal_gamma(0.75, BATCHES, 4096, 0.1)
     b = speculation.optimal_gamma(0.75, BATCHES, 4096, 0.1, cost_model=cm)
     np.testing.assert_array_equal(a[0], b[0])

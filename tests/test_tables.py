@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from speclib import tables
+from speclib.presentation import tables
 from speclib.presentation.tables import NumberTable, RendersAsTable, number
 
 
@@ -80,13 +80,8 @@ def test_mixin_shows_the_table_it_builds():
     assert Pair()._repr_html_() == NumberTable(("k",), ((1,),))._repr_html_()
 
 
-def test_figures_reexport_the_same_class():
-    from speclib.presentation.figures import NumberTable as FromFigures
-
-    assert FromFigures is tables.NumberTable
-
-
 def test_tables_module_does_not_import_matplotlib():
-    code = "import sys, speclib.tables, speclib.validation, speclib.parallel; print('matplotlib' in sys.modules)"
+    code = ("import sys, speclib.presentation.tables, speclib.evidence.validation, speclib.core.parallel; "
+            "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speclib import derivations, presets, validation
+from speclib import presets
+from speclib.evidence import derivations
+from speclib.evidence import validation
 from speclib.presentation.figures import measured_decode
 
 LLAMA = presets.model("Llama-3.3-70B")

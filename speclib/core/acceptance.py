@@ -21,9 +21,7 @@ import numpy as np
 
 from .._checks import checked_array, checked_int, scalar_or_array
 from ..formulas import numpy_functions as nf
-from ._symbolic import twin_lookup
 
-__getattr__ = twin_lookup("acceptance")
 
 
 def committed_numeric(alpha_arr: np.ndarray, gamma_arr: np.ndarray) -> np.ndarray:

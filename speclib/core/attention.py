@@ -8,9 +8,7 @@ from __future__ import annotations
 from .._checks import checked_array, checked_choice, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
-from ._symbolic import twin_lookup
 
-__getattr__ = twin_lookup("attention")
 
 #: Variant names accepted by :func:`attention_intensity`.
 VARIANTS = ("mla", "hca", "csa", "indexer", "gqa")

@@ -198,7 +198,7 @@ class TensorParallelStep:
 
 
 class CalibratedLedger:
-    """A per-layer ledger (:class:`speclib.cost.CostModel` or the expert-
+    """A per-layer ledger (:class:`speclib.core.cost.CostModel` or the expert-
     parallel one, in HBM byte-equivalents per GPU) calibrated as a whole
     step: the layer's cost times the model's layers over the chip's
     bandwidth, scaled by ``mu``, plus ``a`` and ``d`` per sequence on the GPU.

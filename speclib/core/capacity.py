@@ -36,9 +36,7 @@ import numpy as np
 from .._checks import checked_array, checked_int, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
-from ._symbolic import twin_lookup
 
-__getattr__ = twin_lookup("capacity")
 
 #: Fraction of each GPU's HBM kept free for activations, workspace and
 #: fragmentation: vLLM's default ``gpu_memory_utilization`` is 0.9.

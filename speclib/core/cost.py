@@ -16,9 +16,7 @@ import numpy as np
 from .._checks import checked_array, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
-from ._symbolic import twin_lookup
 
-__getattr__ = twin_lookup("cost")
 
 
 @dataclass(frozen=True)

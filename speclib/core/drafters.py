@@ -16,11 +16,9 @@ import numpy as np
 from .._checks import checked_array, checked_int, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import Drafter, drafter as drafter_preset, resolve
-from ._symbolic import twin_lookup
 from .cost import check_draft_cost
 from .step import StepModel, check_roofline
 
-__getattr__ = twin_lookup("drafters")
 
 #: The paper's drafter cost per drafted token, as a fraction of a plain step.
 DEFAULT_DRAFT_COST = 0.1

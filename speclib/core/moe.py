@@ -12,9 +12,7 @@ import numpy as np
 from .._checks import checked_array, checked_int, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
-from ._symbolic import twin_lookup
 
-__getattr__ = twin_lookup("moe")
 
 
 def _check_experts(k_value, E_value):

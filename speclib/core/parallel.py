@@ -50,10 +50,8 @@ from ..presets import Interconnect, default_interconnect, interconnect, intercon
 from . import cost as _cost
 from . import moe as _moe
 from . import speculation as _spec
-from ._symbolic import twin_lookup
 from .cost import CostModel, check_batch, check_context, check_draft_cost
 
-__getattr__ = twin_lookup("parallel")
 
 interconnect_preset = interconnect  # for functions whose argument ``interconnect`` shadows it
 
@@ -66,7 +64,7 @@ def check_gpus(G_value, n_routed: int) -> int:
 
 
 class ExpertParallelCostModel(CostModel):
-    """:class:`speclib.cost.CostModel` with the MoE spread over ``G`` GPUs and
+    """:class:`speclib.core.cost.CostModel` with the MoE spread over ``G`` GPUs and
     an all-to-all communication term; ``B`` is sequences per GPU.
 
     ``ffn`` is the local MoE roofline (A_local distinct experts), ``comm``

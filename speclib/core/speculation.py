@@ -3,16 +3,16 @@ over plain decoding, and the draft length gamma* that maximises it.
 
 Acceptance is either i.i.d. (``alpha`` a number or an array of numbers) or a
 measured per-position survival curve (``alpha`` a
-:class:`speclib.acceptance.SurvivalCurve`). The step costs come from the
-single-GPU :class:`speclib.cost.CostModel` of ``model`` on ``hardware``, or
+:class:`speclib.core.acceptance.SurvivalCurve`). The step costs come from the
+single-GPU :class:`speclib.core.cost.CostModel` of ``model`` on ``hardware``, or
 from any cost model passed as ``cost_model=`` (for example
-:func:`speclib.parallel.expert_parallel_cost_model`). The speedup's closed form
+:func:`speclib.core.parallel.expert_parallel_cost_model`). The speedup's closed form
 is in :mod:`speclib.formulas.speculation`.
 
 How a speculative step is priced:
 
 * the paper's ledger (the default): one representative layer's
-  per-component rooflines (:class:`speclib.cost.CostModel`), the drafter a
+  per-component rooflines (:class:`speclib.core.cost.CostModel`), the drafter a
   constant fraction ``c_draft`` of a plain step;
 * the whole step (the sequel's): every layer and the output head in
   seconds (:class:`speclib.core.step.StepModel`), with a drafter priced by
@@ -34,10 +34,8 @@ from . import capacity as _capacity
 from . import cost as _cost
 from . import drafters as _draft
 from . import step as _step
-from ._symbolic import twin_lookup
 from .cost import check_batch, check_context
 
-__getattr__ = twin_lookup("speculation")
 
 
 class LedgerPricing:
@@ -118,7 +116,7 @@ def pricing(model=None, hardware=None, *, c_draft=None, drafter=None, roofline: 
     ledger prices ratios, which ``tp`` leaves unchanged; the whole step in
     seconds divides by it; the calibrated step adds its fixed costs once).
     ``routing``: a measured expert popularity in place of uniform routing
-    (the whole step; see :func:`speclib.moe.experts_activated`). With
+    (the whole step; see :func:`speclib.core.moe.experts_activated`). With
     ``cost_model`` (e.g. an expert-parallel ledger), ``step_time="calibrated"``
     prices the ledger's layer times the model's layers in seconds, plus the
     calibrated per-step costs (:class:`speclib.core.calibrated.CalibratedLedger`).
@@ -193,7 +191,7 @@ def speedup(alpha, gamma, B, S, c_draft=None, model=None, hardware=None, *, draf
     plain decoding, at batch ``B`` sequences and context ``S``; broadcasts.
 
     ``alpha``: the i.i.d. acceptance (a number or array), or a
-    :class:`~speclib.acceptance.SurvivalCurve` for depth-dependent acceptance
+    :class:`~speclib.core.acceptance.SurvivalCurve` for depth-dependent acceptance
     (``gamma`` then at most the curve's length), or None with a drafter preset
     (its measured curve). ``gamma = 0`` gives exactly 1. ``c_draft`` is the
     paper's drafter cost per drafted token as a fraction of a plain decode
@@ -241,7 +239,7 @@ def optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_ma
     """The draft length gamma* in {0, ..., gamma_max} with the highest speedup,
     and that speedup; arrays broadcast over ``alpha``, ``B``, ``S``, ``c_draft``.
 
-    ``alpha`` may be a :class:`~speclib.acceptance.SurvivalCurve` instead of
+    ``alpha`` may be a :class:`~speclib.core.acceptance.SurvivalCurve` instead of
     an i.i.d. acceptance; the search then stops at the curve's length (no
     survival is known past it): gamma in {0, ..., min(gamma_max, len(curve))};
     and at a DFlash drafter's block. gamma* = 0 means plain decoding wins
@@ -266,7 +264,7 @@ def throughput(B, gamma, S, *, model=None, hardware=None, drafter=None, c_draft=
 
     ``drafter``: a drafter preset priced by its own roofline, or None for
     the paper's constant ``c_draft`` (0.1 unless given). ``acceptance``: an
-    i.i.d. alpha, a :class:`~speclib.acceptance.SurvivalCurve`, or None for
+    i.i.d. alpha, a :class:`~speclib.core.acceptance.SurvivalCurve`, or None for
     the drafter preset's measured curve. ``roofline``: ``"per-component"`` or
     ``"aggregate"`` (the sequel's simulator). ``step_time``, ``tp``,
     ``engine``, ``routing``: see :func:`pricing` (with ``tp`` GPUs, the

@@ -12,9 +12,7 @@ from .._checks import checked_array, checked_choice
 from ..formulas import numpy_functions as nf
 from ..presets import StepArchitecture, resolve
 from . import moe as _moe
-from ._symbolic import twin_lookup
 
-__getattr__ = twin_lookup("step")
 
 #: How a step's components compose into its time.
 ROOFLINES = ("per-component", "aggregate")
@@ -39,7 +37,7 @@ class StepModel:
     simulator: with every weight, cache and state in one precision, one max of
     sums). ``expert_count``: see :data:`EXPERT_COUNTS`. ``routing``: a
     measured popularity (one share per routed expert, summing to 1) in place
-    of uniform routing (:func:`speclib.moe.experts_activated`).
+    of uniform routing (:func:`speclib.core.moe.experts_activated`).
     ``linear_attention_flops``: the sequel's simulator charges none for
     linear attention; True charges its FLOPs too.
     """

@@ -45,6 +45,9 @@ import numpy as np
 import sympy as sp
 
 from .. import presets
+from ..formulas import attention as attention_forms
+from ..formulas import cost as cost_forms
+from ..formulas import moe as moe_forms
 from ..core import acceptance, attention, cost, drafters, moe
 from ..core import speculation as _spec
 from ..core import step as _step
@@ -249,9 +252,9 @@ DENSE_GAMMA_MAX = 8
 
 def _mla_constants(model):
     return {
-        attention.m_c: model.context_bytes,
-        attention.m_q: model.query_bytes,
-        attention.f: model.flops_per_pair,
+        attention_forms.m_c: model.context_bytes,
+        attention_forms.m_q: model.query_bytes,
+        attention_forms.f: model.flops_per_pair,
     }
 
 
@@ -268,10 +271,10 @@ def hca_ridge_context(width, model=None, hardware=None, ridge=None) -> float:
     model, hardware = presets.resolve(model, hardware)
     ratio = model.attention.hca_ratio
     R = hardware.ridge(model.attention_precision) if ridge is None else ridge
-    expr = attention.intensity_expr.subs(_mla_constants(model)).subs(
-        {attention.T: width, attention.S: attention.S / ratio}
+    expr = attention_forms.intensity_expr.subs(_mla_constants(model)).subs(
+        {attention_forms.T: width, attention_forms.S: attention_forms.S / ratio}
     )
-    return _positive_root(expr - R, attention.S)
+    return _positive_root(expr - R, attention_forms.S)
 
 
 def hca_widest_memory_bound(S, model=None, hardware=None) -> int:
@@ -279,11 +282,11 @@ def hca_widest_memory_bound(S, model=None, hardware=None) -> int:
     strictly below the bf16 ridge (a large sentinel if every width does)."""
     model, hardware = presets.resolve(model, hardware)
     R = hardware.ridge(model.attention_precision)
-    expr = attention.intensity_expr.subs(_mla_constants(model)).subs(attention.S, S / model.attention.hca_ratio)
-    saturated = sp.limit(expr, attention.T, sp.oo)
+    expr = attention_forms.intensity_expr.subs(_mla_constants(model)).subs(attention_forms.S, S / model.attention.hca_ratio)
+    saturated = sp.limit(expr, attention_forms.T, sp.oo)
     if saturated <= R:
         return 10**9
-    width = _positive_root(expr - R, attention.T)
+    width = _positive_root(expr - R, attention_forms.T)
     return int(math.ceil(width) - 1)
 
 
@@ -292,8 +295,8 @@ def hca_all_widths_memory_bound_context(model=None, hardware=None) -> float:
     intensity saturates at f*S_eff/m_q < R as T grows."""
     model, hardware = presets.resolve(model, hardware)
     R = hardware.ridge(model.attention_precision)
-    expr = attention.intensity_expr.subs(_mla_constants(model)).subs(attention.S, attention.S / model.attention.hca_ratio)
-    return _positive_root(sp.limit(expr, attention.T, sp.oo) - R, attention.S)
+    expr = attention_forms.intensity_expr.subs(_mla_constants(model)).subs(attention_forms.S, attention_forms.S / model.attention.hca_ratio)
+    return _positive_root(sp.limit(expr, attention_forms.T, sp.oo) - R, attention_forms.S)
 
 
 def hca_kv_dominates_context(width=2, model=None) -> float:
@@ -301,11 +304,11 @@ def hca_kv_dominates_context(width=2, model=None) -> float:
     ``width`` query tokens, i.e. the memory-branch slope d log C / d log q of
     the attention cost falls below 1/2 at q = ``width``."""
     model, _ = presets.resolve(model, None)
-    slope = cost.elasticity(cost.attn_memory_expr, cost.q).subs(
-        {cost.m_c: model.context_bytes, cost.m_q: model.query_bytes, cost.q: width}
+    slope = cost_forms.elasticity(cost_forms.attn_memory_expr, cost_forms.q).subs(
+        {cost_forms.m_c: model.context_bytes, cost_forms.m_q: model.query_bytes, cost_forms.q: width}
     )
-    slope = slope.subs(cost.S, cost.S / model.attention.hca_ratio)
-    return _positive_root(slope - sp.Rational(1, 2), cost.S)
+    slope = slope.subs(cost_forms.S, cost_forms.S / model.attention.hca_ratio)
+    return _positive_root(slope - sp.Rational(1, 2), cost_forms.S)
 
 
 def hca_attention_speedup_band(alpha=FIG3_ACCEPTANCE, c_draft=0.0, model=None, hardware=None, contexts=None, gamma_max=64):
@@ -330,7 +333,7 @@ def indexer_slope(model=None) -> float:
     """Long-context intensity of CSA's indexer per query token, f/m_c."""
     model, _ = presets.resolve(model, None)
     m_c_i, m_q_i, f_i, _ = model.attention.variant_constants("indexer", 1.0)
-    per_token = (attention.intensity_long_context_expr / attention.T).subs({attention.m_c: m_c_i, attention.f: f_i})
+    per_token = (attention_forms.intensity_long_context_expr / attention_forms.T).subs({attention_forms.m_c: m_c_i, attention_forms.f: f_i})
     return float(per_token)
 
 
@@ -348,8 +351,8 @@ def mla_crossover_with_query_bytes(S, model=None, hardware=None) -> float:
     ridge when the query bytes are counted (Table 1's convention)."""
     model, hardware = presets.resolve(model, hardware)
     R = hardware.ridge(model.attention_precision)
-    expr = attention.intensity_expr.subs(_mla_constants(model)).subs(attention.S, S)
-    return _positive_root(expr - R, attention.T)
+    expr = attention_forms.intensity_expr.subs(_mla_constants(model)).subs(attention_forms.S, S)
+    return _positive_root(expr - R, attention_forms.T)
 
 
 def moe_slope_ratio_at_origin(n_shared=None, model=None) -> float:
@@ -360,9 +363,9 @@ def moe_slope_ratio_at_origin(n_shared=None, model=None) -> float:
     ffn = model.ffn
     # b is left symbolic: it cancels, and a float there would leave a sum of
     # logarithms that cancels catastrophically in floating point.
-    values = {moe.k: ffn.top_k, moe.E: ffn.n_routed, moe.n_s: ffn.n_shared if n_shared is None else n_shared}
-    origin = sp.limit(sp.diff(moe.moe_intensity_uncapped_expr.subs(values), moe.B), moe.B, 0)
-    eventual = sp.diff(moe.moe_saturated_intensity_expr.subs(values), moe.B)
+    values = {moe_forms.k: ffn.top_k, moe_forms.E: ffn.n_routed, moe_forms.n_s: ffn.n_shared if n_shared is None else n_shared}
+    origin = sp.limit(sp.diff(moe_forms.moe_intensity_uncapped_expr.subs(values), moe_forms.B), moe_forms.B, 0)
+    eventual = sp.diff(moe_forms.moe_saturated_intensity_expr.subs(values), moe_forms.B)
     return float(sp.N(sp.simplify(origin / eventual), 30))
 
 
@@ -370,9 +373,9 @@ def moe_slope_ratio_at(B_value, model=None) -> float:
     """dI_MoE/dB at batch B over the far-out MoE slope (shared expert counted)."""
     model, _ = presets.resolve(model, None)
     ffn = model.ffn
-    values = {moe.k: ffn.top_k, moe.E: ffn.n_routed, moe.n_s: ffn.n_shared, moe.b: ffn.weight_bytes}
-    local = sp.diff(moe.moe_intensity_uncapped_expr.subs(values), moe.B).subs(moe.B, B_value)
-    eventual = sp.diff(moe.moe_saturated_intensity_expr.subs(values), moe.B)
+    values = {moe_forms.k: ffn.top_k, moe_forms.E: ffn.n_routed, moe_forms.n_s: ffn.n_shared, moe_forms.b: ffn.weight_bytes}
+    local = sp.diff(moe_forms.moe_intensity_uncapped_expr.subs(values), moe_forms.B).subs(moe_forms.B, B_value)
+    eventual = sp.diff(moe_forms.moe_saturated_intensity_expr.subs(values), moe_forms.B)
     return float(local / eventual)
 
 
@@ -404,8 +407,8 @@ def _mha_variant(model):
 
 def _long_context_slope(model) -> float:
     """f/m_c: the long-context intensity per query token of a model's attention."""
-    per_token = attention.intensity_long_context_expr / attention.T
-    return float(per_token.subs({attention.m_c: model.context_bytes, attention.f: model.flops_per_pair}))
+    per_token = attention_forms.intensity_long_context_expr / attention_forms.T
+    return float(per_token.subs({attention_forms.m_c: model.context_bytes, attention_forms.f: model.flops_per_pair}))
 
 
 # --- the registry -------------------------------------------------------------
@@ -418,8 +421,8 @@ def _constants_and_ridges():
     yield _value("mla.m_c", sec, "MLA reads m_c = (d_c + d_r) b_kv bytes per context token", "576", m.context_bytes)
     yield _value("mla.m_q", sec, "each query token brings m_q = n_h (d_c + d_r) b_q bytes", "73,728", m.query_bytes)
     yield _value("mla.f", sec, "MLA costs f = 2 n_h (2 d_c + d_r) FLOPs per query-context pair", "139,264", m.flops_per_pair)
-    arch = {getattr(attention, name): value for name, value in m.attention.architecture().items()}
-    ratio = float(attention.mla_query_context_ratio_expr.subs(arch))
+    arch = {getattr(attention_forms, name): value for name, value in m.attention.architecture().items()}
+    ratio = float(attention_forms.mla_query_context_ratio_expr.subs(arch))
     yield _value("mla.query_context_ratio", sec, "the fat-query asymmetry m_q/m_c", "128", ratio)
     yield _value(
         "model.expert_params",
@@ -497,7 +500,7 @@ def _expert_tax():
     kn = moe.knees(m, presets.B200)
     sec = "Expert tax (Figure 1, MoE roofline)"
     yield _value("moe.expert_knee", sec, "the coupon count saturates at the knee B = E/k", "43", kn["expert_knee"], approximate=True)
-    half_b_knee = float(moe.dense_knee_expr.subs({moe.b: 0.5, moe.R: presets.B200.ridge("fp4")}))
+    half_b_knee = float(moe_forms.dense_knee_expr.subs({moe_forms.b: 0.5, moe_forms.R: presets.B200.ridge("fp4")}))
     yield _value(
         "moe.dense_knee",
         sec,
@@ -515,7 +518,7 @@ def _expert_tax():
         kn["moe_ridge_asymptotic"],
         approximate=True,
     )
-    half_b = float(moe.moe_ridge_batch_expr.subs({moe.k: ffn.top_k, moe.E: ffn.n_routed, moe.n_s: ffn.n_shared, moe.b: 0.5, moe.R: presets.B200.ridge("fp4")}))
+    half_b = float(moe_forms.moe_ridge_batch_expr.subs({moe_forms.k: ffn.top_k, moe_forms.E: ffn.n_routed, moe_forms.n_s: ffn.n_shared, moe_forms.b: 0.5, moe_forms.R: presets.B200.ridge("fp4")}))
     yield _value(
         "moe.ridge_exact",
         sec,
@@ -753,7 +756,7 @@ def _ledger():
     yield _value("ledger.r_moe_b1", sec, "a lone token's MoE slope r_MoE(1) (shared expert counted)", "0.85", r1, approximate=True)
     r1_routed = cost.marginal_cost(1, S, 0.0, _no_shared_expert(m), hw)["moe"]
     yield _value("ledger.r_moe_b1_no_shared", sec, "the same without the shared expert", "0.99", r1_routed, approximate=True)
-    knee = float(moe.expert_knee_expr.subs({moe.k: m.ffn.top_k, moe.E: m.ffn.n_routed}))
+    knee = float(moe_forms.expert_knee_expr.subs({moe_forms.k: m.ffn.top_k, moe_forms.E: m.ffn.n_routed}))
     far = cost.marginal_cost(10 * knee, S, 0.0, m, hw)["moe"]
     yield Claim(
         id="ledger.r_moe_past_knee",
@@ -778,10 +781,10 @@ def _ledger():
         note=f"Ours at B = {math.ceil(ridge_batch):,}, the first integer batch past the fp4 ridge crossing.",
     )
     proj_knee = _positive_root(
-        (cost.gemm_compute_expr - cost.gemm_memory_expr).subs(
-            {cost.W: m.attn_proj_params, cost.b_w: m.proj_weight_bytes, cost.R: hw.ridge(m.proj_precision)}
+        (cost_forms.gemm_compute_expr - cost_forms.gemm_memory_expr).subs(
+            {cost_forms.W: m.attn_proj_params, cost_forms.b_w: m.proj_weight_bytes, cost_forms.R: hw.ridge(m.proj_precision)}
         ),
-        cost.t,
+        cost_forms.t,
     )
     yield _value(
         "ledger.proj_knee",

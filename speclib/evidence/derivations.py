@@ -13,7 +13,7 @@ A :class:`Derivation` displays in Jupyter (and in the MyST-NB book) as
 Markdown with one display-maths block per step, and has a deterministic plain
 text ``repr`` for ``pytest --nbval``::
 
-    from speclib import derivations
+    from speclib.evidence import derivations
     derivations.experts_activated()          # the whole step list
     derivations.experts_activated()["knee"]  # one step, by key
 

@@ -18,7 +18,7 @@ What the closed form takes from the simulator, and why:
 * linear attention's FLOPs are charged as zero, as the simulator does
   (4T FLOP/byte is far below the ridge);
 * the context is the mean a request's decode steps attend over,
-  :func:`speclib.validation.mean_decode_context` of 1 input and 1,024
+  :func:`speclib.evidence.validation.mean_decode_context` of 1 input and 1,024
   output tokens (512.5; the sequel rounds it to 512);
 * acceptance is the drafter's measured survival curve; DFlash's block has 16
   positions but 15 are measured, so the 16th counts as never surviving.

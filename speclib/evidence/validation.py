@@ -13,7 +13,7 @@ a whole model:
 * each component (attention projections, FFN, attention, output head) is its
   own roofline, max(FLOPs / peak, bytes / HBM bandwidth), with the GEMMs at
   the precision's dense peak and attention at the model's attention
-  precision - :class:`speclib.cost.CostModel`, per layer, times the layers;
+  precision - :class:`speclib.core.cost.CostModel`, per layer, times the layers;
 * tensor parallelism over ``tp`` GPUs splits every weight, the KV cache (by
   KV head) and the FLOPs evenly, so the time is divided by ``tp``; the
   all-reduces it needs are not in the model, nor are kernel launches,
@@ -447,7 +447,7 @@ def fit_calibration(comparison=None, workloads=tuple(WORKLOADS), terms=DEFAULT_T
         roofline_factor=factor, fixed_s=fixed, per_sequence_s=per_sequence, model=MEASURED_MODEL,
         fitted_on=tuple(workloads), batch_range=(int(min(r.concurrency for r in recs)),
                                                  int(max(r.concurrency for r in recs))),
-        source="speclib.validation.fit_calibration on the InferenceMAX Llama-3.3-70B decoding runs (queueing runs "
+        source="speclib.evidence.validation.fit_calibration on the InferenceMAX Llama-3.3-70B decoding runs (queueing runs "
                f"left out), terms {', '.join(terms)}",
     )
     return FittedCalibration(calibration, terms, allreduce, workloads)

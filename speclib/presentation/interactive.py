@@ -21,7 +21,7 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 
 from . import style
-from .definition import Choice, Slider, Toggle
+from .spec import Choice, Slider, Toggle
 from .static import draw
 
 _WIDE = W.Layout(width="420px")

@@ -18,7 +18,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, PercentFormatter
 
 from . import style
-from .definition import fill, value_of
+from .spec import fill, value_of
 
 _DASH = {"solid": "-", "dashed": "--", "dotted": ":", "dashdot": "-."}
 

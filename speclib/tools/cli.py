@@ -15,7 +15,7 @@ Three subcommands, each with examples in its ``--help``:
 * ``speclib profile``: the model's own step costs in the measured-cost CSV format.
 
 Every number comes from :func:`speclib.optimal_gamma`,
-:func:`speclib.marginal_cost` and :func:`speclib.cost.cost_shares`; this module
+:func:`speclib.marginal_cost` and :func:`speclib.core.cost.cost_shares`; this module
 only parses, checks and prints. Bad input exits with status 2 and one line on
 stderr naming the option and what it accepts.
 """

@@ -519,7 +519,7 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, acceptance=None
     roofline plus the per-step costs measured decoding shows, for ``engine``).
     The batch range stops at the largest batch whose weights and caches fit in
     ``tp`` GPUs at the first context with a fraction ``reserve`` of HBM kept
-    free (:func:`speclib.capacity.max_batch`; ``reserve=None`` skips the check).
+    free (:func:`speclib.core.capacity.max_batch`; ``reserve=None`` skips the check).
     """
     max_batch = int(max_batch)
     if not 1 <= max_batch <= MAX_BATCH:

@@ -16,7 +16,10 @@ import numpy as np
 import pytest
 
 import speclib
-from speclib import attention, cost, moe, speculation
+from speclib.core import attention
+from speclib.core import cost
+from speclib.core import moe
+from speclib.core import speculation
 from speclib.presentation.figures.paper import (attention_table, mha_counterpart, moe_what_if, seq_len_from_slider,
                                    v4_attention_what_if)
 from speclib.presets import resolve
@@ -269,7 +272,7 @@ def test_optimal_gamma_equals_speclib(visit):
         np.testing.assert_array_equal(got["data"]["gamma_star"], g)
         np.testing.assert_allclose(got["data"]["speedup"], best, rtol=RTOL)
         # The batches beyond it are shaded: what fits in HBM, as speclib.capacity says.
-        assert got["data"]["max_batch"] == speclib.capacity.max_batch(None, None, S)
+        assert got["data"]["max_batch"] == speclib.core.capacity.max_batch(None, None, S)
 
 
 def test_speedup_curves_equal_speclib(visit):
@@ -309,7 +312,7 @@ def test_gamma_map_equals_speclib(visit):
         assert (B[0], B[-1], S[0], S[-1]) == (1, 30_000, 512, 131_072)
         g, _ = speclib.optimal_gamma(alpha, B[None, :], S[:, None], c)
         np.testing.assert_array_equal(got["data"]["gamma_star"], g)
-        np.testing.assert_array_equal(got["data"]["max_batch"], speclib.capacity.max_batch(None, None, S))
+        np.testing.assert_array_equal(got["data"]["max_batch"], speclib.core.capacity.max_batch(None, None, S))
 
 
 def test_gamma_map_and_figure_3_shade_the_batches_that_cannot_fit(visit):

@@ -77,7 +77,7 @@ def verify_cost(cm, xp, B, width, S):
 def ledger(cm, xp, B, S, c_draft, width=2.0):
     """Each component's contribution r_i x share_i to a speculated token's
     price, the drafter's ``c_draft``, and their ``total``
-    (:func:`speclib.marginal_cost` and :func:`speclib.cost.cost_shares`)."""
+    (:func:`speclib.marginal_cost` and :func:`speclib.core.cost.cost_shares`)."""
     r = cm.rooflines
     costs = {"attn_proj": cost(r["attn_proj"], xp, B), "moe": cost(r["moe"], xp, B),
              "attention": cost(r["attention"], xp, B, 1.0, S)}

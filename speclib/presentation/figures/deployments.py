@@ -150,7 +150,7 @@ attention_swap_maps = Figure(
 @dataclass(frozen=True, repr=False)  # repr=False: keep RendersAsTable's text form
 class DeploymentTable(RendersAsTable):
     """A small table of preset-derived strings, shown as a
-    :class:`speclib.tables.NumberTable` (HTML for the book, aligned text for a
+    :class:`speclib.presentation.tables.NumberTable` (HTML for the book, aligned text for a
     terminal and for the notebook's stored text/plain output)."""
 
     caption: str

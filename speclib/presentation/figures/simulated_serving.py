@@ -116,7 +116,7 @@ def drafter_times(gamma, B, hardware=None, *, roofline="aggregate") -> dict:
 def crossover_constants(hardware=None) -> dict:
     """The arguments of :func:`speclib.formulas.numpy_functions.drafter_crossover_batch`
     after gamma, by name, from the two drafter presets and the chip (as
-    :func:`speclib.derivations.drafter_crossover` substitutes them)."""
+    :func:`speclib.evidence.derivations.drafter_crossover` substitutes them)."""
     hw = _hardware(hardware)
     m, f = drafter_preset(_sequel.DRAFTERS["mtp"]), drafter_preset(_sequel.DRAFTERS["dflash"])
     values = {"b_d": m.step.dense_bytes, "P_MTP": m.step.dense_params, "w_MTP": m.step.ffn_params,
