@@ -15,26 +15,16 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-import speclib
-from speclib.core import attention
-from speclib.core import cost
-from speclib.core import moe
-from speclib.core import speculation
-from speclib.presentation.figures.paper import (attention_table, mha_counterpart, moe_what_if, seq_len_from_slider,
-                                   v4_attention_what_if)
-from speclib.presets import resolve
+from speclib.presentation.definition import REGISTRY, Slider
+from speclib.presentation.web import codegen
 
 from .conftest import BASE_PATH, HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, REPO, WEIGHTS, book_pages
 
-import sequel_live  # tests/sequel_live.py: what the sequel's live figures must compute  # noqa: E402
-
 PAGES = book_pages()
-#: Figures the book must show live (issue 7); the others are checked when present.
+#: Figures the book must show live; the others are checked when a page holds them.
 REQUIRED_LIVE = ("ledger", "optimal_gamma")
-#: The chapters on the sequel's figures, with the settings their numbers are checked at (tests/sequel_live.py).
-SEQUEL = tuple(sequel_live.SETTINGS)
-LIVE = ("expert_tax", "expert_tax_log", "ledger", "ledger_components", "ledger_dense", "optimal_gamma",
-        "speedup_curves", "gamma_map", "attention_width", "attention_table", "compressed_attention") + SEQUEL
+#: Every figure the page draws live: a definition with controls, computed in the browser.
+LIVE = codegen.live_names()
 
 
 def pages_with(name: str) -> list:
@@ -156,9 +146,9 @@ def test_served_under_its_base_path_only(base_url):
 
 SNAPSHOT = """(i) => {
     const inst = window.speclibLive.instances[i];
-    const fig = inst.element.querySelector('.speclib-figure');
-    return {html: fig.innerHTML, redraws: inst.redraws, ms: inst.lastRedrawMs,
-            data: JSON.stringify(inst.data)};
+    const fig = inst.element.querySelector('.speclib-plots');
+    return {html: fig.innerHTML + inst.element.querySelector('.speclib-title').textContent, redraws: inst.redraws,
+            ms: inst.lastRedrawMs, data: JSON.stringify(inst.data)};
 }"""
 
 
@@ -225,10 +215,8 @@ SET_AND_READ = """([i, settings]) => {
     for (const [name, value] of Object.entries(settings)) {
         const input = inst.element.querySelector('[data-control="' + name + '"]');
         if (input.type === 'checkbox') { input.checked = value; input.dispatchEvent(new Event('change')); }
-        else if (input.tagName === 'SELECT') { input.value = value; input.dispatchEvent(new Event('change')); }
+        else if (input.tagName === 'SELECT') { input.value = String(value); input.dispatchEvent(new Event('change')); }
         else { input.value = String(value); input.dispatchEvent(new Event('input')); }
-        if (input.type === 'range' && parseFloat(input.value) !== value) { throw new Error(name + ' did not take ' + value); }
-        if (input.tagName === 'SELECT' && input.value !== value) { throw new Error(name + ' did not take ' + value); }
     }
     return {params: inst.params, data: inst.data};
 }"""
@@ -240,173 +228,69 @@ def first_instance(page, name):
     return live_instances(page).index(name)
 
 
-@pytest.mark.parametrize("name", ["ledger", "ledger_components", "ledger_dense"])
-def test_ledger_equals_speclib(visit, name):
-    page = visit(page_for(name), settle=False).page
-    i = first_instance(page, name)
-    for u, c, qb in [(0.5, 0.1, False), (0.0, 0.0, False), (0.25, 0.37, True), (1.0, 0.5, False),
-                     (0.625, 0.02, True)]:
-        got = page.evaluate(SET_AND_READ, [i, {"u": u, "c_draft": c, "query_bytes": qb}])
-        S = seq_len_from_slider(u)
-        assert got["params"]["S"] == pytest.approx(S, rel=1e-15)
-        B = np.array(got["data"]["B"])
-        assert B[0] == 1 and B[-1] == 30_000 and np.all(np.diff(B) > 0)
-        model = got["params"]["model"]
-        assert model == ("Llama-3-70B" if name == "ledger_dense" else "DeepSeek-V4-Flash")
-        want = speclib.marginal_cost(B, S, c, model, query_bytes=qb)
-        shares = cost.cost_shares(B, S, model, query_bytes=qb)
-        np.testing.assert_allclose(got["data"]["total"], want["total"], rtol=RTOL)
-        for key in ("attn_proj", "moe", "attention"):
-            np.testing.assert_allclose(got["data"]["slopes"][key], np.broadcast_to(want[key], B.shape), rtol=RTOL)
-            np.testing.assert_allclose(got["data"]["shares"][key], shares[key], rtol=RTOL)
-
-
-def test_optimal_gamma_equals_speclib(visit):
-    page = visit(page_for("optimal_gamma"), settle=False).page
-    i = first_instance(page, "optimal_gamma")
-    for u, alpha, c in [(0.375, 0.75, 0.1), (0.0, 0.01, 0.0), (1.0, 0.99, 0.5), (0.5, 0.9, 0.05), (0.75, 0.6, 0.25)]:
-        got = page.evaluate(SET_AND_READ, [i, {"u": u, "alpha": alpha, "c_draft": c}])
-        S = seq_len_from_slider(u)
-        B = np.array(got["data"]["B"])
-        g, best = speclib.optimal_gamma(alpha, B, S, c)
-        np.testing.assert_array_equal(got["data"]["gamma_star"], g)
-        np.testing.assert_allclose(got["data"]["speedup"], best, rtol=RTOL)
-        # The batches beyond it are shaded: what fits in HBM, as speclib.capacity says.
-        assert got["data"]["max_batch"] == speclib.core.capacity.max_batch(None, None, S)
-
-
-def test_speedup_curves_equal_speclib(visit):
-    page = visit(page_for("speedup_curves"), settle=False).page
-    i = first_instance(page, "speedup_curves")
-    for u, alpha, c in [(0.375, 0.75, 0.1), (0.875, 0.95, 0.0), (0.125, 0.3, 0.4)]:
-        got = page.evaluate(SET_AND_READ, [i, {"u": u, "alpha": alpha, "c_draft": c}])
-        S = seq_len_from_slider(u)
-        gammas, batches = np.array(got["data"]["gammas"]), np.array(got["data"]["batches"])
-        table = speculation.speedup(alpha, gammas[None, :], batches[:, None], S, c)
-        np.testing.assert_allclose(got["data"]["table"], table, rtol=RTOL)
-        g, _ = speclib.optimal_gamma(alpha, batches, S, c)
-        np.testing.assert_array_equal(got["data"]["gamma_star"], g)
-
-
-@pytest.mark.parametrize("name", ["expert_tax", "expert_tax_log"])
-def test_expert_tax_equals_speclib(visit, name):
-    page = visit(page_for(name), settle=False).page
-    i = first_instance(page, name)
-    for experts, top_k, weights, hw in [(256, 6, "mxfp4", "B200"), (64, 1, "fp8", "H100-SXM"),
-                                        (512, 16, "bf16", "MI300X"), (8, 16, "mxfp4", "H200")]:
-        got = page.evaluate(SET_AND_READ, [i, {"experts": experts, "top_k": top_k, "weights": weights,
-                                               "hardware": hw}])
-        # As the notebook widget: top-k is clipped to the number of experts.
-        model = moe_what_if(None, experts=experts, top_k=min(top_k, experts), weights=weights)
-        B = np.array(got["data"]["B"])
-        np.testing.assert_allclose(got["data"]["moe"], moe.ffn_intensity(B, model, hw), rtol=RTOL)
-        np.testing.assert_allclose(got["data"]["dense"], moe.dense_equivalent_intensity(B, model, hw), rtol=RTOL)
-
-
-def test_gamma_map_equals_speclib(visit):
-    page = visit(page_for("gamma_map"), settle=False).page
-    i = first_instance(page, "gamma_map")
-    for alpha, c in [(0.75, 0.1), (0.99, 0.0), (0.4, 0.3)]:
-        got = page.evaluate(SET_AND_READ, [i, {"alpha": alpha, "c_draft": c}])
-        B, S = np.array(got["data"]["B"]), np.array(got["data"]["S"])
-        assert (B[0], B[-1], S[0], S[-1]) == (1, 30_000, 512, 131_072)
-        g, _ = speclib.optimal_gamma(alpha, B[None, :], S[:, None], c)
-        np.testing.assert_array_equal(got["data"]["gamma_star"], g)
-        np.testing.assert_array_equal(got["data"]["max_batch"], speclib.core.capacity.max_batch(None, None, S))
-
-
-def test_gamma_map_and_figure_3_shade_the_batches_that_cannot_fit(visit):
-    for name in ("optimal_gamma", "gamma_map"):
-        page = visit(page_for(name), settle=False).page
-        i = first_instance(page, name)
-        page.evaluate(SET_AND_READ, [i, {"alpha": 0.75, "c_draft": 0.1}])
-        hatched = page.evaluate(
-            "(i) => window.speclibLive.instances[i].element.querySelectorAll('rect.speclib-memory').length", i)
-        assert hatched > 0, name
-
-
-def test_attention_width_equals_speclib(visit):
-    page = visit(page_for("attention_width"), settle=False).page
-    i = first_instance(page, "attention_width")
-    gqa, _ = resolve("Llama-3-70B", None)
-    models = {"mha": mha_counterpart(gqa), "gqa": gqa, "mla": resolve("DeepSeek-V4-Flash", None)[0]}
-    for u, qb, hw in [(0.5, True, "B200"), (0.0, False, "H100-SXM"), (1.0, True, "MI300X")]:
-        got = page.evaluate(SET_AND_READ, [i, {"u": u, "query_bytes": qb, "hardware": hw}])
-        S = seq_len_from_slider(u)
-        T = np.array(got["data"]["T"])
-        for key, m in models.items():
-            np.testing.assert_allclose(got["data"]["intensity"][key],
-                                       attention.attention_intensity(T, S, m, query_bytes=qb), rtol=RTOL)
-        assert got["data"]["ridge"] == resolve(None, hw)[1].ridge("bf16")
-
-
-def test_attention_table_equals_speclib(visit):
-    page = visit(page_for("attention_table"), settle=False).page
-    i = first_instance(page, "attention_table")
-    for model, variant, hw, qb in [("DeepSeek-V4-Flash", "mla", "B200", True), ("DeepSeek-V4-Flash", "hca", "H100-SXM", False),
-                                   ("DeepSeek-V4-Pro", "csa", "MI300X", True), ("DeepSeek-V4-Flash", "indexer", "B200", True),
-                                   ("Llama-3-70B", "mla", "H200", True), ("DeepSeek-V3", "mla", "GB300", False)]:
-        got = page.evaluate(SET_AND_READ, [i, {"model": model, "variant": variant, "hardware": hw, "query_bytes": qb}])
-        kind = resolve(model, None)[0].attention.kind
-        want = attention_table(model, hw, variant="gqa" if kind == "gqa" else variant, query_bytes=qb)
-        np.testing.assert_allclose(got["data"]["values"], want.values, rtol=RTOL)
-        assert got["data"]["ridge"] == want.ridge
-        cells = page.evaluate("(i) => Array.from(window.speclibLive.instances[i].element.querySelectorAll('td'))"
-                              ".map(td => td.className === 'compute-bound')", i)
-        assert cells == want.compute_bound.ravel().tolist()
-        disabled = page.evaluate("(i) => window.speclibLive.instances[i].element"
-                                 ".querySelector('[data-control=variant]').disabled", i)
-        assert disabled == (kind == "gqa" or model == "DeepSeek-V3")
-
-
-def test_compressed_attention_equals_speclib(visit):
-    page = visit(page_for("compressed_attention"), settle=False).page
-    i = first_instance(page, "compressed_attention")
-    # The sliders step through lists of values; indices select them.
-    for hca, top_k, ratio, qb in [(128, 512, 4, True), (8, 4096, 1, False), (512, 128, 16, True)]:
-        settings = page.evaluate("""([i, want]) => {
-            const controls = window.speclibLive.instances[i].spec.controls;
-            const out = {};
-            for (const c of controls) { if (c.kind === 'choice') { out[c.name] = c.options.indexOf(want[c.name]); } }
-            return out;
-        }""", [i, {"hca_ratio": hca, "csa_top_k": top_k, "csa_ratio": ratio}])
-        got = page.evaluate(SET_AND_READ, [i, {**settings, "query_bytes": qb}])
-        assert (got["params"]["hca_ratio"], got["params"]["csa_top_k"], got["params"]["csa_ratio"]) == (hca, top_k, ratio)
-        model = v4_attention_what_if(None, hca_ratio=hca, csa_top_k=top_k, csa_ratio=ratio)
-        S, T = np.array(got["data"]["S"]), np.array(got["data"]["widths"])
-        for variant in ("hca", "csa", "indexer"):
-            want = attention.attention_intensity(T[:, None], S[None, :], model, variant, query_bytes=qb)
-            np.testing.assert_allclose(got["data"]["intensity"][variant], want, rtol=RTOL)
-
-
-def control_settings(controls, params):
-    """The control values that set ``params``: the sequence-length slider
-    holds u (S = base * 2**(span u)), a choice slider the option's index."""
-    out = {}
-    for c in controls:
-        if c["param"] not in params:
-            continue
-        value = params[c["param"]]
-        if c.get("map"):
-            value = float(np.log2(value / c["map"]["base"]) / c["map"]["span"])
-        elif c["kind"] == "choice":
-            value = c["options"].index(value)
-        out[c["name"]] = value
+def _settings(f):
+    """The definition's settings to check in the page: each slider at its ends,
+    then each menu at another option, then every toggle flipped."""
+    out = []
+    for c in f.controls:
+        if isinstance(c, Slider):
+            out += [{c.name: c.lo}, {c.name: c.hi}]
+        elif hasattr(c, "options"):
+            out.append({c.name: next(v for v in c.values() if v != c.value)})
+        else:
+            out.append({c.name: not c.value})
     return out
 
 
-@pytest.mark.parametrize("name", SEQUEL)
-def test_sequel_figure_equals_speclib(visit, name):
-    """Two settings per figure in the page (tests/test_web.py runs every
-    setting of tests/sequel_live.py through the same JavaScript in Node)."""
+def _inputs(f, values):
+    """What the page's inputs hold for ``values``: a log2 slider its exponent,
+    a menu the option's index."""
+    out = {}
+    for c in f.controls:
+        if c.name not in values:
+            continue
+        v = values[c.name]
+        if isinstance(c, Slider):
+            out[c.name] = float(np.log2(v)) if c.scale == "log2" else v
+        elif hasattr(c, "options"):
+            out[c.name] = c.values().index(v)
+        else:
+            out[c.name] = bool(v)
+    return out
+
+
+def _same(got, expected):
+    if isinstance(expected, str) or (isinstance(expected, list) and expected and isinstance(expected[0], str)):
+        return got == expected
+    e = np.asarray(expected, dtype=float)
+    g = np.asarray(got, dtype=float) if np.ndim(got) == 0 else np.asarray(
+        [np.nan if v is None else v for v in np.ravel(np.asarray(got, dtype=object))], dtype=float)
+    return g.size == e.size and np.allclose(g.reshape(e.shape), e, rtol=RTOL, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", LIVE)
+def test_the_page_computes_speclibs_numbers(visit, name):
+    """The page's numbers, after a reader's settings, against the definition
+    evaluated by numpy in Python at the parameters the page reports."""
     page = visit(page_for(name), settle=False).page
     i = first_instance(page, name)
-    controls = page.evaluate("(i) => window.speclibLive.instances[i].spec.controls", i)
-    for params in sequel_live.SETTINGS[name][-2:]:
-        got = page.evaluate(SET_AND_READ, [i, control_settings(controls, params)])
-        for key, value in params.items():
-            assert got["params"][key] == (pytest.approx(value, rel=1e-15) if isinstance(value, float) else value)
-        sequel_live.check(name, got["params"], got["data"])
+    f = REGISTRY[name]
+    for values in _settings(f):
+        got = page.evaluate(SET_AND_READ, [i, _inputs(f, values)])
+        for key, value in values.items():
+            assert got["params"][key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value)
+        expected = f.data(**{**f.live_params, **{c.name: got["params"][c.name] for c in f.controls}})
+        for key, value in got["data"].items():
+            assert _same(value, expected[key]), (name, values, key)
+
+
+def test_gamma_map_and_figure_3_hatch_the_batches_that_cannot_fit(visit):
+    for name in ("optimal_gamma", "gamma_map"):
+        page = visit(page_for(name), settle=False).page
+        i = first_instance(page, name)
+        hatched = page.evaluate(
+            "(i) => window.speclibLive.instances[i].element.querySelectorAll('rect[fill^=\"url(#\"]').length", i)
+        assert hatched > 0, name
 
 
 @pytest.mark.subpath
