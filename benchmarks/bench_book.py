@@ -11,9 +11,10 @@ is shared, so the load is part of the result):
   notebook executed (output to a temporary directory, so a build someone else
   is reading in ``_build`` is left alone);
 * the time of ``pytest --nbval`` over ``book/``;
-* for each live widget in :data:`speclib.widgets.FACTORIES`, the median and
-  worst redraw time (compute plus draw plus image encoding) over 20 simulated
-  slider moves, each a step along one control as a reader's drag would make.
+* for each live figure (a definition with controls, in
+  :data:`speclib.presentation.definition.REGISTRY`), the median and worst
+  redraw time (compute plus draw plus image encoding) over 20 simulated
+  moves, each a step along one control as a reader's drag would make.
 
 Targets (issue 3): build <= 180 s, nbval <= 120 s, redraw <= 100 ms. Missing a
 target is reported, not an error; a failing build or nbval run exits non-zero.
@@ -21,6 +22,7 @@ target is reported, not an error; a failing build or nbval run exits non-zero.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import subprocess
@@ -86,73 +88,42 @@ def bench_nbval() -> bool:
     return _timed("nbval", cmd, TARGETS["nbval"])
 
 
-def _drag(lo, hi, n=MOVES_PER_WIDGET, log=False):
-    """n positions of a slider dragged from lo to hi."""
-    import numpy as np
+def _moves(definition) -> list:
+    """MOVES_PER_WIDGET moves, as a reader's: each slider dragged in steps
+    across its range, each menu and checkbox flipped, in turn."""
+    from speclib.presentation.spec import Slider
 
-    values = np.geomspace(lo, hi, n) if log else np.linspace(lo, hi, n)
-    return [float(v) for v in values]
-
-
-def _moves():
-    """Twenty moves per widget: drags along its sliders, flips of its toggles
-    and menus (each listed value is one move)."""
-    seq = _drag(512, 131_072, log=True)
-    alpha = _drag(0.30, 0.95)
-    drafter = _drag(0.0, 0.40)
-
-    def alternate(*tracks):
-        out = []
-        for i in range(MOVES_PER_WIDGET):
-            name, values = tracks[i % len(tracks)]
-            out.append({name: values[i % len(values)]})
-        return out
-
-    return {
-        "expert_tax": alternate(("experts", list(range(64, 512, 24))), ("top_k", [2, 4, 6, 8, 10, 12, 14, 16, 3, 5])),
-        "expert_tax_log": alternate(("experts", list(range(64, 512, 24))), ("top_k", [2, 4, 6, 8, 10, 12, 14, 16])),
-        "attention_table": alternate(("variant", ["hca", "csa", "indexer", "mla"]), ("query_bytes", [False, True])),
-        "attention_width": alternate(("S", seq)),
-        "compressed_attention": alternate(("hca_ratio", [8, 16, 32, 64, 256, 512, 128]), ("csa_top_k", [128, 256, 1024, 2048, 512])),
-        "ledger": alternate(("S", seq), ("c_draft", drafter)),
-        "optimal_gamma": alternate(("alpha", alpha), ("S", seq), ("c_draft", drafter)),
-        "speedup_curves": alternate(("alpha", alpha), ("S", seq), ("c_draft", drafter)),
-        "gamma_map": alternate(("alpha", alpha), ("c_draft", drafter)),
-        # the chapters on the sequel: sliders dragged, menus flipped
-        "drafter_cost": alternate(("gamma", [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 1])),
-        "drafter_crossover": alternate(("roofline", ["per-component", "aggregate"]),
-                                       ("hardware", ["H200", "B200", "MI355X", "GB300"])),
-        "hybrid_intensity": alternate(("S", seq)),
-        "kv_state_bytes": alternate(("full_attention_layers", [4, 5, 8, 10, 20, 40, 20, 10, 8, 5])),
-        "concurrency_gamma": alternate(("roofline", ["per-component", "aggregate"]),
-                                       ("acceptance", ["geometric", "measured"])),
-        "concurrency_throughput": alternate(("roofline", ["per-component", "aggregate"])),
-        "throughput_tpot": alternate(("roofline", ["per-component", "aggregate"]),
-                                     ("acceptance", ["geometric", "measured"])),
-        "pricing_ratio": alternate(("S", seq)),
-        "pricing_gamma": alternate(("drafter", ["mtp", "dflash"]), ("acceptance", ["geometric", "measured"])),
-    }
+    tracks = []
+    for c in definition.controls:
+        if isinstance(c, Slider):
+            lo, hi = (math.log2(c.lo), math.log2(c.hi)) if c.scale == "log2" else (c.lo, c.hi)
+            steps = [lo + (hi - lo) * (k + 0.5) / MOVES_PER_WIDGET for k in range(MOVES_PER_WIDGET)]
+            values = [2.0 ** v if c.scale == "log2" else v for v in steps]
+            tracks.append((c.name, [round(v) if c.integer else v for v in values]))
+        else:
+            tracks.append((c.name, list(c.values())[1:] + [c.value]))
+    return [{tracks[i % len(tracks)][0]: tracks[i % len(tracks)][1][i % len(tracks[i % len(tracks)][1])]}
+            for i in range(MOVES_PER_WIDGET)]
 
 
 def bench_widgets() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from speclib import widgets
+    import speclib.presentation.figures  # noqa: F401 - fills the registry
+    from speclib.presentation.definition import REGISTRY
 
     print(f"\n[widgets] median redraw over {MOVES_PER_WIDGET} simulated moves (compute + draw + encode)")
     print(f"[widgets] before: {_load()}")
-    moves = _moves()
-    missing = set(widgets.FACTORIES) - set(moves)
-    if missing:
-        raise SystemExit(f"no moves defined for widget(s): {', '.join(sorted(missing))}")
     print(f"    {'widget':<22} {'median':>9} {'worst':>9} {'build':>9}")
-    for name, factory in widgets.FACTORIES.items():
+    for name, definition in REGISTRY.items():
+        if not definition.controls:
+            continue
         start = time.perf_counter()
-        w = factory()
+        w = definition.widget()
         built = time.perf_counter() - start
         times = []
-        for move in moves[name]:
+        for move in _moves(definition):
             start = time.perf_counter()
             w.update(**move)
             times.append(time.perf_counter() - start)

@@ -153,18 +153,18 @@ _DYNAMIC = (Line2D, Collection, Text, Legend, Patch)
 
 def _dynamic_artists(fig):
     """What a control move can change, in drawing order: every line, fill,
-    text, patch and legend of every axes (not the axes' own frame)."""
+    text (titles included), patch and legend of every axes, and the figure's title."""
     out = []
     for ax in sorted(fig.axes, key=lambda a: a.get_zorder()):
-        frame = {ax.patch, *ax.spines.values(), ax.title, ax._left_title, ax._right_title}
+        frame = {ax.patch, *ax.spines.values()}
         kids = [a for a in ax.get_children() if isinstance(a, _DYNAMIC) and a not in frame and a.get_visible()]
         out.extend(sorted(kids, key=lambda a: a.get_zorder()))
-    return out
+    return out + ([fig._suptitle] if fig._suptitle is not None else [])
 
 
 def _frame_signature(fig):
-    """What the cached frame depends on: axes placement, limits, scales, titles, tick labels."""
-    axes = tuple((tuple(ax.get_position().bounds), ax.get_xlim(), ax.get_ylim(), ax.get_xscale(), ax.get_yscale(),
-                  ax.title.get_text(), ax._left_title.get_text(), ax.get_xlabel(), ax.get_ylabel())
-                 for ax in fig.axes)
-    return axes, fig._suptitle.get_text() if fig._suptitle else ""
+    """What the cached frame depends on: axes placement, limits, scales and
+    labels (titles are drawn with the data, so a title that spells out a
+    control's value does not throw the frame away)."""
+    return tuple((tuple(ax.get_position().bounds), ax.get_xlim(), ax.get_ylim(), ax.get_xscale(), ax.get_yscale(),
+                  ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes)
