@@ -95,7 +95,7 @@ def test_page_loads_cleanly_offline_and_light(visit, path):
     if v.page.locator(".speclib-live").count():
         names = live_instances(v.page)
         drawn = v.page.evaluate("""() => window.speclibLive.instances.map(i => ({name: i.name, redraws: i.redraws,
-            svg: !!i.element.querySelector('.speclib-figure svg, .speclib-figure table')}))""")
+            svg: !!i.element.querySelector('.speclib-plots svg, .speclib-plots table')}))""")
         assert len(names) == v.page.locator(".speclib-live").count()
         assert all(d["redraws"] >= 1 and d["svg"] for d in drawn), f"{path}: live figures not drawn: {drawn}"
 
