@@ -26,7 +26,10 @@ and the ``speclib`` command and engine schedules in :mod:`speclib.tools`.
 ``import speclib`` loads numpy and the presets only: no sympy, matplotlib or
 ipywidgets.
 """
-from . import presets
+#: The one place the version is set (pyproject.toml reads it from here).
+__version__ = "0.2.0"
+
+from . import presets  # noqa: E402 - after the version, which the build reads without importing
 from .core.acceptance import SurvivalCurve, expected_committed, expected_committed_from_survival
 from .core.attention import attention_intensity
 from .core.capacity import max_batch

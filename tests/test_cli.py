@@ -369,3 +369,26 @@ def test_sweep_fits_column_and_calibrated_step_time(capsys):
     assert table["fits"] == [str(b <= m).lower() for b, m in zip(B, limit)]
     g, _ = speclib.optimal_gamma(0.75, B, S, 0.1, step_time="calibrated", tp=2)
     np.testing.assert_array_equal(np.array(table["gamma_star"], dtype=int), g)
+
+
+def test_a_missing_extra_is_one_line_and_status_2(monkeypatch, capsys):
+    from speclib import _extras
+
+    def needs_the_book(args, out):
+        _extras.require("this part", ("a_module_that_is_not_installed",))
+
+    parser = cli.build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    for action in parser._subparsers._group_actions:
+        action.choices["presets"].set_defaults(handler=needs_the_book)
+    assert cli.main(["presets"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'speclib[book]'" in err[0] and "a_module_that_is_not_installed" in err[0]
+
+
+def test_version_works_and_is_the_packages(capsys):
+    import speclib
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"speclib {speclib.__version__}"

@@ -18,7 +18,7 @@ PACKAGE = Path(speclib.__file__).resolve().parent
 
 #: Roles from the bottom up: a module may import its own role or a lower one.
 LAYERS = (
-    ("speclib._checks", "speclib.formulas"),
+    ("speclib._checks", "speclib._extras", "speclib.formulas"),
     ("speclib.presets",),
     ("speclib.core",),
     ("speclib.evidence",),

@@ -42,7 +42,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 import numpy as np
-import sympy as sp
+from .._extras import require as _require
+
+_require("speclib.evidence.claims", ("sympy",))
+
+import sympy as sp  # noqa: E402
 
 from .. import presets
 from ..formulas import attention as attention_forms

@@ -28,7 +28,11 @@ import itertools
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-import sympy as sp
+from .._extras import require as _require
+
+_require("speclib.evidence.derivations", ("sympy",))
+
+import sympy as sp  # noqa: E402
 
 from ..formulas import acceptance as _acc
 from ..formulas import attention as _attn

@@ -5,6 +5,10 @@ under a measured per-position survival curve. The numeric side is
 """
 from __future__ import annotations
 
+from .._extras import require as _require
+
+_require("speclib.formulas.acceptance", ("sympy",))
+
 import sympy as sp
 from sympy.codegen.cfunctions import expm1
 from sympy.series.limitseq import difference_delta

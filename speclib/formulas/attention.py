@@ -8,6 +8,10 @@ MLA's up-projected (MHA) form would become the cheaper one.
 """
 from __future__ import annotations
 
+from .._extras import require as _require
+
+_require("speclib.formulas.attention", ("sympy",))
+
 import sympy as sp
 
 

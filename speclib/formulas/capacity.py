@@ -22,6 +22,10 @@ workspace and fragmentation.
 """
 from __future__ import annotations
 
+from .._extras import require as _require
+
+_require("speclib.formulas.capacity", ("sympy",))
+
 import sympy as sp
 
 S = sp.Symbol("S", nonnegative=True)  # cached context per sequence, tokens

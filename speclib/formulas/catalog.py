@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._extras import require as _require
+
+_require("speclib.formulas.catalog", ("sympy",))
+
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 

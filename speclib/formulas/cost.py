@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._extras import require as _require
+
+_require("speclib.formulas.cost", ("sympy",))
+
 import sympy as sp
 
 from . import moe as _moe

@@ -15,6 +15,10 @@ The numeric side is :mod:`speclib.core.drafters`.
 """
 from __future__ import annotations
 
+from .._extras import require as _require
+
+_require("speclib.formulas.drafters", ("sympy",))
+
 import sympy as sp
 
 from . import acceptance as _acc

@@ -15,6 +15,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from .._extras import require as _require
+
+_require("speclib.formulas.generate", ("sympy",))
+
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 

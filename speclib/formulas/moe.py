@@ -4,6 +4,10 @@ first chart and appendix). The numeric side is :mod:`speclib.core.moe`.
 """
 from __future__ import annotations
 
+from .._extras import require as _require
+
+_require("speclib.formulas.moe", ("sympy",))
+
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 

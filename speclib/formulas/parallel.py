@@ -7,6 +7,10 @@ numeric side.
 """
 from __future__ import annotations
 
+from .._extras import require as _require
+
+_require("speclib.formulas.parallel", ("sympy",))
+
 import sympy as sp
 
 from . import cost as _cost

@@ -14,6 +14,10 @@ the sequel's chapters (:mod:`speclib.presentation.figures.simulated_serving`).
 """
 from __future__ import annotations
 
+from .._extras import require as _require
+
+_require("speclib.formulas.sequel_figures", ("sympy",))
+
 import sympy as sp
 
 from . import speculation as _spec

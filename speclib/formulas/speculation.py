@@ -4,6 +4,10 @@ argmax) is :mod:`speclib.core.speculation`.
 """
 from __future__ import annotations
 
+from .._extras import require as _require
+
+_require("speclib.formulas.speculation", ("sympy",))
+
 import sympy as sp
 
 from . import acceptance as _acc

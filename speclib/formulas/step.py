@@ -27,6 +27,10 @@ aggregate is never more and says when the two agree.
 """
 from __future__ import annotations
 
+from .._extras import require as _require
+
+_require("speclib.formulas.step", ("sympy",))
+
 import sympy as sp
 
 from . import moe as _moe

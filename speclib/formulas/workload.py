@@ -5,6 +5,10 @@ measured decoding.
 """
 from __future__ import annotations
 
+from .._extras import require as _require
+
+_require("speclib.formulas.workload", ("sympy",))
+
 import sympy as sp
 
 I_in, O_out = sp.symbols("I O", positive=True, integer=True)  # input / output tokens per request

@@ -7,3 +7,7 @@ images and the PDF), :mod:`.interactive` (ipywidgets, in a kernel) and
 computed values (:mod:`.tables`), display maths (:mod:`.equations`), the
 look of every figure (:mod:`.style`) and the Sphinx extension that puts it
 all in the book (:mod:`.sphinx_ext`) complete it."""
+
+from .._extras import require as _require
+
+_require("speclib.presentation (the book's figures and widgets)", ("matplotlib", "ipywidgets", "sympy"))

@@ -32,6 +32,7 @@ import tempfile
 import numpy as np
 
 from .. import presets
+from .._extras import MissingExtra
 from ..core import calibrated as _cal
 from ..core import capacity as _capacity
 from ..core import speculation as _spec
@@ -847,6 +848,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=TOP_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"speclib {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{gamma,sweep,presets,schedule,profile}", parser_class=_Parser,
                                 required=True)
 
@@ -960,6 +964,8 @@ def main(argv=None) -> int:
     try:
         return args.handler(args, sys.stdout)
     except UsageError as exc:
+        return _report(f"speclib {args.command}: error: {exc}")
+    except MissingExtra as exc:  # a part that needs the book's packages, run from the lean install
         return _report(f"speclib {args.command}: error: {exc}")
     except BrokenPipeError:
         # Piped into a reader that stopped early (e.g. `head`): not an error.

@@ -1,0 +1,120 @@
+"""speclib as people install it: the sdist and the wheel built from this
+checkout, the wheel installed alone into a fresh virtual environment (no
+extras), and the command and the package used there. The lean install must
+run the model and the ``speclib`` command without sympy, matplotlib or
+ipywidgets, carry its data, and say in one line which extra a missing part
+needs.
+
+Built without build isolation (with the pinned ``build``, ``setuptools`` and
+``wheel`` of requirements.txt) and installed with pip's cache, so the only
+network it may use is the package registry, for numpy and PyYAML.
+"""
+from __future__ import annotations
+
+import email.parser
+import json
+import subprocess
+import sys
+import tarfile
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import speclib
+
+REPO = Path(__file__).resolve().parents[1]
+EXTRA_MODULES = ("matplotlib", "ipywidgets", "sympy")
+#: The package data a lean install needs: presets, the fitted calibration, the measured data, the live renderer.
+PACKAGE_DATA = (
+    "speclib/presets/hardware.json", "speclib/presets/models.json", "speclib/presets/drafters.json",
+    "speclib/presets/interconnects.json", "speclib/data/calibration/step_time.json",
+    "speclib/data/acceptance/survival.json", "speclib/data/engine-speculation/measurements.json",
+    "speclib/presentation/web/static/speclib_live.js",
+)
+PACKAGE_DATA_GLOBS = ("speclib/presets/models/", "speclib/data/decode-benchmarks/", "speclib/data/followup/")
+
+
+def run(*args, cwd=None, check=True):
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, cwd=cwd, check=check, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def dists(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    done = run(sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "--outdir", out, REPO,
+               check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    wheels, sdists = list(out.glob("*.whl")), list(out.glob("*.tar.gz"))
+    assert len(wheels) == 1 and len(sdists) == 1, list(out.iterdir())
+    return wheels[0], sdists[0]
+
+
+@pytest.fixture(scope="module")
+def lean(dists, tmp_path_factory):
+    """A fresh virtual environment with the wheel alone installed (no extras)."""
+    env = tmp_path_factory.mktemp("lean") / "venv"
+    venv.EnvBuilder(with_pip=True).create(env)
+    python = env / "bin" / "python"
+    done = run(python, "-m", "pip", "install", "--disable-pip-version-check", "-q", dists[0], check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return env
+
+
+def missing_package_data(names) -> list:
+    names = set(names)
+    missing = [p for p in PACKAGE_DATA if p not in names]
+    missing += [g for g in PACKAGE_DATA_GLOBS if not any(n.startswith(g) and n.endswith(".json") for n in names)]
+    return missing
+
+
+def test_the_wheel_carries_the_package_data_and_one_version(dists):
+    wheel, sdist = dists
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        meta = email.parser.Parser().parsestr(
+            z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode())
+    assert missing_package_data(names) == [], "package data missing from the wheel"
+    assert meta["Name"] == "speclib" and meta["Version"] == speclib.__version__
+    requires = meta.get_all("Requires-Dist")
+    lean_deps = sorted(r.split(">")[0].split("=")[0].strip() for r in requires if "extra ==" not in r)
+    assert lean_deps == ["PyYAML", "numpy"]
+    book = [r for r in requires if "extra == \"book\"" in r]
+    assert sorted(r.split(">")[0] for r in book) == ["ipywidgets", "matplotlib", "sympy"]
+    # what a `twine check` reads: a long description in a content type PyPI renders
+    assert meta["Description-Content-Type"] == "text/markdown" and meta.get_payload().strip()
+    with tarfile.open(sdist) as t:
+        assert any(n.endswith("/pyproject.toml") for n in t.getnames())
+        assert any(n.endswith("/speclib/presets/hardware.json") for n in t.getnames())
+
+
+def test_a_wheel_without_its_data_is_caught(tmp_path):
+    assert missing_package_data(["speclib/__init__.py"]) == list(PACKAGE_DATA) + list(PACKAGE_DATA_GLOBS)
+
+
+def test_the_lean_install_runs_the_command_and_the_model(lean):
+    speclib_cmd = lean / "bin" / "speclib"
+    python = lean / "bin" / "python"
+    version = run(speclib_cmd, "--version")
+    assert version.stdout.strip() == f"speclib {speclib.__version__}"
+    gamma = run(speclib_cmd, "gamma", "--model", "deepseek-v4-flash", "--hardware", "b200", "--batch", "64",
+                "--seq", "4096", "--alpha", "0.75", "--draft-cost", "0.1")
+    assert "gamma" in gamma.stdout.lower()
+    schedule = run(speclib_cmd, "schedule", "--alpha", "0.75", "--max-batch", "256", "--engine", "vllm")
+    document = json.loads(schedule.stdout[schedule.stdout.index("{"):])
+    assert document  # a speculative_config an engine reads
+    model = run(python, "-c", "import speclib; g, s = speclib.optimal_gamma(0.75, 64, 4096, 0.1); print(g)")
+    assert int(model.stdout) == speclib.optimal_gamma(0.75, 64, 4096, 0.1)[0]
+    absent = run(python, "-c", "import importlib.util as u; print([m for m in %r if u.find_spec(m)])"
+                 % (EXTRA_MODULES,))
+    assert absent.stdout.strip() == "[]", "the lean install pulled in an extra's package"
+
+
+def test_a_part_that_needs_the_book_extra_says_so_in_one_line(lean):
+    python = lean / "bin" / "python"
+    for module in ("speclib.presentation.figures", "speclib.formulas.moe", "speclib.evidence.claims"):
+        done = run(python, "-c", f"import {module}", check=False)
+        assert done.returncode != 0
+        last = done.stderr.strip().splitlines()[-1]
+        assert "pip install 'speclib[book]'" in last and last.startswith("speclib._extras.MissingExtra"), last
