@@ -2,7 +2,7 @@
 constants, DeepSeek-V4's HCA and CSA variants and the two crossovers.
 
 Independent routes: sympy limits and identities; sympy ``evalf`` with the
-paper's constants typed from MODEL.md (not read from the presets); a bisection
+paper's constants typed from docs/model.md (not read from the presets); a bisection
 on the numeric function; Table 1 and the other numbers the paper prints.
 """
 import numpy as np
@@ -17,9 +17,9 @@ from speclib.core import attention as at
 from speclib import presets
 
 V4 = presets.DEEPSEEK_V4_FLASH
-BF16_RIDGE = 281.25  # 2.25 PFLOP/s / 8 TB/s (MODEL.md)
+BF16_RIDGE = 281.25  # 2.25 PFLOP/s / 8 TB/s (docs/model.md)
 
-# MODEL.md's MLA constants for DeepSeek-V4-Flash.
+# docs/model.md's MLA constants for DeepSeek-V4-Flash.
 M_C, M_Q, F = 576, 73_728, 139_264
 
 
@@ -57,7 +57,7 @@ def test_past_the_mha_crossover_the_up_projected_form_is_cheaper():
         assert (mha < mqa) is mha_cheaper
 
 
-# --- the paper's constants and Table 1 (MODEL.md section 2) ----------------------
+# --- the paper's constants and Table 1 (docs/model.md section 2) ----------------------
 
 
 def test_paper_mla_constants():
@@ -162,7 +162,7 @@ def test_ledger_form_drops_the_query_term():
 
 # --- numpy against sympy evalf ------------------------------------------------
 
-VARIANT_CONTEXT = {  # effective context per variant, from MODEL.md's description
+VARIANT_CONTEXT = {  # effective context per variant, from docs/model.md's description
     "mla": lambda S: S,
     "hca": lambda S: S / 128,
     "csa": lambda S: sp.Min(S / 4, 512),
@@ -189,7 +189,7 @@ def test_intensity_equals_sympy_evalf(T, S, variant):
 )
 def test_indexer_intensity_equals_sympy_evalf(T, S):
     # 64 heads, one 128-wide fp8 key per 4x-compressed position, bf16 queries,
-    # score only (MODEL.md).
+    # score only (docs/model.md).
     constants = {at_forms.n_h: 64, at_forms.d_h: 128, at_forms.b_kv: 1, at_forms.b_q: 2}
     values = {
         at_forms.T: sp.Float(T, 30),
@@ -208,7 +208,7 @@ def test_intensity_from_constants_broadcasts():
 
 
 def test_csa_main_attention_reads_all_compressed_positions_below_top_k():
-    # MODEL.md: CSA compresses ~4x, keeps the top ~512 positions; MLA constants
+    # docs/model.md: CSA compresses ~4x, keeps the top ~512 positions; MLA constants
     # f = 139,264, m_c = 576, m_q = 73,728. At S = 1,024 only 256 compressed
     # positions exist, so all are attended; from S = 2,048 the cap binds.
     def mla(T, S):
@@ -228,7 +228,7 @@ def test_variant_contexts_are_the_sympy_substitutions():
 
 def test_linear_intensity_of_the_hybrid_is_its_state_read_once():
     """GatedDeltaNet: 8 FLOP per state element per position over the state's
-    bytes, read once per step (FOLLOWUP.md: state 32 x 128 x 128 x 2 B plus
+    bytes, read once per step (docs/sequel.md: state 32 x 128 x 128 x 2 B plus
     the convolution's 8,192 x 4 x 2 B per layer)."""
     T = np.array([1.0, 2.0, 16.0])
     expected = 8 * 32 * 128 * 128 * T / (32 * 128 * 128 * 2 + 8192 * 4 * 2)

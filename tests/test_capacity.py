@@ -74,7 +74,7 @@ def test_gqa_and_mla_caches_are_m_c_per_token_per_layer():
 
 
 def test_qwen36_keeps_ten_kv_caches_and_thirty_fixed_states():
-    # FOLLOWUP.md: 20,480 B per token over the 10 full layers; 1,114,112 B of state per linear layer.
+    # docs/sequel.md: 20,480 B per token over the 10 full layers; 1,114,112 B of state per linear layer.
     S = np.array([0.0, 512.0, 1600.0])
     assert np.allclose(capacity.sequence_bytes(S, "qwen3.6"), 20_480 * S + 30 * 1_114_112)
 

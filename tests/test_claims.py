@@ -5,7 +5,7 @@ paper's value. A claim expected to differ must say why, and its value is pinned
 by an independent route so that any later change to the model shows up:
 brute-force scans and bisections, enumeration of acceptance outcomes, and
 sympy ``evalf`` of speclib's cost expressions with the architecture numbers
-typed here from MODEL.md and from the sources the presets cite. Nothing here is
+typed here from docs/model.md and from the sources the presets cite. Nothing here is
 copied from claims.py's output.
 """
 import itertools
@@ -27,13 +27,13 @@ from speclib.core import cost
 CLAIMS = claims.registry()
 BY_ID = {c.id: c for c in CLAIMS}
 
-# --- MODEL.md, typed from its text ---------------------------------------------------
+# --- docs/model.md, typed from its text ---------------------------------------------------
 R_BF16 = 2.25e15 / 8e12  # B200 bf16 ridge, FLOP/byte
 MLA = {"m_c": 576, "m_q": 73_728, "f": 139_264}
 HCA_RATIO = 128
 INDEXER = {"m_c": 128 * 1, "m_q": 64 * 128 * 2, "f": 2 * 64 * 128}  # one 128-wide fp8 key; 64 bf16 query heads; score only
 
-# Table 1 exactly as MODEL.md prints it, and its bold cells (compute-bound).
+# Table 1 exactly as docs/model.md prints it, and its bold cells (compute-bound).
 TABLE1 = {
     512: (193, 322, 484, 645),
     1024: (215, 387, 645, 967),
@@ -196,7 +196,7 @@ def pin_plain_decoding_above_64():
     return float(llama_best_speedup(0.7, 128, 2048, 8 / 70, 64)[0]), 0
 
 
-# --- the sequel, re-implemented from FOLLOWUP.md's formulas with numbers typed here ----
+# --- the sequel, re-implemented from docs/sequel.md's formulas with numbers typed here ----
 # Qwen3.6-35B-A3B as the simulator counts attention (no output gate), our
 # GatedDeltaNet accounting: 30 linear layers (q, k, v, z in; decay and update
 # gates; short convolution; out), 10 attention layers, routers, lm_head.
@@ -263,7 +263,7 @@ def q_gain(key, conc):
 
 
 def q_crossover(gamma):
-    """Bisection on the two drafters' times, from FOLLOWUP.md's formulas."""
+    """Bisection on the two drafters' times, from docs/sequel.md's formulas."""
     return bisect(lambda B: q_dflash_seconds(gamma, B) - q_mtp_seconds(gamma, B), 1.0, 1e4), 1e-9
 
 
@@ -369,7 +369,7 @@ def test_paper_value_matches_model_md(claim_id):
 
 @pytest.mark.parametrize("s", sorted(TABLE1))
 def test_table1_bold_cells_are_t_at_least_2(s):
-    # MODEL.md prints T = 1 plain and T = 2, 4, 8 bold in every row
+    # docs/model.md prints T = 1 plain and T = 2, 4, 8 bold in every row
     for t in (1, 2, 4, 8):
         assert BY_ID[f"table1.bound.S{s}_T{t}"].paper_text == ("memory-bound" if t == 1 else "compute-bound")
 

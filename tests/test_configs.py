@@ -24,18 +24,18 @@ def test_the_shipped_configs_are_listed():
 # --- DeepSeek-V4-Flash reproduces the paper's preset -----------------------------
 def test_v4_flash_config_derives_the_papers_constants():
     model = load("deepseek-v4-flash")
-    # MODEL.md: q_a 4096x1024, q_b 1024x(64*512), kv 4096x512, o_a 8x(4096x1024), o_b 8192x4096
+    # docs/model.md: q_a 4096x1024, q_b 1024x(64*512), kv 4096x512, o_a 8x(4096x1024), o_b 8192x4096
     assert model.attn_proj_params == 4096 * 1024 + 1024 * 64 * 512 + 4096 * 512 + 8 * 4096 * 1024 + 8192 * 4096
     assert model.attn_proj_params == 106_954_752
     assert model.expert_params == 3 * 4096 * 2048  # W_E = 25,165,824
-    # MODEL.md: m_c = 576 B, m_q = 73,728 B, f = 139,264 FLOP/pair
+    # docs/model.md: m_c = 576 B, m_q = 73,728 B, f = 139,264 FLOP/pair
     assert (model.context_bytes, model.query_bytes, model.flops_per_pair) == (576, 73_728, 139_264)
     assert (model.ffn.n_routed, model.ffn.top_k, model.ffn.n_shared, model.ffn.weight_bytes) == (256, 6, 1, 0.53)
 
 
 def test_v4_flash_preset_is_the_papers_architecture_field_by_field():
     """The preset comes from the shipped config; this is the architecture the
-    paper and MODEL.md state, written out by hand."""
+    paper and docs/model.md state, written out by hand."""
     paper = presets.Model(
         name="DeepSeek-V4-Flash",
         hidden_size=4096,

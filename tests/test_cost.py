@@ -3,7 +3,7 @@
 
 Independent routes: a symbolic bound on every Piecewise branch; wide random
 numeric grids; finite differences of the numeric costs; sympy ``evalf`` of the
-cost expressions with MODEL.md's architecture numbers typed in here; the
+cost expressions with docs/model.md's architecture numbers typed in here; the
 paper's printed slopes.
 """
 import dataclasses
@@ -21,7 +21,7 @@ from speclib.core import cost
 
 V4 = presets.DEEPSEEK_V4_FLASH
 
-# --- MODEL.md's numbers, typed from its text --------------------------------------
+# --- docs/model.md's numbers, typed from its text --------------------------------------
 # attention projections: q_a 4096x1024, q_b 1024x(64*512), kv 4096x512,
 # grouped o_a 8x(4096x1024), o_b 8192x4096
 W_ATTN = 4096 * 1024 + 1024 * 64 * 512 + 4096 * 512 + 8 * 4096 * 1024 + 8192 * 4096
@@ -182,7 +182,7 @@ def cost_kink_width(S):
     return 576 * 281.25 / 139_264 + 0 * S
 
 
-# --- numpy against sympy evalf with MODEL.md's numbers -----------------------------
+# --- numpy against sympy evalf with docs/model.md's numbers -----------------------------
 
 
 def evalf_at(expr, values):
@@ -245,7 +245,7 @@ def test_verify_cost_equals_sympy_evalf(B, q, S):
     assert cost.cost_model().verify(B, float(q), S) == pytest.approx(expected, rel=1e-12)
 
 
-# --- the paper's numbers (MODEL.md section 3) -------------------------------------
+# --- the paper's numbers (docs/model.md section 3) -------------------------------------
 
 
 def test_paper_r_moe_at_batch_one():

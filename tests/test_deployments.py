@@ -78,7 +78,7 @@ def test_gqa_what_if_keeps_everything_but_attention():
 def test_knee_table_on_b200_gives_the_papers_knees():
     table = dep.knee_table(("B200",))
     row = dict(zip(table.headers, table.rows[0]))
-    # MODEL.md: ridges 281 / 563 / 1125; MoE meets the fp4 ridge at ~10,950 tokens;
+    # docs/model.md: ridges 281 / 563 / 1125; MoE meets the fp4 ridge at ~10,950 tokens;
     # dense bf16 FFN knee R/2 * 2 B = 281; MLA compute-bound from T ~ 1.16
     assert (row["ridge bf16"], row["ridge fp8"], row["ridge fp4"]) == ("281", "562", "1,125")
     assert abs(float(row["MoE compute knee"].replace(",", "")) - 10_950) / 10_950 < 0.01

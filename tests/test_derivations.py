@@ -3,7 +3,7 @@
 Each derivation's result is checked by a route that does not go through the
 step that produced it: finite differences of speclib's numeric functions, a
 brute-force search over widths or batches, a seeded Monte Carlo, the numeric
-cost model, or the paper's printed value (shared/spec/MODEL.md). Leviathan et
+cost model, or the paper's printed value (docs/model.md). Leviathan et
 al.'s speedup is typed here from their paper, not taken from speclib.
 """
 import dataclasses
@@ -149,14 +149,14 @@ def test_small_batch_series_is_exact_for_two_tokens():
 
 def test_count_saturates_and_knee_is_the_papers():
     assert moe.experts_activated(50 * 256 / 6, 6, 256) == pytest.approx(256, rel=1e-12)
-    assert dv.experts_activated()["knee"].value == pytest.approx(42.7, abs=0.05)  # MODEL.md
+    assert dv.experts_activated()["knee"].value == pytest.approx(42.7, abs=0.05)  # docs/model.md
 
 
 def test_dense_knee_meets_the_ridge_for_both_weight_sizes():
     d = dv.moe_intensity()
     knee = d["dense_knee"].value
     assert moe.dense_equivalent_intensity(knee, capped=False) == pytest.approx(R_FP4, rel=1e-12)
-    assert knee == pytest.approx(298, abs=0.5)  # MODEL.md
+    assert knee == pytest.approx(298, abs=0.5)  # docs/model.md
     half = dataclasses.replace(V4, ffn=dataclasses.replace(V4.ffn, weight_bytes=0.5))
     knee_half = d["dense_knee_half"].value
     assert moe.dense_equivalent_intensity(knee_half, half, capped=False) == pytest.approx(R_FP4, rel=1e-12)
@@ -166,7 +166,7 @@ def test_moe_ridge_crossing_meets_the_ridge():
     d = dv.moe_intensity()
     crossing = d["ridge"].value
     assert moe.ffn_intensity(crossing, capped=False) == pytest.approx(R_FP4, rel=1e-9)
-    assert crossing == pytest.approx(10_950, rel=1e-3)  # MODEL.md
+    assert crossing == pytest.approx(10_950, rel=1e-3)  # docs/model.md
     assert d["ridge_exact"].value == pytest.approx(moe.knees()["moe_ridge"], rel=1e-9)
     half = dataclasses.replace(V4, ffn=dataclasses.replace(V4.ffn, weight_bytes=0.5))
     assert moe.ffn_intensity(d["ridge_half"].value, half, capped=False) == pytest.approx(R_FP4, rel=1e-9)
@@ -202,11 +202,11 @@ def test_generic_crossover_reaches_the_ridge():
 
 def test_mla_constants_are_the_papers():
     d = dv.mla()
-    assert (d["m_c"].value, d["m_q"].value, d["f"].value) == (576, 73_728, 139_264)  # MODEL.md
+    assert (d["m_c"].value, d["m_q"].value, d["f"].value) == (576, 73_728, 139_264)  # docs/model.md
     assert d["ratio"].value == 128
     assert round(attention.attention_intensity(1, 1_048_576)) == 242  # Table 1
     assert d["decode"].value >= attention.attention_intensity(1, 1_048_576)
-    assert d["crossover"].value == pytest.approx(1.16, abs=0.005)  # MODEL.md
+    assert d["crossover"].value == pytest.approx(1.16, abs=0.005)  # docs/model.md
     assert attention.attention_intensity(d["crossover"].value, LONG) == pytest.approx(R_BF16, rel=1e-9)
 
 
@@ -214,7 +214,7 @@ def test_hca_crossing_context_meets_the_ridge_at_two_tokens():
     d = dv.hca()
     S = d["ridge_T2"].value
     assert attention.attention_intensity(2, S, variant="hca") == pytest.approx(R_BF16, rel=1e-9)
-    assert S == pytest.approx(45_000, rel=0.02)  # MODEL.md: "about 45k"
+    assert S == pytest.approx(45_000, rel=0.02)  # docs/model.md: "about 45k"
 
 
 def test_hca_floor_context_is_where_no_width_is_compute_bound():
@@ -264,7 +264,7 @@ def test_mha_form_crossover_by_brute_force():
     first_cheaper = widths[mha(widths) < mqa(widths)][0]
     crossover = dv.mla_forms().final.value
     assert first_cheaper == int(np.floor(crossover)) + 1
-    assert crossover == pytest.approx(170, abs=1)  # MODEL.md
+    assert crossover == pytest.approx(170, abs=1)  # docs/model.md
 
 
 # --- marginal cost ----------------------------------------------------------------------
@@ -284,18 +284,18 @@ def test_projection_knee_switches_the_numeric_slope():
     knee = dv.projection_slope().final.value
     cm = cost.cost_model()
     assert cm.proj_slope(knee * 0.99) == 0 and cm.proj_slope(knee * 1.01) == 1
-    assert knee == pytest.approx(281, abs=0.5)  # MODEL.md
+    assert knee == pytest.approx(281, abs=0.5)  # docs/model.md
 
 
 def test_moe_slope_matches_finite_differences_of_the_cost():
     d = dv.moe_slope()
     cm = cost.cost_model()
     assert d["at_one"].value == pytest.approx(log_slope(cm.ffn, 1.0), rel=1e-6)
-    assert d["at_one"].value == pytest.approx(0.85, abs=0.005)  # MODEL.md
+    assert d["at_one"].value == pytest.approx(0.85, abs=0.005)  # docs/model.md
     no_shared = dataclasses.replace(V4, ffn=dataclasses.replace(V4.ffn, n_shared=0))
     cm0 = cost.cost_model(no_shared)
     assert d["at_one_no_shared"].value == pytest.approx(log_slope(cm0.ffn, 1.0), rel=1e-6)
-    assert d["at_one_no_shared"].value == pytest.approx(0.99, abs=0.005)  # MODEL.md
+    assert d["at_one_no_shared"].value == pytest.approx(0.99, abs=0.005)  # docs/model.md
     assert d["at_knee"].value == pytest.approx(log_slope(cm.ffn, 256 / 6), rel=1e-6)
     assert log_slope(cm.ffn, 5000.0) < 1e-6
     t_ridge = d["compute_from"].value
@@ -417,5 +417,5 @@ def test_first_speculated_token_step_price_matches_the_numeric_costs_and_model_m
         for S in (512.0, 8192.0, 131072.0):
             step = plain.attention(B, 2.0, S) / plain.attention(B, 1.0, S) - 1
             assert secant == pytest.approx(step, rel=1e-12)
-    # MODEL.md: f = 139,264 FLOP/pair, m_c = 576 B, bf16 ridge 2.25e15 / 8e12
+    # docs/model.md: f = 139,264 FLOP/pair, m_c = 576 B, bf16 ridge 2.25e15 / 8e12
     assert secant == pytest.approx(2 * 139_264 / (2.25e15 / 8e12) / 576 - 1, rel=1e-12)

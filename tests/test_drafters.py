@@ -25,7 +25,7 @@ def test_presets_by_name():
 
 
 def test_mtp_pass_and_dflash_block_at_batch_one():
-    """FOLLOWUP.md: ~141 us per MTP pass, ~245 us per DFlash block at B = 1."""
+    """docs/sequel.md: ~141 us per MTP pass, ~245 us per DFlash block at B = 1."""
     assert drafters.draft_time(1, 1, MTP, "B200") * 1e6 == pytest.approx(141, abs=0.5)
     assert drafters.draft_time(1, 1, DFLASH, "B200") * 1e6 == pytest.approx(245, abs=1)
 
@@ -54,7 +54,7 @@ def test_dflash_turns_compute_bound_past_about_18_sequences():
 @pytest.mark.parametrize("gamma, sequel", [(2, 40), (4, 94), (8, 193), (16, 385)])
 def test_crossover_batches_are_the_sequels(gamma, sequel):
     """DFlash is cheaper below B ~ 24 gamma: B < 40 at gamma = 2, < 94 at 4,
-    < 193 at 8, < 385 at 16 (FOLLOWUP.md), each pass priced as the sequel's
+    < 193 at 8, < 385 at 16 (docs/sequel.md), each pass priced as the sequel's
     simulator prices it (one roofline over the pass)."""
     B_x = drafters.crossover_batch(gamma, hardware="B200", roofline="aggregate")
     assert sequel - 1 <= B_x <= sequel + 1

@@ -10,7 +10,7 @@ P = 1e15  # PFLOPS
 
 # (chip, precision) -> (peak FLOP/s as printed, bandwidth B/s as printed)
 DATASHEET = {
-    # MODEL.md: B200 2.25 / 4.5 / 9 PFLOPS dense at 8 TB/s
+    # docs/model.md: B200 2.25 / 4.5 / 9 PFLOPS dense at 8 TB/s
     ("B200", "bf16"): (2.25 * P, 8 * TB),
     ("B200", "fp8"): (4.5 * P, 8 * TB),
     ("B200", "fp4"): (9 * P, 8 * TB),
@@ -41,7 +41,7 @@ def test_ridge_matches_datasheet(chip, precision):
 
 
 def test_b200_ridges_are_the_papers():
-    # MODEL.md: 281.25 (paper writes 281), 562.5 (563), 1125
+    # docs/model.md: 281.25 (paper writes 281), 562.5 (563), 1125
     assert [presets.B200.ridge(p) for p in ("bf16", "fp8", "fp4")] == [281.25, 562.5, 1125.0]
 
 

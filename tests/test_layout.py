@@ -4,6 +4,7 @@ last), no module imports another that imports it back, and ``import speclib``
 and the ``speclib`` command stay light (numpy, no sympy, matplotlib or
 ipywidgets). Old import paths keep working."""
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -204,3 +205,18 @@ def test_the_public_api_is_explicit():
     for name in speclib.__all__:
         assert getattr(speclib, name) is not None
     assert speclib.throughput is speclib.core.speculation.throughput
+
+
+def test_the_repository_stands_alone():
+    """Nothing tracked cites a file outside the repository: the model's
+    specification the code and tests rely on is docs/model.md and docs/sequel.md."""
+    import subprocess
+
+    root = PACKAGE.parent
+    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.split()
+    pattern = re.compile(r"\b(MODEL|FOLLOWUP|ENGINES)\.md\b|\.\./shared\b|shared/(spec|data|seeds)\b")
+    offenders = [f for f in files if (root / f).is_file() and f.endswith((".py", ".ipynb", ".md", ".sh", ".json",
+                                                                          ".yml", ".cfg", ".toml"))
+                 and pattern.search((root / f).read_text(encoding="utf-8", errors="replace"))]
+    assert offenders == []
+    assert (root / "docs" / "model.md").is_file() and (root / "docs" / "sequel.md").is_file()

@@ -3,7 +3,7 @@ the FFN intensities and their knees.
 
 Independent routes: sympy identities and limits; a seeded Monte Carlo of
 uniform top-k routing; sympy ``evalf`` against the lambdified numpy; the
-paper's printed numbers (shared/spec/MODEL.md).
+paper's printed numbers (docs/model.md).
 """
 import dataclasses
 
@@ -237,7 +237,7 @@ def test_ffn_intensity_equals_sympy_evalf(B):
     assert moe.ffn_intensity(B) == pytest.approx(expected, rel=1e-9)
 
 
-# --- the paper's numbers (MODEL.md section 1) ----------------------------------
+# --- the paper's numbers (docs/model.md section 1) ----------------------------------
 
 
 def test_paper_knees():

@@ -1,6 +1,6 @@
 """Hardware and model presets (speclib.presets): lookup by name, the
 precision fallback, immutability, and the paper's B200 and DeepSeek-V4-Flash
-numbers (MODEL.md) derived from architecture numbers.
+numbers (docs/model.md) derived from architecture numbers.
 """
 import dataclasses
 
@@ -119,7 +119,7 @@ def test_presets_are_hashable_so_cost_models_can_be_cached():
     assert hash(presets.DEEPSEEK_V4_FLASH) == hash(presets.model("deepseek-v4-flash"))
 
 
-# --- the paper's numbers (MODEL.md) --------------------------------------------------
+# --- the paper's numbers (docs/model.md) --------------------------------------------------
 
 
 def test_paper_b200_ridges():

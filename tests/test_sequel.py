@@ -6,15 +6,12 @@ Targets (issue 11): median relative error <= 1 %, max <= 3.5 %; the same best
 fixed gamma at >= 23 of the 24 (drafter, concurrency) points; the priced
 policy within 0.5 % of the best fixed gamma everywhere.
 """
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from speclib.evidence import sequel
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "followup" / "drafter_grid.json"
 COMPARISON = sequel.compare()
 
 
@@ -48,7 +45,7 @@ def test_the_policy_is_the_argmax_of_the_closed_form(key):
 
 
 def test_pricing_each_component_separately_misses_as_the_sequel_says():
-    """FOLLOWUP.md: a sum of per-component maxima misses by up to 27-31 % and
+    """docs/sequel.md: a sum of per-component maxima misses by up to 27-31 % and
     picks a different best gamma at 4 of 12 concurrencies per drafter."""
     per = sequel.compare(roofline="per-component", drafter_roofline="aggregate")  # the same steps, drafters as before
     worst = {k: c.max_error for k, c in per.items()}
@@ -63,13 +60,6 @@ def test_each_choice_made_to_match_the_simulator_is_worth_something():
     base = {k: c.median_error for k, c in COMPARISON.items()}
     gate = sequel.compare(output_gate=True)
     assert all(gate[k].median_error > base[k] for k in base)  # counting the gate: 84 M more weights read
-
-
-def test_the_shipped_grid_is_the_shared_data():
-    if not SHARED.exists():
-        pytest.skip("shared/data is not beside this checkout")
-    shipped = json.loads((Path(sequel.__file__).parents[1] / "data" / "followup" / "drafter_grid.json").read_text())
-    assert shipped == json.loads(SHARED.read_text())
 
 
 def test_closed_loop_throughput_times_tpot_is_the_concurrency_until_the_scheduler_caps_a_step():

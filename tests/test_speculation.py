@@ -2,7 +2,7 @@
 
 Independent routes: sympy reduction to Leviathan et al.'s classic formula; a
 brute-force argmax whose every speedup is evaluated by sympy ``evalf`` on the
-closed forms with MODEL.md's numbers (not through the lambdified numpy);
+closed forms with docs/model.md's numbers (not through the lambdified numpy);
 property tests against evalf; the paper's Figure 3 headline.
 """
 import numpy as np
@@ -46,7 +46,7 @@ def test_speedup_uses_the_committed_tokens_of_acceptance():
 
 # --- brute force with sympy evalf ---------------------------------------------
 
-# MODEL.md's numbers for DeepSeek-V4-Flash on B200 (see tests/test_cost.py for
+# docs/model.md's numbers for DeepSeek-V4-Flash on B200 (see tests/test_cost.py for
 # where each comes from); query bytes left out, as the ledger and speedup do.
 _W_ATTN = 4096 * 1024 + 1024 * 64 * 512 + 4096 * 512 + 8 * 4096 * 1024 + 8192 * 4096
 _COMMON = {

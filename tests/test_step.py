@@ -3,7 +3,7 @@
 Independent routes: the per-layer ledger summed over the layers (the paper's
 CostModel, a different set of formulas), Monte Carlo of top-k routing, sympy's
 Max rewritten as Abs for the inequality between the two pricing rules, and the
-sequel's own numbers (FOLLOWUP.md) for Qwen3.6-35B-A3B.
+sequel's own numbers (docs/sequel.md) for Qwen3.6-35B-A3B.
 """
 import numpy as np
 import pytest
@@ -51,7 +51,7 @@ def test_the_simulators_count_is_k_independent_picks_per_position():
     sm = step.StepModel(presets.model(QWEN).step_architecture(), presets.B200, expert_count="slots")
     expected = float(sm.experts_touched(np.asarray(1.0), np.asarray(float(n_pos))))
     assert np.mean(counts) == pytest.approx(expected, abs=4 * np.std(counts) / np.sqrt(trials))
-    # and the sequel's e(8) for one token: 7.89 (FOLLOWUP.md, width_vs_depth.json)
+    # and the sequel's e(8) for one token: 7.89 (docs/sequel.md, width_vs_depth.json)
     assert float(sm.experts_touched(np.asarray(1.0), np.asarray(1.0))) == pytest.approx(7.89, abs=0.005)
 
 
@@ -90,7 +90,7 @@ def test_one_precision_per_component_makes_the_rules_the_same():
     np.testing.assert_allclose(agg, per, rtol=1e-14)
 
 
-# --- Qwen3.6-35B-A3B against the sequel's counts (FOLLOWUP.md) --------------------------
+# --- Qwen3.6-35B-A3B against the sequel's counts (docs/sequel.md) --------------------------
 def test_qwen_expert_weights_and_head():
     arch = presets.model(QWEN).step_architecture()
     assert arch.ffn_params == 125_829_120  # w over 40 layers
@@ -132,7 +132,7 @@ def test_qwen_total_and_active_parameters_match_its_name():
 
 
 def test_plain_decoding_at_batch_one_is_the_sequels_sanity_point():
-    """~5.69 GB per step and ~0.717 ms per token on a B200 (FOLLOWUP.md); the
+    """~5.69 GB per step and ~0.717 ms per token on a B200 (docs/sequel.md); the
     grid measured 0.7 ms. Ours moves 5.76 GB: the paper's count of 8 experts
     for one token where the simulator counts 7.89."""
     sm = step.step_model(sequel.simulated_model(), "B200", roofline="aggregate")
