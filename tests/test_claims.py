@@ -235,7 +235,7 @@ SURVIVAL = {
     "mtp": json.loads((Path(claims.__file__).parents[1] / "data" / "acceptance" / "survival.json").read_text())["mtp"],
     "dflash": json.loads((Path(claims.__file__).parents[1] / "data" / "acceptance" / "survival.json").read_text())["dflash"],
 }
-GRID = json.loads((Path(claims.__file__).parents[1] / "data" / "followup" / "drafter_grid.json").read_text())
+GRID = json.loads((Path(claims.__file__).parents[1] / "data" / "serving-simulation" / "drafter_grid.json").read_text())
 
 
 def q_throughput(key, B, gamma, S=512.5):

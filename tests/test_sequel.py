@@ -1,5 +1,5 @@
 """The closed form held against the sequel's simulated serving grid
-(speclib/data/followup/drafter_grid.json): every cell of plain decoding and
+(speclib/data/serving-simulation/drafter_grid.json): every cell of plain decoding and
 every fixed gamma for both drafters at 12 concurrencies.
 
 Targets (issue 11): median relative error <= 1 %, max <= 3.5 %; the same best
@@ -10,7 +10,7 @@ policy within 0.5 % of the best fixed gamma everywhere.
 import numpy as np
 import pytest
 
-from speclib.evidence import sequel
+from speclib.evidence import simulator as sequel
 
 COMPARISON = sequel.compare()
 

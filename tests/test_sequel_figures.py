@@ -13,7 +13,7 @@ import speclib  # noqa: E402
 from speclib import presets  # noqa: E402
 from speclib.evidence import derivations  # noqa: E402
 from speclib.core import drafters, speculation, step  # noqa: E402
-from speclib.evidence import sequel  # noqa: E402
+from speclib.evidence import simulator as sequel  # noqa: E402
 from speclib.presentation.figures import draft_length_per_concurrency as dlpc  # noqa: E402
 from speclib.presentation.figures import drafter_cost, hybrid_attention, pricing_rule  # noqa: E402
 from speclib.presentation.figures import simulated_serving as fig  # noqa: E402

@@ -14,7 +14,7 @@ import speclib
 from speclib import presets
 from speclib.evidence import validation
 from speclib.core import step
-from speclib.evidence import sequel
+from speclib.evidence import simulator as sequel
 
 QWEN = "Qwen3.6-35B-A3B"
 

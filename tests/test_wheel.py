@@ -33,7 +33,7 @@ PACKAGE_DATA = (
     "speclib/data/acceptance/survival.json", "speclib/data/engine-speculation/measurements.json",
     "speclib/presentation/web/static/speclib_live.js",
 )
-PACKAGE_DATA_GLOBS = ("speclib/presets/models/", "speclib/data/decode-benchmarks/", "speclib/data/followup/")
+PACKAGE_DATA_GLOBS = ("speclib/presets/models/", "speclib/data/decode-benchmarks/", "speclib/data/serving-simulation/", "speclib/data/expert-routing/")
 
 
 def run(*args, cwd=None, check=True):

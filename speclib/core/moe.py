@@ -97,11 +97,11 @@ def skewed_count(tokens, hit) -> np.ndarray:
 
 def measured_popularity(name="Qwen3.6-35B-A3B") -> np.ndarray:
     """The measured routing popularity shipped with speclib
-    (``data/followup/expert_popularity.json``: Qwen3.6-35B-A3B's share of
+    (``data/expert-routing/expert_popularity.json``: Qwen3.6-35B-A3B's share of
     routed token-slots per expert, ranked, averaged over its 40 MoE layers,
     from F. Finn's "Adaptive speculative decoding" data), as shares summing
     to 1."""
-    data = _followup("expert_popularity.json")
+    data = _routing_data("expert_popularity.json")
     if str(name).strip().lower() != data["model"].lower():
         raise ValueError(f"routing popularity is measured for {data['model']!r} only; got {name!r}")
     shares = np.asarray(data["share_percent"], dtype=float) / 100.0
@@ -110,18 +110,18 @@ def measured_popularity(name="Qwen3.6-35B-A3B") -> np.ndarray:
 
 def measured_width_depth() -> dict:
     """The measured distinct experts per MoE layer when one verify holds N
-    positions (``data/followup/width_vs_depth.json``): ``N``, ``width`` (N
+    positions (``data/expert-routing/width_vs_depth.json``): ``N``, ``width`` (N
     independent sequences), ``depth`` (N positions of one sequence) and the
     uniform coupon count, as arrays."""
-    data = _followup("width_vs_depth.json")
+    data = _routing_data("width_vs_depth.json")
     return {"model": data["model"], "N": np.asarray(data["N"], dtype=float),
             "width": np.asarray(data["width_N_independent_sequences"], dtype=float),
             "depth": np.asarray(data["depth_one_sequence_N_positions"], dtype=float),
             "uniform": np.asarray(data["uniform_coupon_collector"], dtype=float)}
 
 
-def _followup(filename: str) -> dict:
-    return json.loads(resources.files("speclib").joinpath("data", "followup", filename).read_text(encoding="utf-8"))
+def _routing_data(filename: str) -> dict:
+    return json.loads(resources.files("speclib").joinpath("data", "expert-routing", filename).read_text(encoding="utf-8"))
 
 
 def experts_activated_rate(B, k, E):

@@ -57,7 +57,7 @@ from ..core import speculation as _spec
 from ..core import step as _step
 from ..core.speculation import optimal_gamma
 from . import derivations as _derivations
-from . import sequel as _sequel
+from . import simulator as _sequel
 
 STATUSES = ("reproduced", "differs")
 TOLERANCE_KINDS = ("absolute", "relative")

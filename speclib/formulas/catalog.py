@@ -26,7 +26,7 @@ from . import cost as _cost
 from . import drafters as _draft
 from . import moe as _moe
 from . import parallel as _par
-from . import sequel_figures as _fig
+from . import serving as _fig
 from . import speculation as _spec
 from . import step as _step
 from . import workload as _work
@@ -174,7 +174,7 @@ NUMERIC = (
             "largest batch whose weights and caches fit in n GPUs with a fraction r kept free"),
     Formula("min_gpus", _cap.min_gpus_expr, (_cap.B, _cap.m, _cap.W, _cap.C, _cap.r),
             "GPUs needed to hold the weights and B sequences (a real number: round up)"),
-    # --- what the sequel's chapters draw (speclib.formulas.sequel_figures) ---
+    # --- what the sequel's chapters draw (speclib.formulas.serving) ---
     Formula("cache_bytes", _fig.cache_bytes_expr, (_s.B, _s.S, _s.L_a, _s.m_c, _s.L_l, _s.sigma),
             "bytes of KV cache and linear-attention state B sequences keep at context S"),
     Formula("kv_state_crossing", _fig.kv_state_crossing_expr, (_s.L_a, _s.m_c, _s.L_l, _s.sigma),

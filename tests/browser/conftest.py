@@ -182,8 +182,8 @@ def visit(browser, base_url):
     is idle (``settle=False``: only until the load event)."""
     contexts = []
 
-    def _visit(path: str, settle: bool = True) -> PageVisit:
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    def _visit(path: str, settle: bool = True, width: int = 1280) -> PageVisit:
+        context = browser.new_context(viewport={"width": width, "height": 900}, service_workers="block")
         contexts.append(context)
         page = context.new_page()
         record = PageVisit(page=page, url=base_url + path)

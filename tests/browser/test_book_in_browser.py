@@ -142,6 +142,51 @@ def test_served_under_its_base_path_only(base_url):
         assert outside.value.code == 404
 
 
+# --- nothing wider than the text column, on a wide screen or a phone's ---------------------
+
+#: A desktop window and a phone's (an iPhone 12-15's CSS width).
+WIDTHS = (1280, 390)
+
+OVERFLOW = """() => {
+    const column = document.querySelector('article');
+    if (!column) return [];
+    const c = column.getBoundingClientRect();
+    const what = 'img, svg.speclib-svg, table, mjx-container[display="true"], .speclib-live';
+    const out = [];
+    for (const el of column.querySelectorAll(what)) {
+        // What a reader sees of it: the box that scrolls it sideways, if one does.
+        let seen = el;
+        for (let a = el; a && a !== column; a = a.parentElement) {
+            const x = getComputedStyle(a).overflowX;
+            if ((x === 'auto' || x === 'scroll') && a.scrollWidth > a.clientWidth + 1) { seen = a; break; }
+        }
+        const r = seen.getBoundingClientRect();
+        if (r.width === 0) continue;  // hidden (a static image a live figure replaced)
+        const tooWide = r.right > c.right + 1 || r.left < c.left - 1;
+        // An equation may scroll inside the column only where scaling it to 60 % is not enough.
+        const scrolled = seen !== el && el.matches('mjx-container') &&
+            parseFloat(getComputedStyle(el).fontSize) / parseFloat(getComputedStyle(el.parentElement).fontSize) > 0.61;
+        if (tooWide || scrolled) {
+            out.push({tag: el.tagName.toLowerCase(), text: (el.textContent || el.getAttribute('src') || '').slice(0, 50),
+                      right: Math.round(r.right), column: Math.round(c.right), scrolled: scrolled});
+        }
+    }
+    return out;
+}"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("path", PAGES)
+def test_nothing_is_wider_than_the_text_column(visit, path, width):
+    """Every figure, table, display equation and live figure fits the text
+    column: a long equation is scaled to it (or, past 60 %, scrolls within
+    it); a table that cannot fit a phone's column scrolls within it."""
+    v = visit(path, width=width)
+    v.page.wait_for_timeout(300)  # the equations' fitting runs right after MathJax's first typesetting
+    wide = v.page.evaluate(OVERFLOW)
+    assert wide == [], f"{path} at {width} px: wider than the text column: {wide}"
+
+
 # --- live figures: controls ---------------------------------------------------------
 
 SNAPSHOT = """(i) => {

@@ -8,7 +8,7 @@ from __future__ import annotations
 import matplotlib as mpl
 import numpy as np
 
-from ...evidence import sequel as _sequel
+from ...evidence import simulator as _sequel
 from ...formulas import numpy_functions as nf
 from ..arrays import numpy_ops
 from ..._checks import checked_choice
@@ -247,14 +247,14 @@ def _cells_in(comparison) -> int:
 
 def sequel_comparison(drafter="dflash", comparison=None) -> SequelComparisonTable:
     """:class:`SequelComparisonTable` of ``drafter`` ("mtp" or "dflash"),
-    from ``comparison`` (default :func:`speclib.evidence.sequel.compare` with
+    from ``comparison`` (default :func:`speclib.evidence.simulator.compare` with
     the book's choices)."""
     key = checked_choice("drafter", drafter, tuple(_sequel.DRAFTERS))
     comparisons = _sequel.compare() if comparison is None else comparison
     return SequelComparisonTable(key, comparisons[key], _sequel.load_grid().concurrency)
 
 
-#: The modelling choices :func:`speclib.evidence.sequel.compare` makes to
+#: The modelling choices :func:`speclib.evidence.simulator.compare` makes to
 #: price a step as the simulator does, each as the keyword that undoes it and
 #: what undoing it means.
 MODELLING_CHOICES = (
@@ -288,7 +288,7 @@ class ModellingChoicesTable(RendersAsTable):
 
     def _caption(self):
         return ("The closed form against the simulated grid with one modelling choice undone at a time "
-                "(the keyword of speclib.evidence.sequel.compare in brackets). Worst shortfall: the most simulated "
+                "(the keyword of speclib.evidence.simulator.compare in brackets). Worst shortfall: the most simulated "
                 "throughput our policy's \u03b3* loses against the best fixed \u03b3 at any concurrency.")
 
     def as_table(self) -> NumberTable:
@@ -297,7 +297,7 @@ class ModellingChoicesTable(RendersAsTable):
 
 def modelling_choices(choices=MODELLING_CHOICES) -> ModellingChoicesTable:
     """:class:`ModellingChoicesTable` over ``choices``: pairs of
-    (keywords of :func:`speclib.evidence.sequel.compare`, description)."""
+    (keywords of :func:`speclib.evidence.simulator.compare`, description)."""
     rows = []
     for keywords, description in choices:
         if not isinstance(keywords, dict):

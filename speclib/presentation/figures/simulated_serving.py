@@ -4,10 +4,10 @@ serving simulator counts it, its drafters priced by their own rooflines, the
 priced policy against the simulated grid, and the hybrid model's caches.
 
 The target is Qwen3.6-35B-A3B as the simulator counts it
-(:func:`speclib.evidence.sequel.simulated_model`), on one B200 unless a figure
+(:func:`speclib.evidence.simulator.simulated_model`), on one B200 unless a figure
 offers other chips, at the simulated requests' mean context. Everything here
 is numpy over speclib's core (the step in seconds, the drafters, the priced
-policy) and the grid of :mod:`speclib.evidence.sequel`; the chapters' figure
+policy) and the grid of :mod:`speclib.evidence.simulator`; the chapters' figure
 modules (:mod:`.drafter_cost`, :mod:`.hybrid_attention`,
 :mod:`.draft_length_per_concurrency`, :mod:`.pricing_rule`) draw it.
 """
@@ -23,7 +23,7 @@ from ...core import attention as _attention
 from ...core import drafters as _drafters
 from ...core import speculation as _spec
 from ...core import step as _step
-from ...evidence import sequel as _sequel
+from ...evidence import simulator as _sequel
 from ...formulas import numpy_functions as nf
 from ...presets import drafter as drafter_preset
 from ...presets import resolve
@@ -81,7 +81,7 @@ def context() -> float:
 
 
 def grid():
-    """The sequel's simulated grid (:func:`speclib.evidence.sequel.load_grid`)."""
+    """The sequel's simulated grid (:func:`speclib.evidence.simulator.load_grid`)."""
     return _sequel.load_grid()
 
 

@@ -4,7 +4,7 @@ F. Finn's "Adaptive speculative decoding" (2026) measures throughput with a
 discrete-event serving simulator (closed loop, requests of 1 input and 1,024
 output tokens, Qwen3.6-35B-A3B on one B200 in bf16) for plain decoding, every
 fixed draft length of two drafters (MTP, DFlash) and the priced per-step
-policy, at 12 concurrencies (``speclib/data/followup/drafter_grid.json``).
+policy, at 12 concurrencies (``speclib/data/serving-simulation/drafter_grid.json``).
 :func:`compare` predicts every cell with :func:`speclib.core.speculation.throughput`.
 
 What the closed form takes from the simulator, and why:
@@ -93,8 +93,8 @@ class Grid:
 
 @lru_cache(maxsize=None)
 def load_grid() -> Grid:
-    """The sequel's simulated grid shipped in ``speclib/data/followup``."""
-    raw = json.loads(resources.files("speclib").joinpath("data", "followup", "drafter_grid.json").read_text())
+    """The sequel's simulated grid shipped in ``speclib/data/serving-simulation``."""
+    raw = json.loads(resources.files("speclib").joinpath("data", "serving-simulation", "drafter_grid.json").read_text())
     drafters = {}
     for key, d in raw["drafters"].items():
         rows = sorted(d["fixed"], key=lambda r: r["gamma"])

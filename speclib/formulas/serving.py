@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .._extras import require as _require
 
-_require("speclib.formulas.sequel_figures", ("sympy",))
+_require("speclib.formulas.serving", ("sympy",))
 
 import sympy as sp
 
