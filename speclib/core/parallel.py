@@ -27,7 +27,7 @@ for them):
   directions counted (NVLink 5: 1.8 TB/s = 900 GB/s each way), so the time is
   (bytes sent + bytes received) / bandwidth. It is expressed in HBM
   byte-equivalents, bytes x (HBM bandwidth / link bandwidth), so it adds to
-  the roofline costs of :mod:`speclib.cost` directly.
+  the roofline costs of :mod:`speclib.core.cost` directly.
 * **No overlap.** The communication time adds to the compute/memory time.
   Overlapping it with other work (two micro-batches, as DeepSeek's serving
   stack does) would hide it up to the size of the other work; this model

@@ -1,8 +1,8 @@
 """The appendix derivations as step lists that sympy computes.
 
 Every step is obtained from the closed forms speclib already holds
-(:mod:`speclib.moe`, :mod:`speclib.attention`, :mod:`speclib.cost`,
-:mod:`speclib.acceptance`, :mod:`speclib.speculation`) by a sympy operation:
+(:mod:`speclib.core.moe`, :mod:`speclib.core.attention`, :mod:`speclib.core.cost`,
+:mod:`speclib.core.acceptance`, :mod:`speclib.core.speculation`) by a sympy operation:
 a derivative, a limit, a series, a substitution, a ``solve`` or ``nsolve``, a
 summation. Only the labels are prose. Steps that assert an identity (the
 derivative *equals* the paper's form, the reduction *is* Leviathan et al.'s
@@ -783,7 +783,7 @@ def ledger_blend() -> Derivation:
 
 
 def _ledger_total(B, S, c_draft, proj, ffn, attn, query_bytes: bool):
-    """The ledger's total at one (B, S), evaluated by sympy from speclib.cost's
+    """The ledger's total at one (B, S), evaluated by sympy from speclib.core.cost's
     expressions: each component's cost at q = 1, the GEMM slopes at t = B
     tokens, the attention slope at the first speculated token (q = 2).
     ``proj``, ``ffn``, ``attn`` hold each component's constants."""
@@ -801,7 +801,7 @@ def _ledger_total(B, S, c_draft, proj, ffn, attn, query_bytes: bool):
 def ledger_query_bytes(model=None, hardware=None, S=512, batches=(1, 64, 512, 4096), c_draft=0.1) -> Derivation:
     """The ledger's total (a speculated token's cost, x a real token's) with and
     without attention's query bytes, at context ``S`` and a few batches;
-    evaluated exactly by sympy from the expressions in :mod:`speclib.cost`."""
+    evaluated exactly by sympy from the expressions in :mod:`speclib.core.cost`."""
     model, hardware = resolve(model, hardware)
     _require_moe(model)
     _require_mla(model)

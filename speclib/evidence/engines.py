@@ -8,7 +8,7 @@ Every run is priced four ways, all with the acceptance the source reports
 
 * ``roofline``: the paper's ledger, the drafter a constant fraction of a
   step; for a run with expert parallelism and data-parallel attention, the
-  expert-parallel ledger of :mod:`speclib.parallel` (sequences per GPU, the
+  expert-parallel ledger of :mod:`speclib.core.parallel` (sequences per GPU, the
   all-to-all over the stated network, not overlapped);
 * ``calibrated``: the same step with the calibrated step time
   (:mod:`speclib.core.calibrated`; SGLang is not in the calibration data, so

@@ -154,8 +154,10 @@ OVERFLOW = """() => {
     const what = 'img, svg.speclib-svg, table, mjx-container[display="true"], .speclib-live';
     const out = [];
     for (const el of column.querySelectorAll(what)) {
-        // What a reader sees of it: the box that scrolls it sideways, if one does.
-        let seen = el;
+        const equation = el.matches('mjx-container');
+        // What a reader sees of it: the box that scrolls it sideways, if one does; an
+        // equation's typeset content otherwise (its container may be narrower than it).
+        let seen = equation ? (el.querySelector('mjx-math') || el) : el;
         for (let a = el; a && a !== column; a = a.parentElement) {
             const x = getComputedStyle(a).overflowX;
             if ((x === 'auto' || x === 'scroll') && a.scrollWidth > a.clientWidth + 1) { seen = a; break; }
@@ -164,8 +166,9 @@ OVERFLOW = """() => {
         if (r.width === 0) continue;  // hidden (a static image a live figure replaced)
         const tooWide = r.right > c.right + 1 || r.left < c.left - 1;
         // An equation may scroll inside the column only where scaling it to 60 % is not enough.
-        const scrolled = seen !== el && el.matches('mjx-container') &&
-            parseFloat(getComputedStyle(el).fontSize) / parseFloat(getComputedStyle(el.parentElement).fontSize) > 0.61;
+        const scrolls = equation && el.scrollWidth > el.clientWidth + 1;
+        const scaled = parseFloat(getComputedStyle(el).fontSize) / parseFloat(getComputedStyle(el.parentElement).fontSize);
+        const scrolled = scrolls && scaled > 0.61;
         if (tooWide || scrolled) {
             out.push({tag: el.tagName.toLowerCase(), text: (el.textContent || el.getAttribute('src') || '').slice(0, 50),
                       right: Math.round(r.right), column: Math.round(c.right), scrolled: scrolled});
