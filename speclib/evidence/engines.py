@@ -278,3 +278,137 @@ def gamma_sweep(run_id: str = "sglang-autospec") -> dict:
     for key in ("measured", "roofline", "calibrated", "per_token"):
         out[f"best_{key}"] = g[0][np.argmax(out[key], axis=1)].astype(int)
     return out
+
+
+# --- sweeps: speed-up by batch and draft length (data/engine-speculation/sweeps.json) ---------
+
+#: What a sweep point measures: a printed speed-up, output tokens/s (higher is
+#: faster) or the time per output token in ms (lower is faster).
+SWEEP_QUANTITIES = ("speedup", "throughput", "tpot_ms")
+#: What a sweep's ``batch`` counts.
+SWEEP_BATCH_KINDS = ("batch", "concurrency", "max_batch")
+_SWEEP_FIELDS = ("id", "label", "source", "engine", "model", "hardware", "parallelism", "drafter", "acceptance",
+                 "workload", "batch_kind", "quantity", "metric", "points", "assumed")
+_SOURCE_FIELDS = ("url", "title", "date", "where")
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One run of ``sweeps.json``: a deployment and drafter measured at one
+    or more (batch, draft length) points. ``batch``, ``gamma``, ``spec``,
+    ``base`` and ``printed`` are arrays over the points (NaN where absent)."""
+
+    id: str
+    label: str
+    source: dict
+    engine: dict
+    model: dict
+    hardware: dict
+    parallelism: dict
+    drafter: dict
+    acceptance: dict
+    workload: dict
+    batch_kind: str
+    quantity: str
+    metric: str
+    assumed: str
+    batch: np.ndarray
+    gamma: np.ndarray
+    spec: np.ndarray
+    base: np.ndarray
+    printed: np.ndarray
+
+    @property
+    def speedup(self) -> np.ndarray:
+        """Speed-up over no speculation per point: the printed one for a
+        ``speedup`` run, else from the pair (NaN where the source gives no
+        run without speculation)."""
+        if self.quantity == "speedup":
+            return self.spec
+        return self.spec / self.base if self.quantity == "throughput" else self.base / self.spec
+
+
+def _sweeps_path():
+    return resources.files("speclib").joinpath("data", "engine-speculation", "sweeps.json")
+
+
+def _number(where: str, key: str, value, lo: float = 0.0, integer: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= lo \
+            or (integer and int(value) != value):
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"{where}: {key} must be {kind} > {lo:g}; got {value!r}")
+    return float(value)
+
+
+def _sweep(r: dict, where: str) -> SweepRun:
+    missing = [k for k in _SWEEP_FIELDS if k not in r]
+    if missing:
+        raise ValueError(f"{where}: missing field(s) {', '.join(missing)}")
+    where = f"{where} ({r['id']})"
+    for key in ("source", "engine", "model", "hardware", "parallelism", "drafter", "acceptance", "workload"):
+        if not isinstance(r[key], dict):
+            raise ValueError(f"{where}: {key} must be an object")
+    gone = [k for k in _SOURCE_FIELDS if k not in r["source"]]
+    if gone:
+        raise ValueError(f"{where}: missing field(s) source.{', source.'.join(gone)}")
+    if not str(r["source"]["url"]).startswith("https://") or not r["source"]["title"]:
+        raise ValueError(f"{where}: source.url must be an https:// address and source.title non-empty")
+    for key in ("name", "hf_config"):
+        if not r["model"].get(key):
+            raise ValueError(f"{where}: missing field model.{key}")
+    if not r["hardware"].get("chip") or "count" not in r["hardware"]:
+        raise ValueError(f"{where}: hardware needs chip and count")
+    checked_choice(f"{where}: quantity", r["quantity"], SWEEP_QUANTITIES)
+    checked_choice(f"{where}: batch_kind", r["batch_kind"], SWEEP_BATCH_KINDS)
+    if not isinstance(r["points"], list) or not r["points"]:
+        raise ValueError(f"{where}: points must be a non-empty list")
+    value_key = "speedup" if r["quantity"] == "speedup" else "spec"
+    cols = {k: [] for k in ("batch", "gamma", "spec", "base", "printed")}
+    for i, p in enumerate(r["points"]):
+        at = f"{where}: points[{i}]"
+        for key in ("batch", "gamma", value_key):
+            if key not in p:
+                raise ValueError(f"{at}: missing field {key}")
+        if value_key == "speedup" and ("base" in p or "spec" in p):
+            raise ValueError(f"{at}: a speedup run holds 'speedup' only (a pair belongs to a throughput or tpot_ms run)")
+        cols["batch"].append(_number(at, "batch", p["batch"], integer=True))
+        cols["gamma"].append(_number(at, "gamma", p["gamma"], integer=True))
+        cols["spec"].append(_number(at, value_key, p[value_key]))
+        cols["base"].append(_number(at, "base", p["base"]) if "base" in p else np.nan)
+        cols["printed"].append(_number(at, "printed_speedup", p["printed_speedup"]) if "printed_speedup" in p
+                               else np.nan)
+    return SweepRun(
+        id=r["id"], label=r["label"], source=dict(r["source"]), engine=dict(r["engine"]), model=dict(r["model"]),
+        hardware=dict(r["hardware"]), parallelism=dict(r["parallelism"]), drafter=dict(r["drafter"]),
+        acceptance=dict(r["acceptance"]), workload=dict(r["workload"]), batch_kind=r["batch_kind"],
+        quantity=r["quantity"], metric=r["metric"], assumed=r["assumed"],
+        **{k: np.asarray(v, dtype=float) for k, v in cols.items()},
+    )
+
+
+def read_sweeps(path) -> tuple:
+    """Every run of a sweeps file (``sweeps.json``'s schema), validated: a
+    missing or bad field is a ValueError naming the file and the field."""
+    name = getattr(path, "name", str(path))
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
+        raise ValueError(f"{name}: missing field runs (a list)")
+    out = [_sweep(r, f"{name}: runs[{i}]") for i, r in enumerate(doc["runs"])]
+    ids = [r.id for r in out]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{name}: duplicate run ids")
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def load_sweeps() -> tuple:
+    """The shipped sweeps (``data/engine-speculation/sweeps.json``), in file order."""
+    return read_sweeps(_sweeps_path())
+
+
+def sweep(run_id: str) -> SweepRun:
+    """The sweep called ``run_id``."""
+    for r in load_sweeps():
+        if r.id == run_id:
+            return r
+    raise ValueError(f"run_id must be one of {', '.join(r.id for r in load_sweeps())}; got {run_id!r}")

@@ -1,0 +1,127 @@
+"""The speed-up sweeps by batch and draft length (data/engine-speculation/sweeps.json):
+every run loads with its source, its units are consistent, a printed speed-up agrees
+with the pair it comes from, and a bad file is refused naming the file and field."""
+import copy
+import json
+import re
+
+import numpy as np
+import pytest
+
+from speclib import presets
+from speclib.evidence import engines
+
+RUNS = engines.load_sweeps()
+
+
+def test_the_sweeps_load():
+    assert len(RUNS) == 9
+    assert len({r.id for r in RUNS}) == len(RUNS)
+
+
+@pytest.mark.parametrize("r", RUNS, ids=lambda r: r.id)
+def test_every_run_has_a_source_and_its_assumptions(r):
+    assert re.match(r"https://github\.com/[\w.-]+/[\w.-]+/", r.source["url"])
+    assert r.source["title"] and r.source["where"] and r.assumed
+    assert r.model["hf_config"].count("/") == 1
+    assert r.hardware["count"] >= 1 and r.hardware["chip"]
+
+
+@pytest.mark.parametrize("r", RUNS, ids=lambda r: r.id)
+def test_units_are_consistent(r):
+    assert np.all(r.batch >= 1) and np.all(r.gamma >= 1)
+    assert np.all(r.batch == np.round(r.batch)) and np.all(r.gamma == np.round(r.gamma))
+    s = r.speedup
+    if r.quantity == "speedup":
+        assert np.all(np.isnan(r.base))
+    else:
+        # a pair is in one unit: throughput in tokens/s, TPOT in ms
+        assert r.quantity in ("throughput", "tpot_ms")
+    finite = s[np.isfinite(s)]
+    # a speculative run between 5x slower and 10x faster: a value outside means
+    # the pair was entered the wrong way round or in different units
+    assert np.all((finite > 0.2) & (finite < 10))
+    if r.quantity == "tpot_ms":
+        assert np.all(r.spec < 100) and np.all(r.spec > 0.5)  # milliseconds per token, not seconds
+    if r.quantity == "throughput" and r.hardware["count"] == 1:
+        assert np.all(r.spec < 1e5)
+
+
+@pytest.mark.parametrize("r", [r for r in RUNS if np.isfinite(r.printed).any()], ids=lambda r: r.id)
+def test_printed_speedups_agree_with_their_pairs(r):
+    have = np.isfinite(r.printed)
+    # printed to two or more decimals: within half a unit of the second decimal
+    np.testing.assert_allclose(r.speedup[have], r.printed[have], atol=0.006)
+
+
+def test_the_quoted_numbers():
+    ngram = engines.sweep("trtllm-ngram-llama4-scout")
+    assert list(ngram.batch) == [1, 4, 32] and list(ngram.gamma) == [5, 5, 3]
+    np.testing.assert_allclose(ngram.speedup, [1.9613, 1.6399, 1.3306])
+    glm = engines.sweep("sglang-autospec-glm47")
+    grid = {(b, g): v for b, g, v in zip(glm.batch, glm.gamma, glm.spec)}
+    # the pull request's claim: 7 steps best at batch 1 and 3 at batch 64 (of those we store: 5 and 3)
+    assert max(range(1, 6), key=lambda g: grid[(1, g)]) == 5
+    assert max(range(1, 5), key=lambda g: grid[(64, g)]) == 3
+    tpot = engines.sweep("vllm-eagle3-llama31-8b-bs1")
+    assert tpot.gamma[np.argmax(tpot.speedup)] == 4  # 'E3 has optimal K=4'
+
+
+def test_the_source_inconsistency_is_caught_by_the_agreement_check():
+    """The EAGLE-1 table's printed ratios at K = 4, 5, 6 disagree with its TPOTs;
+    restoring them must fail the agreement test's criterion."""
+    e1 = engines.sweep("vllm-eagle-llama31-8b-bs1")
+    printed_k4 = 1.567627494  # as the issue prints it
+    assert abs(e1.speedup[e1.gamma == 4][0] - printed_k4) > 0.006
+
+
+def test_preset_names_are_shipped_models():
+    shipped = set(presets.shipped_configs())
+    for r in RUNS:
+        assert r.model["preset"] is None or r.model["preset"] in shipped, r.id
+
+
+def _write(tmp_path, doc):
+    path = tmp_path / "sweeps.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _doc():
+    return json.loads(engines._sweeps_path().read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("field", ["source", "quantity", "points", "model", "assumed"])
+def test_a_missing_field_names_the_file_and_field(tmp_path, field):
+    doc = _doc()
+    del doc["runs"][2][field]
+    with pytest.raises(ValueError, match=rf"sweeps\.json: runs\[2\].*{field}"):
+        engines.read_sweeps(_write(tmp_path, doc))
+
+
+@pytest.mark.parametrize("where, key, message", [
+    ("source", "url", r"source\.url"),
+    ("model", "hf_config", r"model\.hf_config"),
+    ("point", "gamma", r"points\[0\]: missing field gamma"),
+    ("point", "spec", r"points\[0\]: missing field spec"),
+])
+def test_missing_nested_fields(tmp_path, where, key, message):
+    doc = _doc()
+    run = doc["runs"][2]
+    del (run["points"][0] if where == "point" else run[where])[key]
+    with pytest.raises(ValueError, match=message):
+        engines.read_sweeps(_write(tmp_path, doc))
+
+
+def test_bad_values_are_refused(tmp_path):
+    doc = _doc()
+    bad = copy.deepcopy(doc)
+    bad["runs"][0]["points"][0]["batch"] = 0
+    with pytest.raises(ValueError, match=r"points\[0\]: batch must be an integer > 0"):
+        engines.read_sweeps(_write(tmp_path, bad))
+    bad = copy.deepcopy(doc)
+    bad["runs"][0]["quantity"] = "tokens"
+    with pytest.raises(ValueError, match="quantity must be one of"):
+        engines.read_sweeps(_write(tmp_path, bad))
+    with pytest.raises(ValueError, match="^run_id must be one of"):
+        engines.sweep("nope")
