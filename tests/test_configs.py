@@ -10,7 +10,7 @@ import speclib
 from speclib import presets
 
 SHIPPED = ["deepseek-v4-flash", "deepseek-v4-pro", "deepseek-v3", "llama-3-70b", "mixtral-8x7b", "qwen3-235b-a22b",
-           "qwen3.6-35b-a3b"]
+           "qwen3.6-35b-a3b", "llama-4-scout", "llama-4-maverick", "gpt-oss-120b", "qwen3-30b-a3b"]
 
 
 def load(stem):
@@ -115,6 +115,15 @@ PUBLISHED = [
     ("qwen3-235b-a22b", 235e9, 1e9, 22e9, 1e9),
     ("deepseek-v4-flash", 284e9, 1e9, 13e9, 1e9),
     ("deepseek-v4-pro", 1.6e12, 0.1e12, 49e9, 1e9),  # published totals include the MTP layer
+    # "17B active parameters out of ~109B total" / "~400B total" (Hugging Face,
+    # "Welcome Llama 4 Maverick & Scout on Hugging Face", https://huggingface.co/blog/llama4-release).
+    # Scout's 109B counts its vision encoder, which speclib leaves out: the text
+    # model is 107.8B, inside the 2 % (2.2B) allowance.
+    ("llama-4-scout", 109e9, 1e9, 17e9, 1e9),
+    ("llama-4-maverick", 400e9, 1e9, 17e9, 1e9),
+    # "30.5B total parameters with 3.3B activated per token" (vLLM-Ascend, Qwen3-30B-A3B
+    # tutorial, https://docs.vllm.ai/projects/ascend/en/releases-v0.22.1rc/tutorials/models/Qwen3-30B-A3B.html)
+    ("qwen3-30b-a3b", 30.5e9, 0.1e9, 3.3e9, 0.1e9),
 ]
 
 
@@ -123,6 +132,66 @@ def test_parameter_counts_match_the_published_ones(stem, total, total_unit, acti
     model = load(stem)
     assert abs(model.total_params() - total) <= tolerance(total, total_unit)
     assert abs(model.active_params() - active) <= tolerance(active, active_unit)
+
+
+# "117B parameters with 5.1B active parameters" (OpenAI, gpt-oss-120b model page,
+# https://developers.openai.com/api/docs/models/gpt-oss-120b.md)
+GPT_OSS_TOTAL, GPT_OSS_ACTIVE = 117e9, 5.1e9
+
+
+def test_gpt_oss_counts_match_the_published_ones():
+    model = load("gpt-oss-120b")
+    assert abs(model.total_params() - GPT_OSS_TOTAL) <= tolerance(GPT_OSS_TOTAL, 1e9)
+    # speclib's active count includes the input embedding (201,088 x 2880 = 0.58B),
+    # which a token only looks up; counts such as the published 5.1B leave it out.
+    # Allow that table plus the rounding of the last printed digit (0.05B), no more.
+    embedding = 201088 * 2880
+    assert abs(model.active_params() - GPT_OSS_ACTIVE) <= embedding + 0.05e9
+    assert abs(model.active_params() - embedding - GPT_OSS_ACTIVE) <= 0.05e9
+
+
+def test_llama4_layers_by_hand():
+    scout, maverick = load("llama-4-scout"), load("llama-4-maverick")
+    expert = 3 * 5120 * 8192
+    attention = 5120 * (40 + 2 * 8) * 128 + 40 * 128 * 5120
+    embeddings = 2 * 202048 * 5120
+    # Scout: 48 MoE layers, 16 routed experts and the implied shared one, a router over the 16
+    assert (scout.ffn.n_routed, scout.ffn.top_k, scout.ffn.n_shared, scout.n_dense_layers) == (16, 1, 1, 0)
+    assert scout.total_params() == embeddings + 48 * (attention + 17 * expert + 5120 * 16)
+    # Maverick: every second layer MoE (interleave step 2), the other 24 dense of width 16384
+    assert (maverick.ffn.n_routed, maverick.ffn.n_shared, maverick.n_dense_layers) == (128, 1, 24)
+    assert maverick.dense_ffn_width == 16384
+    assert maverick.total_params() == (embeddings + 48 * attention + 24 * (129 * expert + 5120 * 128)
+                                       + 24 * 3 * 5120 * 16384)
+    # one routed and one shared expert per token in either
+    assert scout.active_params() == embeddings + 48 * (attention + 2 * expert + 5120 * 16)
+
+
+def test_llama4_moe_layer_rules():
+    base = dict(model_type="llama4_text", num_local_experts=16, num_experts_per_tok=1, intermediate_size=512,
+                intermediate_size_mlp=2048)
+    every_second = presets.from_hf_config(base_config(**base, interleave_moe_layer_step=2))
+    assert every_second.n_dense_layers == 2 and every_second.dense_ffn_width == 2048  # layers 1, 3 are MoE
+    listed = presets.from_hf_config(base_config(**base, interleave_moe_layer_step=2, moe_layers=[3]))
+    assert listed.n_dense_layers == 3  # an explicit list wins
+    assert every_second.ffn.n_shared == 1  # implied by the family
+    mixtral_like = presets.from_hf_config(base_config(num_local_experts=16, num_experts_per_tok=1))
+    assert mixtral_like.ffn.n_shared == 0
+
+
+def test_gpt_oss_sliding_window_layers_are_counted_as_full_attention():
+    model = load("gpt-oss-120b")
+    assert model.sliding_window is None  # the cache is an upper bound, not a V4 window on top
+    assert model.context_bytes == 2 * 8 * 64 * 2
+    assert (model.ffn.n_routed, model.ffn.top_k, model.ffn.weight_bytes, model.ffn.precision) == (128, 4, 0.53, "fp4")
+    assert model.proj_precision == "bf16"
+
+
+def test_qwen3_30b_by_hand():
+    model = load("qwen3-30b-a3b")
+    attention = 2048 * (32 + 2 * 4) * 128 + 32 * 128 * 2048
+    expert = 3 * 2048 * 768
+    assert model.total_params() == 2 * 151936 * 2048 + 48 * (attention + 128 * expert + 2048 * 128)
 
 
 def test_mixtral_total_by_hand():
@@ -280,6 +349,11 @@ def test_v4_compress_ratios_list_gives_csa_and_hca():
         (base_config(speclib={"kv_byts": 1}), "unknown speclib key\\(s\\) 'kv_byts'"),
         (base_config(speclib={"kv_bytes": -1}), "speclib.kv_bytes must be a number in \\(0, inf\\)"),
         (base_config(speclib={"ffn_precision": "fp2"}), "speclib.ffn_precision must be one of"),
+        (base_config(num_local_experts=8, num_experts_per_tok=1, moe_layers=[0, 9]), "moe_layers must be a list"),
+        (base_config(num_local_experts=8, num_experts_per_tok=1, interleave_moe_layer_step=0),
+         "interleave_moe_layer_step must be an integer"),
+        (base_config(num_local_experts=8, num_experts_per_tok=2, intermediate_size=None), "missing 'intermediate_size'"),
+        (base_config(num_local_experts=8), "missing 'num_experts_per_tok'"),
     ],
 )
 def test_bad_configs_are_rejected_naming_the_key(config, message):

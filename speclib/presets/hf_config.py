@@ -291,6 +291,14 @@ def _moe_layers(r: _ConfigReader, n_layers: Optional[int]) -> Optional[int]:
     """How many of the layers are MoE, under either family's placement rule."""
     if n_layers is None:
         return None
+    listed = r.cfg.get("moe_layers")  # Llama-4: the MoE layers, listed
+    if listed is not None:
+        if not isinstance(listed, list) or not all(isinstance(i, int) and 0 <= i < n_layers for i in listed):
+            raise r.error(f"moe_layers must be a list of layer indices in [0, {n_layers})")
+        return len(set(listed))
+    if r.present("interleave_moe_layer_step"):  # Llama-4: every step-th layer is MoE, the last of each step
+        step = r.integer("interleave_moe_layer_step")
+        return sum(1 for i in range(n_layers) if (i + 1) % step == 0)
     first_dense = r.integer("first_k_dense_replace", 0, lo=0)  # DeepSeek
     every = r.integer("moe_layer_freq", 1)  # DeepSeek
     step = r.integer("decoder_sparse_step", 1)  # Qwen-MoE
@@ -316,6 +324,10 @@ def _ffn(r: _ConfigReader, n_layers, ffn_bytes: float, ffn_precision: str):
     width_key = "moe_intermediate_size" if r.present("moe_intermediate_size") else "intermediate_size"
     width = r.integer(width_key)
     n_shared = r.integer("n_shared_experts", 0, lo=0)
+    if str(r.cfg.get("model_type", "")).startswith("llama4"):
+        # Llama-4 (Scout, Maverick): every MoE layer also has one shared expert
+        # of the routed width; the config implies it rather than counting it.
+        n_shared = 1
     if r.present("shared_expert_intermediate_size"):
         # Qwen2-MoE style: one wide shared expert, counted in units of a routed one.
         shared_width = r.integer("shared_expert_intermediate_size", lo=0)
@@ -329,7 +341,9 @@ def _ffn(r: _ConfigReader, n_layers, ffn_bytes: float, ffn_precision: str):
     )
     n_moe = _moe_layers(r, n_layers)
     n_dense = 0 if n_moe is None else n_layers - n_moe
-    dense_width = r.integer("intermediate_size") if n_dense else None
+    # Llama-4 names its dense layers' width intermediate_size_mlp (intermediate_size is the expert's).
+    dense_key = "intermediate_size_mlp" if r.present("intermediate_size_mlp") else "intermediate_size"
+    dense_width = r.integer(dense_key) if n_dense else None
     return ffn, n_dense, dense_width
 
 
@@ -343,8 +357,11 @@ def from_hf_config(config, *, name: Optional[str] = None) -> Model:
     DeepSeek-V4 (``head_dim``, ``o_groups``, ``o_lora_rank``, ``index_*``,
     ``compress_ratios``), Mixtral (``num_local_experts``), Qwen-MoE
     (``num_experts``, ``moe_intermediate_size``, ``mlp_only_layers``,
-    ``decoder_sparse_step``) and Llama (dense ``intermediate_size``, GQA
-    ``num_key_value_heads``) families; ``torch_dtype`` and
+    ``decoder_sparse_step``), Llama (dense ``intermediate_size``, GQA
+    ``num_key_value_heads``), Llama-4 (``interleave_moe_layer_step`` or
+    ``moe_layers``, dense width ``intermediate_size_mlp``, one shared expert
+    implied by ``model_type`` llama4) and gpt-oss (``num_local_experts``,
+    MXFP4 experts) families; ``torch_dtype`` and
     ``quantization_config`` (``fp8``, ``mxfp4``, ``awq``/``gptq``) set the
     bytes per weight. An optional ``"speclib"`` object supplies what such
     configs do not say (see :data:`SPECLIB_KEYS`), e.g. MXFP4 experts
@@ -402,5 +419,7 @@ def from_hf_config(config, *, name: Optional[str] = None) -> Model:
         linear_attention=linear,
         n_linear_layers=n_linear,
         compress_ratios=tuple(r.cfg.get("compress_ratios") or ()),
-        sliding_window=r.integer("sliding_window", None),
+        # DeepSeek-V4's every-layer window of uncompressed tokens; a GQA model's
+        # sliding-window layers (gpt-oss, Mistral) are counted as full attention.
+        sliding_window=r.integer("sliding_window", None) if r.present("o_groups") else None,
     )
