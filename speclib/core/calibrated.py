@@ -58,8 +58,19 @@ ENGINES = ("vLLM", "TRT")
 DEFAULT_ENGINE = "vLLM"
 
 
-def check_step_time(value) -> str:
+def check_step_time(value):
+    """``"roofline"``, ``"calibrated"`` (the shipped calibration) or a
+    :class:`Calibration` (one's own fit, e.g. from ``speclib fit``)."""
+    if isinstance(value, Calibration):
+        return value
     return checked_choice("step_time", value, STEP_TIMES)
+
+
+def calibration_of(step_time):
+    """The calibration a checked ``step_time`` prices with (None: the roofline)."""
+    if isinstance(step_time, Calibration):
+        return step_time
+    return shipped_calibration() if step_time == "calibrated" else None
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,19 @@ class Calibration:
     fitted_on: tuple = ()
     source: str = ""
     batch_range: tuple = ()  # the smallest and largest batch in the runs fitted
+    #: kappa: seconds per second of FLOPs at peak that the memory stream does not hide
+    compute_factor: float = 0.0
+    #: e: seconds per verified position past the first, per sequence
+    per_position_s: float = 0.0
+    #: a_d: seconds per sequential pass of a drafter
+    per_draft_pass_s: float = 0.0
+    #: the prefill of arriving requests: its FLOPs at peak times this
+    prefill_factor: float = 1.0
+    #: a short name for tables and CSV rows (e.g. the file it was read from)
+    label: str = ""
+
+    def __str__(self) -> str:
+        return f"calibrated ({self.label})" if self.label else "calibrated"
 
     def in_range(self, batch) -> bool:
         """Whether ``batch`` lies in the measured batches (beyond them the
@@ -103,7 +127,10 @@ class Calibration:
     def to_json(self) -> dict:
         return {"model": self.model, "fitted_on": list(self.fitted_on), "source": self.source,
                 "batch_range": list(self.batch_range), "roofline_factor": self.roofline_factor,
-                "fixed_s": self.fixed_s, "per_sequence_s": self.per_sequence_s}
+                "fixed_s": self.fixed_s, "per_sequence_s": self.per_sequence_s,
+                "compute_factor": self.compute_factor, "per_position_s": self.per_position_s,
+                "per_draft_pass_s": self.per_draft_pass_s, "prefill_factor": self.prefill_factor,
+                "label": self.label}
 
     @classmethod
     def from_json(cls, data: dict) -> "Calibration":
@@ -111,7 +138,11 @@ class Calibration:
                    fixed_s={chip: {e: float(v) for e, v in by.items()} for chip, by in data["fixed_s"].items()},
                    per_sequence_s=float(data["per_sequence_s"]), model=data.get("model", ""),
                    fitted_on=tuple(data.get("fitted_on", ())), source=data.get("source", ""),
-                   batch_range=tuple(int(b) for b in data.get("batch_range", ())))
+                   batch_range=tuple(int(b) for b in data.get("batch_range", ())),
+                   compute_factor=float(data.get("compute_factor", 0.0)),
+                   per_position_s=float(data.get("per_position_s", 0.0)),
+                   per_draft_pass_s=float(data.get("per_draft_pass_s", 0.0)),
+                   prefill_factor=float(data.get("prefill_factor", 1.0)), label=str(data.get("label", "")))
 
 
 #: Where the shipped calibration lives, inside the package.
@@ -141,25 +172,48 @@ class CalibratedStepModel:
         self.engine = checked_choice("engine", engine, ENGINES)
         self.calibration = calibration or shipped_calibration()
         self.factor, self.fixed, self.per_sequence = self.calibration.constants(hardware, self.engine)
+        self.compute_factor = self.calibration.compute_factor
+        self.per_position = self.calibration.per_position_s
+        self.per_draft_pass = self.calibration.per_draft_pass_s
 
     def scaled(self, seconds):
         """Roofline seconds of the whole step as this GPU's calibrated kernel time."""
         return self.factor * seconds / self.tp
 
     def overhead(self, B, T=1.0):
-        """The step's fixed and per-sequence time (per position with ``per_token``)."""
-        return self.fixed + self.per_sequence * B * (T if self.per_token else 1.0)
+        """The step's fixed, per-sequence (per position with ``per_token``)
+        and per-extra-position time."""
+        return self.fixed + self.per_sequence * B * (T if self.per_token else 1.0) + self.extra_positions(B, T)
 
     def component_times(self, B, T, S, F=nf) -> dict:
         """{part: seconds}: the roofline components scaled, then the overheads."""
         parts = {name: self.scaled(t) for name, t in self.step_model.component_times(B, T, S, F).items()}
+        if self.compute_factor:
+            parts["compute not hidden"] = self.compute(B, T, S, F)
         parts["fixed per step"] = self.fixed + 0.0 * B
-        parts["per position" if self.per_token else "per sequence"] = self.overhead(B, T) - self.fixed
+        parts["per position" if self.per_token else "per sequence"] = (self.overhead(B, T) - self.fixed
+                                                                       - self.extra_positions(B, T))
+        if self.per_position:
+            parts["per extra position"] = self.extra_positions(B, T)
         return parts
 
+    def compute(self, B, T, S, F=nf):
+        """kappa x the step's FLOPs at peak, this GPU's share."""
+        if not self.compute_factor:
+            return 0.0 * B
+        flops = sum(f / self.step_model._peak[name]
+                    for name, (f, _) in self.step_model.components(B, T, S, F).items())
+        return self.compute_factor * flops / self.tp
+
+    def extra_positions(self, B, T):
+        """e x B x (T - 1): each verified position past the first."""
+        return self.per_position * B * (T - 1.0)
+
     def time(self, B, T, S, F=nf):
-        """Seconds of the step (``F``: see :meth:`speclib.core.step.StepModel.experts_touched`)."""
-        return self.scaled(self.step_model.time(B, T, S, F)) + self.overhead(B, T)
+        """Seconds of the step (``F``: see :meth:`speclib.core.step.StepModel.experts_touched`);
+        :data:`speclib.formulas.step.engine_step_expr`."""
+        return F.engine_step(self.scaled(self.step_model.time(B, T, S, F)), self.compute(B, T, S, F), self.fixed,
+                             self.per_sequence * (T if self.per_token else 1.0), self.per_position, B, T)
 
 
 class ScaledDrafter:
@@ -174,6 +228,9 @@ class ScaledDrafter:
 
     def time(self, gamma, B, S=0.0, target=None, F=nf):
         return self.target.scaled(self.inner.time(gamma, B, S, None, F))
+
+    def passes(self, gamma):
+        return self.inner.passes(gamma)
 
 
 class TensorParallelStep:
@@ -207,6 +264,7 @@ class CalibratedLedger:
     def __init__(self, cost_model, *, engine: str = DEFAULT_ENGINE, calibration: Calibration = None,
                  per_token: bool = False):
         self.per_token = bool(per_token)
+        self.per_draft_pass = (calibration or shipped_calibration()).per_draft_pass_s
         self.cost_model = cost_model
         self.hardware = cost_model.hardware
         layers = getattr(cost_model.model, "n_layers", None)
@@ -224,4 +282,5 @@ class CalibratedLedger:
 
     def verify(self, batch, width, context):
         per = self.per_sequence * batch * (width if self.per_token else 1.0)
-        return self._seconds * self.cost_model.verify(batch, width, context) + self.fixed + per
+        return (self._seconds * self.cost_model.verify(batch, width, context) + self.fixed + per
+                + self.calibration.per_position_s * batch * (width - 1.0))

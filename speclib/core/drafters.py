@@ -39,6 +39,10 @@ class ConstantDrafter:
         """Seconds of drafting ``gamma`` tokens for ``B`` sequences at context ``S``."""
         return F.constant_draft_time(self.c, gamma, target.time(B, 1.0, S, F))
 
+    def passes(self, gamma, F=nf):
+        """Sequential drafter passes for ``gamma`` tokens: one per token."""
+        return F.mtp_draft_time(gamma, 1.0)
+
 
 class PricedDrafter:
     """A drafter preset priced by its own roofline on ``hardware``."""
@@ -51,6 +55,10 @@ class PricedDrafter:
         self.acceptance = preset.acceptance
         self.pass_model = StepModel(preset.step, hardware, roofline=check_roofline(roofline), expert_count=expert_count)
         self.positions = float(preset.positions_per_pass)
+
+    def passes(self, gamma, F=nf):
+        """Sequential passes for ``gamma`` tokens: one per token (MTP), one per block (DFlash)."""
+        return F.mtp_draft_time(gamma, 1.0) if self.kind == "mtp" else F.dflash_draft_time(gamma, 1.0)
 
     def pass_time(self, B, S=0.0, F=nf):
         """Seconds of one pass: one position per sequence (MTP) or a block (DFlash)."""

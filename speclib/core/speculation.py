@@ -74,7 +74,8 @@ class StepPricing:
 
     def step(self, gamma, B, S):
         """Seconds of one speculative step: verify gamma + 1 positions, draft gamma."""
-        return self.step_model.time(B, gamma + 1.0, S) + self.drafter.time(gamma, B, S, self.step_model)
+        return (self.step_model.time(B, gamma + 1.0, S) + self.drafter.time(gamma, B, S, self.step_model)
+                + getattr(self.step_model, "per_draft_pass", 0.0) * self.drafter.passes(gamma))
 
     def speedup(self, n, gamma, B, S):
         return nf.priced_speedup(n, self.plain(B, S), self.step(gamma, B, S))
@@ -136,8 +137,8 @@ def pricing(model=None, hardware=None, *, c_draft=None, drafter=None, roofline: 
         if routing is not None or tp != 1:
             raise ValueError("cost_model prices the paper's per-layer ledger on one GPU; tp= and routing= price the "
                              "whole model's step")
-        if step_time == "calibrated":  # the ledger as a whole step in seconds, plus the per-step costs
-            cost_model = _cal.CalibratedLedger(cost_model, engine=engine)
+        if _cal.calibration_of(step_time) is not None:  # the ledger as a whole step in seconds, plus its costs
+            cost_model = _cal.CalibratedLedger(cost_model, engine=engine, calibration=_cal.calibration_of(step_time))
         return LedgerPricing(cost_model, _draft.resolve_drafter(None, c_draft, None))
     m, hw = resolve(model, hardware)
     whole_step = drafter is not None or roofline != "per-component" or m.is_hybrid or step_time != "roofline" \
@@ -148,8 +149,8 @@ def pricing(model=None, hardware=None, *, c_draft=None, drafter=None, roofline: 
         raise ValueError("query_bytes is an option of the paper's per-layer ledger; the whole-model step leaves "
                          "the query bytes out, as the sequel does")
     base = _step.step_model(m, hw, roofline=roofline, routing=routing)
-    if step_time == "calibrated":
-        target = _cal.CalibratedStepModel(base, hw, tp=tp, engine=engine)
+    if _cal.calibration_of(step_time) is not None:
+        target = _cal.CalibratedStepModel(base, hw, tp=tp, engine=engine, calibration=_cal.calibration_of(step_time))
     else:
         target = base if tp == 1 else _cal.TensorParallelStep(base, tp)
     drafting = _draft.resolve_drafter(drafter, c_draft, hw, roofline=roofline)

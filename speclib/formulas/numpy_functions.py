@@ -55,6 +55,7 @@ ARGUMENTS = {
     'priced_speedup': ('N', 'C_0', 'C_gamma'),
     'throughput': ('B', 'N', 'C_gamma'),
     'roofline_time': ('F', 'Q', 'P', 'M'),
+    'engine_step': ('t_k', 't_c', 'a', 'd', 'e', 'B', 'T'),
     'attended_context': ('S', 'T'),
     'experts_touched': ('B', 'T', 'k', 'E'),
     'experts_touched_slots': ('B', 'T', 'k', 'E'),
@@ -443,6 +444,14 @@ def roofline_time(F, Q, P, M):
     Max(F/P, Q/M)
     """
     return functools.reduce(numpy.maximum, [F/P, Q/M])
+
+
+def engine_step(t_k, t_c, a, d, e, B, T):
+    """the calibrated engine step: kernels, compute not hidden, fixed, per sequence, per extra position:
+
+    B*d + B*e*(T - 1) + a + t_c + t_k
+    """
+    return B*d + B*e*(T - 1) + a + t_c + t_k
 
 
 def attended_context(S, T):

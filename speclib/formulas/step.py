@@ -88,3 +88,19 @@ attention_bytes_expr = B * (L_a * m_c * attended_context_expr + L_l * sigma)
 #: A component's arithmetic intensity (FLOP per byte), for the chapter that
 #: holds full attention and linear attention against the ridge.
 intensity_expr = F / Q
+
+
+# --- the calibrated engine step (speclib.core.calibrated, fitted by speclib.evidence.step_fit) ---
+t_k = sp.Symbol("t_k", nonnegative=True)  # the step's roofline time x mu_chip / tp (kernel time)
+t_c = sp.Symbol("t_c", nonnegative=True)  # kappa x the step's FLOPs at peak / tp (compute not hidden)
+a = sp.Symbol("a", nonnegative=True)  # fixed time per engine step (chip, engine)
+d = sp.Symbol("d", nonnegative=True)  # time per sequence in the step
+e = sp.Symbol("e", nonnegative=True)  # time per verified position past the first, per sequence
+
+#: One engine step of B sequences of T positions: the kernels' time, the
+#: compute they do not hide, a fixed time, a time per sequence and a time per
+#: extra verified position (sampling, rejection, the rejected positions' KV
+#: writes). A drafter's pass adds its priced work and a_d per pass
+#: (:data:`speclib.formulas.drafters.mtp_draft_time_expr` with t_pass = a_d
+#: counts the passes of a chained drafter, the DFlash form those of a block).
+engine_step_expr = t_k + t_c + a + d * B + e * B * (T - 1)

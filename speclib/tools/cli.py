@@ -351,7 +351,7 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
         record = {
             "model": model.name, "hardware": chip.name, "batch": args.batch, "seq": args.seq,
             "alpha": args.alpha, "acceptance": "i.i.d." if args.alpha is not None else "measured",
-            "drafter": priced.drafter.name, "roofline": args.roofline, "step_time": args.step_time, "tp": args.tp,
+            "drafter": priced.drafter.name, "roofline": args.roofline, "step_time": str(args.step_time), "tp": args.tp,
             "gamma_max": searched,
             "gamma_star": gamma_star, "speedup": speedup,
             "step_seconds": {"plain": plain_s, "verify": verify_s, "verify_components": verify, "draft": draft_s},
@@ -366,7 +366,10 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
              ("plain decode step", f"{plain_s * 1e6:,.1f}")]
     clock = (f"{args.roofline} roofline" if args.step_time == "roofline" else
              f"calibrated step time, {args.engine}: the {args.roofline} roofline x {priced.step_model.factor:.3g} "
-             f"+ {priced.step_model.fixed * 1e3:.2f} ms + {priced.step_model.per_sequence * 1e6:.1f} us per sequence")
+             f"+ {priced.step_model.fixed * 1e3:.2f} ms + {priced.step_model.per_sequence * 1e6:.1f} us per sequence"
+             + (f" + {priced.step_model.per_position * 1e6:.1f} us per extra position + "
+                f"{priced.step_model.per_draft_pass * 1e3:.2f} ms per drafter pass; {args.step_time}"
+                if priced.step_model.per_position or priced.step_model.per_draft_pass else ""))
     where = chip.name if args.tp == 1 else f"{args.tp} x {chip.name} (tensor parallel)"
     lines = [
         f"{model.name} on {where}, the whole model's step ({clock})",
@@ -501,7 +504,7 @@ def run_sweep(args, out) -> int:
         alpha_text, cost_text = cells(a, c, exact)
         row = (m, h, _exact(b), _exact(s), alpha_text, cost_text, str(g), repr(sp) if exact else f"{sp:.4f}")
         row += (d or "constant", args.roofline) if priced else ()
-        row += (args.step_time, str(args.tp)) if clock else ()
+        row += (str(args.step_time), str(args.tp)) if clock else ()
         row += ("" if fits is None else str(fits).lower(), "" if limit is None else str(limit))
         text_rows.append(row)
 
@@ -831,6 +834,9 @@ def _add_model_options(parser, *, several: bool, calibration_engine: bool = True
     parser.add_argument("--tp", type=_typed("--tp", int), default=1, metavar="N",
                         help="GPUs the model is split over (tensor parallel, 1..1024, default 1): sets the memory "
                         "check, and the calibrated step's share per GPU")
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="price every step with this calibration (as 'speclib fit' writes it) instead of "
+                        "--step-time: implies a calibrated step")
     if calibration_engine:  # schedule's --engine names its output engine, and that engine calibrates too
         parser.add_argument("--engine", choices=_cal.ENGINES, default=_cal.DEFAULT_ENGINE,
                             help="the serving engine whose fixed per-step time --step-time calibrated uses (default "
@@ -851,7 +857,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"speclib {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{gamma,sweep,presets,schedule,profile}", parser_class=_Parser,
+    sub = parser.add_subparsers(dest="command", metavar="{gamma,sweep,presets,schedule,profile,fit}", parser_class=_Parser,
                                 required=True)
 
     gamma = sub.add_parser(
@@ -946,7 +952,81 @@ def build_parser() -> argparse.ArgumentParser:
             action.help = "longest draft length profiled, 0..4096 (default 16; capped at a DFlash drafter's block)"
     prof.add_argument("--output", metavar="FILE", help="write to FILE (replaced only when everything succeeded)")
     prof.set_defaults(handler=run_profile)
+
+    fitp = sub.add_parser(
+        "fit", help="fit the calibrated step to your own benchmark results",
+        description="Fit a deployment's step time (fixed per step, per sequence, per extra verified position, per "
+        "drafter pass) to benchmark result files: vllm bench serve --save-result JSON, SGLang bench_serving "
+        "JSON lines or InferenceMAX JSON; runs without speculation and with it (their accept length measured). "
+        "Prints each run's fitted TPOT and error and writes a calibration that --calibration reads.",
+        epilog=FIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    fitp.add_argument("files", nargs="+", metavar="FILE", help="benchmark result files")
+    fitp.add_argument("--model", required=True, help="model preset name (see 'speclib presets')")
+    fitp.add_argument("--hardware", required=True, help="hardware preset name")
+    fitp.add_argument("--tp", type=_typed("--tp", int), default=1, metavar="N", help="GPUs the model is split over")
+    fitp.add_argument("--engine", choices=_cal.ENGINES, default=_cal.DEFAULT_ENGINE,
+                      help="the engine name the fitted fixed time is stored under (default vLLM)")
+    fitp.add_argument("--format", choices=("vllm", "sglang", "inferencemax"), help="the files' format (default: "
+                      "detected)")
+    fitp.add_argument("--gamma", type=_typed("--max-k", int), metavar="K", help="the draft length of files that "
+                      "do not state it")
+    fitp.add_argument("--output", metavar="FILE", required=True, help="the calibration JSON to write (written only "
+                      "when the fit succeeded)")
+    fitp.set_defaults(handler=run_fit)
     return parser
+
+
+FIT_EPILOG = """examples:
+  speclib fit base-c1.json base-c8.json base-c32.json mtp-c1.json mtp-c8.json mtp-c32.json \\
+      --model deepseek-v3 --hardware h200 --tp 8 --output my-h200.json
+  speclib schedule --model deepseek-v3 --hardware h200 --tp 8 --calibration my-h200.json --alpha 0.7 --max-batch 64
+"""
+
+
+def run_fit(args, out) -> int:
+    from ..evidence import bench_results, step_fit
+
+    records = []
+    try:
+        for path in args.files:
+            records.extend(bench_results.read_results(path, format=args.format, gamma=args.gamma, tp=args.tp))
+        fitted = step_fit.fit_measurements(records, args.model, args.hardware, tp=args.tp, engine=args.engine,
+                                           label=os.path.basename(args.output))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    cal = fitted.calibration
+    out.write(f"fitted on {len(records)} runs of {cal.model}: a = {cal.fixed_s[next(iter(cal.fixed_s))][args.engine] * 1e3:.3g} ms "
+              f"per step, d = {cal.per_sequence_s * 1e6:.3g} us per sequence, e = {cal.per_position_s * 1e6:.3g} us "
+              f"per extra position, a_d = {cal.per_draft_pass_s * 1e3:.3g} ms per drafter pass "
+              f"(mu = {next(iter(cal.roofline_factor.values())):.3g}, held)\n")
+    out.write(f"{'file':<40} {'batch':>6} {'gamma':>5} {'TPOT ms':>9} {'fitted':>9} {'error':>7}\n")
+    for r, fitted_ms, err in fitted.residuals:
+        out.write(f"{os.path.basename(r.source)[:40]:<40} {r.concurrency:>6} {r.gamma or 0:>5} {r.tpot_ms:>9.3f} "
+                  f"{fitted_ms:>9.3f} {err * 100:>6.1f}%\n")
+    data = {"about": "A calibration fitted by `speclib fit` (speclib.evidence.step_fit.fit_measurements); read it "
+                     "with --calibration or speclib.evidence.step_fit.read_calibration.", **cal.to_json()}
+    _write_atomically(args.output, json.dumps(data, indent=1) + "\n")
+    return 0
+
+
+def _write_atomically(path: str, text: str) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def _apply_calibration(args) -> None:
+    """--calibration FILE: the step is priced with that calibration."""
+    path = getattr(args, "calibration", None)
+    if path:
+        from ..evidence import step_fit
+
+        try:
+            args.step_time = step_fit.read_calibration(path)
+        except ValueError as exc:
+            raise UsageError(f"--calibration {exc}") from None
 
 
 def _report(message: str) -> int:
@@ -962,6 +1042,7 @@ def main(argv=None) -> int:
     except UsageError as exc:
         return _report(str(exc))
     try:
+        _apply_calibration(args)
         return args.handler(args, sys.stdout)
     except UsageError as exc:
         return _report(f"speclib {args.command}: error: {exc}")

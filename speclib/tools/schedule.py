@@ -561,7 +561,7 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, acceptance=None
         gammas = np.arange(top + 1)
         tables = np.stack([_model_table(priced, accepted, B, np.full_like(B, s), top) for s in contexts])
         source = f"{roofline} roofline" if step_time == "roofline" else (
-            f"calibrated step time ({engine} per-step costs, {roofline} roofline, tp {tp})")
+            f"{step_time} step time ({engine} per-step costs, {roofline} roofline, tp {tp})")
     else:
         step_costs.check_batches(1, max_batch)
         keep = step_costs.gammas <= top

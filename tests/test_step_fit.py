@@ -1,0 +1,220 @@
+"""The engine step fitted on measured runs (speclib.evidence.step_fit):
+the fit recovers constants it did not see, held-out predictions do not
+use the run they predict, bad data is refused, and `speclib fit` writes a
+calibration the other commands price with."""
+import dataclasses
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from speclib.core import calibrated as cal
+from speclib.core import step as st
+from speclib.core import speculation as spec
+from speclib.evidence import engines, step_fit
+from speclib.formulas import step as fs
+from speclib.presets import resolve
+from speclib.tools import cli
+
+
+def test_the_engine_step_is_the_sympy_expression():
+    rng = np.random.default_rng(1)
+    vals = rng.uniform(0.1, 3, 7)
+    expected = float(fs.engine_step_expr.subs(dict(zip((fs.t_k, fs.t_c, fs.a, fs.d, fs.e, fs.B, fs.T), vals))))
+    from speclib.formulas import numpy_functions as nf
+
+    assert nf.engine_step(*vals) == pytest.approx(expected, rel=1e-12)
+
+
+def test_nnls_matches_a_brute_force_search():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        A, b = rng.normal(size=(12, 3)), rng.normal(size=12)
+        x = step_fit._nnls(A, b)
+        feasible = [np.linalg.norm(b)] + [
+            np.linalg.norm(A[:, m] @ np.linalg.lstsq(A[:, m], b, rcond=None)[0] - b)
+            for m in ([0], [1], [2], [0, 1], [0, 2], [1, 2], [0, 1, 2])
+            if np.all(np.linalg.lstsq(A[:, m], b, rcond=None)[0] >= 0)]
+        assert np.linalg.norm(A @ x - b) <= min(feasible) + 1e-9
+        assert np.all(x >= 0)
+
+
+def test_a_contradictory_point_is_neither_fitted_nor_scored():
+    # TensorRT-LLM's n-gram blog prints a 1.96x speed-up with 1.66 tokens per verify: more than N
+    run = step_fit.spec_run("trtllm-ngram-llama4-scout")
+    bad = step_fit.run_inconsistent(run)
+    assert (1, 5) in bad
+    assert all(v > run.committed(g) for b, g, v in run.points if (b, g) in bad)
+    assert all(row[1:3] not in bad for row in step_fit._rows(run))
+
+
+def test_a_run_held_out_is_predicted_without_its_own_data():
+    run = step_fit.spec_run("vllm-v4pro-mi355x")
+    held = step_fit.predict_run(step_fit.fit(exclude_runs=(run.id,)), run)
+    doubled = dataclasses.replace(run, points=tuple((b, g, 2 * v) for b, g, v in run.points))
+    again = step_fit.predict_run(step_fit.fit(exclude_runs=(run.id,)), doubled)
+    np.testing.assert_allclose(held.predicted, again.predicted)
+    # ...whereas fitting on it moves the constants
+    assert step_fit.fit().theta != step_fit.fit(exclude_runs=(run.id,)).theta
+
+
+def test_fit_alpha_recovers_an_acceptance_from_ratios_it_generated():
+    run = step_fit.spec_run("sglang-autospec")
+    f = step_fit.fit()
+    truth = 0.815
+    steps = step_fit._Steps(run)
+    b = min(run.batches)
+    g = sorted({g for bb, g, _ in run.points if bb == b})
+    n = engines._acc.committed_numeric(np.asarray(truth), np.asarray(g, dtype=float))
+    thr = [ni / f.time(steps.spec(b, gi)) for ni, gi in zip(n, g)]
+    synthetic = dataclasses.replace(run, points=tuple((b, gi, t) for gi, t in zip(g, thr)))
+    assert step_fit.fit_alpha(f, synthetic) == pytest.approx(truth, abs=0.005)
+
+
+def test_the_shipped_engine_step_is_the_fit_on_every_run():
+    shipped = step_fit.fitted_calibration()
+    refit = step_fit.fit().calibration()
+    assert shipped.per_position_s == pytest.approx(refit.per_position_s, rel=1e-6)
+    assert shipped.per_draft_pass_s == pytest.approx(refit.per_draft_pass_s, rel=1e-6)
+    for chip, by in refit.fixed_s.items():
+        for e, v in by.items():
+            assert shipped.fixed_s[chip][e] == pytest.approx(v, rel=1e-6)
+
+
+def test_leave_one_run_out_scores_every_run():
+    h = step_fit.leave_one_run_out()
+    s = h.summary()
+    assert s["runs"] == len(step_fit.spec_runs())
+    assert s["points"] == sum(int(p.scored.sum()) for p in h.runs) > 50
+    assert s["decode_runs"] == len(h.decode_measured)
+
+
+def test_the_calibrated_step_adds_the_new_terms_as_the_expression_says():
+    m, hw = resolve("qwen3-235b-a22b", "H200")
+    base = st.step_model(m, hw)
+    c = dataclasses.replace(cal.shipped_calibration(), per_position_s=1e-4, per_draft_pass_s=2e-3)
+    plain = cal.CalibratedStepModel(base, hw, tp=8, calibration=cal.shipped_calibration())
+    more = cal.CalibratedStepModel(base, hw, tp=8, calibration=c)
+    B, T, S = np.float64(16), np.float64(4), np.float64(2048)
+    assert more.time(B, T, S) - plain.time(B, T, S) == pytest.approx(1e-4 * 16 * 3)
+    p = spec.pricing("qwen3-235b-a22b", "H200", step_time=c, tp=8, c_draft=0.05)
+    q = spec.pricing("qwen3-235b-a22b", "H200", step_time="calibrated", tp=8, c_draft=0.05)
+    diff = p.step(np.float64(3), B, S) - q.step(np.float64(3), B, S)
+    assert diff == pytest.approx(1e-4 * 16 * 3 + 3 * 2e-3)
+
+
+# --- speclib fit ------------------------------------------------------------------------------
+
+TRUE = dict(a=0.006, d=5e-5, e=8e-5, a_d=1.2e-3)
+
+
+def _vllm_file(path, conc, gamma, tpot_ms, accept=None):
+    rec = {"date": "20261125-000000", "backend": "vllm", "model_id": "deepseek-ai/DeepSeek-V3",
+           "tokenizer_id": "deepseek-ai/DeepSeek-V3", "num_prompts": 10 * conc, "request_rate": "inf",
+           "burstiness": 1.0, "max_concurrency": conc, "duration": 100.0, "completed": 10 * conc,
+           "total_input_tokens": 10 * conc * 1024, "total_output_tokens": 10 * conc * 1024,
+           "request_throughput": 1.0, "output_throughput": 1000.0, "total_token_throughput": 2000.0,
+           "mean_ttft_ms": 100.0, "median_ttft_ms": 100.0, "mean_tpot_ms": tpot_ms, "median_tpot_ms": tpot_ms,
+           "mean_itl_ms": tpot_ms, "median_itl_ms": tpot_ms}
+    if gamma:
+        rec.update({"spec_decode_acceptance_length": accept, "spec_decode_num_drafts": 1000,
+                    "spec_decode_draft_tokens": 1000 * gamma,
+                    "spec_decode_accepted_tokens": int(round(1000 * (accept - 1))),
+                    "spec_decode_acceptance_rate": 100.0 * (accept - 1) / gamma})
+    path.write_text(json.dumps(rec))
+    return path
+
+
+def _synthetic(tmp_path, batches=(1, 8, 32), gammas=(2, 4)):
+    """Runs generated from known constants by the written-out step (not by the fit)."""
+    m, hw = resolve("deepseek-v3", "H200")
+    mu = cal.shipped_calibration().roofline_factor["H200"]
+    prefill_factor = cal.shipped_calibration().prefill_factor
+    sm = st.step_model(m, hw)
+    S = 1024 + (1024 - 1) / 2
+    files = []
+    for B in batches:
+        roof = float(sm.time(np.float64(B), np.float64(1), np.float64(S))) * mu / 8
+        pre = B * 1024 / 1024 * 2 * m.active_params() / (8 * hw.peak_flops("fp8")) * prefill_factor
+        t1 = roof + TRUE["a"] + TRUE["d"] * B
+        files.append(_vllm_file(tmp_path / f"base-{B}.json", B, 0, (t1 + pre) * 1e3))
+        for g in gammas:
+            rv = float(sm.time(np.float64(B), np.float64(g + 1), np.float64(S))) * mu / 8
+            draft = 0.05 * g * (roof + TRUE["a"] + TRUE["d"] * B)
+            t = rv + TRUE["a"] + TRUE["d"] * B + TRUE["e"] * B * g + draft + TRUE["a_d"] * g
+            n = 1 + 0.7 * (1 - 0.7 ** g) / 0.3
+            files.append(_vllm_file(tmp_path / f"mtp{g}-{B}.json", B, g, (t / n + pre) * 1e3, round(n, 6)))
+    return files
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "speclib", *map(str, args)], capture_output=True, text=True)
+
+
+def test_speclib_fit_recovers_the_constants_and_schedule_prices_with_them(tmp_path):
+    files = _synthetic(tmp_path)
+    out = tmp_path / "mine.json"
+    r = _run("fit", *files, "--model", "deepseek-v3", "--hardware", "h200", "--tp", 8, "--output", out)
+    assert r.returncode == 0, r.stderr
+    got = step_fit.read_calibration(out)
+    assert got.fixed_s["H200"]["vLLM"] == pytest.approx(TRUE["a"], rel=0.02)
+    assert got.per_sequence_s == pytest.approx(TRUE["d"], rel=0.05)
+    assert got.per_position_s == pytest.approx(TRUE["e"], rel=0.05)
+    assert got.per_draft_pass_s == pytest.approx(TRUE["a_d"], rel=0.05)
+    assert "error" in r.stdout and len(r.stdout.splitlines()) == 2 + len(files)
+    s = _run("schedule", "--model", "deepseek-v3", "--hardware", "h200", "--tp", 8, "--calibration", out,
+             "--alpha", 0.7, "--max-batch", 32, "--engine", "vllm")
+    assert s.returncode == 0, s.stderr
+    g = _run("gamma", "--model", "deepseek-v3", "--hardware", "h200", "--tp", 8, "--calibration", out,
+             "--alpha", 0.7, "--batch", 8, "--seq", 1500, "--json")
+    assert g.returncode == 0, g.stderr
+    shipped = _run("gamma", "--model", "deepseek-v3", "--hardware", "h200", "--tp", 8, "--step-time", "calibrated",
+                   "--alpha", 0.7, "--batch", 8, "--seq", 1500, "--json")
+    assert json.loads(g.stdout) != json.loads(shipped.stdout)
+
+
+@pytest.mark.parametrize("case", ["one_batch", "spec_one_batch", "no_accept", "empty", "nan"])
+def test_speclib_fit_refuses_data_that_cannot_identify_a_term(tmp_path, case):
+    if case == "one_batch":
+        files = _synthetic(tmp_path, batches=(8,))
+        field = "max_concurrency"
+    elif case == "spec_one_batch":
+        files = _synthetic(tmp_path, batches=(1, 8), gammas=())
+        files += [_vllm_file(tmp_path / "s.json", 8, 3, 20.0, 2.5)]
+        field = "max_concurrency"
+    elif case == "no_accept":
+        files = _synthetic(tmp_path, gammas=())
+        bad = json.loads(files[0].read_text())
+        bad.update({"spec_decode_num_drafts": 10})
+        files.append(_vllm_file(tmp_path / "x.json", 4, 0, 20.0))
+        files.append(tmp_path / "x.json")
+        r = _run("fit", *files, "--gamma", 3, "--model", "deepseek-v3", "--hardware", "h200", "--tp", 8,
+                 "--output", tmp_path / "o.json")
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "o.json").exists()
+        return
+    elif case == "empty":
+        (tmp_path / "e.json").write_text("")
+        files = [tmp_path / "e.json"]
+        field = "e.json"
+    else:
+        f = _vllm_file(tmp_path / "n.json", 4, 0, 20.0)
+        f.write_text(f.read_text().replace('"mean_tpot_ms": 20.0', '"mean_tpot_ms": NaN'))
+        files, field = [f], "mean_tpot_ms"
+    out = tmp_path / "o.json"
+    r = _run("fit", *files, "--model", "deepseek-v3", "--hardware", "h200", "--tp", 8, "--output", out)
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and field in r.stderr
+    assert not out.exists()
+
+
+def test_a_bad_calibration_file_is_one_line_naming_the_field(tmp_path):
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps({"roofline_factor": {"H200": 1.0}, "fixed_s": {"H200": {"vLLM": -1}},
+                             "per_sequence_s": 0.0}))
+    r = _run("gamma", "--model", "deepseek-v3", "--hardware", "h200", "--calibration", p, "--alpha", 0.7,
+             "--batch", 8, "--seq", 1500)
+    assert r.returncode == 2 and "fixed_s.H200.vLLM" in r.stderr and len(r.stderr.strip().splitlines()) == 1
