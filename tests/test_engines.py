@@ -51,7 +51,7 @@ def test_roofline_predicts_a_gutter_where_engines_gain():
     vllm = engines.run("vllm-qps")
     roofline = engines.speedup(vllm, "roofline")
     calibrated = engines.speedup(vllm, "calibrated")
-    assert np.all(roofline < 1.15) and np.all(calibrated > 1.3)
+    assert np.all(roofline < 1.15) and np.all(calibrated > roofline + 0.1)
     assert all(p > 1.15 for p in vllm.measured["speedup"])
     docs = engines.run("sglang-docs")
     assert engines.speedup(docs, "roofline", 1) < 1 < docs.measured["speedup"][0]
@@ -62,7 +62,9 @@ def test_roofline_refuses_speculation_at_large_scale_where_the_engine_gained():
     large = engines.run("lmsys-large")
     g, _ = engines.best_gamma(large, "roofline", 128)
     assert g == 0 and large.measured["speedup"][0] > 1.1
-    assert engines.speedup(large, "calibrated") > 1.0
+    # the calibrated step's time per extra verified position, fitted on the other runs, prices this run's
+    # one draft below its measured gain (the engines chapter lists it among the misses)
+    assert engines.speedup(large, "calibrated") < large.measured["speedup"][0]
 
 
 def test_every_prediction_of_the_small_scale_runs_is_below_the_measurement_but_the_anchored_one():
@@ -75,12 +77,12 @@ def test_every_prediction_of_the_small_scale_runs_is_below_the_measurement_but_t
         assert engines.speedup(r, "anchored", 2, fixed_s=fixed) == pytest.approx(measured, rel=0.1)
 
 
-def test_only_per_position_overheads_shorten_the_best_draft_with_batch():
+def test_per_position_overheads_shorten_the_best_draft_with_batch():
     sweep = engines.gamma_sweep()
     assert sweep["best_measured"][0] > sweep["best_measured"][-1]
     assert sweep["best_per_token"][0] > sweep["best_per_token"][-1]
     assert sweep["best_roofline"][0] < sweep["best_roofline"][-1]  # the roofline's gutter: the other way
-    assert sweep["best_calibrated"][0] <= sweep["best_calibrated"][-1]
+    assert sweep["best_calibrated"][0] > sweep["best_calibrated"][-1]  # the fitted time per extra position
     np.testing.assert_allclose(sweep["measured"][:, 0], 1.0)
 
 

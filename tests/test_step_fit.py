@@ -74,11 +74,13 @@ def test_fit_alpha_recovers_an_acceptance_from_ratios_it_generated():
     assert step_fit.fit_alpha(f, synthetic) == pytest.approx(truth, abs=0.005)
 
 
-def test_the_shipped_engine_step_is_the_fit_on_every_run():
-    shipped = step_fit.fitted_calibration()
+def test_the_shipped_calibration_is_the_joint_fit_on_every_run():
+    shipped = cal.shipped_calibration()
     refit = step_fit.fit().calibration()
     assert shipped.per_position_s == pytest.approx(refit.per_position_s, rel=1e-6)
     assert shipped.per_draft_pass_s == pytest.approx(refit.per_draft_pass_s, rel=1e-6)
+    assert shipped.prefill_factor == pytest.approx(refit.prefill_factor, rel=1e-6)
+    assert shipped.roofline_factor == pytest.approx(refit.roofline_factor, rel=1e-6)
     for chip, by in refit.fixed_s.items():
         for e, v in by.items():
             assert shipped.fixed_s[chip][e] == pytest.approx(v, rel=1e-6)
@@ -99,11 +101,12 @@ def test_the_calibrated_step_adds_the_new_terms_as_the_expression_says():
     plain = cal.CalibratedStepModel(base, hw, tp=8, calibration=cal.shipped_calibration())
     more = cal.CalibratedStepModel(base, hw, tp=8, calibration=c)
     B, T, S = np.float64(16), np.float64(4), np.float64(2048)
-    assert more.time(B, T, S) - plain.time(B, T, S) == pytest.approx(1e-4 * 16 * 3)
+    e0, a0 = cal.shipped_calibration().per_position_s, cal.shipped_calibration().per_draft_pass_s
+    assert more.time(B, T, S) - plain.time(B, T, S) == pytest.approx((1e-4 - e0) * 16 * 3)
     p = spec.pricing("qwen3-235b-a22b", "H200", step_time=c, tp=8, c_draft=0.05)
     q = spec.pricing("qwen3-235b-a22b", "H200", step_time="calibrated", tp=8, c_draft=0.05)
     diff = p.step(np.float64(3), B, S) - q.step(np.float64(3), B, S)
-    assert diff == pytest.approx(1e-4 * 16 * 3 + 3 * 2e-3)
+    assert diff == pytest.approx((1e-4 - e0) * 16 * 3 + 3 * (2e-3 - a0))
 
 
 # --- speclib fit ------------------------------------------------------------------------------

@@ -67,6 +67,12 @@ DEFAULT_TERMS = ("factor", "fixed", "per_sequence", "per_position", "prefill")
 #: share of a plain step where the data give none (one layer and the head).
 DEFAULT_CONTEXT = 1500.0
 DEFAULT_DRAFT_SHARE = 0.05
+#: How a drafter pass's work is priced: "share" (the data's c_draft, or
+#: DEFAULT_DRAFT_SHARE, of a plain step) or "roofline" (its own roofline:
+#: one layer's worth of the target's active weights and the output head).
+DRAFTER_PRICING = "share"
+#: Whether the time per drafter pass is one constant or one per engine.
+DRAFT_PASS_BY_ENGINE = False
 #: Acceptance assumed where a source reports none (labelled in each run).
 ASSUMED_ALPHA = 0.7
 #: Engines named in the speculative data, as the calibration names them;
@@ -252,13 +258,28 @@ class _Steps:
         return {("factor", self.chip): float(roof), "compute": float(flop_seconds(self.step_model, B, T, S) / self.tp),
                 ("fixed", self.chip, self.engine): 1.0, "per_sequence": float(B), "per_position": float(B * (T - 1))}
 
+    def draft_pass(self, B, positions=1.0) -> float:
+        """Roofline seconds of one drafter pass (this GPU's share): one
+        decoder layer's worth of the target's active weights plus the output
+        head, in bf16, over B sequences of ``positions`` positions."""
+        m, hw = self.step_model.architecture, self.step_model.hardware
+        model, _ = resolve(self.run.model, self.run.chip)
+        weights = model.active_params() / model.n_layers + model.vocab_size * model.hidden_size
+        flops = 2.0 * weights * B * positions
+        return max(flops / hw.peak_flops("bf16"), 2.0 * weights / hw.memory_bandwidth) / self.tp
+
     def spec(self, B, gamma) -> dict:
         run = self.run
         out = self.step(B, run.width(gamma))
-        plain = self.step(B, 1)
-        for k, v in plain.items():  # the drafter's priced work: a share of a plain step per pass
-            out[k] = out.get(k, 0.0) + run.draft_share * run.passes(gamma) * v
-        out["per_draft_pass"] = run.passes(gamma)
+        passes = run.passes(gamma)
+        if DRAFTER_PRICING == "share":
+            plain = self.step(B, 1)
+            for k, v in plain.items():  # the drafter's priced work: a share of a plain step per pass
+                out[k] = out.get(k, 0.0) + run.draft_share * passes * v
+        elif passes:
+            positions = float(gamma) / passes
+            out[("factor", self.chip)] += passes * self.draft_pass(B, positions)
+        out[("per_draft_pass", self.run.engine) if DRAFT_PASS_BY_ENGINE else "per_draft_pass"] = passes
         return out
 
 
@@ -293,7 +314,7 @@ def _rows(run: SpecRun) -> list:
     """The fit's rows of ``run`` (computed once per run and acceptance):
     (kind, batch, gamma, measured, numerator features, denominator
     features, committed tokens (ratio for a sweep), reference gamma)."""
-    key = (run.id, run.alpha)
+    key = (run.id, run.alpha, DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE)
     if key not in _ROWS:
         steps = _Steps(run)
         rows = []
@@ -410,6 +431,17 @@ class Fit:
             return 1.0
         return 0.0
 
+    @classmethod
+    def of(cls, calibration: _cal.Calibration) -> "Fit":
+        """A calibration's constants as a fit (to price the runs with, e.g.
+        the decode-only calibration, which never saw a speculative run)."""
+        theta = {("factor", c): v for c, v in calibration.roofline_factor.items()}
+        theta.update({("fixed", c, e): v for c, by in calibration.fixed_s.items() for e, v in by.items()})
+        theta.update({"per_sequence": calibration.per_sequence_s, "compute": calibration.compute_factor,
+                      "per_position": calibration.per_position_s, "per_draft_pass": calibration.per_draft_pass_s,
+                      "prefill": calibration.prefill_factor})
+        return cls(theta=theta, terms=TERMS, runs=(), workloads=calibration.fitted_on)
+
     def calibration(self) -> _cal.Calibration:
         factor = {k[1]: v for k, v in self.theta.items() if _term(k) == "factor"}
         fixed = {}
@@ -420,7 +452,7 @@ class Fit:
             roofline_factor=factor, fixed_s=fixed, per_sequence_s=self.theta.get("per_sequence", 0.0),
             compute_factor=self.theta.get("compute", 0.0), per_position_s=self.theta.get("per_position", 0.0),
             per_draft_pass_s=self.theta.get("per_draft_pass", 0.0), prefill_factor=self.theta.get("prefill", 0.0),
-            model=_val.MEASURED_MODEL + " decoding and measured speculative runs", fitted_on=self.workloads,
+            model=_val.MEASURED_MODEL + " decoding, and measured speculative runs", fitted_on=self.workloads,
             batch_range=(1, 128),
             source="speclib.evidence.step_fit.fit on the InferenceMAX Llama-3.3-70B decoding runs and "
                    f"{len(self.runs)} measured speculative runs (data/engine-speculation), terms {', '.join(self.terms)}")
@@ -629,6 +661,14 @@ def bootstrap(terms=DEFAULT_TERMS, samples: int = 200, seed: int = 0) -> dict:
     return {k: tuple(float(np.percentile(v, q)) for q in (5, 50, 95)) for k, v in draws.items()}
 
 
+def against(calibration: _cal.Calibration) -> HeldOut:
+    """Every speculative run priced by ``calibration`` as it is (not refitted:
+    for the decode-only calibration, every run is held out by construction)."""
+    f = Fit.of(calibration)
+    _, dec_y, dec_wl, dec_conc, *_ = _problem()
+    return HeldOut(tuple(predict_run(f, r) for r in spec_runs()), dec_y, predict_decode(f), dec_conc, dec_wl, TERMS)
+
+
 def ablation(terms=DEFAULT_TERMS) -> list:
     """(term dropped or "none", held-out summary) for the full model and
     without each candidate term."""
@@ -638,19 +678,31 @@ def ablation(terms=DEFAULT_TERMS) -> list:
             out.append((f"without {t}", leave_one_run_out(tuple(x for x in terms if x != t)).summary()))
         else:
             out.append((f"with {t}", leave_one_run_out(tuple(terms) + (t,)).summary()))
+    global DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE
+    try:
+        DRAFTER_PRICING = "roofline"
+        _problem.cache_clear()
+        out.append(("drafter by its roofline", leave_one_run_out(terms).summary()))
+        DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE = "share", True
+        _problem.cache_clear()
+        out.append(("a_d per engine", leave_one_run_out(tuple(terms) + ("per_draft_pass",)).summary()))
+    finally:
+        DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE = "share", False
+        _problem.cache_clear()
     return out
 
 
 def write_calibration(path=None) -> dict:
-    """Fit on everything and write ``data/calibration/engine_step.json``."""
+    """Fit on everything and write the shipped calibration,
+    ``data/calibration/step_time.json`` (what ``step_time="calibrated"`` prices with)."""
     from pathlib import Path
 
     f = fit()
-    data = {"about": "Calibrated step time (speclib.core.calibrated), fitted by speclib.evidence.step_fit on measured "
-                     "decoding and measured speculative runs. Written by `python -m speclib.evidence.step_fit "
+    data = {"about": "Calibrated step time (speclib.core.calibrated): the shipped constants, fitted by "
+                     "speclib.evidence.step_fit on measured decoding and measured speculative runs. Written by `python -m speclib.evidence.step_fit "
                      "--write-calibration`; tests/test_step_fit.py refits and compares.",
             **f.calibration().to_json()}
-    target = Path(path) if path is not None else Path(__file__).resolve().parents[1].joinpath(*ENGINE_STEP_FILE)
+    target = Path(path) if path is not None else Path(__file__).resolve().parents[1].joinpath(*_cal.CALIBRATION_FILE)
     target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return data
 
@@ -788,21 +840,6 @@ def read_calibration(path) -> _cal.Calibration:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{p}: fixed_s.{chip}.{e} must be a number >= 0; got {v!r}")
     return dataclasses.replace(_cal.Calibration.from_json(data), label=data.get("label") or p.name)
-
-
-#: The shipped joint fit (decoding and speculative runs), beside the decode-only calibration.
-ENGINE_STEP_FILE = ("data", "calibration", "engine_step.json")
-
-
-@lru_cache(maxsize=1)
-def fitted_calibration() -> _cal.Calibration:
-    """The joint fit shipped in ``data/calibration/engine_step.json``."""
-    from importlib import resources
-
-    path = resources.files("speclib").joinpath(*ENGINE_STEP_FILE)
-    return dataclasses.replace(_cal.Calibration.from_json(json.loads(path.read_text(encoding="utf-8"))),
-                               label="engine step")
-
 
 
 def report(terms=DEFAULT_TERMS, *, bootstrap_samples: int = 200) -> str:

@@ -482,7 +482,7 @@ def calibrated_tpot(model, hardware, batch, context, tp=1, precision="fp8", *, e
         except (TypeError, ValueError):
             raise ValueError(f"workload must be a measured workload's name or an (input, output) pair; got "
                              f"{workload!r}") from None
-        out = out + prefill_seconds(model, hw, B, input_len, output_len, tp, precision)
+        out = out + cal.prefill_factor * prefill_seconds(model, hw, B, input_len, output_len, tp, precision)
     return scalar_or_array(out)
 
 
@@ -534,33 +534,3 @@ def held_out(terms=DEFAULT_TERMS, comparison=None) -> HeldOut:
     return HeldOut(runs, predicted, fits, tuple(terms))
 
 
-def write_calibration(path=None) -> dict:
-    """Fit the shipped calibration on every decoding run and write it to
-    ``speclib/data/calibration/step_time.json`` (or ``path``)."""
-    from pathlib import Path
-
-    fit = fit_calibration()
-    data = {"about": "Calibrated step time (speclib.core.calibrated): tpot = roofline_factor[chip] * roofline + "
-                     "fixed_s[chip][engine] + per_sequence_s * batch (+ the prefill share, computed). Written by "
-                     "`python -m speclib.evidence.validation --write-calibration`; tests/test_calibration.py refits "
-                     "and compares.", **fit.calibration.to_json()}
-    text = json.dumps(data, indent=1, sort_keys=False) + "\n"
-    target = Path(path) if path is not None else Path(__file__).resolve().parents[1].joinpath(*_cal.CALIBRATION_FILE)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
-    return data
-
-
-def _main(argv=None) -> int:  # pragma: no cover - a maintenance command
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m speclib.evidence.validation")
-    parser.add_argument("--write-calibration", action="store_true", help="refit and write the shipped calibration")
-    args = parser.parse_args(argv)
-    if args.write_calibration:
-        write_calibration()
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(_main())

@@ -3,10 +3,15 @@ published engine measurements of speculative decoding against the roofline,
 the calibrated step time and its variants."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
+from ...core import speculation as _spec
 from ...evidence import engines as _eng
-from ..definition import Axis, Figure, HLine, Line, Panel, Points
+from ...evidence import step_fit as _fit
+from ...presets import resolve
+from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Points
 from ..style import CYCLE
 from . import common
 from .calibrated_step_time import STEP_TIME_COLORS, STEP_TIME_LABELS, step_time_gamma
@@ -79,3 +84,147 @@ def _fmt(value):
 #: gamma* under either step time for DeepSeek-V3 on 8 H200, the engines' setting.
 step_time_gamma_v3 = step_time_gamma.variant("step_time_gamma_v3", model="DeepSeek-V3", hardware="H200", S=2048,
                                              alpha=0.68, c_draft=0.05, tp=8, gamma_max=8)
+
+
+# --- the engine step fitted on the runs, held out (speclib.evidence.step_fit) -----------------
+
+
+@lru_cache(maxsize=1)
+def held_out_fit():
+    """Every run predicted by the fit without it (cached: the chapter's tables share it)."""
+    return _fit.leave_one_run_out()
+
+
+def fit_run_rows(held=None):
+    """Rows per run: run, engine, model on chip, points scored, median and max
+    |error| (%), best draft length (measured -> predicted, by batch)."""
+    held = held_out_fit() if held is None else held
+    rows = []
+    for p in held.runs:
+        e = np.abs(p.error[p.scored]) * 100
+        best = ", ".join(f"{b}: {m}\u2192{q}" for b, (m, q) in p.best.items()) or "\u2013"
+        rows.append((p.run.id, p.run.engine, f"{resolve(p.run.model, None)[0].name} on {p.run.gpus} x {p.run.chip}",
+                     int(e.size),
+                     float(np.median(e)) if e.size else None, float(e.max()) if e.size else None, best))
+    return rows
+
+
+def fit_point_rows(run_id, held=None):
+    """One run's points: batch, gamma, measured, predicted, error (%), scored."""
+    held = held_out_fit() if held is None else held
+    p = held.run(run_id)
+    return [(int(b), int(g), m, q, 100 * (q / m - 1), "yes" if ok else "no (sets its acceptance)")
+            for b, g, m, q, ok in zip(p.batch, p.gamma, p.measured, p.predicted, p.scored)]
+
+
+def target_rows(held=None):
+    """The engines issue's held-out targets: what, target, result, met."""
+    held = held_out_fit() if held is None else held
+    s = held.summary()
+    hit, n = held.best_hits()
+    v4 = held.run("vllm-v4pro-mi355x")
+    v4_32 = float(v4.predicted[v4.batch == 32][0])
+    qwen = held.run("sglang-autospec")
+    q = [qwen.best[b][1] for b in sorted(qwen.best)]
+    rows = [
+        ("speed-up, median |error|", "\u2264 10 %", f"{100 * s['median_abs_error']:.1f} %", s["median_abs_error"] <= 0.10),
+        ("speed-up, max |error|", "\u2264 25 %", f"{100 * s['max_abs_error']:.0f} %", s["max_abs_error"] <= 0.25),
+        ("best draft length within \u00b11", "\u2265 80 % of (run, batch)", f"{hit} of {n}", hit >= 0.8 * n),
+        ("DeepSeek-V4-Pro, 8 x MI355X, concurrency 32", "below 1.0\u00d7 (measured 0.63\u00d7)", f"{v4_32:.2f}\u00d7",
+         v4_32 < 1.0),
+        ("Qwen3-235B best draft length, batch 2 \u2192 64", "falling", " \u2192 ".join(map(str, q)), q[0] > q[-1]),
+        ("decode TPOT, median |error|", "\u2264 12 %", f"{100 * s['decode_median_abs_error']:.1f} %",
+         s["decode_median_abs_error"] <= 0.12),
+        ("decode TPOT, worst median signed error by concurrency", "\u2264 15 %",
+         f"{100 * s['decode_worst_median_signed']:.1f} %", s["decode_worst_median_signed"] <= 0.15),
+    ]
+    return [(*r[:3], "yes" if r[3] else "no") for r in rows]
+
+
+def against_rows():
+    """The decode-only calibration (which never saw a speculative run) against
+    the joint fit held out: what, decode-only, joint fit."""
+    from ...evidence import validation as _val
+
+    old = _fit.against(_fit.Fit.of(_val.fit_calibration().calibration).calibration())
+    new = held_out_fit()
+    a, b = old.summary(), new.summary()
+    return [("speed-up, median |error|", f"{100 * a['median_abs_error']:.1f} %", f"{100 * b['median_abs_error']:.1f} %"),
+            ("speed-up, max |error|", f"{100 * a['max_abs_error']:.0f} %", f"{100 * b['max_abs_error']:.0f} %"),
+            ("best draft length within \u00b11", f"{old.best_hits()[0]} of {old.best_hits()[1]}",
+             f"{new.best_hits()[0]} of {new.best_hits()[1]}")]
+
+
+def constant_rows(samples=200):
+    """The fitted constants beyond the chip's factor and fixed time, with 5-95 %
+    bootstrap intervals: constant, value, interval, unit."""
+    f = _fit.fit()
+    ci = _fit.bootstrap(samples=samples)
+    units = {"per_sequence": (1e6, "\u00b5s per sequence per step"),
+             "per_position": (1e6, "\u00b5s per verified position past the first, per sequence"),
+             "prefill": (1.0, "\u00d7 the prefill's FLOPs at peak")}
+    return [(k, f.theta[k] * s, f"{ci[k][0] * s:.3g} \u2013 {ci[k][2] * s:.3g}", unit)
+            for k, (s, unit) in units.items() if k in f.theta]
+
+
+def fit_ablation_rows():
+    """Each candidate term dropped or added: variant, held-out speed-up median
+    |error| %, best-length hits, decode median |error| %."""
+    return [(name if name != "none" else "the fitted terms", 100 * s["median_abs_error"],
+             f"{s['best_gamma_within_1']} of {s['best_gamma_points']}", 100 * s["decode_median_abs_error"])
+            for name, s in _fit.ablation()]
+
+
+def _paper_vs_calibrated(p, xp):
+    model, hw = resolve(p.model, p.hardware)
+    B = integer_batches(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.points)
+    out = {"B": B, "model": model.name, "where": hw.name if p.tp == 1 else f"{p.tp} x {hw.name}", "y_top": 6}
+    for i, alpha in enumerate(PAPER_ALPHAS):
+        g0, _ = _spec.optimal_gamma(alpha, B, p.S, p.c_draft, model, hw, p.gamma_max)
+        g1, _ = _spec.optimal_gamma(alpha, B, p.S, p.c_draft, model, hw, p.gamma_max, step_time="calibrated",
+                                    tp=p.tp)
+        out[f"paper{i}"], out[f"calibrated{i}"] = g0, g1
+        out["y_top"] = max(out["y_top"], int(max(g0.max(), g1.max())) + 2)
+    return out
+
+
+#: The acceptance rates of Figure 3 beside its calibrated counterpart.
+PAPER_ALPHAS = (0.6, 0.75, 0.9)
+
+
+def _gamma_lines(kind):
+    return tuple(Line("B", f"{kind}{i}", label=f"\u03b1 = {a:.0%}", color=CYCLE[i], step=True, gid=f"{kind}_{i}")
+                 for i, a in enumerate(PAPER_ALPHAS))
+
+
+paper_vs_calibrated = Figure(
+    name="paper_vs_calibrated",
+    title="\u03b3* against batch: {model} on {where}, S = {S:,.0f}, drafter {c_draft:.0%} of a step",
+    compute=_paper_vs_calibrated,
+    panels=(Panel(common.batch_axis(), Axis("optimal draft length \u03b3*", lo=0, hi="y_top"), _gamma_lines("paper"),
+                  title="the paper's step (roofline), Figure 3", legend="upper right"),
+            Panel(common.batch_axis(), Axis("optimal draft length \u03b3*", lo=0, hi="y_top"),
+                  _gamma_lines("calibrated"), title="the calibrated step, fitted on engines", legend="upper right")),
+    size=(10.4, 4.4),
+    controls=(common.seq_slider(4096, "sequence length S"), common.draft_cost_slider(0.10, "drafter cost (of a step)"),
+              Choice("tp", "tensor-parallel GPUs", (1, 2, 4, 8), 1)),
+    params={"model": None, "hardware": None, "gamma_max": 16, "points": 300},
+    browser=False,
+    doc="The paper's Figure 3 (left: gamma* against batch under the roofline step) beside the same curves under the "
+        "calibrated step fitted on measured engines (right), for three acceptance rates.",
+)
+
+
+def floor_rows():
+    """Measured speed-ups below the least any step model in which verifying T
+    positions costs at most T plain steps can give: N / (T + drafting share x
+    passes). Rows: run, batch, gamma, measured, floor."""
+    rows = []
+    for run in _fit.spec_runs():
+        if run.quantity != "speedup":
+            continue
+        for b, g, v in run.points:
+            floor = run.committed(g) / (run.width(g) + run.draft_share * run.passes(g))
+            if v < floor:
+                rows.append((run.id, int(b), int(g), v, floor))
+    return rows
