@@ -62,6 +62,15 @@ def loop_over_batches():
 
 
 
+def calibrated():
+    """The same map under the calibrated step time (engines issue, point 6)."""
+    return speclib.optimal_gamma(ALPHA, BATCHES, S, C_DRAFT, gamma_max=GAMMA_MAX, step_time="calibrated")
+
+
+#: The calibrated map may take at most this multiple of the roofline map's time.
+CALIBRATED_RATIO = 2.0
+
+
 def main() -> int:
     gamma_vec, speedup_vec = vectorised()
     gamma_loop, speedup_loop = loop()
@@ -82,7 +91,13 @@ def main() -> int:
     print(f"  loop median:       {loop_ms:8.1f} ms  ({LOOP_REPEATS} runs of {BATCHES.size * (GAMMA_MAX + 1)} scalar speedup calls)")
     print(f"  (for scale: one scalar optimal_gamma call per batch, 301 calls: {per_batch_ms:.1f} ms median, "
           f"{per_batch_ms / vec_ms:.0f}x the vectorised call)")
-    return 0 if verdict(vec_ms, loop_ms, TARGET_MS, TARGET_RATIO) else 1
+    calibrated()
+    cal_ms = median_ms(calibrated, VECTORISED_REPEATS)
+    ratio = cal_ms / vec_ms
+    print(f"  the same map under the calibrated step time: {cal_ms:8.3f} ms median, {ratio:.2f}x the roofline map "
+          f"(target <= {CALIBRATED_RATIO:g}x: {'met' if ratio <= CALIBRATED_RATIO else 'MISSED'})")
+    ok = verdict(vec_ms, loop_ms, TARGET_MS, TARGET_RATIO)
+    return 0 if ok and ratio <= CALIBRATED_RATIO else 1
 
 
 if __name__ == "__main__":

@@ -221,3 +221,15 @@ def test_a_bad_calibration_file_is_one_line_naming_the_field(tmp_path):
     r = _run("gamma", "--model", "deepseek-v3", "--hardware", "h200", "--calibration", p, "--alpha", 0.7,
              "--batch", 8, "--seq", 1500)
     assert r.returncode == 2 and "fixed_s.H200.vLLM" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_real_published_result_file_alone_is_refused_for_want_of_batches(tmp_path):
+    """vLLM's own result format, a real file (tests/data/bench/SOURCES.md): one concurrency is too few to
+    separate the fixed time from the time per sequence."""
+    from pathlib import Path
+
+    real = Path(__file__).parent / "data" / "bench" / "vllm_llama8b_h100_c8_excerpt.json"
+    out = tmp_path / "o.json"
+    r = _run("fit", real, "--model", "llama-3.1-8b", "--hardware", "h100", "--output", out)
+    assert r.returncode == 2 and "max_concurrency" in r.stderr and real.name in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()

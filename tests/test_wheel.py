@@ -111,6 +111,20 @@ def test_the_lean_install_runs_the_command_and_the_model(lean):
     assert absent.stdout.strip() == "[]", "the lean install pulled in an extra's package"
 
 
+def test_the_lean_install_fits_a_calibration_and_prices_with_it(lean, tmp_path):
+    from test_step_fit import _synthetic
+
+    speclib_cmd = lean / "bin" / "speclib"
+    files = _synthetic(tmp_path)
+    out = tmp_path / "mine.json"
+    fitted = run(speclib_cmd, "fit", *files, "--model", "deepseek-v3", "--hardware", "h200", "--tp", "8",
+                 "--output", out)
+    assert "error" in fitted.stdout and out.exists()
+    gamma = run(speclib_cmd, "gamma", "--model", "deepseek-v3", "--hardware", "h200", "--tp", "8", "--calibration",
+                out, "--alpha", "0.7", "--batch", "8", "--seq", "1500", "--json")
+    assert json.loads(gamma.stdout)["step_time"].startswith("calibrated")
+
+
 def test_a_part_that_needs_the_book_extra_says_so_in_one_line(lean):
     python = lean / "bin" / "python"
     for module in ("speclib.presentation.figures", "speclib.formulas.moe", "speclib.evidence.claims"):
