@@ -1,42 +1,37 @@
-"""A calibrated step time: the roofline plus the per-step costs measured
-decoding shows it misses.
+"""A calibrated step time: the roofline plus the per-step costs that measured
+decoding and measured speculative decoding show it misses.
 
 The roofline (:class:`speclib.core.step.StepModel`) is a lower bound: the
 InferenceMAX Llama-3.3-70B runs decode 1.35 to 2.1 times slower than it on
 one GPU and 3.6 to 8.7 times slower at eight (the measured-decode chapter).
-:mod:`speclib.evidence.validation` fits a small model of the gap on those runs
-and writes its constants to ``data/calibration/step_time.json``; this module
-reads them and prices a step with them:
+:mod:`speclib.evidence.step_fit` fits a small model of the gap jointly on
+those runs and on published speculative runs, and writes its constants to
+``data/calibration/step_time.json``; this module reads them and prices a
+step of B sequences of T positions with them
+(:data:`speclib.formulas.step.engine_step_expr`):
 
-    t = mu_chip * t_roofline / tp  +  a_(chip, engine)  +  d * B
+    t = mu_chip * t_roofline / tp  +  kappa * t_flops / tp  +  a_(chip, engine)  +  d * B  +  e * B * (T - 1)
 
 * ``mu_chip``: how much slower than the datasheet the chip's kernels move
   bytes and do FLOPs (the roofline's time scaled; 1 = datasheet speed);
+* ``kappa``: FLOPs at peak that the memory stream does not hide (tried; the
+  shipped fit has 0);
 * ``a``: a fixed time per engine step, whatever the batch, the chip's share
   of the weights or the tensor-parallel width (kernel launches, host-side
-  scheduling, sampling, synchronisation, tensor-parallel latency);
-* ``d``: a time per sequence in the step (per-request host work).
+  scheduling, synchronisation);
+* ``d``: a time per sequence in the step (per-request host work);
+* ``e``: a time per verified position past the first (sampling and the
+  rejection test, the KV writes of rejected positions), which only
+  speculative runs identify;
+* ``a_d`` (``per_draft_pass_s``): a time per sequential drafter pass (0 in
+  the shipped fit, where held out it made predictions worse; ``speclib fit``
+  fits it to a reader's own runs).
 
-What it is calibrated for: Llama-3.3-70B, a dense model, plain decoding, on
-the six measured chips, served by vLLM (all six) and TensorRT-LLM (B200,
-H200), at tensor-parallel widths 1 to 8 and batches of 4 to 128 sequences
-(``batch_range``; past it the per-sequence term is an extrapolation). What carries over to other models,
-by assumption: ``a`` and ``d`` (engine costs per step and per sequence, not
-per byte) and ``mu`` (a property of the chip's kernels). How a speculative
-step is priced with it:
-
-* the verify step of gamma + 1 positions is one engine step: its roofline
-  time scaled by ``mu``, plus ``a`` once and ``d`` once per sequence (a
-  sequence's verify is charged like its decode: the data hold no verify
-  steps to say otherwise; ``per_token=True`` charges ``d`` per verified
-  position instead, the sensitivity the engine chapter tests);
-* a drafter priced by its own roofline runs inside the same engine step:
-  its passes are scaled by ``mu`` and pay no ``a`` of their own (engines
-  capture draft passes in the step's CUDA graph); the paper's constant
-  drafter costs its fraction of the calibrated plain step, ``a`` included.
-
-Neither assumption can be tested on these data: the chapter on engine
-measurements holds the result against published speculative runs.
+A drafter priced by its own roofline runs inside the engine step, its passes
+scaled by ``mu``; the paper's constant drafter costs its fraction of the
+calibrated plain step. ``per_token=True`` charges ``d`` per verified position
+instead, a sensitivity the engines chapter shows. The fit, its held-out
+errors and what it still misses are in the engines chapter.
 """
 from __future__ import annotations
 

@@ -828,8 +828,9 @@ def _add_model_options(parser, *, several: bool, calibration_engine: bool = True
     parser.add_argument(
         "--step-time", choices=_cal.STEP_TIMES, default="roofline",
         help="how every step (verify and drafter) is timed: roofline (the lower bound, default) or calibrated (the "
-        "roofline fitted to measured decoding: a chip factor, a fixed time per step, a time per sequence; "
-        "calibrated on Llama-3.3-70B on B200, H100, H200, MI300X, MI325X, MI355X; prices the whole model's step)",
+        "roofline with a chip factor, a fixed time per step, a time per sequence and per extra verified position, "
+        "fitted on measured decoding and speculative runs on B200, H100, H200, MI300X, MI325X, MI355X; prices "
+        "the whole model's step)",
     )
     parser.add_argument("--tp", type=_typed("--tp", int), default=1, metavar="N",
                         help="GPUs the model is split over (tensor parallel, 1..1024, default 1): sets the memory "
