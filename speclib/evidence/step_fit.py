@@ -656,8 +656,7 @@ def bootstrap(terms=DEFAULT_TERMS, samples: int = 200, seed: int = 0) -> dict:
         dw = np.bincount(rng.integers(0, len(dec_y), len(dec_y)), minlength=len(dec_y)).astype(float)
         f = fit(terms, run_weights=weights, decode_weights=dw)
         for k, v in f.theta.items():
-            if _term(k) in ("compute", "per_position", "per_draft_pass", "per_sequence", "prefill"):
-                draws.setdefault(k, []).append(v)
+            draws.setdefault(k, []).append(v)
     return {k: tuple(float(np.percentile(v, q)) for q in (5, 50, 95)) for k, v in draws.items()}
 
 

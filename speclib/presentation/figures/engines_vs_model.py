@@ -156,15 +156,20 @@ def against_rows():
 
 
 def constant_rows(samples=200):
-    """The fitted constants beyond the chip's factor and fixed time, with 5-95 %
-    bootstrap intervals: constant, value, interval, unit."""
+    """Every fitted constant with its 5-95 % bootstrap interval: constant,
+    value, interval, unit (chip factors and fixed times included)."""
     f = _fit.fit()
     ci = _fit.bootstrap(samples=samples)
     units = {"per_sequence": (1e6, "\u00b5s per sequence per step"),
              "per_position": (1e6, "\u00b5s per verified position past the first, per sequence"),
              "prefill": (1.0, "\u00d7 the prefill's FLOPs at peak")}
-    return [(k, f.theta[k] * s, f"{ci[k][0] * s:.3g} \u2013 {ci[k][2] * s:.3g}", unit)
+    rows = [(k, f.theta[k] * s, f"{ci[k][0] * s:.3g} \u2013 {ci[k][2] * s:.3g}", unit)
             for k, (s, unit) in units.items() if k in f.theta]
+    for k in sorted((k for k in f.theta if isinstance(k, tuple)), key=str):
+        s, unit = (1.0, "\u00d7 the roofline") if k[0] == "factor" else (1e3, "ms per step")
+        name = f"\u03bc {k[1]}" if k[0] == "factor" else f"a {k[1]}, {k[2]}"
+        rows.append((name, f.theta[k] * s, f"{ci[k][0] * s:.3g} \u2013 {ci[k][2] * s:.3g}", unit))
+    return rows
 
 
 def fit_ablation_rows():
