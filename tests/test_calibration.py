@@ -76,7 +76,10 @@ def test_calibrated_tpot_is_roofline_times_factor_plus_overheads():
     got = validation.calibrated_tpot("llama-3-70b", "B200", B, S, 2, "fp8", engine="TRT")
     assert np.allclose(got, c.roofline_factor["B200"] * roof + c.fixed_s["B200"]["TRT"] + c.per_sequence_s * B)
     with_prefill = validation.calibrated_tpot("llama-3-70b", "B200", B, S, 2, "fp8", engine="TRT", workload="1k1k")
-    prefill = B * 1024 / 1024 * 2 * presets.LLAMA_3_70B.active_params() / (2 * presets.B200.peak_flops("fp8"))
+    arch = presets.LLAMA_3_70B.step_architecture()
+    causal = arch.attention_layers * arch.flops_per_pair * 1024 * 1023 / 2  # token i attends over the i before it
+    flops = 1024 * 2 * presets.LLAMA_3_70B.active_params() + causal
+    prefill = B / 1024 * flops / (2 * presets.B200.peak_flops("fp8"))
     assert np.allclose(with_prefill - got, c.prefill_factor * prefill)
 
 

@@ -295,10 +295,11 @@ def compare(records=None, model=MEASURED_MODEL, *, kv_precision="fp8") -> Compar
 #     tpot = mu_chip * roofline + a_(chip, engine) + d * B + prefill
 #
 # mu, a and d are fitted by least squares on relative error; the prefill of
-# arriving requests is not fitted but computed: each request prefills I
+# arriving requests is not fitted here but computed: each request prefills I
 # tokens for every O it decodes, so a decode step of B sequences shares the
-# time of B * I / O prompt tokens, charged at the precision's dense peak
-# (2 FLOPs per active weight per token, split over TP GPUs).
+# work of B / O prefills, charged at the precision's dense peak (2 FLOPs per
+# active weight per token and causal attention over the prompt, split over
+# TP GPUs). The joint fit (speclib.evidence.step_fit) fits its efficiency.
 
 #: The terms a calibration may have (the shipped one uses DEFAULT_TERMS).
 #: ``factor``: a roofline multiplier per chip; ``fixed``: a time per step per
@@ -315,15 +316,18 @@ QUEUEING_FRACTION = 0.9
 
 
 def prefill_seconds(model, hardware, batch, input_len, output_len, tp=1, precision="fp8"):
-    """Seconds of prompt work one decode step shares in a closed loop:
-    B * I / O prompt tokens at 2 FLOPs per active weight, at ``precision``'s
-    dense peak, split over ``tp`` GPUs; broadcasts."""
+    """Seconds of prompt work one decode step shares in a closed loop: B / O
+    prefills of I tokens, 2 FLOPs per active weight per token plus causal
+    attention over the prompt, at ``precision``'s dense peak, split over ``tp``
+    GPUs (:data:`speclib.formulas.workload.prefill_share_seconds_expr`); broadcasts."""
     model, hardware = resolve(model, hardware)
     precision = checked_choice("precision", precision, PRECISIONS)
     args = [checked_array(n, v, lo=0, lo_open=True) for n, v in
             (("batch", batch), ("input_len", input_len), ("output_len", output_len), ("tp", tp))]
     B, I, O, n = args
-    return scalar_or_array(B * I / O * 2.0 * model.active_params() / (n * hardware.peak_flops(precision)))
+    arch = model.step_architecture()
+    return scalar_or_array(nf.prefill_share_seconds(B, I, O, float(model.active_params()), float(arch.attention_layers),
+                                                    float(arch.flops_per_pair), n, hardware.peak_flops(precision)))
 
 
 def allreduce_seconds(model, hardware, batch, tp):

@@ -191,6 +191,9 @@ NUMERIC = (
     Formula("littles_law_batch", _work.littles_law_batch_expr,
             (_work.X_total, _work.n_tp, _work.I_in, _work.O_out, _work.tau),
             "decoding requests implied by a run's throughput and time per token"),
+    Formula("prefill_share_seconds", _work.prefill_share_seconds_expr,
+            (_work.B_dec, _work.I_in, _work.O_out, _work.P_act, _work.L_att, _work.f_pair, _work.n_tp, _work.peak_p),
+            "seconds of prefill one closed-loop decode step of B sequences carries, at peak"),
 )
 
 FORMULAS = {formula.name: formula for formula in NUMERIC}

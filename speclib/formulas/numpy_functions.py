@@ -83,6 +83,7 @@ ARGUMENTS = {
     'closed_loop_throughput': ('B', 'tau'),
     'mean_decode_context': ('I', 'O'),
     'littles_law_batch': ('X', 'n_tp', 'I', 'O', 'tau'),
+    'prefill_share_seconds': ('B', 'I', 'O', 'P_act', 'L_a', 'f', 'n_tp', 'P_peak'),
 }
 
 
@@ -668,3 +669,11 @@ def littles_law_batch(X, n_tp, I, O, tau):
     O*X*n_tp*tau/(I + O)
     """
     return O*X*n_tp*tau/(I + O)
+
+
+def prefill_share_seconds(B, I, O, P_act, L_a, f, n_tp, P_peak):
+    """seconds of prefill one closed-loop decode step of B sequences carries, at peak:
+
+    B*I*(L_a*f*(I - 1) + 4*P_act)/(2*O*P_peak*n_tp)
+    """
+    return (1/2)*B*I*(L_a*f*(I - 1) + 4*P_act)/(O*P_peak*n_tp)

@@ -23,3 +23,15 @@ X_total, tau, n_tp = sp.symbols("X tau n_tp", positive=True)
 #: seconds, so the output rate is B_decode / tau. The benchmark's throughput X
 #: counts input and output tokens per GPU, of which a share O/(I+O) are output.
 littles_law_batch_expr = X_total * n_tp * O_out / (I_in + O_out) * tau
+
+P_act, L_att, f_pair, peak_p = sp.symbols("P_act L_a f P_peak", positive=True)
+B_dec = sp.Symbol("B", positive=True)
+_i = sp.Symbol("i", integer=True, nonnegative=True)
+#: FLOPs of prefilling one request's I prompt tokens: 2 per active weight per
+#: token, and causal attention, token i attending over the i before it in each
+#: of L_a full-attention layers at f FLOPs per query-context pair.
+prefill_flops_expr = sp.simplify(2 * P_act * I_in + sp.summation(L_att * f_pair * _i, (_i, 0, I_in - 1)))
+#: The prefill one decode step shares in a closed loop: each request prefills
+#: once for every O tokens it decodes, so a step of B sequences carries B / O
+#: prefills, at the peak of the GEMMs' precision over tp GPUs.
+prefill_share_seconds_expr = B_dec / O_out * prefill_flops_expr / (n_tp * peak_p)
