@@ -15,7 +15,7 @@ RUNS = engines.load_sweeps()
 
 
 def test_the_sweeps_load():
-    assert len(RUNS) == 9
+    assert len(RUNS) == 11
     assert len({r.id for r in RUNS}) == len(RUNS)
 
 
@@ -35,8 +35,11 @@ def test_units_are_consistent(r):
     if r.quantity == "speedup":
         assert np.all(np.isnan(r.base))
     else:
-        # a pair is in one unit: throughput in tokens/s, TPOT in ms
-        assert r.quantity in ("throughput", "tpot_ms")
+        # a pair is in one unit: throughput in tokens/s, TPOT and request latency in ms
+        assert r.quantity in ("throughput", "tpot_ms", "latency_ms")
+    if r.quantity == "latency_ms":
+        # milliseconds per request (not seconds), with the run without speculation beside it
+        assert np.all(np.isfinite(r.base)) and np.all(r.spec > 100) and np.all(r.base > 100)
     finite = s[np.isfinite(s)]
     # a speculative run between 5x slower and 10x faster: a value outside means
     # the pair was entered the wrong way round or in different units
@@ -79,6 +82,37 @@ def test_preset_names_are_shipped_models():
     shipped = set(presets.shipped_configs())
     for r in RUNS:
         assert r.model["preset"] is None or r.model["preset"] in shipped, r.id
+
+
+@pytest.mark.parametrize("r", RUNS, ids=lambda r: r.id)
+def test_every_run_names_a_model_and_a_chip_speclib_can_price(r):
+    # the fit prices every run: a shipped model preset and a hardware preset (by name or alias)
+    assert r.model["preset"] in set(presets.shipped_configs())
+    assert presets.hardware(r.hardware["chip"]).name in presets.hardware_names()
+
+
+def test_the_mi300x_mtp_tables():
+    """The ROCm blog's Tables 1 and 2: the printed speed-up is the ratio of its
+    latencies, and it falls with concurrency in both (as the blog says)."""
+    rand = engines.sweep("sglang-mtp-deepseek-v3-mi300x-random")
+    assert list(rand.batch) == [1, 2, 4, 8, 16, 32, 64] and set(rand.gamma) == {2}
+    np.testing.assert_allclose(rand.base[[0, -1]], [17348.25, 43848.20])
+    np.testing.assert_allclose(rand.spec[[0, -1]], [8229.37, 35074.26])
+    np.testing.assert_allclose(rand.printed, [2.11, 2.04, 1.84, 1.70, 1.53, 1.44, 1.25])
+    share = engines.sweep("sglang-mtp-deepseek-v3-mi300x-sharegpt")
+    assert list(share.batch) == [4, 8, 16, 32, 64]
+    np.testing.assert_allclose(share.printed, [1.80, 1.75, 1.58, 1.51, 1.36])
+    for r in (rand, share):
+        assert r.quantity == "latency_ms" and np.all(np.diff(r.speedup) < 0)
+        assert r.acceptance.get("assumed") is True
+
+
+def test_a_latency_run_without_its_baseline_is_refused(tmp_path):
+    doc = _doc()
+    run = next(r for r in doc["runs"] if r["quantity"] == "latency_ms")
+    del run["points"][0]["base"]
+    with pytest.raises(ValueError, match=r"points\[0\]: a latency_ms run needs base"):
+        engines.read_sweeps(_write(tmp_path, doc))
 
 
 def _write(tmp_path, doc):
