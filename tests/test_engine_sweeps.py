@@ -15,13 +15,14 @@ RUNS = engines.load_sweeps()
 
 
 def test_the_sweeps_load():
-    assert len(RUNS) == 11
+    assert len(RUNS) == 13
     assert len({r.id for r in RUNS}) == len(RUNS)
 
 
 @pytest.mark.parametrize("r", RUNS, ids=lambda r: r.id)
 def test_every_run_has_a_source_and_its_assumptions(r):
-    assert re.match(r"https://github\.com/[\w.-]+/[\w.-]+/", r.source["url"])
+    # a repository file, pull request or issue, or a paper's arXiv page
+    assert re.match(r"https://(github\.com/[\w.-]+/[\w.-]+/|arxiv\.org/abs/\d{4}\.\d{4,5}$)", r.source["url"])
     assert r.source["title"] and r.source["where"] and r.assumed
     assert r.model["hf_config"].count("/") == 1
     assert r.hardware["count"] >= 1 and r.hardware["chip"]
@@ -105,6 +106,19 @@ def test_the_mi300x_mtp_tables():
     for r in (rand, share):
         assert r.quantity == "latency_ms" and np.all(np.diff(r.speedup) < 0)
         assert r.acceptance.get("assumed") is True
+
+
+def test_the_eagle3_paper_batch_table():
+    """EAGLE-3 paper Table 3 (SGLang, H100): EAGLE-1 loses throughput from batch 24 on,
+    EAGLE-3 still gains 1.38x at batch 64 (the abstract's claim)."""
+    e3 = engines.sweep("sglang-eagle3-llama31-8b-h100-paper")
+    e1 = engines.sweep("sglang-eagle-llama31-8b-h100-paper")
+    for r in (e1, e3):
+        assert list(r.batch) == [2, 4, 8, 16, 24, 32, 48, 56, 64] and set(r.gamma) == {3}
+    np.testing.assert_allclose(e3.speedup, [1.81, 1.82, 1.62, 1.48, 1.39, 1.32, 1.38, 1.34, 1.38])
+    np.testing.assert_allclose(e1.speedup, [1.40, 1.38, 1.23, 1.02, 0.93, 0.94, 0.88, 0.99, 0.99])
+    assert e3.speedup[-1] == 1.38 and list(e1.batch[e1.speedup < 1]) == [24, 32, 48, 56, 64]
+    assert np.all(e3.speedup > e1.speedup)
 
 
 def test_a_latency_run_without_its_baseline_is_refused(tmp_path):
