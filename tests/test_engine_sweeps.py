@@ -15,13 +15,14 @@ RUNS = engines.load_sweeps()
 
 
 def test_the_sweeps_load():
-    assert len(RUNS) == 9
+    assert len(RUNS) == 13
     assert len({r.id for r in RUNS}) == len(RUNS)
 
 
 @pytest.mark.parametrize("r", RUNS, ids=lambda r: r.id)
 def test_every_run_has_a_source_and_its_assumptions(r):
-    assert re.match(r"https://github\.com/[\w.-]+/[\w.-]+/", r.source["url"])
+    # a repository file, pull request or issue, or a paper's arXiv page
+    assert re.match(r"https://(github\.com/[\w.-]+/[\w.-]+/|arxiv\.org/abs/\d{4}\.\d{4,5}$)", r.source["url"])
     assert r.source["title"] and r.source["where"] and r.assumed
     assert r.model["hf_config"].count("/") == 1
     assert r.hardware["count"] >= 1 and r.hardware["chip"]
@@ -35,8 +36,11 @@ def test_units_are_consistent(r):
     if r.quantity == "speedup":
         assert np.all(np.isnan(r.base))
     else:
-        # a pair is in one unit: throughput in tokens/s, TPOT in ms
-        assert r.quantity in ("throughput", "tpot_ms")
+        # a pair is in one unit: throughput in tokens/s, TPOT and request latency in ms
+        assert r.quantity in ("throughput", "tpot_ms", "latency_ms")
+    if r.quantity == "latency_ms":
+        # milliseconds per request (not seconds), with the run without speculation beside it
+        assert np.all(np.isfinite(r.base)) and np.all(r.spec > 100) and np.all(r.base > 100)
     finite = s[np.isfinite(s)]
     # a speculative run between 5x slower and 10x faster: a value outside means
     # the pair was entered the wrong way round or in different units
@@ -79,6 +83,50 @@ def test_preset_names_are_shipped_models():
     shipped = set(presets.shipped_configs())
     for r in RUNS:
         assert r.model["preset"] is None or r.model["preset"] in shipped, r.id
+
+
+@pytest.mark.parametrize("r", RUNS, ids=lambda r: r.id)
+def test_every_run_names_a_model_and_a_chip_speclib_can_price(r):
+    # the fit prices every run: a shipped model preset and a hardware preset (by name or alias)
+    assert r.model["preset"] in set(presets.shipped_configs())
+    assert presets.hardware(r.hardware["chip"]).name in presets.hardware_names()
+
+
+def test_the_mi300x_mtp_tables():
+    """The ROCm blog's Tables 1 and 2: the printed speed-up is the ratio of its
+    latencies, and it falls with concurrency in both (as the blog says)."""
+    rand = engines.sweep("sglang-mtp-deepseek-v3-mi300x-random")
+    assert list(rand.batch) == [1, 2, 4, 8, 16, 32, 64] and set(rand.gamma) == {2}
+    np.testing.assert_allclose(rand.base[[0, -1]], [17348.25, 43848.20])
+    np.testing.assert_allclose(rand.spec[[0, -1]], [8229.37, 35074.26])
+    np.testing.assert_allclose(rand.printed, [2.11, 2.04, 1.84, 1.70, 1.53, 1.44, 1.25])
+    share = engines.sweep("sglang-mtp-deepseek-v3-mi300x-sharegpt")
+    assert list(share.batch) == [4, 8, 16, 32, 64]
+    np.testing.assert_allclose(share.printed, [1.80, 1.75, 1.58, 1.51, 1.36])
+    for r in (rand, share):
+        assert r.quantity == "latency_ms" and np.all(np.diff(r.speedup) < 0)
+        assert r.acceptance.get("assumed") is True
+
+
+def test_the_eagle3_paper_batch_table():
+    """EAGLE-3 paper Table 3 (SGLang, H100): EAGLE-1 loses throughput from batch 24 on,
+    EAGLE-3 still gains 1.38x at batch 64 (the abstract's claim)."""
+    e3 = engines.sweep("sglang-eagle3-llama31-8b-h100-paper")
+    e1 = engines.sweep("sglang-eagle-llama31-8b-h100-paper")
+    for r in (e1, e3):
+        assert list(r.batch) == [2, 4, 8, 16, 24, 32, 48, 56, 64] and set(r.gamma) == {3}
+    np.testing.assert_allclose(e3.speedup, [1.81, 1.82, 1.62, 1.48, 1.39, 1.32, 1.38, 1.34, 1.38])
+    np.testing.assert_allclose(e1.speedup, [1.40, 1.38, 1.23, 1.02, 0.93, 0.94, 0.88, 0.99, 0.99])
+    assert e3.speedup[-1] == 1.38 and list(e1.batch[e1.speedup < 1]) == [24, 32, 48, 56, 64]
+    assert np.all(e3.speedup > e1.speedup)
+
+
+def test_a_latency_run_without_its_baseline_is_refused(tmp_path):
+    doc = _doc()
+    run = next(r for r in doc["runs"] if r["quantity"] == "latency_ms")
+    del run["points"][0]["base"]
+    with pytest.raises(ValueError, match=r"points\[0\]: a latency_ms run needs base"):
+        engines.read_sweeps(_write(tmp_path, doc))
 
 
 def _write(tmp_path, doc):

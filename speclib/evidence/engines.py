@@ -283,8 +283,9 @@ def gamma_sweep(run_id: str = "sglang-autospec") -> dict:
 # --- sweeps: speed-up by batch and draft length (data/engine-speculation/sweeps.json) ---------
 
 #: What a sweep point measures: a printed speed-up, output tokens/s (higher is
-#: faster) or the time per output token in ms (lower is faster).
-SWEEP_QUANTITIES = ("speedup", "throughput", "tpot_ms")
+#: faster), the time per output token in ms or the end-to-end time per request
+#: in ms (both lower is faster).
+SWEEP_QUANTITIES = ("speedup", "throughput", "tpot_ms", "latency_ms")
 #: What a sweep's ``batch`` counts.
 SWEEP_BATCH_KINDS = ("batch", "concurrency", "max_batch")
 _SWEEP_FIELDS = ("id", "label", "source", "engine", "model", "hardware", "parallelism", "drafter", "acceptance",
@@ -377,6 +378,9 @@ def _sweep(r: dict, where: str) -> SweepRun:
         cols["base"].append(_number(at, "base", p["base"]) if "base" in p else np.nan)
         cols["printed"].append(_number(at, "printed_speedup", p["printed_speedup"]) if "printed_speedup" in p
                                else np.nan)
+        if r["quantity"] == "latency_ms" and "base" not in p:
+            # a request's latency alone says nothing of speculation's gain
+            raise ValueError(f"{at}: a latency_ms run needs base (the latency without speculation) at every point")
     return SweepRun(
         id=r["id"], label=r["label"], source=dict(r["source"]), engine=dict(r["engine"]), model=dict(r["model"]),
         hardware=dict(r["hardware"]), parallelism=dict(r["parallelism"]), drafter=dict(r["drafter"]),
