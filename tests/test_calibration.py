@@ -27,7 +27,7 @@ def test_shipped_calibration_is_fitted_on_every_decoding_run_and_the_speculative
     assert shipped.per_position_s == pytest.approx(fit.per_position_s, rel=1e-9) and shipped.per_position_s > 0
     for chip, engines in fit.fixed_s.items():
         assert shipped.fixed_s[chip] == pytest.approx(engines, rel=1e-9)
-    assert set(shipped.fitted_on) == {"1k1k", "1k8k"} and len(step_fit.fit().runs) == 15
+    assert set(shipped.fitted_on) == {"1k1k", "1k8k"} and len(step_fit.fit().runs) == len(step_fit.spec_runs()) >= 19
 
 
 def test_constants_are_physical():

@@ -52,13 +52,25 @@ def test_a_contradictory_point_is_neither_fitted_nor_scored():
 
 
 def test_a_run_held_out_is_predicted_without_its_own_data():
-    run = step_fit.spec_run("vllm-v4pro-mi355x")
+    run = step_fit.spec_run("vllm-eagle3-llama31-8b-bs1")  # acceptance reported: nothing is taken from the run
     held = step_fit.predict_run(step_fit.fit(exclude_runs=(run.id,)), run)
     doubled = dataclasses.replace(run, points=tuple((b, g, 2 * v) for b, g, v in run.points))
     again = step_fit.predict_run(step_fit.fit(exclude_runs=(run.id,)), doubled)
     np.testing.assert_allclose(held.predicted, again.predicted)
     # ...whereas fitting on it moves the constants
     assert step_fit.fit().theta != step_fit.fit(exclude_runs=(run.id,)).theta
+
+
+def test_a_run_whose_acceptance_is_fitted_takes_only_its_smallest_batch():
+    run = step_fit.spec_run("vllm-v4pro-mi355x")  # no acceptance reported, three batches
+    assert step_fit.alpha_fitted(run)
+    f = step_fit.fit(exclude_runs=(run.id,))
+    held = step_fit.predict_run(f, run)
+    first = min(run.batches)
+    changed = dataclasses.replace(run, points=tuple((b, g, v if b == first else 2 * v) for b, g, v in run.points))
+    again = step_fit.predict_run(f, changed)
+    np.testing.assert_allclose(held.predicted, again.predicted)
+    assert not held.scored[held.batch == first].any() and held.scored[held.batch != first].all()
 
 
 def test_fit_alpha_recovers_an_acceptance_from_ratios_it_generated():

@@ -111,6 +111,7 @@ class SpecRun:
     quantity: str
     points: tuple
     assumed: str
+    acceptance_reported: bool = True
 
     def committed(self, gamma) -> float:
         if int(gamma) in self.accept:
@@ -156,7 +157,7 @@ def _from_measurements(r: _eng.EngineRun):
                    expert_parallel=r.expert_parallel, interconnect=r.deployment.get("interconnect", ""),
                    context=r.context, alpha=r.alpha, accept=accept, acceptance_note=str(note),
                    draft_share=r.c_draft, drafter=drafter, verify_tokens=0, quantity=quantity, points=points,
-                   assumed=r.assumed)
+                   assumed=r.assumed, acceptance_reported=r.acceptance_reported)
 
 
 def _from_sweep(s: _eng.SweepRun):
@@ -197,7 +198,9 @@ def _from_sweep(s: _eng.SweepRun):
                    chip=s.hardware["chip"], gpus=int(s.parallelism.get("tp") or s.hardware["count"]),
                    expert_parallel=False, interconnect="", context=context, alpha=alpha, accept=accept,
                    acceptance_note=note, draft_share=share, drafter=kind, verify_tokens=verify, quantity=quantity,
-                   points=points, assumed=s.assumed)
+                   points=points, assumed=s.assumed,
+                   acceptance_reported=bool(accept) or "accept_length" in acc or "measured_rate" in acc
+                   or ("alpha" in acc and not acc.get("assumed")))
 
 
 @lru_cache(maxsize=1)
@@ -351,10 +354,10 @@ def run_inconsistent(run: SpecRun) -> tuple:
 
 
 def alpha_fitted(run: SpecRun) -> bool:
-    """Whether ``run``'s acceptance is fitted to its smallest batch: a
-    sweep over several draft lengths whose source reports no acceptance."""
-    return run.quantity == "throughput" and not run.accept and "assumed" in run.acceptance_note.lower() \
-        or run.quantity == "throughput" and not run.accept and "not reported" in run.acceptance_note.lower()
+    """Whether ``run``'s acceptance is fitted to its smallest batch: its
+    source reports none, and it has points at three or more batches (or a
+    sweep over draft lengths), so the rest of the run is still a prediction."""
+    return not run.acceptance_reported and (len(run.batches) >= 3 or run.quantity == "throughput")
 
 
 #: Acceptance rates searched when a run's is fitted to its smallest batch.
@@ -363,15 +366,20 @@ ALPHA_GRID = np.round(np.arange(0.30, 0.991, 0.005), 3)
 
 def fit_alpha(f: "Fit", run: SpecRun) -> float:
     """The acceptance that best explains ``run``'s smallest batch (its
-    throughput ratios over draft lengths) under the constants of ``f``."""
+    speed-ups, or its throughput ratios over draft lengths) under the
+    constants of ``f``."""
     steps = _Steps(run)
     b = min(_by_batch(run))
-    gv = _by_batch(run)[b]
+    gv = [(g, v) for g, v in _by_batch(run)[b] if (b, g) not in run_inconsistent(run)]
     g = np.array([x for x, _ in gv], dtype=float)
-    meas = np.array([v for _, v in gv]) / gv[0][1]
     t = np.array([f.time(steps.spec(b, x)) for x in g])
     n = _acc.committed_numeric(ALPHA_GRID[:, None], g[None, :])
-    pred = (n / t) / (n[:, :1] / t[0])
+    if run.quantity == "speedup":
+        meas = np.array([v for _, v in gv])
+        pred = n * f.time(steps.step(b, 1)) / t
+    else:
+        meas = np.array([v for _, v in gv]) / gv[0][1]
+        pred = (n / t) / (n[:, :1] / t[0])
     return float(ALPHA_GRID[np.argmin(((np.log(pred) - np.log(meas)) ** 2).sum(axis=1))])
 
 
