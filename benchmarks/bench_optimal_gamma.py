@@ -64,9 +64,10 @@ def loop_over_batches():
 
 def calibrated():
     """The same map under the calibrated step time (engines issue, point 6)."""
-    return speclib.optimal_gamma(ALPHA, BATCHES, S, C_DRAFT, gamma_max=GAMMA_MAX, step_time="calibrated")
+    return speclib.optimal_gamma(ALPHA, BATCHES, S, C_DRAFT, gamma_max=GAMMA_MAX, deployment=CALIBRATED)
 
 
+CALIBRATED = speclib.Deployment(step_time="calibrated")
 #: The calibrated map may take at most this multiple of the roofline map's time.
 CALIBRATED_RATIO = 2.0
 

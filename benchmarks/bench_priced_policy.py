@@ -5,8 +5,8 @@ by its own roofline, the whole step priced as the sequel's simulator prices
 it, over 301 log-spaced batches from 1 to 30,000 and every gamma in 0..64
 (i.i.d. acceptance 0.75, so all 65 draft lengths are searched):
 
-    speclib.optimal_gamma(0.75, B, 512, model="Qwen3.6-35B-A3B", drafter="Qwen3.6-MTP",
-                          roofline="aggregate", gamma_max=64)
+    deployment = speclib.Deployment("Qwen3.6-35B-A3B", drafter="Qwen3.6-MTP", roofline="aggregate")
+    speclib.optimal_gamma(0.75, B, 512, gamma_max=64, deployment=deployment)
 
 against the same answer from a plain Python loop over the 301 x 65 points
 (one scalar speclib.speedup call each, keeping the first best gamma). Checks
@@ -27,7 +27,7 @@ from _timing import median_ms, verdict
 import speclib
 
 ALPHA, S, GAMMA_MAX = 0.75, 512, 64
-POINT = dict(model="Qwen3.6-35B-A3B", drafter="Qwen3.6-MTP", roofline="aggregate")
+DEPLOYMENT = speclib.Deployment("Qwen3.6-35B-A3B", drafter="Qwen3.6-MTP", roofline="aggregate")
 BATCHES = np.geomspace(1, 30_000, 301)
 VECTORISED_REPEATS = 100
 LOOP_REPEATS = 2
@@ -36,7 +36,7 @@ TARGET_RATIO = 10.0
 
 
 def vectorised():
-    return speclib.optimal_gamma(ALPHA, BATCHES, S, gamma_max=GAMMA_MAX, **POINT)
+    return speclib.optimal_gamma(ALPHA, BATCHES, S, gamma_max=GAMMA_MAX, deployment=DEPLOYMENT)
 
 
 def loop():
@@ -45,7 +45,7 @@ def loop():
     for i, batch in enumerate(BATCHES):
         top_gamma, top = 0, -np.inf
         for gamma in range(GAMMA_MAX + 1):
-            value = speclib.speedup(ALPHA, gamma, float(batch), S, **POINT)
+            value = speclib.speedup(ALPHA, gamma, float(batch), S, deployment=DEPLOYMENT)
             if value > top:  # strict: ties keep the shorter draft
                 top_gamma, top = gamma, value
         best_gamma[i], best_speedup[i] = top_gamma, top
@@ -62,7 +62,7 @@ def main() -> int:
     vec_ms = median_ms(vectorised, VECTORISED_REPEATS)
     loop_ms = median_ms(loop, LOOP_REPEATS)
     print(f"priced policy: optimal_gamma(alpha={ALPHA}, B = {BATCHES.size} log-spaced in [1, 30000], S={S}, "
-          f"{POINT['model']} + {POINT['drafter']}, {POINT['roofline']} roofline, gamma 0..{GAMMA_MAX})")
+          f"{DEPLOYMENT.model.name} + {DEPLOYMENT.drafter.name}, {DEPLOYMENT.roofline} roofline, gamma 0..{GAMMA_MAX})")
     print(f"  answers agree: gamma* identical at all {BATCHES.size} batches, speedups within {max_rel:.1e} (relative)")
     print(f"  vectorised median: {vec_ms:8.3f} ms  ({VECTORISED_REPEATS} calls)")
     print(f"  loop median:       {loop_ms:8.1f} ms  ({LOOP_REPEATS} runs of {BATCHES.size * (GAMMA_MAX + 1):,} "

@@ -2,20 +2,31 @@
 (F. Finn, 2026) as sympy-derived closed forms, with presets and figures.
 
 The public API (everything broadcasts over numpy arrays; ``model=`` and
-``hardware=`` default to DeepSeek-V4-Flash on one B200, as in the paper)::
+``hardware=`` default to DeepSeek-V4-Flash on one B200, as in the paper, and
+are a shorthand for ``deployment=Deployment(model, hardware)``)::
 
+    Deployment(model=None, hardware=None, *, tp=1, engine="vLLM", step_time="roofline",
+               roofline="per-component", drafter=None, c_draft=None, routing=None,
+               query_bytes=False, cost_model=None, reserve=0.1)
+                                                      what a step is priced on, checked once
     experts_activated(B, k, E, routing=None)          the experts a batch touches
     expected_committed(alpha, gamma)                  tokens committed per verify pass
     expected_committed_from_survival(survival, gamma)
     attention_intensity(T, S, model=None, variant=None)
     marginal_cost(B, S, c_draft, model=None, hardware=None)
-    speedup(alpha, gamma, B, S, c_draft, model=None, hardware=None)
-    optimal_gamma(alpha, B, S, c_draft, model=None, hardware=None, gamma_max=64)
-    throughput(B, gamma, S, *, model=None, hardware=None, drafter=None, ...)
+    speedup(alpha, gamma, B, S, c_draft=None, model=None, hardware=None, *, deployment=None)
+    optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_max=64, *, deployment=None)
+    throughput(B, gamma, S, *, acceptance=None, c_draft=None, model=None, hardware=None, deployment=None)
     max_batch(model, hardware, context, tp=1)         what fits in HBM
-    schedule(model=..., hardware=..., seq=..., alpha=..., max_batch=N)   gamma* per batch size, as engines read it
+    schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, max_batch=256,
+             gamma_max=64, deployment=None, step_costs=None)
+                                                      gamma* per batch size, as engines read it
     SurvivalCurve                                     depth-dependent acceptance
     presets                                           chips, models, drafters: presets.model(name), ...
+
+``alpha`` (``acceptance`` of ``throughput``) is a number, an array of them, a
+``SurvivalCurve`` or None (a drafter preset's measured curve), sorted out once
+by :meth:`speclib.core.acceptance.Acceptance.of`.
 
 Everything else has one home, imported by its own path: the closed forms in
 :mod:`speclib.formulas` (sympy), the numeric model in :mod:`speclib.core`
@@ -34,20 +45,24 @@ from .core.acceptance import SurvivalCurve, expected_committed, expected_committ
 from .core.attention import attention_intensity
 from .core.capacity import max_batch
 from .core.cost import marginal_cost
+from .core.deployment import Deployment
 from .core.moe import experts_activated
 from .core.speculation import optimal_gamma, speedup, throughput
 
 
-def schedule(*args, **kwargs):
+def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, max_batch: int = 256,
+             gamma_max: int = 64, deployment=None, step_costs=None):
     """gamma* for every batch size, as a serving engine's table: see
     :func:`speclib.tools.schedule.schedule` (imported on first call, so that
     ``import speclib`` stays light)."""
     from .tools.schedule import schedule as _schedule
 
-    return _schedule(*args, **kwargs)
+    return _schedule(model, hardware, seq, alpha=alpha, c_draft=c_draft, max_batch=max_batch, gamma_max=gamma_max,
+                     deployment=deployment, step_costs=step_costs)
 
 
 __all__ = [
+    "Deployment",
     "SurvivalCurve",
     "attention_intensity",
     "expected_committed",

@@ -136,9 +136,10 @@ def test_edges_give_finite_values_without_warnings(model, hardware, query_bytes)
         ledger = speclib.marginal_cost(B, S, c_draft, model, hardware, query_bytes=query_bytes)
         assert all_finite(ledger), (B, S, c_draft)
         for alpha in EDGE_ALPHAS:
-            gamma_star, best = speclib.optimal_gamma(alpha, B, S, c_draft, model, hardware, query_bytes=query_bytes)
+            deployment = speclib.Deployment(model, hardware, query_bytes=query_bytes)
+            gamma_star, best = speclib.optimal_gamma(alpha, B, S, c_draft, deployment=deployment)
             assert math.isfinite(best) and best >= 1.0, (alpha, B, S, c_draft)
-            spd = speclib.speedup(alpha, np.array([0, 1, 64]), B, S, c_draft, model, hardware, query_bytes=query_bytes)
+            spd = speclib.speedup(alpha, np.array([0, 1, 64]), B, S, c_draft, deployment=deployment)
             assert all_finite(spd) and spd[0] == 1.0, (alpha, B, S, c_draft)
 
 

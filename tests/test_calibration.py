@@ -109,7 +109,7 @@ def test_calibrated_pricing_prices_verify_and_drafter_with_the_calibrated_step()
     c = cal.shipped_calibration()
     mu, a, d = c.roofline_factor["B200"], c.fixed_s["B200"]["vLLM"], c.per_sequence_s
     e, a_d = c.per_position_s, c.per_draft_pass_s
-    priced = spec.pricing("qwen3.6", "B200", drafter="qwen3.6-mtp", step_time="calibrated", tp=2)
+    priced = spec.Deployment("qwen3.6", "B200", drafter="qwen3.6-mtp", step_time="calibrated", tp=2).pricing()
     roof = _step.step_model("qwen3.6", "B200")
     B, S, g = np.array(32.0), np.array(512.0), np.array(3.0)
     assert priced.plain(B, S) == pytest.approx(mu * roof.time(B, 1.0, S) / 2 + a + d * B)
@@ -119,27 +119,29 @@ def test_calibrated_pricing_prices_verify_and_drafter_with_the_calibrated_step()
 
 
 def test_calibrated_constant_drafter_is_its_fraction_of_the_calibrated_plain_step():
-    priced = spec.pricing(None, None, c_draft=0.1, step_time="calibrated")
+    priced = spec.Deployment(c_draft=0.1, step_time="calibrated").pricing()
     B, S = np.array(8.0), np.array(4096.0)
     assert priced.drafter.time(np.array(2.0), B, S, priced.step_model) == pytest.approx(0.2 * priced.plain(B, S))
 
 
 def test_gamma_zero_is_exactly_one_and_roofline_default_is_unchanged():
     B = np.array([1.0, 64, 4096])
-    assert np.all(spec.speedup(0.8, 0, B, 4096, step_time="calibrated") == 1.0)
-    assert isinstance(spec.pricing(), spec.LedgerPricing)
+    assert np.all(spec.speedup(0.8, 0, B, 4096, deployment=spec.Deployment(step_time="calibrated")) == 1.0)
+    assert isinstance(spec.Deployment().pricing(), spec.LedgerPricing)
     g0, s0 = spec.optimal_gamma(0.75, B, 4096, 0.1)
-    g1, s1 = spec.optimal_gamma(0.75, B, 4096, 0.1, step_time="roofline", tp=1)
+    g1, s1 = spec.optimal_gamma(0.75, B, 4096, 0.1, deployment=spec.Deployment(step_time="roofline", tp=1))
     assert np.array_equal(g0, g1) and np.array_equal(s0, s1)
 
 
 def test_tensor_parallel_roofline_leaves_ratios_alone():
     B = np.array([1.0, 64, 4096])
-    one = spec.speedup(None, 3, B, 512, model="qwen3.6", drafter="qwen3.6-mtp")
-    eight = spec.speedup(None, 3, B, 512, model="qwen3.6", drafter="qwen3.6-mtp", tp=8)
+    on_one = spec.Deployment("qwen3.6", drafter="qwen3.6-mtp")
+    on_eight = on_one.replace(tp=8)
+    one = spec.speedup(None, 3, B, 512, deployment=on_one)
+    eight = spec.speedup(None, 3, B, 512, deployment=on_eight)
     assert np.allclose(one, eight, rtol=1e-12)
-    t1 = spec.throughput(B, 3, 512, model="qwen3.6", drafter="qwen3.6-mtp")
-    t8 = spec.throughput(B, 3, 512, model="qwen3.6", drafter="qwen3.6-mtp", tp=8)
+    t1 = spec.throughput(B, 3, 512, deployment=on_one)
+    t8 = spec.throughput(B, 3, 512, deployment=on_eight)
     assert np.allclose(t8, 8 * t1)
 
 
@@ -148,13 +150,14 @@ def test_fixed_costs_shrink_the_small_batch_gutter():
     batch the calibrated speedup beats the roofline's."""
     B = np.array([1.0, 2, 4, 8])
     _, roof = spec.optimal_gamma(0.75, B, 4096, 0.1)
-    g, calibrated = spec.optimal_gamma(0.75, B, 4096, 0.1, step_time="calibrated")
+    g, calibrated = spec.optimal_gamma(0.75, B, 4096, 0.1, deployment=spec.Deployment(step_time="calibrated"))
     assert np.all(calibrated > roof) and np.all(g > 0)
 
 
 def test_step_time_flows_through_throughput():
-    t = spec.throughput(64, 3, 512, model="qwen3.6", drafter="qwen3.6-mtp", step_time="calibrated")
-    priced = spec.pricing("qwen3.6", None, drafter="qwen3.6-mtp", step_time="calibrated")
+    deployment = spec.Deployment("qwen3.6", drafter="qwen3.6-mtp", step_time="calibrated")
+    t = spec.throughput(64, 3, 512, deployment=deployment)
+    priced = deployment.pricing()
     curve = priced.measured_acceptance()
     assert t == pytest.approx(64 * (1 + curve.values[:3].sum()) / priced.step(np.array(3.0), np.array(64.0),
                                                                              np.array(512.0)))
@@ -170,7 +173,7 @@ def test_step_time_flows_through_throughput():
 ])
 def test_bad_step_time_input_names_the_parameter(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        spec.optimal_gamma(0.75, 8, 4096, 0.1, **kwargs)
+        spec.Deployment(**kwargs)
 
 
 def test_cost_model_refuses_whole_step_options():
@@ -178,7 +181,7 @@ def test_cost_model_refuses_whole_step_options():
 
     cm = parallel.expert_parallel_cost_model(G=8)
     with pytest.raises(ValueError, match="tp= and routing= price the whole model's step"):
-        spec.pricing(cost_model=cm, tp=2)
+        spec.Deployment(cost_model=cm, tp=2)
 
 
 def test_a_calibrated_ledger_is_layers_times_the_layer_in_seconds_plus_overheads():
@@ -187,7 +190,7 @@ def test_a_calibrated_ledger_is_layers_times_the_layer_in_seconds_plus_overheads
     cm = parallel.expert_parallel_cost_model("deepseek-v3", "H200", G=8)
     c = cal.shipped_calibration()
     mu, a, d = c.roofline_factor["H200"], c.fixed_s["H200"]["vLLM"], c.per_sequence_s
-    priced = spec.pricing(cost_model=cm, step_time="calibrated", c_draft=0.05)
+    priced = spec.Deployment(cost_model=cm, step_time="calibrated", c_draft=0.05).pricing()
     B, S = np.array(16.0), np.array(8192.0)
     seconds = mu * 61 / presets.H200.memory_bandwidth
     assert priced.cost_model.decode(B, S) == pytest.approx(seconds * cm.decode(B, S) + a + d * 16)

@@ -56,7 +56,7 @@ def test_gamma_query_bytes_and_gamma_max_reach_the_library(capsys):
     code, out, _ = run(capsys, "gamma", *POINT, "--query-bytes", "--gamma-max", "3", "--json")
     record = json.loads(out)
     assert (record["gamma_star"], record["speedup"]) == speclib.optimal_gamma(
-        0.75, 64, 4096, 0.1, gamma_max=3, query_bytes=True
+        0.75, 64, 4096, 0.1, gamma_max=3, deployment=speclib.Deployment(query_bytes=True)
     )
     assert record["gamma_star"] <= 3 and record["query_bytes"] is True
     assert record["marginal_cost"] == speclib.marginal_cost(64, 4096, 0.1, query_bytes=True)
@@ -245,7 +245,7 @@ def test_gamma_with_a_drafter_is_the_priced_policy(capsys, drafter):
     code, out, err = run(capsys, "gamma", *QWEN_POINT, "--drafter", drafter, "--roofline", "aggregate", "--json")
     assert code == 0 and err == ""
     record = json.loads(out)
-    point = dict(model="Qwen3.6-35B-A3B", drafter=drafter, roofline="aggregate")
+    point = dict(deployment=speclib.Deployment("Qwen3.6-35B-A3B", drafter=drafter, roofline="aggregate"))
     assert (record["gamma_star"], record["speedup"]) == speclib.optimal_gamma(None, 64, 512, **point)
     g = record["gamma_star"]
     assert record["throughput"]["speculative"] == pytest.approx(
@@ -264,7 +264,7 @@ def test_gamma_with_a_drafter_is_the_priced_policy(capsys, drafter):
 def test_gamma_with_a_drafter_prints_the_step_in_microseconds(capsys):
     code, out, _ = run(capsys, "gamma", *QWEN_POINT, "--drafter", "mtp", "--alpha", "0.8")
     assert code == 0
-    g, s = speclib.optimal_gamma(0.8, 64, 512, model="Qwen3.6-35B-A3B", drafter="mtp")
+    g, s = speclib.optimal_gamma(0.8, 64, 512, deployment=speclib.Deployment("Qwen3.6-35B-A3B", drafter="mtp"))
     assert f"gamma*      {g} " in out and f"speedup     {s:.4f}x" in out
     draft = speclib.core.drafters.draft_time(g, 64, "mtp")
     assert f"{draft * 1e6:,.1f}" in out and "acceptance 0.8 (i.i.d.)" in out
@@ -278,8 +278,8 @@ def test_sweep_with_drafters_adds_their_columns(capsys):
     assert list(rows[0])[:len(cli.SWEEP_COLUMNS) + 2] == [*cli.SWEEP_COLUMNS, "drafter", "roofline"]
     assert len(rows) == 6 and {r["alpha"] for r in rows} == {"measured"} and {r["draft_cost"] for r in rows} == {""}
     for r in rows:
-        expected = speclib.optimal_gamma(None, float(r["batch"]), 512, model="Qwen3.6-35B-A3B", drafter=r["drafter"],
-                                         roofline="aggregate")
+        deployment = speclib.Deployment("Qwen3.6-35B-A3B", drafter=r["drafter"], roofline="aggregate")
+        expected = speclib.optimal_gamma(None, float(r["batch"]), 512, deployment=deployment)
         assert (int(r["gamma_star"]), float(r["speedup"])) == expected
 
 
@@ -352,7 +352,8 @@ def test_gamma_calibrated_step_time_matches_the_library(capsys):
     _, out, _ = run(capsys, "gamma", "--model", "deepseek-v3", "--hardware", "h200", "--tp", "8", "--batch", "16",
                     "--seq", "8192", "--alpha", "0.8", "--step-time", "calibrated", "--json")
     record = json.loads(out)
-    g, s = speclib.optimal_gamma(0.8, 16, 8192, 0.1, "deepseek-v3", "h200", step_time="calibrated", tp=8)
+    g, s = speclib.optimal_gamma(0.8, 16, 8192, 0.1,
+                                 deployment=speclib.Deployment("deepseek-v3", "h200", step_time="calibrated", tp=8))
     assert (record["gamma_star"], record["speedup"]) == (g, s)
     assert record["step_time"] == "calibrated" and record["tp"] == 8
 
@@ -367,7 +368,7 @@ def test_sweep_fits_column_and_calibrated_step_time(capsys):
     limit = speclib.core.capacity.max_batch(None, None, S, 2)
     assert table["max_batch"] == [str(x) for x in limit]
     assert table["fits"] == [str(b <= m).lower() for b, m in zip(B, limit)]
-    g, _ = speclib.optimal_gamma(0.75, B, S, 0.1, step_time="calibrated", tp=2)
+    g, _ = speclib.optimal_gamma(0.75, B, S, 0.1, deployment=speclib.Deployment(step_time="calibrated", tp=2))
     np.testing.assert_array_equal(np.array(table["gamma_star"], dtype=int), g)
 
 

@@ -82,13 +82,13 @@ def test_gamma_above_the_block_is_refused():
     with pytest.raises(ValueError, match=r"^gamma must be in \[0, 16\] \(Qwen3.6-DFlash drafts one block of 16 "):
         drafters.draft_time(17, 1, DFLASH)
     with pytest.raises(ValueError, match=r"^gamma must be in \[0, 16\]"):
-        speclib.speedup(0.8, 17, 8, 512, model=QWEN, drafter=DFLASH)
+        speclib.speedup(0.8, 17, 8, 512, deployment=speclib.Deployment(QWEN, drafter=DFLASH))
 
 
 # --- the paper's ledger is unchanged when no drafter is given -------------------------
 def test_no_drafter_means_the_papers_ledger_exactly():
     B = np.geomspace(1, 30000, 60)
-    ledger = speculation.pricing(None, None, c_draft=0.1)
+    ledger = speclib.Deployment(c_draft=0.1).pricing()
     assert isinstance(ledger, speculation.LedgerPricing)
     cm = speclib.core.cost.cost_model()
     for g in (0, 1, 4, 9):
@@ -102,6 +102,8 @@ def test_a_constant_drafter_on_the_whole_step_costs_c_plain_steps():
     sm = step.step_model(QWEN, "B200")
     for g in (1, 3, 8):
         t = speclib.core.speculation.throughput(B, g, S, model=QWEN, c_draft=0.2, acceptance=0.7)
+        assert t == pytest.approx(speclib.throughput(B, g, S, acceptance=0.7,
+                                                     deployment=speclib.Deployment(QWEN, c_draft=0.2)), rel=0)
         n = speclib.expected_committed(0.7, g)
         plain = sm.time(B, 1.0, S)
         np.testing.assert_allclose(t, B * n / (sm.time(B, g + 1.0, S) + 0.2 * g * plain), rtol=1e-13)
@@ -109,17 +111,20 @@ def test_a_constant_drafter_on_the_whole_step_costs_c_plain_steps():
 
 def test_either_c_draft_or_a_drafter():
     with pytest.raises(ValueError, match=r"^give either c_draft .* or drafter"):
-        speclib.optimal_gamma(0.8, 8, 512, 0.1, model=QWEN, drafter=MTP)
+        speclib.optimal_gamma(0.8, 8, 512, 0.1, deployment=speclib.Deployment(QWEN, drafter=MTP))
+    with pytest.raises(ValueError, match=r"^give either c_draft .* or drafter"):
+        speclib.Deployment(QWEN, drafter=MTP, c_draft=0.1)
 
 
 # --- gamma*: the priced policy ----------------------------------------------------------
 @pytest.mark.parametrize("drafter", [MTP, DFLASH])
 def test_optimal_gamma_is_the_brute_force_argmax(drafter):
     B = np.array([1.0, 8.0, 64.0, 512.0, 2048.0])
-    g_star, s_star = speclib.optimal_gamma(None, B, 512, model=QWEN, drafter=drafter, roofline="aggregate")
-    curve = speculation.pricing(QWEN, None, drafter=drafter).measured_acceptance()
+    deployment = speclib.Deployment(QWEN, drafter=drafter, roofline="aggregate")
+    g_star, s_star = speclib.optimal_gamma(None, B, 512, deployment=deployment)
+    curve = speclib.Deployment(QWEN, drafter=drafter).pricing().measured_acceptance()
     for i, b in enumerate(B):
-        values = [speclib.speedup(curve, g, b, 512, model=QWEN, drafter=drafter, roofline="aggregate")
+        values = [speclib.speedup(curve, g, b, 512, deployment=deployment)
                   for g in range(len(curve) + 1)]
         assert g_star[i] == int(np.argmax(values))
         assert s_star[i] == pytest.approx(max(values), rel=1e-14)
@@ -127,15 +132,15 @@ def test_optimal_gamma_is_the_brute_force_argmax(drafter):
 
 def test_highest_speedup_is_highest_throughput():
     B = np.geomspace(1, 2048, 25)
-    g_star, _ = speclib.optimal_gamma(None, B, 512, model=QWEN, drafter=MTP, roofline="aggregate")
-    table = np.array([speclib.core.speculation.throughput(B, g, 512, model=QWEN, drafter=MTP, roofline="aggregate")
-                      for g in range(9)])
+    deployment = speclib.Deployment(QWEN, drafter=MTP, roofline="aggregate")
+    g_star, _ = speclib.optimal_gamma(None, B, 512, deployment=deployment)
+    table = np.array([speclib.core.speculation.throughput(B, g, 512, deployment=deployment) for g in range(9)])
     np.testing.assert_array_equal(g_star, np.argmax(table, axis=0))
 
 
 def test_the_dflash_curve_is_padded_to_its_block_with_a_zero():
     """The sequel counts the unmeasured 16th position as never surviving."""
-    curve = speculation.pricing(QWEN, None, drafter=DFLASH).measured_acceptance()
+    curve = speclib.Deployment(QWEN, drafter=DFLASH).pricing().measured_acceptance()
     measured = speclib.core.acceptance.load_survival_curves()["dflash"]
     assert len(measured) == 15 and len(curve) == 16 and curve.values[-1] == 0.0
     np.testing.assert_array_equal(curve.values[:15], measured.values)
@@ -148,7 +153,8 @@ def test_alpha_is_needed_without_a_drafter_preset():
 
 def test_a_rising_survival_curve_is_refused():
     with pytest.raises(ValueError, match=r"^survival must be non-increasing"):
-        speclib.core.speculation.throughput(8, 2, 512, model=QWEN, drafter=MTP, acceptance=speclib.SurvivalCurve([0.5, 0.6]))
+        speclib.core.speculation.throughput(8, 2, 512, deployment=speclib.Deployment(QWEN, drafter=MTP),
+                                            acceptance=speclib.SurvivalCurve([0.5, 0.6]))
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -161,4 +167,5 @@ def test_a_rising_survival_curve_is_refused():
 def test_throughput_rejects_bad_input(kwargs, message):
     args = {**dict(B=8, gamma=2, S=512, model=QWEN, drafter=MTP), **kwargs}
     with pytest.raises(ValueError, match=message):
-        speclib.core.speculation.throughput(args.pop("B"), args.pop("gamma"), args.pop("S"), **args)
+        B, gamma, S = args.pop("B"), args.pop("gamma"), args.pop("S")
+        speclib.core.speculation.throughput(B, gamma, S, deployment=speclib.Deployment(**args))

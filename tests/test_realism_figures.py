@@ -78,14 +78,15 @@ def test_engine_rows_format_ranges():
 
 def test_step_time_gamma_figure_and_widget():
     d = calibrated_step_time.step_time_gamma.data(points=60)
-    g, _ = speclib.optimal_gamma(0.75, d["B"], 4096, 0.1, step_time="calibrated")
+    g, _ = speclib.optimal_gamma(0.75, d["B"], 4096, 0.1, deployment=speclib.Deployment(step_time="calibrated"))
     np.testing.assert_array_equal(d["gamma_calibrated"], g)
     assert d["max_batch"] == capacity.max_batch(None, None, 4096)
     w = calibrated_step_time.step_time_gamma.widget(points=60)
     w.update(tp=8)
     assert w.data["max_batch"] == capacity.max_batch(None, None, 4096, 8)
     v3 = engines_vs_model.step_time_gamma_v3.data(points=40)
-    g, _ = speclib.optimal_gamma(0.68, v3["B"], 2048, 0.05, "DeepSeek-V3", "H200", 8, step_time="calibrated", tp=8)
+    g, _ = speclib.optimal_gamma(0.68, v3["B"], 2048, 0.05, gamma_max=8, deployment=speclib.Deployment(
+        "DeepSeek-V3", "H200", step_time="calibrated", tp=8))
     np.testing.assert_array_equal(v3["gamma_calibrated"], g)
 
 

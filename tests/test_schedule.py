@@ -17,7 +17,6 @@ import speclib
 from speclib.tools import engines
 from speclib.tools.cli import main
 from speclib.tools.schedule import (
-    Schedule,
     StepCosts,
     StepCostsError,
     _segment,
@@ -41,27 +40,44 @@ def run(argv):
     return status, out.getvalue(), err.getvalue()
 
 
+def _split(kw):
+    """The deployment's options apart from a call's own arguments."""
+    own = {k: kw[k] for k in ("seq", "alpha", "c_draft", "max_batch", "gamma_max", "step_costs", "batches") if k in kw}
+    return own, speclib.Deployment(**{k: v for k, v in kw.items() if k not in own})
+
+
+def make(**kw):
+    """schedule() of the deployment the loose options describe."""
+    own, deployment = _split(kw)
+    return schedule(**own, deployment=deployment)
+
+
+def make_profile(**kw):
+    """profile() of the deployment the loose options describe."""
+    own, deployment = _split(kw)
+    return profile(**own, deployment=deployment)
+
+
 def optimal(n, **kw):
-    kw = dict(kw)
-    alpha = kw.pop("alpha", None)
-    seq = kw.pop("seq")
-    g, _ = speclib.optimal_gamma(alpha, np.arange(1, n + 1), seq, **kw)
+    own, deployment = _split(kw)
+    g, _ = speclib.optimal_gamma(own.get("alpha"), np.arange(1, n + 1), own["seq"], own.get("c_draft"),
+                                 deployment=deployment)
     return [int(x) for x in g]
 
 
 @pytest.fixture(scope="module")
 def dsv4():
-    return schedule(**DSV4, max_batch=4096, **NO_MEMORY_CAP)
+    return make(**DSV4, max_batch=4096, **NO_MEMORY_CAP)
 
 
 @pytest.fixture(scope="module")
 def llama():
-    return schedule(model="Llama-3-70B", hardware="B200", seq=4096, alpha=0.8, max_batch=2048, **NO_MEMORY_CAP)
+    return make(model="Llama-3-70B", hardware="B200", seq=4096, alpha=0.8, max_batch=2048, **NO_MEMORY_CAP)
 
 
 @pytest.fixture(scope="module")
 def qwen_mtp():
-    return schedule(model="Qwen3.6-35B-A3B", hardware="B200", seq=512, drafter="qwen3.6-mtp",
+    return make(model="Qwen3.6-35B-A3B", hardware="B200", seq=512, drafter="qwen3.6-mtp",
                     roofline="aggregate", max_batch=2048, **NO_MEMORY_CAP)
 
 
@@ -82,7 +98,7 @@ def test_dense_table_is_monotone(llama):
 
 def test_deepseek_shows_the_gutter():
     """gamma* = 0 between ranges that speculate: the expert tax at small batch."""
-    sched = schedule(**DSV4, max_batch=30000, **NO_MEMORY_CAP)
+    sched = make(**DSV4, max_batch=30000, **NO_MEMORY_CAP)
     ks = [r.k for r in sched.ranges]
     inner_zero = [i for i, k in enumerate(ks) if k == 0 and 0 < i < len(ks) - 1]
     assert inner_zero, ks
@@ -97,10 +113,10 @@ def test_deepseek_shows_the_gutter():
 # --- the memory check (issue 14) ------------------------------------------------------------
 def test_the_table_stops_where_memory_does():
     fit = speclib.core.capacity.max_batch("DeepSeek-V4-Flash", "B200", 4096)
-    capped = schedule(**DSV4, max_batch=4096)
+    capped = make(**DSV4, max_batch=4096)
     assert capped.max_batch == fit < 4096 and f"capped at batch {fit:,}" in capped.memory
     assert list(capped.gamma_star) == optimal(fit, **DSV4)
-    wider = schedule(**DSV4, max_batch=4096, tp=8)
+    wider = make(**DSV4, max_batch=4096, tp=8)
     assert wider.max_batch == min(4096, speclib.core.capacity.max_batch("DeepSeek-V4-Flash", "B200", 4096, tp=8))
     status, out, _ = run(["schedule", "--model", "deepseek-v4-flash", "--seq", "4096", "--alpha", "0.75",
                           "--max-batch", "4096", "--engine", "vllm"])
@@ -110,7 +126,7 @@ def test_the_table_stops_where_memory_does():
 def test_weights_that_do_not_fit_name_the_tensor_parallel_size_that_does():
     need = speclib.core.capacity.min_tp(1, 4096, "DeepSeek-V4-Pro", "H100")
     with pytest.raises(ValueError, match=rf"^tp must be at least {need}: DeepSeek-V4-Pro's weights do not fit on one H100"):
-        schedule(model="DeepSeek-V4-Pro", hardware="H100", seq=4096, alpha=0.75, max_batch=64)
+        make(model="DeepSeek-V4-Pro", hardware="H100", seq=4096, alpha=0.75, max_batch=64)
     status, _, err = run(["schedule", "--model", "deepseek-v4-pro", "--hardware", "h100", "--seq", "4096",
                           "--alpha", "0.75", "--max-batch", "64"])
     assert status == 2 and err.count("\n") == 1 and "--tp" in err and str(need) in err
@@ -118,9 +134,9 @@ def test_weights_that_do_not_fit_name_the_tensor_parallel_size_that_does():
 
 def test_a_calibrated_schedule_prices_every_step_with_the_calibrated_time():
     kw = dict(model="Qwen3.6-35B-A3B", hardware="B200", seq=512, drafter="qwen3.6-mtp", **NO_MEMORY_CAP)
-    calibrated = schedule(**kw, max_batch=256, step_time="calibrated", engine="TRT")
-    g, _ = speclib.optimal_gamma(None, np.arange(1, 257), 512, model="Qwen3.6-35B-A3B", hardware="B200",
-                                 drafter="qwen3.6-mtp", step_time="calibrated", engine="TRT")
+    calibrated = make(**kw, max_batch=256, step_time="calibrated", engine="TRT")
+    g, _ = speclib.optimal_gamma(None, np.arange(1, 257), 512, deployment=speclib.Deployment(
+        "Qwen3.6-35B-A3B", "B200", drafter="qwen3.6-mtp", step_time="calibrated", engine="TRT"))
     assert list(calibrated.gamma_star) == [int(x) for x in g]
     assert "calibrated step time (TRT" in calibrated.source
     # the output engine picks the calibration: TensorRT-LLM's measured per-step costs for trtllm
@@ -163,7 +179,7 @@ def test_trtllm_dense_is_gamma_star(llama):
 
 
 def test_trtllm_turns_off_above_the_last_speculating_batch(dsv4):
-    sched = schedule(**DSV4, max_batch=8192)
+    sched = make(**DSV4, max_batch=8192)
     text = render(sched, "trtllm")
     spec = yaml.safe_load(text)["speculative_config"]
     last_speculating = max(r.hi for r in sched.ranges if r.k > 0)
@@ -193,7 +209,7 @@ def test_sglang_document_parses_and_expands(which, request):
 
 
 def test_the_tier_set_is_the_best_of_all_tier_sets(dsv4):
-    small = schedule(**DSV4, max_batch=300)
+    small = make(**DSV4, max_batch=300)
     tiers = small.tiers(3)
     w = small._weighted()
     top = int(small.gamma_star.max())
@@ -207,13 +223,25 @@ def test_the_tier_set_is_the_best_of_all_tier_sets(dsv4):
 # --- limits -------------------------------------------------------------------------------
 def test_max_ranges_and_max_k_are_respected(dsv4):
     for n in (1, 2, 3, 5):
-        config = json.loads(render(Schedule(**{**dsv4.__dict__, "max_ranges": n}), "vllm"))
+        config = json.loads(render(dsv4.limited(n), "vllm"))
         assert len(config["num_speculative_tokens_per_batch_size"]) <= n
-    capped = Schedule(**{**dsv4.__dict__, "max_k": 2})
+    capped = dsv4.limited(max_k=2)
+    assert (capped.max_k, capped.max_ranges, dsv4.max_k) == (2, None, None)  # a copy, the schedule untouched
+    np.testing.assert_array_equal(capped.speedups, dsv4.speedups)
     config = json.loads(render(capped, "vllm"))
     assert max(k for *_, k in config["num_speculative_tokens_per_batch_size"]) <= 2
-    spec = yaml.safe_load(render(Schedule(**{**dsv4.__dict__, "max_ranges": 3}), "trtllm"))["speculative_config"]
+    spec = yaml.safe_load(render(dsv4.limited(3), "trtllm"))["speculative_config"]
     assert len(spec["draft_len_schedule"]) <= 3
+
+
+@pytest.mark.parametrize("limits, message", [
+    (dict(max_ranges=0), r"^max_ranges must be an integer in \[1, 64\]"),
+    (dict(max_ranges=2.5), r"^max_ranges must be an integer"),
+    (dict(max_k=-1), r"^max_k must be an integer in \[0, inf\)"),
+])
+def test_bad_limits_name_the_parameter(dsv4, limits, message):
+    with pytest.raises(ValueError, match=message):
+        dsv4.limited(**limits)
 
 
 def test_fewer_ranges_keep_less(dsv4):
@@ -262,7 +290,7 @@ def test_range_search_matches_brute_force(seed):
 # --- the context axis (proposed in vLLM) --------------------------------------------------
 def test_context_axis_is_rectangular_and_expands_per_context():
     seqs = [1024, 8192, 65536]
-    sched = schedule(**{**DSV4, "seq": seqs}, max_batch=2048)
+    sched = make(**{**DSV4, "seq": seqs}, max_batch=2048)
     doc = json.loads(render(sched, "vllm"))
     assert "proposed" in doc["proposed_context_axis"]["status"]
     base = doc["speculative_config"]
@@ -362,13 +390,13 @@ def test_sglang_documented_examples_parse():
 def test_profile_then_schedule_is_the_model_schedule(kw, tmp_path):
     kw = dict(hardware="B200", **kw)
     alpha = kw.pop("alpha", None)
-    model_sched = schedule(**kw, alpha=alpha, max_batch=1024, gamma_max=16)
+    model_sched = make(**kw, alpha=alpha, max_batch=1024, gamma_max=16)
     cost_kw = {k: v for k, v in kw.items() if k != "alpha"}
     path = tmp_path / "steps.csv"
     with open(path, "w", newline="") as stream:
-        profile(**cost_kw, max_batch=1024, gamma_max=16).write(stream)
+        make_profile(**cost_kw, max_batch=1024, gamma_max=16).write(stream)
     measured_kw = {k: v for k, v in kw.items() if k not in ("c_draft", "roofline")}
-    measured = schedule(**measured_kw, alpha=alpha, max_batch=1024, step_costs=str(path), gamma_max=16)
+    measured = make(**measured_kw, alpha=alpha, max_batch=1024, step_costs=str(path), gamma_max=16)
     assert list(measured.gamma_star) == list(model_sched.gamma_star)
     np.testing.assert_allclose(measured.speedup, model_sched.speedup, rtol=1e-12)
     assert render(measured, "vllm") == render(model_sched, "vllm")
@@ -492,7 +520,7 @@ def test_speclib_schedule_is_exported():
 
 
 def test_write_step_costs_reads_back_exactly(tmp_path):
-    costs = profile(model="Llama-3-70B", seq=4096, batches=[1, 3, 17], gamma_max=4)
+    costs = make_profile(model="Llama-3-70B", seq=4096, batches=[1, 3, 17], gamma_max=4)
     path = tmp_path / "c.csv"
     with open(path, "w", newline="") as stream:
         write_step_costs(stream, costs.batches, costs.gammas, costs.seconds)
@@ -506,15 +534,16 @@ def test_write_step_costs_reads_back_exactly(tmp_path):
 def test_profiled_seconds_split_over_tensor_parallel_gpus(kw):
     """Both pricings (the paper's ledger and the whole step) time a step on
     tp GPUs at 1/tp of one GPU's roofline time."""
-    one = profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, **kw)
-    eight = profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, tp=8, **kw)
+    one = make_profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, **kw)
+    eight = make_profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, tp=8, **kw)
     np.testing.assert_allclose(eight.seconds, one.seconds / 8, rtol=1e-12)
 
 
 def test_the_chapter_figure_draws_the_schedule_and_its_tables():
     from speclib.presentation.figures import engine_schedules
 
-    sched = speclib.schedule(model="DeepSeek-V4-Flash", hardware="B200", seq=4096, alpha=0.75, max_batch=256, tp=2)
+    sched = speclib.schedule(seq=4096, alpha=0.75, max_batch=256,
+                             deployment=speclib.Deployment("DeepSeek-V4-Flash", "B200", tp=2))
     d = engine_schedules.schedule_ranges.data(schedule=sched, max_ranges=(2, 3))
     np.testing.assert_array_equal(d["gamma_star"], sched.gamma_star)
     for n in (2, 3):

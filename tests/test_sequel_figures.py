@@ -149,8 +149,8 @@ def test_concurrency_gamma_lines_are_the_priced_policy(roofline):
     B = d["B"]
     for key in fig.DRAFTER_KEYS:
         g = d[f"gamma_{key}"]
-        want, _ = speculation.optimal_gamma(None, B, sequel.context(), model=sequel.simulated_model(),
-                                            hardware="B200", drafter=sequel.DRAFTERS[key], roofline=roofline)
+        want, _ = speculation.optimal_gamma(None, B, sequel.context(), deployment=speculation.Deployment(
+            sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key], roofline=roofline))
         np.testing.assert_array_equal(g, want)
         # at the simulated concurrencies, the policy sequel.compare reports
         at = np.searchsorted(B, sequel.load_grid().concurrency)
@@ -176,9 +176,10 @@ def test_concurrency_throughput_is_the_compared_prediction(compared):
     for key in fig.DRAFTER_KEYS:
         rows = grid.drafters[key]
         for i, g in enumerate(rows.gammas):
+            deployment = speculation.Deployment(sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key],
+                                                roofline="aggregate")
             np.testing.assert_allclose(d[f"{key}_y"][i], speculation.throughput(
-                B, g, sequel.context(), model=sequel.simulated_model(), hardware="B200", drafter=sequel.DRAFTERS[key],
-                roofline="aggregate"), rtol=RTOL)
+                B, g, sequel.context(), deployment=deployment), rtol=RTOL)
         np.testing.assert_array_equal(d[f"{key}_sim_y"], rows.goodput)
         np.testing.assert_array_equal(d[f"{key}_adaptive_y"], rows.adaptive_goodput)
         # the policy is never below any fixed gamma

@@ -143,7 +143,7 @@ def test_plain_decoding_at_batch_one_is_the_sequels_sanity_point():
 
 # --- a hybrid prices its whole step ---------------------------------------------------
 def test_a_hybrid_model_is_priced_as_a_whole_step():
-    priced = speclib.core.speculation.pricing(QWEN, "B200")
+    priced = speclib.Deployment(QWEN, "B200").pricing()
     assert isinstance(priced, speclib.core.speculation.StepPricing)
     assert speclib.speedup(0.8, 0, 8, 512, model=QWEN) == 1.0
 

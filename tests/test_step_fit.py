@@ -115,8 +115,8 @@ def test_the_calibrated_step_adds_the_new_terms_as_the_expression_says():
     B, T, S = np.float64(16), np.float64(4), np.float64(2048)
     e0, a0 = cal.shipped_calibration().per_position_s, cal.shipped_calibration().per_draft_pass_s
     assert more.time(B, T, S) - plain.time(B, T, S) == pytest.approx((1e-4 - e0) * 16 * 3)
-    p = spec.pricing("qwen3-235b-a22b", "H200", step_time=c, tp=8, c_draft=0.05)
-    q = spec.pricing("qwen3-235b-a22b", "H200", step_time="calibrated", tp=8, c_draft=0.05)
+    p = spec.Deployment("qwen3-235b-a22b", "H200", step_time=c, tp=8, c_draft=0.05).pricing()
+    q = spec.Deployment("qwen3-235b-a22b", "H200", step_time="calibrated", tp=8, c_draft=0.05).pricing()
     diff = p.step(np.float64(3), B, S) - q.step(np.float64(3), B, S)
     assert diff == pytest.approx((1e-4 - e0) * 16 * 3 + 3 * (2e-3 - a0))
 

@@ -216,13 +216,13 @@ def test_plain_list_alpha_still_means_iid_alphas():
 def test_cost_model_and_model_together_are_refused():
     cm = speclib.core.cost.cost_model()
     with pytest.raises(ValueError, match="cost_model"):
-        speculation.optimal_gamma(0.75, 100, 4096, cost_model=cm, model="DeepSeek-V4-Flash")
+        speculation.Deployment("DeepSeek-V4-Flash", cost_model=cm)
 
 
 def test_passing_the_default_cost_model_changes_nothing():
     cm = speclib.core.cost.cost_model()
     a = speculation.optimal_gamma(0.75, BATCHES, 4096, 0.1)
-    b = speculation.optimal_gamma(0.75, BATCHES, 4096, 0.1, cost_model=cm)
+    b = speculation.optimal_gamma(0.75, BATCHES, 4096, 0.1, deployment=speculation.Deployment(cost_model=cm))
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
 

@@ -11,6 +11,11 @@ Two acceptance models:
   ``survival[d-1]``, whatever shape the curve has
   (:func:`expected_committed_from_survival`, :class:`SurvivalCurve`,
   :func:`load_survival_curves`).
+
+Every public function that takes an acceptance (``alpha`` of
+:func:`speclib.speedup`, :func:`speclib.optimal_gamma` and
+:func:`speclib.schedule`, ``acceptance`` of :func:`speclib.throughput`) sorts
+it out once, with :meth:`Acceptance.of`.
 """
 from __future__ import annotations
 
@@ -156,6 +161,71 @@ def expected_committed_from_survival(survival, gamma):
     """
     curve = as_survival_curve(survival)
     return scalar_or_array(committed_from_curve(curve, check_gamma_for_curve(gamma, curve)))
+
+
+# --- the one acceptance every public function takes ---------------------------------
+
+#: What a call without an acceptance is told.
+NO_ALPHA = ("alpha must be given (an acceptance in [0, 1] or a SurvivalCurve): only a drafter preset brings a "
+            "measured survival curve")
+
+
+class Acceptance:
+    """An acceptance as the model uses it: i.i.d. alphas (``alpha``, a checked
+    array, ``curve`` None) or a measured survival curve (``curve``, ``alpha``
+    None). Build it with :meth:`of`, the one place where a number, an array,
+    a :class:`SurvivalCurve` or None is told apart."""
+
+    __slots__ = ("alpha", "curve")
+
+    def __init__(self, alpha=None, curve=None):
+        # Unchecked: :meth:`of` checks; the model broadcasts a checked alpha here.
+        self.alpha = alpha
+        self.curve = curve
+
+    @classmethod
+    def of(cls, alpha, priced=None) -> "Acceptance":
+        """``alpha`` as one :class:`Acceptance`: a number or an array of
+        numbers in [0, 1] (i.i.d.; a plain list is a batch of alphas), a
+        :class:`SurvivalCurve`, an :class:`Acceptance` (returned as is), or
+        None for the measured survival curve of the drafter preset ``priced``
+        (a pricing from :meth:`speclib.Deployment.pricing`) prices with."""
+        if isinstance(alpha, cls):
+            return alpha
+        if alpha is None:
+            measured = getattr(priced, "measured_acceptance", None)
+            if measured is None:
+                raise ValueError(NO_ALPHA)
+            return cls(curve=measured())
+        if isinstance(alpha, SurvivalCurve):
+            return cls(curve=alpha)
+        return cls(alpha=check_alpha(alpha))
+
+    @property
+    def max_gamma(self):
+        """The longest draft with a known survival (the curve's length), or None."""
+        return None if self.curve is None else len(self.curve)
+
+    def checked_gamma(self, gamma_value) -> np.ndarray:
+        """``gamma`` as whole numbers >= 0, at most the curve's length."""
+        if self.curve is not None:
+            return check_gamma_for_curve(gamma_value, self.curve)
+        return check_gamma(gamma_value)
+
+    def committed(self, gamma_arr) -> np.ndarray:
+        """N, the tokens one verify pass commits, for checked ``gamma``."""
+        if self.curve is not None:
+            return committed_from_curve(self.curve, gamma_arr)
+        return committed_numeric(self.alpha, gamma_arr)
+
+    def describe(self) -> str:
+        """One line for a table's header."""
+        if self.curve is not None:
+            return f"survival curve {self.curve.name or 'given'} (sum {float(np.sum(self.curve.values)):.2f})"
+        return f"alpha {float(np.ravel(self.alpha)[0]):g} (i.i.d.)"
+
+    def __repr__(self) -> str:
+        return f"Acceptance({self.curve!r})" if self.curve is not None else f"Acceptance(alpha={self.alpha!r})"
 
 
 #: Where the measured curves came from (the README in speclib/data says more).

@@ -51,6 +51,7 @@ from . import cost as _cost
 from . import moe as _moe
 from . import speculation as _spec
 from .cost import CostModel, check_batch, check_context, check_draft_cost
+from .deployment import Deployment
 
 
 interconnect_preset = interconnect  # for functions whose argument ``interconnect`` shadows it
@@ -177,7 +178,7 @@ def speedup(alpha, gamma, B, S, c_draft=0.1, model=None, hardware=None, *, G: in
     """:func:`speclib.speedup` with the experts over ``G`` GPUs; ``B`` is
     sequences per GPU. ``alpha`` may be a survival curve."""
     cm = expert_parallel_cost_model(model, hardware, G, interconnect, query_bytes=query_bytes, include_comm=include_comm)
-    return _spec.speedup(alpha, gamma, B, S, c_draft, cost_model=cm)
+    return _spec.speedup(alpha, gamma, B, S, c_draft, deployment=Deployment(cost_model=cm))
 
 
 def optimal_gamma(alpha, B, S, c_draft=0.1, model=None, hardware=None, gamma_max: int = 64, *, G: int = 8,
@@ -185,7 +186,7 @@ def optimal_gamma(alpha, B, S, c_draft=0.1, model=None, hardware=None, gamma_max
     """:func:`speclib.optimal_gamma` with the experts over ``G`` GPUs; ``B``
     is sequences per GPU. Returns (gamma*, speedup)."""
     cm = expert_parallel_cost_model(model, hardware, G, interconnect, query_bytes=query_bytes, include_comm=include_comm)
-    return _spec.optimal_gamma(alpha, B, S, c_draft, gamma_max=gamma_max, cost_model=cm)
+    return _spec.optimal_gamma(alpha, B, S, c_draft, gamma_max=gamma_max, deployment=Deployment(cost_model=cm))
 
 
 COMPONENTS = ("attn_proj", "moe", "attention", "comm")

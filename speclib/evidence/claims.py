@@ -59,6 +59,7 @@ from ..formulas import moe as moe_forms
 from ..core import acceptance, attention, cost, drafters, moe
 from ..core import speculation as _spec
 from ..core import step as _step
+from ..core.deployment import Deployment
 from ..core.speculation import optimal_gamma
 from . import claim_data as _claim_data
 from . import derivations as _derivations
@@ -247,7 +248,7 @@ def zero_runs(batches, gamma_star):
 def figure3_zero_runs(query_bytes=False, context=FIG3_CONTEXT, alpha=FIG3_ACCEPTANCE, c_draft=FIG3_DRAFT_COST):
     """gamma* = 0 runs over every integer batch 1..30,000 at Figure 3's defaults."""
     batches = np.arange(1.0, FIG3_MAX_BATCH + 1.0)
-    gamma_star, _ = optimal_gamma(alpha, batches, context, c_draft, query_bytes=query_bytes)
+    gamma_star, _ = optimal_gamma(alpha, batches, context, c_draft, deployment=Deployment(query_bytes=query_bytes))
     return zero_runs(batches, gamma_star)
 
 
@@ -564,7 +565,8 @@ def _sequel_grid():
     yield _ours("sequel.dflash_survival_sum", curves["dflash"].values.sum())
     moves, losses = [], []
     for key, name in _simulator.DRAFTERS.items():
-        priced = _spec.pricing(_simulator.simulated_model(), _simulator.HARDWARE, drafter=name, roofline="aggregate")
+        priced = Deployment(_simulator.simulated_model(), _simulator.HARDWARE, drafter=name,
+                            roofline="aggregate").pricing()
         curve = priced.measured_acceptance()
         measured = curves[key]
         iid = acceptance.geometric_survival(measured.first_position_acceptance, len(measured)).values

@@ -208,7 +208,7 @@ def speedup(r: EngineRun, how: str, batch=None, gamma=None, *, fixed_s: float = 
 def best_gamma(r: EngineRun, how: str, batch, gamma_max: int = 8, *, fixed_s: float = 0.0):
     """gamma* in 0..gamma_max and its speedup at ``batch`` under ``how``."""
     priced = _pricing(r, checked_choice("how", how, PRICINGS), fixed_s)
-    return _spec.best_gamma(priced, _acc.check_alpha(r.alpha), np.asarray(float(batch)), np.asarray(r.context),
+    return _spec.best_gamma(priced, _acc.Acceptance.of(r.alpha), np.asarray(float(batch)), np.asarray(r.context),
                             gamma_max)
 
 

@@ -36,7 +36,9 @@ from .._extras import MissingExtra
 from ..core import calibrated as _cal
 from ..core import capacity as _capacity
 from ..core import speculation as _spec
+from ..core.acceptance import Acceptance
 from ..core.cost import COMPONENTS, cost_shares, marginal_cost
+from ..core.deployment import Deployment
 from ..core.speculation import optimal_gamma
 from ..core.step import ROOFLINES
 
@@ -52,7 +54,8 @@ OPTION_FOR_PARAMETER = {
     "roofline": "--roofline",
     "max_batch": "--max-batch",
     "max_ranges": "--max-ranges",
-    "engine_max_k": "--max-k",
+    "max_k": "--max-k",
+    "query_bytes": "--query-bytes",
     "seq": "--seq",
     "survival": "--acceptance",
     "batches": "--batch",
@@ -199,6 +202,24 @@ def _hardware(args) -> list:
         raise UsageError(f"--hardware: {exc}") from None
 
 
+def _deployment(args, model=None, chip=None, drafter=None) -> Deployment:
+    """The one :class:`~speclib.Deployment` the options describe: --model,
+    --hardware and --drafter (or the given ``model``, ``chip`` and
+    ``drafter``), --tp, --engine (schedule's output engine picks the
+    calibration's, :data:`CALIBRATION_ENGINE`), --step-time (or the
+    --calibration read into it), --roofline, --draft-cost (sweep's is a grid,
+    priced per row), --query-bytes and --reserve."""
+    if model is None:
+        model, chip, drafter = _one_model(args)
+    engine = CALIBRATION_ENGINE[args.engine] if args.command == "schedule" else args.engine
+    c_draft = None if args.command == "sweep" else args.draft_cost
+    try:
+        return Deployment(model, chip, tp=args.tp, engine=engine, step_time=args.step_time, roofline=args.roofline,
+                          drafter=drafter, c_draft=c_draft, query_bytes=args.query_bytes, reserve=args.reserve)
+    except ValueError as exc:
+        raise UsageError(_speclib_error(exc)) from None
+
+
 # --- formatting ---------------------------------------------------------------
 def format_table(headers, rows, align=None) -> str:
     """Columns padded to a common width. ``align`` has one letter per column,
@@ -236,17 +257,16 @@ def run_gamma(args, out) -> int:
     model, chip, drafter = models[0], chips[0], drafters[0]
     try:
         _spec.check_batch(args.batch), _spec.check_context(args.seq)
-        priced = _spec.pricing(model, chip, c_draft=args.draft_cost, drafter=drafter, roofline=args.roofline,
-                               query_bytes=args.query_bytes, step_time=args.step_time, tp=args.tp,
-                               engine=args.engine)
+        deployment = _deployment(args, model, chip, drafter)
+        priced = deployment.pricing()
         memory = _memory_check(args, model, chip)
         if isinstance(priced, _spec.StepPricing):
             return _gamma_whole_step(args, out, model, chip, priced, memory)
         c_draft = float(priced.drafter.c)
-        point = dict(B=args.batch, S=args.seq, c_draft=c_draft, model=model, hardware=chip)
         alpha = _required_alpha(args)
-        gamma_star, speedup = optimal_gamma(alpha, gamma_max=args.gamma_max, query_bytes=args.query_bytes, **point)
-        costs = marginal_cost(query_bytes=args.query_bytes, **point)
+        gamma_star, speedup = optimal_gamma(alpha, args.batch, args.seq, gamma_max=args.gamma_max,
+                                            deployment=deployment)
+        costs = marginal_cost(args.batch, args.seq, c_draft, model, chip, query_bytes=args.query_bytes)
         shares = cost_shares(args.batch, args.seq, model, chip, query_bytes=args.query_bytes)
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
@@ -335,7 +355,7 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
     roofline, the aggregate rule, or a hybrid model."""
     B, S = _spec.check_batch(args.batch), _spec.check_context(args.seq)  # checked by run_gamma already
     try:
-        acceptance = priced.measured_acceptance() if args.alpha is None else _spec._acceptance(args.alpha, priced)
+        acceptance = Acceptance.of(args.alpha, priced)
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
     gamma_star, speedup = _spec.best_gamma(priced, acceptance, B, S, args.gamma_max)
@@ -346,7 +366,7 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
     draft_s = float(priced.drafter.time(g, B, S, priced.step_model))
     tokens = float(priced.throughput(B, g, S, acceptance))
     plain_tokens = float(priced.throughput(B, np.asarray(0.0), S, acceptance))
-    searched = min(x for x in (args.gamma_max, priced.max_gamma, _curve_length(acceptance)) if x is not None)
+    searched = min(x for x in (args.gamma_max, priced.max_gamma, acceptance.max_gamma) if x is not None)
     if args.json:
         record = {
             "model": model.name, "hardware": chip.name, "batch": args.batch, "seq": args.seq,
@@ -388,10 +408,6 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
     return 0
 
 
-def _curve_length(acceptance):
-    return len(acceptance) if isinstance(acceptance, _spec._acc.SurvivalCurve) else None
-
-
 SWEEP_COLUMNS = ("model", "hardware", "batch", "seq", "alpha", "draft_cost", "gamma_star", "speedup")
 #: Appended after every other column: whether the batch fits in HBM at that
 #: context (weights plus caches, --tp GPUs, --reserve kept free) and the
@@ -399,12 +415,15 @@ SWEEP_COLUMNS = ("model", "hardware", "batch", "seq", "alpha", "draft_cost", "ga
 CAPACITY_COLUMNS = ("fits", "max_batch")
 
 
-def sweep_records(models, chips, batch, seq, alpha, draft_cost, *, drafters=(None,), roofline="per-component",
-                  gamma_max=64, query_bytes=False, step_time="roofline", tp=1, engine=_cal.DEFAULT_ENGINE):
+def sweep_records(models, chips, batch, seq, alpha, draft_cost, *, drafters=(None,), gamma_max=64,
+                  deployment=None):
     """Rows of (model, hardware, batch, seq, alpha, draft_cost, gamma*,
     speedup, drafter): one :func:`optimal_gamma` call over the whole broadcast
-    grid per model, chip and drafter. With a drafter preset the draft cost is
-    None, and an alpha of None means its measured survival curve."""
+    grid per model, chip and drafter, each priced as ``deployment`` (a
+    :class:`~speclib.Deployment` without a ``c_draft``; default: the default
+    one) with that model, chip and drafter. With a drafter preset the draft
+    cost is None, and an alpha of None means its measured survival curve."""
+    deployment = Deployment() if deployment is None else deployment
     per_drafter = len(batch) * len(seq) * len(alpha) * len(draft_cost)
     cells = (gamma_max + 1) * per_drafter * len(drafters)
     if cells > MAX_SWEEP_CELLS:
@@ -424,8 +443,7 @@ def sweep_records(models, chips, batch, seq, alpha, draft_cost, *, drafters=(Non
                 try:
                     gamma_star, speedup = optimal_gamma(
                         None if measured else A.astype(float), B, S, None if drafter is not None else C,
-                        model=model, hardware=chip, gamma_max=gamma_max, drafter=drafter, roofline=roofline,
-                        query_bytes=query_bytes, step_time=step_time, tp=tp, engine=engine,
+                        gamma_max=gamma_max, deployment=deployment.replace(model=model, hardware=chip, drafter=drafter),
                     )
                 except ValueError as exc:
                     raise UsageError(_speclib_error(exc)) from None
@@ -476,14 +494,11 @@ def run_sweep(args, out) -> int:
     else:
         alpha = parse_grid("--alpha", args.alpha)
     draft_cost = parse_grid("--draft-cost", "0.1" if args.draft_cost is None else args.draft_cost)
-    models = _models(args)
+    models, chips = _models(args), _hardware(args)
     _SWEEP_MODELS.clear()
     _SWEEP_MODELS.update({m.name: m for m in models})
-    rows = sweep_records(
-        models, _hardware(args), batch, seq, alpha, draft_cost, drafters=drafters, roofline=args.roofline,
-        gamma_max=args.gamma_max, query_bytes=args.query_bytes, step_time=args.step_time, tp=args.tp,
-        engine=args.engine,
-    )
+    rows = sweep_records(models, chips, batch, seq, alpha, draft_cost, drafters=drafters, gamma_max=args.gamma_max,
+                         deployment=_deployment(args, models[0], chips[0]))
     try:
         memory = capacity_cells(rows, args.tp, args.reserve)
     except ValueError as exc:
@@ -663,13 +678,13 @@ def run_schedule(args, out) -> int:
     if alpha is None and acceptance is None and drafter is None:
         raise UsageError("--alpha: required (an acceptance in [0, 1]) unless --acceptance gives a survival curve "
                          "or --drafter names a drafter with a measured one")
+    deployment = _deployment(args, model, chip, drafter)
     try:
+        limits = _schedule.check_limits(args.max_ranges, args.max_k)
         sched = _schedule.schedule(
-            model, chip, seq, alpha=alpha, acceptance=acceptance, c_draft=args.draft_cost, drafter=drafter,
-            roofline=args.roofline, max_batch=args.max_batch, step_costs=step_costs, max_ranges=args.max_ranges,
-            engine_max_k=args.max_k, gamma_max=args.gamma_max, query_bytes=args.query_bytes,
-            step_time=args.step_time, tp=args.tp, engine=CALIBRATION_ENGINE[args.engine], reserve=args.reserve,
-        )
+            seq=seq, alpha=acceptance if acceptance is not None else alpha, max_batch=args.max_batch,
+            gamma_max=args.gamma_max, deployment=deployment, step_costs=step_costs,
+        ).limited(*limits)
         text = _schedule.render(sched, args.engine, method=args.method)
     except _schedule.StepCostsError as exc:
         raise UsageError(f"--step-costs: {exc}") from None
@@ -690,12 +705,10 @@ def run_profile(args, out) -> int:
     if (args.batch is None) == (args.max_batch is None):
         raise UsageError("--max-batch: give either --max-batch N (every batch 1..N) or --batch GRID")
     batches = None if args.batch is None else parse_grid("--batch", args.batch, counts=True)
+    deployment = _deployment(args, model, chip, drafter)
     try:
-        costs = _schedule.profile(
-            model, chip, seq[0], c_draft=args.draft_cost, drafter=drafter, roofline=args.roofline,
-            batches=batches, max_batch=args.max_batch or 1, gamma_max=args.gamma_max, query_bytes=args.query_bytes,
-            step_time=args.step_time, tp=args.tp, engine=args.engine,
-        )
+        costs = _schedule.profile(seq=seq[0], batches=batches, max_batch=args.max_batch or 1,
+                                  gamma_max=args.gamma_max, deployment=deployment)
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
     buffer = io.StringIO()

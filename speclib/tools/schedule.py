@@ -33,16 +33,18 @@ batch sizes a cost is interpolated linearly in log B, per draft length.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._checks import checked_int
 from ..core import acceptance as _acc
-from ..core import calibrated as _cal
 from ..core import capacity as _capacity
 from ..core import speculation as _spec
+from ..core.deployment import deployment_of as _deployment_of
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
 from .engines import Range, ranges_from_lookup
@@ -356,6 +358,14 @@ class Schedule:
         masked = np.where(allowed[:, None], rel, -np.inf)
         return np.argmax(masked, axis=0)
 
+    def limited(self, max_ranges=None, max_k=None) -> Schedule:
+        """This schedule under an engine's limits: at most ``max_ranges``
+        batch ranges (1..:data:`MAX_RANGES`) and no draft length above
+        ``max_k``, the limits of :attr:`chosen` and of every table
+        :func:`render` writes (None: no limit)."""
+        max_ranges, max_k = check_limits(max_ranges, max_k)
+        return dataclasses.replace(self, max_ranges=max_ranges, max_k=max_k)
+
     @property
     def chosen(self) -> Table:
         """The table under this schedule's own limits (``max_ranges``, ``max_k``)."""
@@ -370,6 +380,16 @@ class Schedule:
         cuts = sorted({r.lo for ks in per_context for r in ranges_from_lookup(ks)})
         bounds = [(lo, hi - 1) for lo, hi in zip(cuts, cuts[1:] + [self.max_batch + 1])]
         return [((lo, hi), [int(ks[lo - 1]) for ks in per_context]) for lo, hi in bounds]
+
+
+def check_limits(max_ranges=None, max_k=None) -> tuple:
+    """An engine's limits, checked: ``max_ranges`` in [1, :data:`MAX_RANGES`]
+    and ``max_k`` >= 0, each an integer or None."""
+    if max_ranges is not None:
+        max_ranges = checked_int("max_ranges", max_ranges, lo=1, hi=MAX_RANGES)
+    if max_k is not None:
+        max_k = checked_int("max_k", max_k, lo=0)
+    return max_ranges, max_k
 
 
 def _violates(ranges, max_ranges, first_is_max, implicit_zero_tail):
@@ -499,87 +519,79 @@ def read_acceptance(path) -> "_acc.SurvivalCurve":
     return _acc.SurvivalCurve(np.asarray(data, dtype=float), name=str(path))
 
 
-def schedule(model=None, hardware=None, seq=4096, *, alpha=None, acceptance=None, c_draft=None, drafter=None,
-             roofline: str = "per-component", max_batch: int = 256, step_costs=None, max_ranges=None,
-             engine_max_k=None, gamma_max: int = 64, query_bytes: bool = False, step_time: str = "roofline",
-             tp: int = 1, engine: str = _cal.DEFAULT_ENGINE, reserve=_capacity.DEFAULT_RESERVE) -> Schedule:
+def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, max_batch: int = 256,
+             gamma_max: int = 64, deployment=None, step_costs=None) -> Schedule:
     """gamma* for every batch size 1..``max_batch`` and the tables an engine reads.
 
     ``seq``: one context length or several (the first is the reference of
-    the batch-only tables; the others feed the context axis). Acceptance:
-    ``alpha`` (i.i.d.) or ``acceptance`` (a :class:`~speclib.SurvivalCurve`,
-    or a path read by :func:`read_acceptance`), or neither with a drafter
-    preset (its measured curve). Cost: the model (``c_draft`` or ``drafter``,
-    ``roofline``), or ``step_costs`` (a :class:`StepCosts` or a CSV path),
-    measured at one context, which then replaces the model's step (the
-    drafter preset still fixes the longest draft and the default curve).
-    ``max_ranges`` and ``engine_max_k`` are the limits of :attr:`Schedule.chosen`.
-    ``step_time``, ``tp`` and ``engine`` price the steps as
-    :func:`speclib.core.speculation.pricing` does (``"calibrated"``: the
-    roofline plus the per-step costs measured decoding shows, for ``engine``).
-    The batch range stops at the largest batch whose weights and caches fit in
-    ``tp`` GPUs at the first context with a fraction ``reserve`` of HBM kept
-    free (:func:`speclib.core.capacity.max_batch`; ``reserve=None`` skips the check).
+    the batch-only tables; the others feed the context axis). ``alpha``: an
+    i.i.d. acceptance, a survival curve (a :class:`~speclib.SurvivalCurve`;
+    :func:`read_acceptance` reads one from a file), or None with a drafter
+    preset (its measured curve). ``deployment`` (or ``model`` and
+    ``hardware``, the shorthand): a :class:`~speclib.Deployment` pricing the
+    steps as :meth:`speclib.Deployment.pricing` does (its drafter or
+    ``c_draft``, roofline, ``step_time``, ``tp``, ``engine``, routing). Or
+    ``step_costs`` (a :class:`StepCosts` or a CSV path), measured at one
+    context, replaces the model's step (the drafter preset still fixes the
+    longest draft and the default curve). The batch range stops at the
+    largest batch whose weights and caches fit in the deployment's ``tp``
+    GPUs at the first context with its fraction ``reserve`` of HBM kept free
+    (:func:`speclib.core.capacity.max_batch`; ``reserve=None`` skips the
+    check). The engine's limits (a number of ranges, a largest K) are set
+    on the result: :meth:`Schedule.limited`.
     """
     max_batch = int(max_batch)
     if not 1 <= max_batch <= MAX_BATCH:
         raise ValueError(f"max_batch must be an integer in [1, {MAX_BATCH}]; got {max_batch}")
-    if max_ranges is not None and not 1 <= int(max_ranges) <= MAX_RANGES:
-        raise ValueError(f"max_ranges must be an integer in [1, {MAX_RANGES}]; got {max_ranges}")
-    if engine_max_k is not None and int(engine_max_k) < 0:
-        raise ValueError(f"engine_max_k must be an integer >= 0; got {engine_max_k}")
-    if alpha is not None and acceptance is not None:
-        raise ValueError("give either alpha (i.i.d. acceptance) or acceptance (a survival curve), not both")
     contexts = tuple(float(s) for s in np.atleast_1d(np.asarray(seq, dtype=float)))
     if not contexts or any(not (s > 0 and math.isfinite(s)) for s in contexts):
         raise ValueError(f"seq must be context lengths in (0, inf); got {seq!r}")
     if len(set(contexts)) != len(contexts):
         raise ValueError(f"seq must not repeat a context length; got {seq!r}")
-    m, hw = resolve(model, hardware)
-    if isinstance(acceptance, (str, bytes)) or hasattr(acceptance, "__fspath__"):
-        acceptance = read_acceptance(acceptance)
+    dep = _model_deployment(deployment, model, hardware)
+    m, hw = dep.model, dep.hardware
     if step_costs is not None and not isinstance(step_costs, StepCosts):
         step_costs = StepCosts.read(step_costs)
-    if step_costs is not None and c_draft is not None:
+    if step_costs is not None and (c_draft is not None or dep.c_draft is not None):
         raise ValueError("c_draft: measured step costs already include drafting; give one or the other")
     if step_costs is not None and len(contexts) > 1:
         raise ValueError("seq: measured step costs are at one context length; give one seq (or none)")
-    priced = _spec.pricing(m, hw, c_draft=c_draft, drafter=drafter, roofline=roofline, query_bytes=query_bytes,
-                           step_time=step_time, tp=tp, engine=engine)
-    max_batch, memory = _memory_cap(m, hw, contexts[0], tp, reserve, max_batch)
-    if acceptance is not None:
-        accepted = _acc.as_survival_curve(acceptance)
-    else:
-        accepted = _spec._acceptance(alpha, priced)
+    priced = dep.pricing(c_draft)
+    max_batch, memory = _memory_cap(m, hw, contexts[0], dep.tp, dep.reserve, max_batch)
+    accepted = _acc.Acceptance.of(alpha, priced)
     B = np.arange(1, max_batch + 1, dtype=float)
     top = int(gamma_max)
-    if isinstance(accepted, _acc.SurvivalCurve):
-        top = min(top, len(accepted))
-    if priced.max_gamma is not None:
-        top = min(top, priced.max_gamma)
+    for cap in (accepted.max_gamma, priced.max_gamma):
+        if cap is not None:
+            top = min(top, cap)
     if step_costs is None:
         gammas = np.arange(top + 1)
-        tables = np.stack([_model_table(priced, accepted, B, np.full_like(B, s), top) for s in contexts])
-        source = f"{roofline} roofline" if step_time == "roofline" else (
-            f"{step_time} step time ({engine} per-step costs, {roofline} roofline, tp {tp})")
+        tables = np.stack([_spec.speedup_table(priced, accepted, B, np.full_like(B, s), top) for s in contexts])
+        source = f"{dep.roofline} roofline" if dep.step_time == "roofline" else (
+            f"{dep.step_time} step time ({dep.engine} per-step costs, {dep.roofline} roofline, tp {dep.tp})")
     else:
         step_costs.check_batches(1, max_batch)
         keep = step_costs.gammas <= top
         gammas = step_costs.gammas[keep]
         seconds = step_costs.at(B)[keep]
-        n = _spec.committed(accepted, gammas.astype(float)[:, None])
+        n = accepted.committed(gammas.astype(float)[:, None])
         tables = nf.priced_speedup(n, seconds[0][None, :], seconds)[None]
         source = f"measured step costs ({step_costs.path})"
-    if isinstance(accepted, _acc.SurvivalCurve):
-        label = f"survival curve {accepted.name or 'given'} (sum {float(np.sum(accepted.values)):.2f})"
-    else:
-        label = f"alpha {float(np.ravel(accepted)[0]):g} (i.i.d.)"
     return Schedule(
-        model=m.name, hardware=hw.name, contexts=contexts, acceptance=label, drafter=priced.drafter.name,
-        roofline=roofline, source=source, gammas=np.asarray(gammas), speedups=np.asarray(tables, dtype=float),
-        max_ranges=None if max_ranges is None else int(max_ranges),
-        max_k=None if engine_max_k is None else int(engine_max_k), memory=memory,
+        model=m.name, hardware=hw.name, contexts=contexts, acceptance=accepted.describe(),
+        drafter=priced.drafter.name, roofline=dep.roofline, source=source, gammas=np.asarray(gammas),
+        speedups=np.asarray(tables, dtype=float), memory=memory,
     )
+
+
+def _model_deployment(deployment, model, hardware):
+    """The deployment of a schedule or a profile: a model on a chip (a cost
+    model alone names neither)."""
+    dep = _deployment_of(deployment, model, hardware)
+    if dep.cost_model is not None:
+        raise ValueError("cost_model: a schedule prices a model on a chip (its memory, its layers in seconds); give "
+                         "the deployment a model and hardware instead")
+    return dep
 
 
 def _memory_cap(model, hardware, context, tp, reserve, max_batch):
@@ -598,36 +610,23 @@ def _memory_cap(model, hardware, context, tp, reserve, max_batch):
                  f"context {context:g} with {reserve:.0%} of HBM kept free (asked for {max_batch:,})")
 
 
-def _model_table(priced, acceptance, B, S, top):
-    """speedup[gamma, b] for gamma in 0..top, the table
-    :func:`speclib.core.speculation.best_gamma` takes its argmax of."""
-    if isinstance(acceptance, _acc.SurvivalCurve):
-        B, S = priced.broadcast(B, S)
-    else:
-        acceptance, B, S = np.broadcast_arrays(acceptance, B, S)
-        B, S = priced.broadcast(B, S)
-        acceptance = np.broadcast_to(acceptance, B.shape)
-    gammas = np.arange(top + 1, dtype=float).reshape(-1, 1)
-    return priced.speedup(_spec.committed(acceptance, gammas), gammas, B, S)
-
-
-def profile(model=None, hardware=None, seq=4096, *, c_draft=None, drafter=None, roofline="per-component",
-            batches=None, max_batch: int = 256, gamma_max: int = 16, query_bytes: bool = False,
-            step_time: str = "roofline", tp: int = 1, engine: str = _cal.DEFAULT_ENGINE) -> StepCosts:
+def profile(model=None, hardware=None, seq=4096, *, c_draft=None, batches=None, max_batch: int = 256,
+            gamma_max: int = 16, deployment=None) -> StepCosts:
     """The model's own step costs as a :class:`StepCosts` table (what
     ``speclib profile`` writes): seconds of a speculative step, verify and
     draft, at each batch (1..max_batch unless ``batches``) and draft length
-    0..gamma_max (capped at the drafter's block), priced as ``step_time``,
-    ``tp`` and ``engine`` say (see :func:`schedule`)."""
-    m, hw = resolve(model, hardware)
-    priced = _spec.pricing(m, hw, c_draft=c_draft, drafter=drafter, roofline=roofline, query_bytes=query_bytes,
-                           step_time=step_time, tp=tp, engine=engine)
+    0..gamma_max (capped at the drafter's block), priced as the
+    ``deployment`` (or the default one of ``model`` on ``hardware``) says
+    (see :func:`schedule`)."""
+    dep = _model_deployment(deployment, model, hardware)
+    m, hw = dep.model, dep.hardware
+    priced = dep.pricing(c_draft)
     top = int(gamma_max) if priced.max_gamma is None else min(int(gamma_max), priced.max_gamma)
     B = np.arange(1, int(max_batch) + 1, dtype=float) if batches is None else np.unique(np.asarray(batches, float))
     if B.size == 0 or B[0] < 1 or np.any(B != np.round(B)):
         raise ValueError("batches must be whole numbers >= 1")
     gammas = np.arange(top + 1)
-    seconds = model_step_seconds(priced, gammas, B, float(seq), m, hw, tp=tp)
+    seconds = model_step_seconds(priced, gammas, B, float(seq), m, hw, tp=dep.tp)
     return StepCosts(B, gammas, seconds, f"speclib profile of {m.name} on {hw.name}")
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from ...core import acceptance as _acc
 from ...core import cost as _cost
 from ...core import speculation as _spec
+from ...core.deployment import Deployment
 from ...presets import resolve
 from ..definition import Axis, Figure, HLine, Line, Panel
 from ..tables import NumberTable, RendersAsTable
@@ -214,8 +215,9 @@ def compare_survival(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardw
     m, h = resolve(model, hardware)
     rows = []
     for curve in curves.values():
-        g_m, s_m = _spec.optimal_gamma(curve, B, S, c_draft, m, h, query_bytes=query_bytes)
-        g_i, s_i = _spec.optimal_gamma(curve.iid(), B, S, c_draft, m, h, query_bytes=query_bytes)
+        deployment = Deployment(m, h, query_bytes=query_bytes)
+        g_m, s_m = _spec.optimal_gamma(curve, B, S, c_draft, deployment=deployment)
+        g_i, s_i = _spec.optimal_gamma(curve.iid(), B, S, c_draft, deployment=deployment)
         shortfall = 1 - s_m / s_i
         worst = int(np.argmax(shortfall))
         diff = g_m - g_i

@@ -8,6 +8,7 @@ import numpy as np
 from ..._checks import checked_int
 from ...core import capacity as _capacity
 from ...core import speculation as _spec
+from ...core.deployment import Deployment
 from ...evidence import validation as _val
 from ...presets import resolve
 from ..definition import Axis, Bands, Choice, Figure, Key, Line, Panel, Points
@@ -101,7 +102,8 @@ def _step_time_gamma(p, xp):
     out = {"B": B, "model": model.name, "where": hw.name if tp == 1 else f"{tp} x {hw.name}"}
     top = 6
     for how in ("roofline", "calibrated"):
-        g, sp = _spec.optimal_gamma(p.alpha, B, p.S, p.c_draft, model, hw, p.gamma_max, step_time=how, tp=tp)
+        g, sp = _spec.optimal_gamma(p.alpha, B, p.S, p.c_draft, gamma_max=p.gamma_max,
+                                    deployment=Deployment(model, hw, step_time=how, tp=tp))
         out[f"gamma_{how}"], out[f"speedup_{how}"] = g, sp
         top = max(top, int(g.max()) + 1)
     out["y_top"] = top + 1

@@ -46,7 +46,8 @@ def gamma_map_data(model=None, hardware=None, *, alpha=0.75, c_draft=0.1, gamma_
     batches = _grid("batch", batch_range, batch_points)
     contexts = _grid("context", context_range, context_points)
     gamma_star, _ = _speculation.optimal_gamma(
-        alpha, batches[None, :], contexts[:, None], c_draft, model, hardware, gamma_max, query_bytes=query_bytes
+        alpha, batches[None, :], contexts[:, None], c_draft, gamma_max=gamma_max,
+        deployment=_speculation.Deployment(model, hardware, query_bytes=query_bytes),
     )
     return batches, contexts, gamma_star
 

@@ -186,8 +186,8 @@ def _paper_vs_calibrated(p, xp):
     out = {"B": B, "model": model.name, "where": hw.name if p.tp == 1 else f"{p.tp} x {hw.name}", "y_top": 6}
     for i, alpha in enumerate(PAPER_ALPHAS):
         g0, _ = _spec.optimal_gamma(alpha, B, p.S, p.c_draft, model, hw, p.gamma_max)
-        g1, _ = _spec.optimal_gamma(alpha, B, p.S, p.c_draft, model, hw, p.gamma_max, step_time="calibrated",
-                                    tp=p.tp)
+        g1, _ = _spec.optimal_gamma(alpha, B, p.S, p.c_draft, gamma_max=p.gamma_max,
+                                    deployment=_spec.Deployment(model, hw, step_time="calibrated", tp=p.tp))
         out[f"paper{i}"], out[f"calibrated{i}"] = g0, g1
         out["y_top"] = max(out["y_top"], int(max(g0.max(), g1.max())) + 2)
     return out

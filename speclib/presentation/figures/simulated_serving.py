@@ -23,6 +23,7 @@ from ...core import attention as _attention
 from ...core import drafters as _drafters
 from ...core import speculation as _spec
 from ...core import step as _step
+from ...core.deployment import Deployment
 from ...evidence import simulator as _sequel
 from ...formulas import numpy_functions as nf
 from ...presets import drafter as drafter_preset
@@ -95,7 +96,7 @@ def acceptance_curve(drafter="dflash", acceptance="measured"):
 
 @lru_cache(maxsize=None)
 def _acceptance_curve(drafter, acceptance):
-    curve = _spec.pricing(target_model(), _sequel.HARDWARE, drafter=_sequel.DRAFTERS[drafter]).measured_acceptance()
+    curve = Deployment(target_model(), _sequel.HARDWARE, drafter=_sequel.DRAFTERS[drafter]).pricing().measured_acceptance()
     return curve if acceptance == "measured" else curve.iid()
 
 
@@ -146,8 +147,8 @@ def exact_crossover(gammas, hardware=None, *, roofline="aggregate") -> np.ndarra
 
 def _policy_args(drafter, roofline, acceptance):
     key = check_drafter(drafter)
-    return dict(model=target_model(), hardware=_sequel.HARDWARE, drafter=_sequel.DRAFTERS[key],
-                roofline=_step.check_roofline(roofline)), acceptance_curve(key, acceptance)
+    deployment = Deployment(target_model(), _sequel.HARDWARE, drafter=_sequel.DRAFTERS[key], roofline=roofline)
+    return dict(deployment=deployment), acceptance_curve(key, acceptance)
 
 
 def policy(drafter, B, *, roofline="aggregate", acceptance="measured"):

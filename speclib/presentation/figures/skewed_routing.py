@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import acceptance as _acc
 from ...core import moe as _moe
 from ...core import speculation as _spec
+from ...core.acceptance import Acceptance
+from ...core.deployment import Deployment
 from ...presets import resolve
 from ..definition import Axis, Figure, HLine, Line, Panel, Points
 from ..style import CYCLE
@@ -48,8 +49,8 @@ def _pricings(model, hardware, drafter, c_draft, popularity):
     m, hw = resolve(model, hardware)
     uniform = np.full(m.ffn.n_routed, 1.0 / m.ffn.n_routed)
     kw = dict(drafter=drafter, c_draft=c_draft)
-    return {"uniform": _spec.pricing(m, hw, routing=uniform, **kw), "skewed": _spec.pricing(m, hw, routing=popularity,
-                                                                                             **kw)}
+    return {"uniform": Deployment(m, hw, routing=uniform, **kw).pricing(),
+            "skewed": Deployment(m, hw, routing=popularity, **kw).pricing()}
 
 
 def _effects(p, xp):
@@ -60,7 +61,7 @@ def _effects(p, xp):
            "what": "measured survival" if p.alpha is None else f"\u03b1 = {p.alpha:g}"}
     for key, pr in _pricings(m, hw, p.drafter, p.c_draft, shares).items():
         out[f"tax_{key}"] = pr.step_model.time(B, 2.0, p.S) / pr.step_model.time(B, 1.0, p.S)
-        acceptance = pr.measured_acceptance() if p.alpha is None else _acc.check_alpha(p.alpha)
+        acceptance = Acceptance.of(p.alpha, pr)
         out[f"gamma_{key}"], out[f"speedup_{key}"] = _spec.best_gamma(pr, acceptance, B.astype(float),
                                                                       np.full(B.shape, float(p.S)), p.gamma_max)
     return out
@@ -106,7 +107,7 @@ def skew_rows(model="Qwen3.6-35B-A3B", hardware="B200", *, S=512, drafter="Qwen3
             row.append(float(st.time(B, 2.0, S) / st.time(B, 1.0, S)))
         for key in ("uniform", "skewed"):
             pr = priced[key]
-            acceptance = pr.measured_acceptance() if alpha is None else _acc.check_alpha(alpha)
+            acceptance = Acceptance.of(alpha, pr)
             g, sp = _spec.best_gamma(pr, acceptance, B, np.asarray(float(S)), gamma_max)
             row += [g, sp]
         rows.append(tuple(row))

@@ -1,0 +1,246 @@
+"""A deployment: everything a speculative step is priced on, as one
+immutable value checked when it is made.
+
+:class:`Deployment` groups the model and the chip, the tensor-parallel
+width, the serving engine, how a step is timed (``step_time``) and composed
+(``roofline``), the drafter, the cost model that may stand in for the model
+and chip, the routing and the memory reserve. :func:`speclib.speedup`,
+:func:`speclib.optimal_gamma`, :func:`speclib.throughput`,
+:func:`speclib.schedule` and :func:`speclib.tools.schedule.profile` take one
+as ``deployment=`` (``model=`` and ``hardware=`` are a shorthand for the
+default deployment of that model and chip), and :meth:`Deployment.pricing`
+is the one place a step's pricing is built (the rules are in
+:mod:`speclib.core.speculation`'s notes).
+
+Every field is checked by the checker its option has always had, and a
+combination that cannot be priced is refused at construction with one
+``ValueError`` naming the parameter::
+
+    Deployment("qwen3.6", "B200", drafter="qwen3.6-mtp", roofline="aggregate")
+    Deployment("deepseek-v3", "H200", tp=8, step_time="calibrated")
+    Deployment(cost_model=speclib.core.parallel.expert_parallel_cost_model(G=8))
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import KW_ONLY, dataclass
+
+import numpy as np
+
+from .._checks import checked_choice, checked_int
+from ..presets import Drafter, drafter as drafter_preset, resolve
+from . import calibrated as _cal
+from . import capacity as _capacity
+from . import cost as _cost
+from . import drafters as _draft
+from . import moe as _moe
+from . import step as _step
+from .pricing import LedgerPricing, StepPricing
+
+
+@dataclass(frozen=True, eq=True)
+class Deployment:
+    """What a speculative step is priced on (see the module notes).
+
+    ``model``, ``hardware``: presets or their names (None: DeepSeek-V4-Flash
+    on one B200), resolved to presets; both stay None with ``cost_model``.
+    ``tp``: GPUs the model is split over, evenly (the paper's ledger prices
+    ratios, which ``tp`` leaves unchanged; the whole step in seconds divides
+    by it; the calibrated step adds its fixed costs once). ``engine``: the
+    serving engine whose per-step costs a calibrated step adds.
+    ``step_time``: ``"roofline"`` (the lower bound), ``"calibrated"`` (the
+    roofline calibrated on measured decoding, :mod:`speclib.core.calibrated`)
+    or a :class:`~speclib.core.calibrated.Calibration` (one's own fit).
+    ``roofline``: ``"per-component"`` or ``"aggregate"``, how a step's
+    components compose. ``drafter``: a drafter preset (name or
+    :class:`~speclib.presets.Drafter`) priced by its own roofline, or None
+    for the paper's constant ``c_draft`` (one number, 0.1 unless given; the
+    functions that broadcast take an array of them as their own
+    ``c_draft``). ``routing``: a measured expert popularity in place of
+    uniform routing (:func:`speclib.core.moe.experts_activated`).
+    ``query_bytes``: count the query bytes in the paper's ledger.
+    ``cost_model``: a per-layer ledger in place of the model's (e.g.
+    :func:`speclib.core.parallel.expert_parallel_cost_model`).
+    ``reserve``: the fraction of each GPU's HBM a schedule's memory check
+    keeps free (None: no check).
+
+    A drafter preset, the aggregate rule, a hybrid model, a calibrated step
+    or a routing price the whole model's step (:attr:`whole_step`).
+    """
+
+    model: object = None
+    hardware: object = None
+    _: KW_ONLY
+    tp: int = 1
+    engine: str = _cal.DEFAULT_ENGINE
+    step_time: object = "roofline"
+    roofline: str = "per-component"
+    drafter: object = None
+    c_draft: float | None = None
+    routing: tuple | None = None
+    query_bytes: bool = False
+    cost_model: object = None
+    reserve: float | None = _capacity.DEFAULT_RESERVE
+
+    def __post_init__(self):
+        put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen
+        put("roofline", _step.check_roofline(self.roofline))
+        put("step_time", _cal.check_step_time(self.step_time))
+        put("tp", checked_int("tp", self.tp, lo=1, hi=_capacity.MAX_TP))
+        put("engine", checked_choice("engine", self.engine, _cal.ENGINES))
+        if not isinstance(self.query_bytes, (bool, np.bool_)):
+            raise ValueError(f"query_bytes must be True or False; got {self.query_bytes!r}")
+        put("query_bytes", bool(self.query_bytes))
+        if self.reserve is not None:
+            put("reserve", _capacity.check_reserve(self.reserve))
+        if self.c_draft is not None:
+            c = _cost.check_draft_cost(self.c_draft)
+            if c.ndim:
+                raise ValueError("c_draft must be one number in [0, inf) in a Deployment (speedup and optimal_gamma "
+                                 f"take an array of drafter costs as their own c_draft=); got {self.c_draft!r}")
+            put("c_draft", float(c))
+        if self.drafter is not None:
+            if not isinstance(self.drafter, (str, Drafter)):
+                raise ValueError(f"drafter must be a drafter preset name or a speclib.presets.Drafter; "
+                                 f"got {self.drafter!r}")
+            put("drafter", drafter_preset(self.drafter))
+            if self.c_draft is not None:
+                raise ValueError("give either c_draft (the paper's constant drafter cost) or drafter (a drafter "
+                                 "priced by its own roofline), not both")
+        if self.cost_model is not None:
+            self._check_cost_model()
+        else:
+            model, hardware = resolve(self.model, self.hardware)
+            put("model", model)
+            put("hardware", hardware)
+            if self.routing is not None:
+                if not model.ffn.is_moe:
+                    raise ValueError(f"routing is for mixture-of-experts models; {model.name} is dense")
+                _moe.check_routing(self.routing, model.ffn.n_routed, model.ffn.top_k)
+                put("routing", tuple(np.asarray(self.routing, dtype=float).tolist()))
+            if self.query_bytes and self.whole_step:
+                raise ValueError("query_bytes is an option of the paper's per-layer ledger; the whole-model step "
+                                 "leaves the query bytes out, as the sequel does")
+        # What only the pricing's parts can check: a chip or an engine without
+        # a calibration, a ledger without a layer count. (The pricing itself
+        # is built on first use.)
+        calibration = _cal.calibration_of(self.step_time)
+        if calibration is not None and self.cost_model is not None:
+            _cal.CalibratedLedger(self.cost_model, engine=self.engine, calibration=calibration)
+        elif calibration is not None:
+            calibration.constants(self.hardware, self.engine)
+
+    def _check_cost_model(self):
+        if self.model is not None or self.hardware is not None:
+            raise ValueError("give either cost_model or model/hardware, not both (cost_model already fixes the model "
+                             "and chip)")
+        if not all(hasattr(self.cost_model, m) for m in ("decode", "verify")):
+            raise ValueError(f"cost_model must have decode(B, S) and verify(B, width, S) methods; "
+                             f"got {self.cost_model!r}")
+        if self.drafter is not None or self.roofline != "per-component":
+            raise ValueError("cost_model prices the paper's per-layer ledger; drafter= and roofline='aggregate' "
+                             "price the whole model's step")
+        if self.routing is not None or self.tp != 1:
+            raise ValueError("cost_model prices the paper's per-layer ledger on one GPU; tp= and routing= price the "
+                             "whole model's step")
+        if self.query_bytes:
+            raise ValueError("query_bytes must be False with cost_model (the cost model already fixes whether the "
+                             "query bytes count)")
+
+    # --- what it prices ---------------------------------------------------------------
+    @property
+    def whole_step(self) -> bool:
+        """Whether a step is priced whole, in seconds (a
+        :class:`~speclib.core.pricing.StepPricing`), rather than by the
+        paper's one-layer ledger."""
+        if self.cost_model is not None:
+            return False
+        return (self.drafter is not None or self.roofline != "per-component" or self.model.is_hybrid
+                or self.step_time != "roofline" or self.routing is not None)
+
+    def pricing(self, c_draft=None, *, whole_step: bool = False):
+        """How a speculative step of this deployment is priced: a
+        :class:`~speclib.core.pricing.LedgerPricing` (the paper's) or a
+        :class:`~speclib.core.pricing.StepPricing` (the whole step in
+        seconds). ``c_draft``: drafter costs (a number or an array) in place
+        of the deployment's, which must then be None. ``whole_step``: the
+        whole step in seconds even where the ledger would do (what
+        :func:`speclib.throughput` prices)."""
+        if c_draft is not None or whole_step:
+            return self._price(c_draft, whole_step=whole_step)
+        priced = self.__dict__.get("_priced")
+        if priced is None:  # built once per deployment (a value: it cannot change)
+            priced = self._price(None, whole_step=False)
+            object.__setattr__(self, "_priced", priced)
+        return priced
+
+    def _price(self, c_draft, *, whole_step):
+        if c_draft is not None and self.c_draft is not None:
+            raise ValueError("c_draft must be given once: in the deployment or in the call, not both")
+        c = self.c_draft if c_draft is None else c_draft
+        if self.cost_model is not None:
+            if whole_step:
+                raise ValueError("cost_model prices the paper's per-layer ledger; throughput prices the whole "
+                                 "model's step in seconds (give the model and hardware instead)")
+            cost_model, calibration = self.cost_model, _cal.calibration_of(self.step_time)
+            if calibration is not None:  # the ledger as a whole step in seconds, plus its costs
+                cost_model = _cal.CalibratedLedger(cost_model, engine=self.engine, calibration=calibration)
+            return LedgerPricing(cost_model, _draft.resolve_drafter(None, c, None))
+        m, hw = self.model, self.hardware
+        if not (whole_step or self.whole_step):
+            return LedgerPricing(_cost.cost_model(m, hw, self.query_bytes), _draft.resolve_drafter(None, c, hw))
+        if self.query_bytes:
+            raise ValueError("query_bytes is an option of the paper's per-layer ledger; throughput prices the "
+                             "whole model's step, which leaves the query bytes out")
+        base = _step.step_model(m, hw, roofline=self.roofline, routing=self.routing)
+        calibration = _cal.calibration_of(self.step_time)
+        if calibration is not None:
+            target = _cal.CalibratedStepModel(base, hw, tp=self.tp, engine=self.engine, calibration=calibration)
+        else:
+            target = base if self.tp == 1 else _cal.TensorParallelStep(base, self.tp)
+        drafting = _draft.resolve_drafter(self.drafter, c, hw, roofline=self.roofline)
+        if target is not base and isinstance(drafting, _draft.PricedDrafter):
+            drafting = _cal.ScaledDrafter(drafting, target)
+        return StepPricing(target, drafting)
+
+    # --- as a value ---------------------------------------------------------------------
+    def replace(self, **changes) -> "Deployment":
+        """A copy with ``changes`` (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+    def __hash__(self):
+        return hash(tuple(_hashable(getattr(self, f.name)) for f in dataclasses.fields(self)))
+
+    def __repr__(self) -> str:
+        parts = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("model", "hardware", "drafter") and value is not None:
+                parts.append(f"{f.name}={value.name!r}")
+            elif f.name == "routing" and value is not None:
+                parts.append(f"routing=<{len(value)} shares>")
+            elif f.name in ("model", "hardware") or _hashable(value) == _hashable(f.default):
+                continue
+            else:
+                parts.append(f"{f.name}={value!r}")
+        return f"Deployment({', '.join(parts)})"
+
+
+def _hashable(value):
+    if isinstance(value, _cal.Calibration):  # its constants are dicts
+        return ("Calibration", json.dumps(value.to_json(), sort_keys=True))
+    return value
+
+
+def deployment_of(deployment=None, model=None, hardware=None) -> Deployment:
+    """The deployment a call prices with: ``deployment``, or the default
+    one of ``model`` on ``hardware`` (the shorthand); not both."""
+    if deployment is None:
+        return Deployment(model, hardware)
+    if not isinstance(deployment, Deployment):
+        raise ValueError(f"deployment must be a speclib.Deployment; got {deployment!r}")
+    if model is not None or hardware is not None:
+        raise ValueError("deployment already names the model and hardware: give either deployment= or "
+                         "model=/hardware=, not both")
+    return deployment

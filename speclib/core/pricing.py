@@ -1,0 +1,82 @@
+"""How a speculative step is priced, the two rules a
+:class:`speclib.core.deployment.Deployment` chooses between (see
+:mod:`speclib.core.speculation`):
+
+* :class:`LedgerPricing`, the paper's: one representative layer's
+  per-component rooflines, the drafter a constant fraction of a plain step;
+* :class:`StepPricing`, the sequel's: the whole model's step in seconds, the
+  drafter on the same clock.
+
+Both take arrays that are already checked and broadcast them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..formulas import numpy_functions as nf
+from . import acceptance as _acc
+from . import drafters as _draft
+from . import step as _step
+
+
+class LedgerPricing:
+    """The paper's: a layer's per-component rooflines, drafting at a
+    constant fraction of a plain step (in the cost model's units)."""
+
+    def __init__(self, cost_model, drafter: _draft.ConstantDrafter):
+        self.cost_model = cost_model
+        self.drafter = drafter
+        self.max_gamma = None
+        self.acceptance = None
+
+    def speedup(self, n, gamma, B, S):
+        c0 = self.cost_model.decode(B, S)
+        cv = self.cost_model.verify(B, gamma + 1.0, S)
+        return nf.speedup(n, c0, cv, self.drafter.c, gamma)
+
+    def broadcast(self, B, S):
+        B, S, _ = np.broadcast_arrays(B, S, self.drafter.c)
+        return B, S
+
+
+class StepPricing:
+    """The sequel's: the whole model's step in seconds (``step_model``), the
+    drafter on the same clock."""
+
+    def __init__(self, step_model: _step.StepModel, drafter):
+        self.step_model = step_model
+        self.drafter = drafter
+        self.max_gamma = drafter.max_gamma
+        self.acceptance = drafter.acceptance
+
+    def plain(self, B, S):
+        """Seconds of a plain decode step."""
+        return self.step_model.time(B, 1.0, S)
+
+    def step(self, gamma, B, S):
+        """Seconds of one speculative step: verify gamma + 1 positions, draft gamma."""
+        return (self.step_model.time(B, gamma + 1.0, S) + self.drafter.time(gamma, B, S, self.step_model)
+                + getattr(self.step_model, "per_draft_pass", 0.0) * self.drafter.passes(gamma))
+
+    def speedup(self, n, gamma, B, S):
+        return nf.priced_speedup(n, self.plain(B, S), self.step(gamma, B, S))
+
+    def throughput(self, B, gamma, S, acceptance):
+        """Committed tokens per second (arguments checked by the caller)."""
+        return nf.throughput(B, _acc.Acceptance.of(acceptance).committed(gamma), self.step(gamma, B, S))
+
+    def broadcast(self, B, S):
+        return np.broadcast_arrays(B, S)
+
+    def measured_acceptance(self):
+        """The drafter preset's measured survival curve, padded with zeros to a
+        DFlash block: the sequel counts an unmeasured position as never
+        surviving."""
+        if self.acceptance is None:
+            raise ValueError(_acc.NO_ALPHA)
+        curve = _acc.load_survival_curves()[self.acceptance]
+        top = self.max_gamma or len(curve)
+        if top > len(curve):
+            curve = _acc.SurvivalCurve(np.concatenate([curve.values, np.zeros(top - len(curve))]), name=curve.name,
+                                       source=curve.source)
+        return curve
