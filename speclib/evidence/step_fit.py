@@ -73,6 +73,8 @@ DEFAULT_DRAFT_SHARE = 0.05
 DRAFTER_PRICING = "share"
 #: Whether the time per drafter pass is one constant or one per engine.
 DRAFT_PASS_BY_ENGINE = False
+#: Whether the time per extra verified position is one constant or one per chip.
+PER_POSITION_BY_CHIP = False
 #: Acceptance assumed where a source reports none (labelled in each run).
 ASSUMED_ALPHA = 0.7
 #: Engines named in the speculative data, as the calibration names them;
@@ -259,7 +261,8 @@ class _Steps:
         else:
             roof = self.step_model.time(B, T, S) / self.tp
         return {("factor", self.chip): float(roof), "compute": float(flop_seconds(self.step_model, B, T, S) / self.tp),
-                ("fixed", self.chip, self.engine): 1.0, "per_sequence": float(B), "per_position": float(B * (T - 1))}
+                ("fixed", self.chip, self.engine): 1.0, "per_sequence": float(B),
+                ("per_position", self.chip) if PER_POSITION_BY_CHIP else "per_position": float(B * (T - 1))}
 
     def draft_pass(self, B, positions=1.0) -> float:
         """Roofline seconds of one drafter pass (this GPU's share): one
@@ -317,7 +320,7 @@ def _rows(run: SpecRun) -> list:
     """The fit's rows of ``run`` (computed once per run and acceptance):
     (kind, batch, gamma, measured, numerator features, denominator
     features, committed tokens (ratio for a sweep), reference gamma)."""
-    key = (run.id, run.alpha, DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE)
+    key = (run.id, run.alpha, DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY_CHIP)
     if key not in _ROWS:
         steps = _Steps(run)
         rows = []
@@ -685,7 +688,7 @@ def ablation(terms=DEFAULT_TERMS) -> list:
             out.append((f"without {t}", leave_one_run_out(tuple(x for x in terms if x != t)).summary()))
         else:
             out.append((f"with {t}", leave_one_run_out(tuple(terms) + (t,)).summary()))
-    global DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE
+    global DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY_CHIP
     try:
         DRAFTER_PRICING = "roofline"
         _problem.cache_clear()
@@ -693,8 +696,11 @@ def ablation(terms=DEFAULT_TERMS) -> list:
         DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE = "share", True
         _problem.cache_clear()
         out.append(("a_d per engine", leave_one_run_out(tuple(terms) + ("per_draft_pass",)).summary()))
+        DRAFT_PASS_BY_ENGINE, PER_POSITION_BY_CHIP = False, True
+        _problem.cache_clear()
+        out.append(("e per chip", leave_one_run_out(terms).summary()))
     finally:
-        DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE = "share", False
+        DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY_CHIP = "share", False, False
         _problem.cache_clear()
     return out
 
