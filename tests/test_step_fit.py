@@ -186,6 +186,12 @@ def test_speclib_fit_recovers_the_constants_and_schedule_prices_with_them(tmp_pa
     g = _run("gamma", "--model", "deepseek-v3", "--hardware", "h200", "--tp", 8, "--calibration", out,
              "--alpha", 0.7, "--batch", 8, "--seq", 1500, "--json")
     assert g.returncode == 0, g.stderr
+    sweep = _run("sweep", "--model", "deepseek-v3", "--hardware", "h200", "--tp", 8, "--calibration", out,
+                 "--alpha", 0.7, "--batch", "1,8,64", "--seq", 1500)
+    assert sweep.returncode == 0 and str(got) in sweep.stdout, sweep.stderr
+    prof = _run("profile", "--model", "deepseek-v3", "--hardware", "h200", "--tp", 8, "--calibration", out,
+                "--batch", "1,8,64", "--seq", 1500)
+    assert prof.returncode == 0 and prof.stdout.startswith("batch_size"), prof.stderr
     shipped = _run("gamma", "--model", "deepseek-v3", "--hardware", "h200", "--tp", 8, "--step-time", "calibrated",
                    "--alpha", 0.7, "--batch", 8, "--seq", 1500, "--json")
     assert json.loads(g.stdout) != json.loads(shipped.stdout)
