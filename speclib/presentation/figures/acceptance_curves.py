@@ -19,6 +19,8 @@ from ..tables import NumberTable, RendersAsTable
 from . import common
 from .draft_length import integer_batches
 
+#: The parameters of the figures over batch (the measured curves and the setting).
+_BATCH_PARAMS = {"curves": None, "model": None, "hardware": None, "S": 4096, "c_draft": 0.10, "points": 400}
 #: Colours of the two measured drafters.
 DRAFTER_COLORS = {"mtp": "#1f77b4", "dflash": "#ff7f0e"}
 
@@ -68,7 +70,7 @@ survival_curves = Figure(
 # --- gamma* and the speedup under each curve ----------------------------------------------
 
 
-def _gamma_tables(p):
+def _gamma_tables(p, xp=None):
     model, hw = resolve(p.model, p.hardware)
     B = integer_batches(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.points)
     out = {"B": B, "keys": list(_curves(p.curves)), "model": model.name, "hardware": hw.name}
@@ -80,10 +82,6 @@ def _gamma_tables(p):
         out[f"{key}_name"], out[f"{key}_length"] = curve.name, len(curve)
         out[f"{key}_alpha"] = curve.first_position_acceptance
     return out
-
-
-def _survival_gamma(p, xp):
-    return _gamma_tables(p)
 
 
 def _gamma_panels(data):
@@ -108,8 +106,7 @@ def _gamma_panels(data):
 survival_gamma_star = Figure(
     name="survival_gamma_star",
     title="{model} on {hardware}, S = {S:,.0f}, drafter {c_draft:.0%} of a step",
-    compute=_survival_gamma, panels=_gamma_panels, columns=2, size=(8.0, 5.6),
-    params={"curves": None, "model": None, "hardware": None, "S": 4096, "c_draft": 0.10, "points": 400},
+    compute=_gamma_tables, panels=_gamma_panels, columns=2, size=(8.0, 5.6), params=_BATCH_PARAMS,
     doc="gamma* against batch for each measured curve (solid), the i.i.d. curve of the same alpha searched over the "
         "same lengths (dashed), and the i.i.d. model as the paper runs it, up to gamma = 64 (dotted); the speedup at "
         "gamma* underneath.")
@@ -140,7 +137,7 @@ def _ratio_panels(data):
 
 survival_speedup_ratio = Figure(
     name="survival_speedup_ratio", title="", compute=_ratio, panels=_ratio_panels, size=(7.0, 3.8),
-    params={"curves": None, "model": None, "hardware": None, "S": 4096, "c_draft": 0.10, "points": 400},
+    params=_BATCH_PARAMS,
     doc="Best speedup under the measured curve over the best the i.i.d. model promises (same alpha; searched to the "
         "curve's length, and to 64).")
 

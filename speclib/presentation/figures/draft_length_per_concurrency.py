@@ -185,10 +185,6 @@ throughput_tpot = Figure(
 # --- tables: the closed form against the simulated grid -----------------------------------
 
 
-def _drafter_label(key) -> str:
-    return {"mtp": "MTP", "dflash": "DFlash"}.get(key, key)
-
-
 class SequelComparisonTable(RendersAsTable):
     """One drafter's simulated grid against the closed form, a row per
     concurrency: the best fixed gamma each finds and the priced policy's
@@ -215,10 +211,10 @@ class SequelComparisonTable(RendersAsTable):
 
     def _caption(self) -> str:
         s = self.summary()
-        return (f"{_drafter_label(self.key)}, ours against the simulator's throughput (committed output tokens per "
-                f"second) at the simulator's best fixed \u03b3 at each concurrency C. Over all "
-                f"{_cells_in(self.comparison)} cells of the grid |error| has median {s['median_error']:.2%} and max "
-                f"{s['max_error']:.2%}; the best fixed \u03b3 agrees at {s['best_gamma_agrees']} of "
+        return (f"{serving.DRAFTER_LABELS[self.key]}, ours against the simulator's throughput (committed output "
+                f"tokens per second) at the simulator's best fixed \u03b3 at each concurrency C. Over all "
+                f"{self.comparison.predicted.size} cells of the grid |error| has median {s['median_error']:.2%} and "
+                f"max {s['max_error']:.2%}; the best fixed \u03b3 agrees at {s['best_gamma_agrees']} of "
                 f"{s['concurrencies']} concurrencies. Shortfall: 1 - simulated throughput at a policy's \u03b3 / at "
                 f"the best fixed \u03b3 (largest: ours {s['policy_shortfall']:.2%}, the simulator's own "
                 f"{s['simulated_policy_shortfall']:.2%}).")
@@ -238,11 +234,6 @@ class SequelComparisonTable(RendersAsTable):
         # kept on one line per cell: "15 / 15 / 15" must not wrap
         return NumberTable(self._HEAD, tuple(self._rows()), caption=self._caption(),
                            css_class="speclib-number-table speclib-nowrap")
-
-
-def _cells_in(comparison) -> int:
-    """Cells of one drafter's grid: every gamma (plain decoding included) at every concurrency."""
-    return int(comparison.predicted.size)
 
 
 def sequel_comparison(drafter="dflash", comparison=None) -> SequelComparisonTable:
@@ -282,7 +273,7 @@ class ModellingChoicesTable(RendersAsTable):
             for i, key in enumerate(_sequel.DRAFTERS):
                 c = comparisons[key]
                 label = (f"{description} ({keyword})" if keyword else description) if i == 0 else ""
-                yield (label, _drafter_label(key), f"{c.median_error:.2%}", f"{c.max_error:.2%}",
+                yield (label, serving.DRAFTER_LABELS[key], f"{c.median_error:.2%}", f"{c.max_error:.2%}",
                        f"{int(np.count_nonzero(c.best_gamma_agrees))} of {c.best_gamma_agrees.size}",
                        f"{float(np.max(c.policy_shortfall)):.2%}")
 

@@ -25,6 +25,11 @@ _KEYS = (*(Key(f"TP = {n}", color=TP_COLORS[n]) for n in _val.TP_WIDTHS),
          Key("measured, vLLM", marker="o"), Key("measured, TRT-LLM", marker="s", filled=False))
 
 
+def _compared(comparison):
+    """``comparison``, or the roofline's comparison with every measured run."""
+    return _val.compare() if comparison is None else comparison
+
+
 def _concurrency_axis(label="concurrent requests"):
     return Axis(label, "log2", ticks=CONCURRENCIES)
 
@@ -39,7 +44,7 @@ def _chips_with_runs(workload, precision):
 
 
 def _measured_tpot(p, xp):
-    comparison = _val.compare() if p.comparison is None else p.comparison
+    comparison = _compared(p.comparison)
     chips = _chips_with_runs(p.workload, p.precision)
     conc, tp, fw = comparison.column("concurrency"), comparison.column("tp"), comparison.column("framework")
     inp, out_len = _val.WORKLOADS[p.workload]
@@ -91,7 +96,7 @@ measured_tpot = Figure(
 
 
 def _excess(p, xp):
-    comparison = _val.compare() if p.comparison is None else p.comparison
+    comparison = _compared(p.comparison)
     idx = comparison.select(workload=p.workload, precision=p.precision, concurrency=p.concurrency)
     tp, chips, fws = comparison.column("tp"), comparison.column("chip"), comparison.column("framework")
     inp, out_len = _val.WORKLOADS[p.workload]
@@ -131,7 +136,7 @@ roofline_excess = Figure(
 
 
 def _ratio(p, xp):
-    comparison = _val.compare() if p.comparison is None else p.comparison
+    comparison = _compared(p.comparison)
     conc = comparison.column("concurrency").astype(float)
     out = {"chips": list(_val.CHIPS), "which": "all precisions (fp4 faded)" if p.precision is None else p.precision}
     for chip in _val.CHIPS:
@@ -182,7 +187,6 @@ tpot_ratio = Figure(
 # --- tables ------------------------------------------------------------------------------
 
 
-
 def _fmt_range(values) -> str:
     if len(values) == 0:
         return "-"
@@ -230,7 +234,7 @@ class RatioTable(RendersAsTable):
 
 def ratio_table(comparison=None, *, little: bool = False) -> RatioTable:
     """The measured/predicted ratio table (see :class:`RatioTable`)."""
-    return RatioTable(_val.compare() if comparison is None else comparison, little=little)
+    return RatioTable(_compared(comparison), little=little)
 
 
 class BelowRooflineTable(RendersAsTable):
@@ -253,18 +257,17 @@ class BelowRooflineTable(RendersAsTable):
         return (r.workload, r.chip, r.framework, r.precision, f"{r.tp}", f"{r.concurrency}", f"{r.ttft_ms / 1e3:.1f}",
                 f"{r.tpot_ms:.2f}", f"{pred:.2f}", f"{b:.1f}", f"{pred_b:.2f}")
 
-    def _caption(self) -> str:
-        return ("Runs faster than the roofline at batch = concurrency. TTFT: time to first token; "
+    _CAPTION = ("Runs faster than the roofline at batch = concurrency. TTFT: time to first token; "
                 "pred: roofline at batch = concurrency; Little B: decode batch implied by the run's "
                 "throughput and TPOT; pred(B): roofline at that batch.")
 
     def as_table(self) -> NumberTable:
-        return NumberTable(self._HEAD, tuple(self._cells(row) for row in self.rows), caption=self._caption(),
+        return NumberTable(self._HEAD, tuple(self._cells(row) for row in self.rows), caption=self._CAPTION,
                            css_class="speclib-below-table", align="llll")
 
 
 def below_roofline_table(comparison=None) -> BelowRooflineTable:
-    return BelowRooflineTable(_val.compare() if comparison is None else comparison)
+    return BelowRooflineTable(_compared(comparison))
 
 
 class ConsistencyTable(RendersAsTable):
@@ -283,11 +286,9 @@ class ConsistencyTable(RendersAsTable):
                               str(len(c.below_roofline(little=True))),
                               f"{share.min():.2f}, {np.median(share):.2f}, {share.max():.2f}"))
 
-    def _caption(self):
-        return "Runs measured faster than the roofline, by KV-cache precision assumed in the prediction"
-
     def as_table(self) -> NumberTable:
-        return NumberTable(self._HEAD, tuple(self.rows), caption=self._caption(),
+        caption = "Runs measured faster than the roofline, by KV-cache precision assumed in the prediction"
+        return NumberTable(self._HEAD, tuple(self.rows), caption=caption,
                            css_class="speclib-consistency-table", align="l")
 
 
