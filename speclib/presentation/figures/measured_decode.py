@@ -15,9 +15,8 @@ from ...evidence import validation as _val
 from ..definition import Axis, Figure, HLine, Key, Line, Panel, Points, Text
 from ..style import CYCLE
 from ..tables import NumberTable, RendersAsTable
+from .common import TP_COLORS
 
-#: Colours of the tensor-parallel widths.
-TP_COLORS = {1: CYCLE[0], 2: CYCLE[1], 4: CYCLE[2], 8: CYCLE[3]}
 FRAMEWORK_MARKERS = {"vLLM": "o", "TRT": "s"}
 TPOT_TICKS = (1, 2, 5, 10, 20, 50, 100)
 CONCURRENCIES = (4, 8, 16, 32, 64, 128)
