@@ -145,39 +145,25 @@ survival_speedup_ratio = Figure(
 # --- tables ---------------------------------------------------------------------------
 
 
-class CommittedTable(RendersAsTable):
-    """N(gamma) under each measured curve and under the i.i.d. curve of the
-    same first-position acceptance, gamma = 1 .. the curve's length."""
-
-    def __init__(self, curves):
-        self.curves = dict(curves)
-        self.length = max(len(c) for c in self.curves.values())
-
-    def _cells(self, curve, g):
-        if g > len(curve):
-            return ("", "", "")
-        n = _acc.expected_committed_from_survival(curve, g)
-        n_iid = _acc.expected_committed(curve.first_position_acceptance, g)
-        return (f"{n:.3f}", f"{n_iid:.3f}", f"{n - n_iid:+.3f}")
-
-    def as_table(self) -> NumberTable:
-        head = ["gamma"]
-        for curve in self.curves.values():
-            head += [f"{curve.name} N", "i.i.d. N", "diff"]
-        rows = []
-        for g in range(1, self.length + 1):
-            row = [str(g)]
-            for curve in self.curves.values():
-                row += list(self._cells(curve, g))
-            rows.append(tuple(row))
-        caption = ("Expected tokens committed per verify pass, N(gamma): measured survival curve, the i.i.d. curve "
-                   "alpha^d with alpha = survival(1), and measured minus i.i.d. (positive: the curve beats i.i.d.)")
-        return NumberTable(tuple(head), tuple(rows), caption=caption, css_class="speclib-committed-table")
+def _committed_cells(curve, g):
+    if g > len(curve):
+        return ("", "", "")
+    n = _acc.expected_committed_from_survival(curve, g)
+    n_iid = _acc.expected_committed(curve.first_position_acceptance, g)
+    return (f"{n:.3f}", f"{n_iid:.3f}", f"{n - n_iid:+.3f}")
 
 
-def committed_table(curves=None) -> CommittedTable:
-    """:class:`CommittedTable` for ``curves`` (default: the shipped MTP and DFlash curves)."""
-    return CommittedTable(_curves(curves))
+def committed_table(curves=None) -> NumberTable:
+    """N(gamma) under each measured curve in ``curves`` (default: the shipped
+    MTP and DFlash curves) and under the i.i.d. curve of the same
+    first-position acceptance, gamma = 1 .. the longest curve's length."""
+    curves = _curves(curves)
+    head = ("gamma", *(h for c in curves.values() for h in (f"{c.name} N", "i.i.d. N", "diff")))
+    rows = tuple((str(g), *(cell for c in curves.values() for cell in _committed_cells(c, g)))
+                 for g in range(1, max(len(c) for c in curves.values()) + 1))
+    caption = ("Expected tokens committed per verify pass, N(gamma): measured survival curve, the i.i.d. curve "
+               "alpha^d with alpha = survival(1), and measured minus i.i.d. (positive: the curve beats i.i.d.)")
+    return NumberTable(head, rows, caption=caption, css_class="speclib-committed-table")
 
 
 class SurvivalComparison(RendersAsTable):
