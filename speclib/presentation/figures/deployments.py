@@ -115,20 +115,11 @@ def with_gqa_attention(model="DeepSeek-V4-Flash", *, n_kv_heads=8, head_dim=128)
     n_kv_heads = checked_int("n_kv_heads", n_kv_heads, lo=1, hi=heads)
     if heads % n_kv_heads:
         raise ValueError(f"n_kv_heads must divide the model's {heads} query heads; got {n_kv_heads}")
-    attention = GQAAttention(
-        n_heads=heads,
-        n_kv_heads=n_kv_heads,
-        head_dim=checked_int("head_dim", head_dim, lo=1),
-        kv_bytes=model.attention.kv_bytes,
-        query_bytes=model.attention.query_bytes,
-    )
+    attention = GQAAttention(n_heads=heads, n_kv_heads=n_kv_heads, head_dim=checked_int("head_dim", head_dim, lo=1),
+                             kv_bytes=model.attention.kv_bytes, query_bytes=model.attention.query_bytes)
     return dataclasses.replace(
-        model,
-        name=f"{model.name} with GQA {heads}/{n_kv_heads} (what-if)",
-        attention=attention,
-        aliases=(),
-        source=f"what-if: {model.name} with GQA attention ({heads} query, {n_kv_heads} KV heads of {head_dim})",
-    )
+        model, name=f"{model.name} with GQA {heads}/{n_kv_heads} (what-if)", attention=attention, aliases=(),
+        source=f"what-if: {model.name} with GQA attention ({heads} query, {n_kv_heads} KV heads of {head_dim})")
 
 
 def _swap(p, xp):
