@@ -83,17 +83,11 @@ def _per_drafter(p, xp, tpot=False):
         ours = serving.fixed_throughput(key, B, rows.gammas, roofline=p.roofline, acceptance=acceptance)
         _, pol = serving.policy(key, B, roofline=p.roofline, acceptance=acceptance)
         out[f"{key}_colors"] = gamma_colors(rows.gammas, rows.gamma_max)
-        if tpot:
-            out.update({f"{key}_x": serving.tpot_ms(B, ours), f"{key}_y": ours, f"{key}_policy_x": serving.tpot_ms(B, pol),
-                        f"{key}_policy_y": pol, f"{key}_sim_x": serving.tpot_ms(C, rows.goodput),
-                        f"{key}_sim_y": rows.goodput, f"{key}_adaptive_x": serving.tpot_ms(C, rows.adaptive_goodput),
-                        f"{key}_adaptive_y": rows.adaptive_goodput})
-            continue
-        base, sim_base = (ours[0], rows.goodput[0]) if p.relative else (1.0, 1.0)
-        out.update({f"{key}_x": B, f"{key}_y": ours / base, f"{key}_policy_x": B, f"{key}_policy_y": pol / base,
-                    f"{key}_sim_x": np.asarray(C, dtype=float), f"{key}_sim_y": rows.goodput / sim_base,
-                    f"{key}_adaptive_x": np.asarray(C, dtype=float),
-                    f"{key}_adaptive_y": rows.adaptive_goodput / sim_base})
+        base, sim_base = (ours[0], rows.goodput[0]) if not tpot and p.relative else (1.0, 1.0)
+        for part, x, y, b in (("", B, ours, base), ("_policy", B, pol, base), ("_sim", C, rows.goodput, sim_base),
+                              ("_adaptive", C, rows.adaptive_goodput, sim_base)):
+            out[f"{key}{part}_x"] = serving.tpot_ms(x, y) if tpot else np.asarray(x, dtype=float)
+            out[f"{key}{part}_y"] = y / b
         tops += [float((ours / base).max()), float((rows.goodput / sim_base).max())]
     return out, tops
 
