@@ -150,12 +150,10 @@ class DeploymentTable(RendersAsTable):
     rows: tuple
     align: str = ""  # one "l"/"r" per column; default: first left, rest right
 
-    def _align(self):
-        return self.align or "l" + "r" * (len(self.headers) - 1)
-
     def as_table(self) -> NumberTable:
         return NumberTable(self.headers, tuple(tuple(map(str, row)) for row in self.rows), caption=self.caption,
-                           css_class="speclib-deployment-table", align=self._align())
+                           css_class="speclib-deployment-table",
+                           align=self.align or "l" + "r" * (len(self.headers) - 1))
 
 
 def _attention_label(model):
