@@ -69,7 +69,8 @@ class _NumpyOps:
     tracing = False
 
     def __getattr__(self, name):
-        if name in UNARY or name in BINARY:
+        # the reductions not written out below take (a, axis=None), as numpy's do
+        if name in UNARY or name in BINARY or name in REDUCTIONS:
             return getattr(np, name)
         raise AttributeError(f"the figure array language has no function {name!r}")
 
@@ -89,9 +90,7 @@ class _NumpyOps:
     def arange(lo, hi, step=1):
         return np.arange(lo, hi, step, dtype=float)
 
-    @staticmethod
-    def where(cond, a, b):
-        return np.where(cond, a, b)
+    where = staticmethod(np.where)
 
     @staticmethod
     def clip(a, lo, hi):
@@ -113,34 +112,6 @@ class _NumpyOps:
         if index.ndim == a.ndim:
             return np.take_along_axis(a, index, axis=axis)
         return np.take(a, index, axis=axis)
-
-    @staticmethod
-    def sum(a, axis=None):
-        return np.sum(a, axis=axis)
-
-    @staticmethod
-    def max(a, axis=None):
-        return np.max(a, axis=axis)
-
-    @staticmethod
-    def min(a, axis=None):
-        return np.min(a, axis=axis)
-
-    @staticmethod
-    def argmax(a, axis=None):
-        return np.argmax(a, axis=axis)
-
-    @staticmethod
-    def argmin(a, axis=None):
-        return np.argmin(a, axis=axis)
-
-    @staticmethod
-    def any(a, axis=None):
-        return np.any(a, axis=axis)
-
-    @staticmethod
-    def all(a, axis=None):
-        return np.all(a, axis=axis)
 
     @staticmethod
     def cumsum(a, axis=-1):
@@ -345,13 +316,7 @@ def graph(outputs: dict) -> dict:
 
 
 def _flat_args(n):
-    out = []
-    for a in n.args:
-        if isinstance(a, (list, tuple)):
-            out.extend(a)
-        else:
-            out.append(a)
-    return out
+    return [v for a in n.args for v in (a if isinstance(a, (list, tuple)) else (a,))]
 
 
 def _json_attrs(attrs):

@@ -28,22 +28,18 @@ _WIDE = W.Layout(width="420px")
 _LABEL = {"description_width": "initial"}
 
 
-def _readout(fmt: str) -> str:
-    return fmt if fmt else ".3g"
-
-
 def control(spec):
     """The ipywidget for one control of a definition."""
     if isinstance(spec, Slider):
+        common = dict(description=spec.label, style=_LABEL, layout=_WIDE)
         if spec.scale == "log2":
             return W.FloatLogSlider(value=spec.value, base=2, min=math.log2(spec.lo), max=math.log2(spec.hi),
-                                    step=spec.step, description=spec.label, readout_format=_readout(spec.format),
-                                    style=_LABEL, layout=_WIDE)
+                                    step=spec.step, readout_format=spec.format or ".3g", **common)
         if spec.integer:
-            return W.IntSlider(value=int(spec.value), min=int(spec.lo), max=int(spec.hi),
-                               step=max(1, int(spec.step)), description=spec.label, style=_LABEL, layout=_WIDE)
-        return W.FloatSlider(value=spec.value, min=spec.lo, max=spec.hi, step=spec.step, description=spec.label,
-                             readout_format=_readout(spec.format), style=_LABEL, layout=_WIDE)
+            return W.IntSlider(value=int(spec.value), min=int(spec.lo), max=int(spec.hi), step=max(1, int(spec.step)),
+                               **common)
+        return W.FloatSlider(value=spec.value, min=spec.lo, max=spec.hi, step=spec.step,
+                             readout_format=spec.format or ".3g", **common)
     if isinstance(spec, Choice):
         return W.Dropdown(options=list(spec.options), value=spec.value, description=spec.label, style=_LABEL)
     if isinstance(spec, Toggle):

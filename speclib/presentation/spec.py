@@ -132,6 +132,16 @@ class Axis:
     ticks: str = "number"
 
 
+@dataclasses.dataclass(frozen=True)
+class _Drawn:
+    """Keywords most series take: ``when``, an output or parameter that
+    hides the series when false, and ``gid``, the id its artists carry."""
+
+    _: dataclasses.KW_ONLY
+    when: str = ""
+    gid: str = ""
+
+
 def _series(kind):
     def wrap(cls):
         cls.kind = kind
@@ -141,7 +151,7 @@ def _series(kind):
 
 
 @_series("line")
-class Line:
+class Line(_Drawn):
     """y against x. A 2-D ``y`` is one line per row, labelled from the
     output ``labels`` (a list of strings) and coloured from the cycle unless
     ``color`` is given."""
@@ -158,12 +168,10 @@ class Line:
     colors: str = ""
     step: bool = False
     alpha: float = 1.0
-    when: str = ""
-    gid: str = ""
 
 
 @_series("area")
-class Area:
+class Area(_Drawn):
     """The region between ``y0`` (an output or a number) and ``y``, where the mask output ``where`` is true."""
 
     x: str
@@ -174,12 +182,10 @@ class Area:
     color: str = ""
     alpha: float = 0.15
     hatch: str = ""
-    when: str = ""
-    gid: str = ""
 
 
 @_series("bands")
-class Bands:
+class Bands(_Drawn):
     """Vertical bands over the runs of x where the mask output ``mask`` is
     true, each run labelled ``text`` at its top (``inner_text`` for a run
     that touches neither end of the axis)."""
@@ -192,32 +198,26 @@ class Bands:
     color: str = ""
     alpha: float = 0.15
     hatch: str = ""
-    when: str = ""
-    gid: str = ""
 
 
 @_series("hline")
-class HLine:
+class HLine(_Drawn):
     y: Any
     label: str = ""
     color: str = ""
     dash: str = "dashed"
     width: float = 1.2
     text: str = ""
-    when: str = ""
-    gid: str = ""
 
 
 @_series("vline")
-class VLine:
+class VLine(_Drawn):
     x: Any
     label: str = ""
     color: str = ""
     dash: str = "dashed"
     width: float = 1.2
     text: str = ""
-    when: str = ""
-    gid: str = ""
 
 
 @_series("heatmap")
@@ -239,7 +239,7 @@ class Heatmap:
 
 
 @_series("text")
-class Text:
+class Text(_Drawn):
     """A note at data coordinates (numbers or outputs), a template; offset by
     (``dx``, ``dy``) points, with an arrow back to the point if ``arrow``;
     ``marker`` draws the point itself. A coordinate that is not finite hides it."""
@@ -256,12 +256,10 @@ class Text:
     marker: str = ""
     #: "data", or "axes" (x and y as fractions of the panel, 0 to 1).
     coords: str = "data"
-    when: str = ""
-    gid: str = ""
 
 
 @_series("points")
-class Points:
+class Points(_Drawn):
     """Markers at (x, y), without a line; ``filled=False`` draws them hollow."""
 
     x: str
@@ -274,8 +272,6 @@ class Points:
     alpha: float = 1.0
     #: An output holding one colour per row of a 2-D ``y``, or "".
     colors: str = ""
-    when: str = ""
-    gid: str = ""
 
 
 @_series("table")

@@ -32,8 +32,7 @@ def color(name: str, i: int = 0) -> str:
 
 def artist(fig, gid):
     """The first artist of ``fig`` whose gid is ``gid`` (None if there is none)."""
-    found = fig.findobj(lambda a: a.get_gid() == gid)
-    return found[0] if found else None
+    return next(iter(artists(fig, gid)), None)
 
 
 def artists(fig, gid):

@@ -50,7 +50,6 @@ COLORS = {
 }
 #: How the batches that cannot fit in HBM are drawn.
 MEMORY_HATCH = "///"
-MEMORY_ALPHA = 0.22
 #: A sequence for families of curves (batches, verify widths).
 CYCLE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 
@@ -58,9 +57,6 @@ CYCLE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e37
 #: diverging one for signed ratios.
 VIRIDIS = [mpl.colors.to_hex(mpl.colormaps["viridis"](i / 32)) for i in range(33)]
 DIVERGING = [mpl.colors.to_hex(mpl.colormaps["PuOr"](i / 32)) for i in range(33)]
-
-BAND_ALPHA = 0.15
-RIDGE_STYLE = dict(color=COLORS["ridge"], linestyle="--", linewidth=1.2)
 
 RC = {
     "font.size": 10,

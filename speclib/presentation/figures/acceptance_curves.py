@@ -19,6 +19,8 @@ from ..tables import NumberTable, RendersAsTable
 from . import common
 from .draft_length import integer_batches
 
+#: The parameters of the figures over batch (the measured curves and the setting).
+_BATCH_PARAMS = {"curves": None, "model": None, "hardware": None, "S": 4096, "c_draft": 0.10, "points": 400}
 #: Colours of the two measured drafters.
 DRAFTER_COLORS = {"mtp": "#1f77b4", "dflash": "#ff7f0e"}
 
@@ -68,7 +70,7 @@ survival_curves = Figure(
 # --- gamma* and the speedup under each curve ----------------------------------------------
 
 
-def _gamma_tables(p):
+def _gamma_tables(p, xp=None):
     model, hw = resolve(p.model, p.hardware)
     B = integer_batches(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.points)
     out = {"B": B, "keys": list(_curves(p.curves)), "model": model.name, "hardware": hw.name}
@@ -80,10 +82,6 @@ def _gamma_tables(p):
         out[f"{key}_name"], out[f"{key}_length"] = curve.name, len(curve)
         out[f"{key}_alpha"] = curve.first_position_acceptance
     return out
-
-
-def _survival_gamma(p, xp):
-    return _gamma_tables(p)
 
 
 def _gamma_panels(data):
@@ -108,8 +106,7 @@ def _gamma_panels(data):
 survival_gamma_star = Figure(
     name="survival_gamma_star",
     title="{model} on {hardware}, S = {S:,.0f}, drafter {c_draft:.0%} of a step",
-    compute=_survival_gamma, panels=_gamma_panels, columns=2, size=(8.0, 5.6),
-    params={"curves": None, "model": None, "hardware": None, "S": 4096, "c_draft": 0.10, "points": 400},
+    compute=_gamma_tables, panels=_gamma_panels, columns=2, size=(8.0, 5.6), params=_BATCH_PARAMS,
     doc="gamma* against batch for each measured curve (solid), the i.i.d. curve of the same alpha searched over the "
         "same lengths (dashed), and the i.i.d. model as the paper runs it, up to gamma = 64 (dotted); the speedup at "
         "gamma* underneath.")
@@ -140,7 +137,7 @@ def _ratio_panels(data):
 
 survival_speedup_ratio = Figure(
     name="survival_speedup_ratio", title="", compute=_ratio, panels=_ratio_panels, size=(7.0, 3.8),
-    params={"curves": None, "model": None, "hardware": None, "S": 4096, "c_draft": 0.10, "points": 400},
+    params=_BATCH_PARAMS,
     doc="Best speedup under the measured curve over the best the i.i.d. model promises (same alpha; searched to the "
         "curve's length, and to 64).")
 
@@ -148,39 +145,25 @@ survival_speedup_ratio = Figure(
 # --- tables ---------------------------------------------------------------------------
 
 
-class CommittedTable(RendersAsTable):
-    """N(gamma) under each measured curve and under the i.i.d. curve of the
-    same first-position acceptance, gamma = 1 .. the curve's length."""
-
-    def __init__(self, curves):
-        self.curves = dict(curves)
-        self.length = max(len(c) for c in self.curves.values())
-
-    def _cells(self, curve, g):
-        if g > len(curve):
-            return ("", "", "")
-        n = _acc.expected_committed_from_survival(curve, g)
-        n_iid = _acc.expected_committed(curve.first_position_acceptance, g)
-        return (f"{n:.3f}", f"{n_iid:.3f}", f"{n - n_iid:+.3f}")
-
-    def as_table(self) -> NumberTable:
-        head = ["gamma"]
-        for curve in self.curves.values():
-            head += [f"{curve.name} N", "i.i.d. N", "diff"]
-        rows = []
-        for g in range(1, self.length + 1):
-            row = [str(g)]
-            for curve in self.curves.values():
-                row += list(self._cells(curve, g))
-            rows.append(tuple(row))
-        caption = ("Expected tokens committed per verify pass, N(gamma): measured survival curve, the i.i.d. curve "
-                   "alpha^d with alpha = survival(1), and measured minus i.i.d. (positive: the curve beats i.i.d.)")
-        return NumberTable(tuple(head), tuple(rows), caption=caption, css_class="speclib-committed-table")
+def _committed_cells(curve, g):
+    if g > len(curve):
+        return ("", "", "")
+    n = _acc.expected_committed_from_survival(curve, g)
+    n_iid = _acc.expected_committed(curve.first_position_acceptance, g)
+    return (f"{n:.3f}", f"{n_iid:.3f}", f"{n - n_iid:+.3f}")
 
 
-def committed_table(curves=None) -> CommittedTable:
-    """:class:`CommittedTable` for ``curves`` (default: the shipped MTP and DFlash curves)."""
-    return CommittedTable(_curves(curves))
+def committed_table(curves=None) -> NumberTable:
+    """N(gamma) under each measured curve in ``curves`` (default: the shipped
+    MTP and DFlash curves) and under the i.i.d. curve of the same
+    first-position acceptance, gamma = 1 .. the longest curve's length."""
+    curves = _curves(curves)
+    head = ("gamma", *(h for c in curves.values() for h in (f"{c.name} N", "i.i.d. N", "diff")))
+    rows = tuple((str(g), *(cell for c in curves.values() for cell in _committed_cells(c, g)))
+                 for g in range(1, max(len(c) for c in curves.values()) + 1))
+    caption = ("Expected tokens committed per verify pass, N(gamma): measured survival curve, the i.i.d. curve "
+               "alpha^d with alpha = survival(1), and measured minus i.i.d. (positive: the curve beats i.i.d.)")
+    return NumberTable(head, rows, caption=caption, css_class="speclib-committed-table")
 
 
 class SurvivalComparison(RendersAsTable):

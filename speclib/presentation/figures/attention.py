@@ -93,10 +93,7 @@ def _attention_width(p, xp):
         out[key] = ai
         out[f"{key}_label"] = (f"{m.name}: MLA, {attn.n_heads} heads share one latent" if key == "mla"
                                else f"{m.name}: {attn.n_heads} query / {attn.n_kv_heads} KV heads")
-        first = xp.first_true(ai > ridge)
-        cross = (first > 0)
-        out[f"{key}_cross_x"] = xp.where(cross, xp.take(T, xp.maximum(first, 0)), float("nan"))
-        out[f"{key}_cross_y"] = xp.take(ai, xp.maximum(first, 0))
+        out[f"{key}_cross_x"], out[f"{key}_cross_y"] = common.crossing(xp, T, ai, ridge)
         lows.append(xp.min(ai))
         highs.append(xp.max(ai))
     lo = xp.minimum(xp.minimum(xp.minimum(lows[0], lows[1]), lows[2]), ridge) / 1.5

@@ -11,12 +11,11 @@ from ...core import speculation as _spec
 from ...core.deployment import Deployment
 from ...evidence import validation as _val
 from ...presets import resolve
-from ..definition import Axis, Bands, Choice, Figure, Key, Line, Panel, Points
+from ..definition import Axis, Choice, Figure, Key, Line, Panel, Points
 from ..style import COLORS, CYCLE
 from . import common
 from .draft_length import integer_batches
 
-TP_COLORS = {1: CYCLE[0], 2: CYCLE[1], 4: CYCLE[2], 8: CYCLE[3]}
 #: How each way of timing a step is drawn, and named.
 STEP_TIME_COLORS = {"roofline": COLORS["total"], "calibrated": CYCLE[1], "per_token": CYCLE[2], "anchored": CYCLE[4]}
 STEP_TIME_LABELS = {"roofline": "roofline (the paper's step)", "calibrated": "calibrated step time",
@@ -44,7 +43,7 @@ def _tpot(p, xp):
 def _tpot_panels(data):
     series = []
     for tp in data["tps"]:
-        c = TP_COLORS[tp]
+        c = common.TP_COLORS[tp]
         series += [Points(f"c{tp}", f"measured{tp}", color=c, size=5, gid=f"measured_tp{tp}"),
                    Line(f"c{tp}", f"roofline{tp}", color=c, dash="dashed", width=1.3, gid=f"roofline_tp{tp}"),
                    Line(f"c{tp}", f"calibrated{tp}", label=f"TP = {tp}", color=c, width=1.8, gid=f"calibrated_tp{tp}")]
@@ -124,8 +123,7 @@ step_time_gamma = Figure(
     params={"model": None, "hardware": None, "gamma_max": 16, "points": 300},
     panels=(Panel(common.batch_axis(common.BATCH_RANGE[0], common.BATCH_RANGE[1]),
                   Axis("optimal draft length \u03b3*", lo=0, hi="y_top"),
-                  (Bands("B", "no_fit", label=common.MEMORY_LABEL, color="memory", alpha=0.22, hatch="///",
-                         gid="memory_band"),
+                  (common.MEMORY_BANDS,
                    *(Line("B", f"gamma_{how}", label=STEP_TIME_LABELS[how], color=STEP_TIME_COLORS[how],
                           dash="dashed" if how == "roofline" else "solid", step=True, gid=f"gamma_{how}")
                      for how in ("roofline", "calibrated"))),

@@ -14,8 +14,11 @@ import numpy as np
 from ...core import capacity as _capacity
 from ...core import cost as _cost
 from ...presets import hardware_names, model_names, resolve
-from ..definition import Axis, Choice, Slider
+from ..definition import Axis, Bands, Choice, Slider
+from ..style import CYCLE
 
+#: Colours of the tensor-parallel widths.
+TP_COLORS = {1: CYCLE[0], 2: CYCLE[1], 4: CYCLE[2], 8: CYCLE[3]}
 #: The paper's batch axis for Figures 2 and 3 (sequences).
 BATCH_RANGE = (1, 30_000)
 #: The paper's sequence-length slider: 512 to 131,072 tokens in steps of 2^(1/8).
@@ -48,6 +51,13 @@ def model_choice(value="DeepSeek-V4-Flash", label="model") -> Choice:
 
 def batch_axis(lo=None, hi=None, label="batch (sequences)") -> Axis:
     return Axis(label, "log", lo, hi, ticks="batch")
+
+
+def crossing(xp, x, y, ridge):
+    """The grid point (x, y) where ``y`` first exceeds ``ridge``; x is NaN
+    where it starts above it or never does."""
+    first = xp.first_true(y > ridge)
+    return xp.where(first > 0, xp.take(x, xp.maximum(first, 0)), float("nan")), xp.take(y, xp.maximum(first, 0))
 
 
 # --- the paper's ledger in the array language ---------------------------------------------
@@ -138,8 +148,9 @@ def fits(model, hardware, xp, S, tp=1):
     return xp.floor(xp.F.max_batch(_capacity._capacity_of(hardware), reserve, float(tp), weights, m))
 
 
-#: The legend label of the batches that cannot fit in HBM.
+#: The batches (the output ``no_fit``) that cannot fit in HBM, hatched, and their legend label.
 MEMORY_LABEL = "does not fit in HBM (weights + KV cache)"
+MEMORY_BANDS = Bands("B", "no_fit", label=MEMORY_LABEL, color="memory", alpha=0.22, hatch="///", gid="memory_band")
 
 
 def bisect(xp, above, lo, hi, steps=48):

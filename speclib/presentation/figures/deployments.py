@@ -29,8 +29,7 @@ MODELS = ("DeepSeek-V4-Flash", "DeepSeek-V4-Pro", "DeepSeek-V3", "Qwen3-235B-A22
 #: The chips it compares: Hopper and CDNA 3 (no fp4) against Blackwell and CDNA 4.
 CHIPS = ("H100-SXM", "H200", "MI325X", "B200", "MI355X", "GB300")
 
-BATCH_RANGE = (1, 30_000)
-CONTEXT_RANGE = (512, 131_072)
+BATCH_RANGE, CONTEXT_RANGE = common.BATCH_RANGE, common.SEQ_RANGE
 
 
 def _grid(name, lo_hi, points):
@@ -89,16 +88,20 @@ def _map_panels(data):
     return tuple(panels)
 
 
-def _maps_figure(name, doc, **params):
+#: The parameters every map figure has (the grids and the pricing).
+_MAP_PARAMS = {"alpha": 0.75, "c_draft": 0.1, "gamma_max": 64, "query_bytes": False, "batch_points": 120,
+               "context_points": 60, "batch_range": BATCH_RANGE, "context_range": CONTEXT_RANGE}
+
+
+def _maps_figure(name, doc, compute=_maps, columns=3, size=(8.8, 6.0), **params):
     return Figure(name=name, title="{heading}\n\u03b1 = {alpha:.0%}, drafter {c_draft:.0%} of a decode step",
-                  compute=_maps, panels=_map_panels, columns=3, size=(8.8, 6.0), doc=doc,
-                  params={"models": MODELS[:1], "chips": CHIPS[3:4], "alpha": 0.75, "c_draft": 0.1, "gamma_max": 64,
-                          "query_bytes": False, "batch_points": 120, "context_points": 60, "title": None, "ncols": 3,
-                          "batch_range": BATCH_RANGE, "context_range": CONTEXT_RANGE, **params})
+                  compute=compute, panels=_map_panels, columns=columns, size=size, doc=doc,
+                  params={**_MAP_PARAMS, **params})
 
 
 gamma_maps = _maps_figure("deployments_maps", "Small multiples of gamma* over batch (x) and sequence length (y), one "
-                          "panel per (model, chip) pair, on one colour scale; pink where gamma* = 0.")
+                          "panel per (model, chip) pair, on one colour scale; pink where gamma* = 0.",
+                          models=MODELS[:1], chips=CHIPS[3:4], title=None, ncols=3)
 model_maps = gamma_maps.variant("deployments_model_maps", models=MODELS, chips=("B200",))
 chip_maps = gamma_maps.variant("deployments_chip_maps", models=("DeepSeek-V4-Flash",), chips=CHIPS)
 
@@ -112,20 +115,11 @@ def with_gqa_attention(model="DeepSeek-V4-Flash", *, n_kv_heads=8, head_dim=128)
     n_kv_heads = checked_int("n_kv_heads", n_kv_heads, lo=1, hi=heads)
     if heads % n_kv_heads:
         raise ValueError(f"n_kv_heads must divide the model's {heads} query heads; got {n_kv_heads}")
-    attention = GQAAttention(
-        n_heads=heads,
-        n_kv_heads=n_kv_heads,
-        head_dim=checked_int("head_dim", head_dim, lo=1),
-        kv_bytes=model.attention.kv_bytes,
-        query_bytes=model.attention.query_bytes,
-    )
+    attention = GQAAttention(n_heads=heads, n_kv_heads=n_kv_heads, head_dim=checked_int("head_dim", head_dim, lo=1),
+                             kv_bytes=model.attention.kv_bytes, query_bytes=model.attention.query_bytes)
     return dataclasses.replace(
-        model,
-        name=f"{model.name} with GQA {heads}/{n_kv_heads} (what-if)",
-        attention=attention,
-        aliases=(),
-        source=f"what-if: {model.name} with GQA attention ({heads} query, {n_kv_heads} KV heads of {head_dim})",
-    )
+        model, name=f"{model.name} with GQA {heads}/{n_kv_heads} (what-if)", attention=attention, aliases=(),
+        source=f"what-if: {model.name} with GQA attention ({heads} query, {n_kv_heads} KV heads of {head_dim})")
 
 
 def _swap(p, xp):
@@ -138,13 +132,10 @@ def _swap(p, xp):
 
 #: Two gamma* maps: a model as it is (MLA) and with GQA attention in its place
 #: (:func:`with_gqa_attention`), everything else equal.
-attention_swap_maps = Figure(
-    name="deployments_attention_swap", title="{heading}\n\u03b1 = {alpha:.0%}, drafter {c_draft:.0%} of a decode step",
-    compute=_swap, panels=_map_panels, columns=2, size=(6.6, 3.6),
-    params={"model": "DeepSeek-V4-Flash", "hardware": "B200", "n_kv_heads": 8, "head_dim": 128, "alpha": 0.75,
-            "c_draft": 0.1, "gamma_max": 64, "query_bytes": False, "batch_points": 120, "context_points": 60,
-            "ncols": 2, "batch_range": BATCH_RANGE, "context_range": CONTEXT_RANGE},
-    doc="gamma* of a model as it is (MLA) and with GQA attention in its place, everything else equal.")
+attention_swap_maps = _maps_figure(
+    "deployments_attention_swap", "gamma* of a model as it is (MLA) and with GQA attention in its place, everything "
+    "else equal.", compute=_swap, columns=2, size=(6.6, 3.6),
+    model="DeepSeek-V4-Flash", hardware="B200", n_kv_heads=8, head_dim=128, ncols=2)
 
 
 # --- tables -----------------------------------------------------------------------------
@@ -159,12 +150,10 @@ class DeploymentTable(RendersAsTable):
     rows: tuple
     align: str = ""  # one "l"/"r" per column; default: first left, rest right
 
-    def _align(self):
-        return self.align or "l" + "r" * (len(self.headers) - 1)
-
     def as_table(self) -> NumberTable:
         return NumberTable(self.headers, tuple(tuple(map(str, row)) for row in self.rows), caption=self.caption,
-                           css_class="speclib-deployment-table", align=self._align())
+                           css_class="speclib-deployment-table",
+                           align=self.align or "l" + "r" * (len(self.headers) - 1))
 
 
 def _attention_label(model):
@@ -292,19 +281,6 @@ def knee_table(chips=CHIPS, *, moe_model="DeepSeek-V4-Flash", dense_model="Llama
     return DeploymentTable(caption, headers, tuple(rows))
 
 
-__all__ = [
-    "CHIPS",
-    "MODELS",
-    "DeploymentTable",
-    "attention_swap_maps",
-    "chip_maps",
-    "gamma_map_data",
-    "gamma_maps",
-    "gutter_table",
-    "hardware_table",
-    "knee_table",
-    "model_maps",
-    "model_table",
-    "with_gqa_attention",
-    "zero_regions",
-]
+__all__ = ["CHIPS", "MODELS", "DeploymentTable", "attention_swap_maps", "chip_maps", "gamma_map_data", "gamma_maps",
+           "gutter_table", "hardware_table", "knee_table", "model_maps", "model_table", "with_gqa_attention",
+           "zero_regions"]

@@ -83,17 +83,11 @@ def _per_drafter(p, xp, tpot=False):
         ours = serving.fixed_throughput(key, B, rows.gammas, roofline=p.roofline, acceptance=acceptance)
         _, pol = serving.policy(key, B, roofline=p.roofline, acceptance=acceptance)
         out[f"{key}_colors"] = gamma_colors(rows.gammas, rows.gamma_max)
-        if tpot:
-            out.update({f"{key}_x": serving.tpot_ms(B, ours), f"{key}_y": ours, f"{key}_policy_x": serving.tpot_ms(B, pol),
-                        f"{key}_policy_y": pol, f"{key}_sim_x": serving.tpot_ms(C, rows.goodput),
-                        f"{key}_sim_y": rows.goodput, f"{key}_adaptive_x": serving.tpot_ms(C, rows.adaptive_goodput),
-                        f"{key}_adaptive_y": rows.adaptive_goodput})
-            continue
-        base, sim_base = (ours[0], rows.goodput[0]) if p.relative else (1.0, 1.0)
-        out.update({f"{key}_x": B, f"{key}_y": ours / base, f"{key}_policy_x": B, f"{key}_policy_y": pol / base,
-                    f"{key}_sim_x": np.asarray(C, dtype=float), f"{key}_sim_y": rows.goodput / sim_base,
-                    f"{key}_adaptive_x": np.asarray(C, dtype=float),
-                    f"{key}_adaptive_y": rows.adaptive_goodput / sim_base})
+        base, sim_base = (ours[0], rows.goodput[0]) if not tpot and p.relative else (1.0, 1.0)
+        for part, x, y, b in (("", B, ours, base), ("_policy", B, pol, base), ("_sim", C, rows.goodput, sim_base),
+                              ("_adaptive", C, rows.adaptive_goodput, sim_base)):
+            out[f"{key}{part}_x"] = serving.tpot_ms(x, y) if tpot else np.asarray(x, dtype=float)
+            out[f"{key}{part}_y"] = y / b
         tops += [float((ours / base).max()), float((rows.goodput / sim_base).max())]
     return out, tops
 
@@ -185,10 +179,6 @@ throughput_tpot = Figure(
 # --- tables: the closed form against the simulated grid -----------------------------------
 
 
-def _drafter_label(key) -> str:
-    return {"mtp": "MTP", "dflash": "DFlash"}.get(key, key)
-
-
 class SequelComparisonTable(RendersAsTable):
     """One drafter's simulated grid against the closed form, a row per
     concurrency: the best fixed gamma each finds and the priced policy's
@@ -215,10 +205,10 @@ class SequelComparisonTable(RendersAsTable):
 
     def _caption(self) -> str:
         s = self.summary()
-        return (f"{_drafter_label(self.key)}, ours against the simulator's throughput (committed output tokens per "
-                f"second) at the simulator's best fixed \u03b3 at each concurrency C. Over all "
-                f"{_cells_in(self.comparison)} cells of the grid |error| has median {s['median_error']:.2%} and max "
-                f"{s['max_error']:.2%}; the best fixed \u03b3 agrees at {s['best_gamma_agrees']} of "
+        return (f"{serving.DRAFTER_LABELS[self.key]}, ours against the simulator's throughput (committed output "
+                f"tokens per second) at the simulator's best fixed \u03b3 at each concurrency C. Over all "
+                f"{self.comparison.predicted.size} cells of the grid |error| has median {s['median_error']:.2%} and "
+                f"max {s['max_error']:.2%}; the best fixed \u03b3 agrees at {s['best_gamma_agrees']} of "
                 f"{s['concurrencies']} concurrencies. Shortfall: 1 - simulated throughput at a policy's \u03b3 / at "
                 f"the best fixed \u03b3 (largest: ours {s['policy_shortfall']:.2%}, the simulator's own "
                 f"{s['simulated_policy_shortfall']:.2%}).")
@@ -238,11 +228,6 @@ class SequelComparisonTable(RendersAsTable):
         # kept on one line per cell: "15 / 15 / 15" must not wrap
         return NumberTable(self._HEAD, tuple(self._rows()), caption=self._caption(),
                            css_class="speclib-number-table speclib-nowrap")
-
-
-def _cells_in(comparison) -> int:
-    """Cells of one drafter's grid: every gamma (plain decoding included) at every concurrency."""
-    return int(comparison.predicted.size)
 
 
 def sequel_comparison(drafter="dflash", comparison=None) -> SequelComparisonTable:
@@ -282,7 +267,7 @@ class ModellingChoicesTable(RendersAsTable):
             for i, key in enumerate(_sequel.DRAFTERS):
                 c = comparisons[key]
                 label = (f"{description} ({keyword})" if keyword else description) if i == 0 else ""
-                yield (label, _drafter_label(key), f"{c.median_error:.2%}", f"{c.max_error:.2%}",
+                yield (label, serving.DRAFTER_LABELS[key], f"{c.median_error:.2%}", f"{c.max_error:.2%}",
                        f"{int(np.count_nonzero(c.best_gamma_agrees))} of {c.best_gamma_agrees.size}",
                        f"{float(np.max(c.policy_shortfall)):.2%}")
 

@@ -8,13 +8,12 @@ import numpy as np
 from ...core import drafters as _drafters
 from ...core import step as _step
 from ...presets import resolve
-from ..definition import Axis, Choice, Figure, Heatmap, Line, Panel, Points, Slider, Text, VLine
+from ..definition import Axis, Figure, Heatmap, Line, Panel, Points, Slider, Text, VLine
 from . import common
 from . import simulated_serving as serving
+from .draft_length_per_concurrency import ROOFLINE
 
 US = 1e6
-_ROOFLINE = Choice("roofline", "pricing rule", tuple((f"{r}: {serving.ROOFLINE_LABELS[r]}", r)
-                                                     for r in serving.ROOFLINES), "aggregate")
 _LABELS = {"mtp": "MTP: \u03b3 passes of one position", "dflash": "DFlash: one pass over its block"}
 
 
@@ -57,7 +56,7 @@ drafter_cost = Figure(
     title="What drafting costs: the {model} drafters on {hardware}\n\u03b3 = {gamma}, {rule}",
     compute=_cost,
     controls=(Slider("gamma", "draft length \u03b3", 1, serving.dflash_block(), 4, step=1, integer=True, format=","),
-              _ROOFLINE, common.hardware_choice()),
+              ROOFLINE, common.hardware_choice()),
     params={"points": 200},
     panels=(Panel(common.batch_axis(*serving.DRAFTER_BATCHES), Axis("time (\u00b5s)", "log", "y_lo", "y_hi"),
                   (*(Line("B", key, label=_LABELS[key], color=key, gid=f"draft_{key}") for key in serving.DRAFTER_KEYS),
@@ -90,7 +89,7 @@ drafter_crossover = Figure(
     name="drafter_crossover",
     title="Which drafter is cheaper on {hardware}\n{rule}",
     compute=_crossover,
-    controls=(_ROOFLINE, common.hardware_choice()),
+    controls=(ROOFLINE, common.hardware_choice()),
     params={"gamma_max": 16, "points": 160, "ratio_max": 4.0},
     live_params={"points": 80},
     panels=(Panel(common.batch_axis(*serving.DRAFTER_BATCHES), Axis("draft length \u03b3", lo=0.5, hi="y_hi"),

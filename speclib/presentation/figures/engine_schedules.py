@@ -25,6 +25,7 @@ def _ranges(p, xp):
         table = sched.table(n, sched.max_k)
         out[f"k{n}"] = table.k_per_batch
         out[f"k{n}_label"] = f"{n} range{'s' if n > 1 else ''}: keeps {100 * table.kept:.1f} %"
+    out["B_max"] = float(out["B"][-1])
     return out
 
 
@@ -39,17 +40,8 @@ def _range_panels(data):
                   title="{heading}", legend="upper right"),)
 
 
-def _with_max(compute):
-    def run(p, xp):
-        out = compute(p, xp)
-        out["B_max"] = float(out["B"][-1])
-        return out
-
-    return run
-
-
 schedule_ranges = Figure(
-    name="schedule_ranges", title="", compute=_with_max(_ranges), panels=_range_panels,
+    name="schedule_ranges", title="", compute=_ranges, panels=_range_panels,
     params={"schedule": None, "max_ranges": (3,), "title": None},
     doc="gamma* against batch size (log axis), with each vLLM-style table of at most max_ranges ranges drawn over "
         "it, and the batches where gamma* = 0 shaded.")
@@ -63,6 +55,7 @@ def _contexts(p, xp):
     for c in order:
         out[f"g{int(c)}"] = sched.gamma_star_at(int(c))
         out[f"g{int(c)}_label"] = f"context {sched.contexts[c]:,.0f} tokens"
+    out["B_max"] = float(out["B"][-1])
     return out
 
 
@@ -73,6 +66,6 @@ def _context_panels(data):
 
 
 schedule_contexts = Figure(
-    name="schedule_contexts", title="", compute=_with_max(_contexts), panels=_context_panels,
+    name="schedule_contexts", title="", compute=_contexts, panels=_context_panels,
     params={"schedule": None, "title": None},
     doc="gamma* against batch size at each of the schedule's context lengths.")

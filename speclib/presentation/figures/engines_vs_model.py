@@ -109,14 +109,6 @@ def fit_run_rows(held=None):
     return rows
 
 
-def fit_point_rows(run_id, held=None):
-    """One run's points: batch, gamma, measured, predicted, error (%), scored."""
-    held = held_out_fit() if held is None else held
-    p = held.run(run_id)
-    return [(int(b), int(g), m, q, 100 * (q / m - 1), "yes" if ok else "no (sets its acceptance)")
-            for b, g, m, q, ok in zip(p.batch, p.gamma, p.measured, p.predicted, p.scored)]
-
-
 def target_rows(held=None):
     """The engines issue's held-out targets: what, target, result, met."""
     held = held_out_fit() if held is None else held

@@ -10,7 +10,6 @@ from . import common
 #: Expert weight formats a reader can pick: bytes per parameter as stored,
 #: and the GEMM precision the experts then run in.
 WEIGHT_FORMATS = {"mxfp4": (0.53, "fp4"), "fp8": (1.0, "fp8"), "bf16": (2.0, "bf16")}
-_PRECISION_NAMES = {"fp4": "fp4", "fp8": "fp8", "bf16": "bf16"}
 
 
 def weight_format(ffn) -> str:
@@ -41,13 +40,12 @@ def _expert_tax(p, xp):
     moe_ridge = common.bisect(xp, lambda x: xp.F.moe_intensity_uncapped(x, k, E, n_s, b) >= ridge,
                               0.0 * asymptotic, asymptotic)
     on_chart = moe_ridge <= p.batch_max
-    native = "" if hw.native(precision) else " (no native " + _PRECISION_NAMES[precision] + \
-        ": runs at the next wider precision's peak)"
+    native = "" if hw.native(precision) else f" (no native {precision}: runs at the next wider precision's peak)"
     floor = 1e-3 if log else 0.0
     return {
         "B": B, "dense": dense, "moe": moe, "floor": floor + 0.0 * B, "dense_memory": dense < ridge,
         "moe_memory": moe < ridge, "ridge": ridge, "model": model.name, "hardware": hw.name,
-        "precision": _PRECISION_NAMES[precision], "native": native, "b": b,
+        "precision": precision, "native": native, "b": b,
         "shared": f" + {ffn.n_shared} shared" if ffn.n_shared else "",
         "dense_knee": dense_knee, "expert_knee": expert_knee, "moe_ridge": moe_ridge,
         "expert_y": xp.F.moe_intensity(expert_knee, k, E, n_s, b, ridge),
@@ -113,7 +111,7 @@ expert_tax_log = _figure("expert_tax_log", "log", 30_000, 1_200)
 def for_model(figure, model):
     """``figure`` opening on ``model``'s own experts, top-k and weight format."""
     ffn = resolve(model, None)[0].ffn
-    return figure.variant(f"{figure.name}", model=model, experts=ffn.n_routed, top_k=ffn.top_k,
+    return figure.variant(figure.name, model=model, experts=ffn.n_routed, top_k=ffn.top_k,
                           weights=weight_format(ffn))
 
 

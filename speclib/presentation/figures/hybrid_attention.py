@@ -35,9 +35,7 @@ def _intensity(p, xp):
            "query": "" if p.query_bytes else ", query bytes left out"}
     lo, hi = ridge, ridge
     for key in KINDS:
-        first = xp.first_true(out[key] > ridge)
-        out[f"{key}_cross_x"] = xp.where(first > 0, xp.take(T, xp.maximum(first, 0)), float("nan"))
-        out[f"{key}_cross_y"] = xp.take(out[key], xp.maximum(first, 0))
+        out[f"{key}_cross_x"], out[f"{key}_cross_y"] = common.crossing(xp, T, out[key], ridge)
         lo, hi = xp.minimum(lo, xp.min(out[key])), xp.maximum(hi, xp.max(out[key]))
     # the usual range, so that moving S keeps the frame
     out["y_lo"] = xp.minimum(10.0 ** xp.floor(xp.log10(lo / 1.5)), 1.0)

@@ -14,15 +14,19 @@ import numpy as np
 from ...evidence import validation as _val
 from ..definition import Axis, Figure, HLine, Key, Line, Panel, Points, Text
 from ..style import CYCLE
-from ..tables import NumberTable, RendersAsTable
+from ..tables import NumberTable
+from .common import TP_COLORS
 
-#: Colours of the tensor-parallel widths.
-TP_COLORS = {1: CYCLE[0], 2: CYCLE[1], 4: CYCLE[2], 8: CYCLE[3]}
 FRAMEWORK_MARKERS = {"vLLM": "o", "TRT": "s"}
 TPOT_TICKS = (1, 2, 5, 10, 20, 50, 100)
 CONCURRENCIES = (4, 8, 16, 32, 64, 128)
 _KEYS = (*(Key(f"TP = {n}", color=TP_COLORS[n]) for n in _val.TP_WIDTHS),
          Key("measured, vLLM", marker="o"), Key("measured, TRT-LLM", marker="s", filled=False))
+
+
+def _compared(comparison):
+    """``comparison``, or the roofline's comparison with every measured run."""
+    return _val.compare() if comparison is None else comparison
 
 
 def _concurrency_axis(label="concurrent requests"):
@@ -39,7 +43,7 @@ def _chips_with_runs(workload, precision):
 
 
 def _measured_tpot(p, xp):
-    comparison = _val.compare() if p.comparison is None else p.comparison
+    comparison = _compared(p.comparison)
     chips = _chips_with_runs(p.workload, p.precision)
     conc, tp, fw = comparison.column("concurrency"), comparison.column("tp"), comparison.column("framework")
     inp, out_len = _val.WORKLOADS[p.workload]
@@ -91,7 +95,7 @@ measured_tpot = Figure(
 
 
 def _excess(p, xp):
-    comparison = _val.compare() if p.comparison is None else p.comparison
+    comparison = _compared(p.comparison)
     idx = comparison.select(workload=p.workload, precision=p.precision, concurrency=p.concurrency)
     tp, chips, fws = comparison.column("tp"), comparison.column("chip"), comparison.column("framework")
     inp, out_len = _val.WORKLOADS[p.workload]
@@ -131,7 +135,7 @@ roofline_excess = Figure(
 
 
 def _ratio(p, xp):
-    comparison = _val.compare() if p.comparison is None else p.comparison
+    comparison = _compared(p.comparison)
     conc = comparison.column("concurrency").astype(float)
     out = {"chips": list(_val.CHIPS), "which": "all precisions (fp4 faded)" if p.precision is None else p.precision}
     for chip in _val.CHIPS:
@@ -182,116 +186,62 @@ tpot_ratio = Figure(
 # --- tables ------------------------------------------------------------------------------
 
 
-
 def _fmt_range(values) -> str:
     if len(values) == 0:
         return "-"
     return f"{np.median(values):.2f} ({np.min(values):.2f}-{np.max(values):.2f})"
 
 
-class RatioTable(RendersAsTable):
+def ratio_table(comparison=None, *, little: bool = False) -> NumberTable:
     """Measured / predicted TPOT per workload, chip, framework and precision:
-    the median over concurrencies (and its min-max) at each TP."""
-
-    TPS = _val.TP_WIDTHS
-
-    def __init__(self, comparison: _val.Comparison, little: bool = False):
-        self.little = little
-        ratio = comparison.ratio_little if little else comparison.ratio
-        keys = []
-        for r in comparison.records:
-            key = (r.workload, r.chip, r.framework, r.precision)
-            if key not in keys:
-                keys.append(key)
-        tp = comparison.column("tp")
-        self.rows = []
-        for key in keys:
-            idx = comparison.select(workload=key[0], chip=key[1], framework=key[2], precision=key[3])
-            cells = [_fmt_range(ratio[idx[tp[idx] == n]]) for n in self.TPS]
-            self.rows.append((*key, cells, int(np.sum(ratio[idx] < 1))))
-        self.missing = comparison.missing
-        self.kv_precision = comparison.kv_precision
-
-    def _caption(self) -> str:
-        batch = "the decode batch from Little's law" if self.little else "batch = concurrency"
-        note = f" Skipped (no hardware preset): {', '.join(self.missing)}." if self.missing else ""
-        return (f"Measured / predicted TPOT, Llama-3.3-70B, {batch}, {self.kv_precision} KV cache: "
-                f"median over concurrencies (min-max) at each tensor-parallel width; "
-                f"last column counts runs faster than the roofline.{note}")
-
-    _HEAD = ("workload", "chip", "framework", "precision")
-
-    def as_table(self) -> NumberTable:
-        columns = (*self._HEAD, *(f"TP={n}" for n in self.TPS), "below")
-        rows = tuple((*key, *cells, str(below)) for *key, cells, below in self.rows)
-        return NumberTable(columns, rows, caption=self._caption(), css_class="speclib-ratio-table",
-                           align="l" * len(self._HEAD))
+    the median over concurrencies (and its min-max) at each TP, and how many
+    runs beat the roofline."""
+    comparison = _compared(comparison)
+    ratio = comparison.ratio_little if little else comparison.ratio
+    keys = list(dict.fromkeys((r.workload, r.chip, r.framework, r.precision) for r in comparison.records))
+    tp = comparison.column("tp")
+    rows = []
+    for key in keys:
+        idx = comparison.select(workload=key[0], chip=key[1], framework=key[2], precision=key[3])
+        rows.append((*key, *(_fmt_range(ratio[idx[tp[idx] == n]]) for n in _val.TP_WIDTHS),
+                     str(int(np.sum(ratio[idx] < 1)))))
+    batch = "the decode batch from Little's law" if little else "batch = concurrency"
+    note = f" Skipped (no hardware preset): {', '.join(comparison.missing)}." if comparison.missing else ""
+    caption = (f"Measured / predicted TPOT, Llama-3.3-70B, {batch}, {comparison.kv_precision} KV cache: "
+               f"median over concurrencies (min-max) at each tensor-parallel width; "
+               f"last column counts runs faster than the roofline.{note}")
+    columns = ("workload", "chip", "framework", "precision", *(f"TP={n}" for n in _val.TP_WIDTHS), "below")
+    return NumberTable(columns, tuple(rows), caption=caption, css_class="speclib-ratio-table", align="llll")
 
 
-def ratio_table(comparison=None, *, little: bool = False) -> RatioTable:
-    """The measured/predicted ratio table (see :class:`RatioTable`)."""
-    return RatioTable(_val.compare() if comparison is None else comparison, little=little)
-
-
-class BelowRooflineTable(RendersAsTable):
+def below_roofline_table(comparison=None) -> NumberTable:
     """The runs measured faster than the roofline at batch = concurrency, with
     what their own throughput says the decode batch really was."""
-
-    def __init__(self, comparison: _val.Comparison):
-        idx = comparison.below_roofline()
-        self.rows = [
-            (comparison.records[i], comparison.predicted_s[i] * 1e3, comparison.little_batch[i],
-             comparison.predicted_little_s[i] * 1e3)
-            for i in idx
-        ]
-
-    _HEAD = ("workload", "chip", "framework", "prec", "TP", "conc", "TTFT s", "TPOT ms", "pred ms",
-             "Little B", "pred(B) ms")
-
-    def _cells(self, row):
-        r, pred, b, pred_b = row
-        return (r.workload, r.chip, r.framework, r.precision, f"{r.tp}", f"{r.concurrency}", f"{r.ttft_ms / 1e3:.1f}",
-                f"{r.tpot_ms:.2f}", f"{pred:.2f}", f"{b:.1f}", f"{pred_b:.2f}")
-
-    def _caption(self) -> str:
-        return ("Runs faster than the roofline at batch = concurrency. TTFT: time to first token; "
-                "pred: roofline at batch = concurrency; Little B: decode batch implied by the run's "
-                "throughput and TPOT; pred(B): roofline at that batch.")
-
-    def as_table(self) -> NumberTable:
-        return NumberTable(self._HEAD, tuple(self._cells(row) for row in self.rows), caption=self._caption(),
-                           css_class="speclib-below-table", align="llll")
+    c = _compared(comparison)
+    rows = tuple((r.workload, r.chip, r.framework, r.precision, f"{r.tp}", f"{r.concurrency}",
+                  f"{r.ttft_ms / 1e3:.1f}", f"{r.tpot_ms:.2f}", f"{c.predicted_s[i] * 1e3:.2f}",
+                  f"{c.little_batch[i]:.1f}", f"{c.predicted_little_s[i] * 1e3:.2f}")
+                 for i in c.below_roofline() for r in (c.records[i],))
+    columns = ("workload", "chip", "framework", "prec", "TP", "conc", "TTFT s", "TPOT ms", "pred ms", "Little B",
+               "pred(B) ms")
+    caption = ("Runs faster than the roofline at batch = concurrency. TTFT: time to first token; "
+               "pred: roofline at batch = concurrency; Little B: decode batch implied by the run's "
+               "throughput and TPOT; pred(B): roofline at that batch.")
+    return NumberTable(columns, rows, caption=caption, css_class="speclib-below-table", align="llll")
 
 
-def below_roofline_table(comparison=None) -> BelowRooflineTable:
-    return BelowRooflineTable(_val.compare() if comparison is None else comparison)
-
-
-class ConsistencyTable(RendersAsTable):
-    """How many runs beat the roofline under each KV-cache assumption, at
-    batch = concurrency and at the Little's-law decode batch, and how far the
-    Little's-law batch sits from the concurrency."""
-
-    _HEAD = ("KV cache", "runs", "below roofline, batch = concurrency", "below roofline, Little's-law batch",
-             "Little batch / concurrency: min, median, max")
-
-    def __init__(self, comparisons):
-        self.rows = []
-        for c in comparisons:
-            share = c.little_batch / c.column("concurrency")
-            self.rows.append((c.kv_precision, str(len(c)), str(len(c.below_roofline())),
-                              str(len(c.below_roofline(little=True))),
-                              f"{share.min():.2f}, {np.median(share):.2f}, {share.max():.2f}"))
-
-    def _caption(self):
-        return "Runs measured faster than the roofline, by KV-cache precision assumed in the prediction"
-
-    def as_table(self) -> NumberTable:
-        return NumberTable(self._HEAD, tuple(self.rows), caption=self._caption(),
-                           css_class="speclib-consistency-table", align="l")
-
-
-def consistency_table(kv_precisions=("fp8", "bf16"), records=None) -> ConsistencyTable:
-    """:class:`ConsistencyTable` over the KV-cache precisions given."""
+def consistency_table(kv_precisions=("fp8", "bf16"), records=None) -> NumberTable:
+    """How many runs beat the roofline under each KV-cache precision assumed,
+    at batch = concurrency and at the Little's-law decode batch, and how far
+    the Little's-law batch sits from the concurrency."""
     records = _val.load_measurements() if records is None else list(records)
-    return ConsistencyTable([_val.compare(records, kv_precision=kv) for kv in kv_precisions])
+    rows = []
+    for c in (_val.compare(records, kv_precision=kv) for kv in kv_precisions):
+        share = c.little_batch / c.column("concurrency")
+        rows.append((c.kv_precision, str(len(c)), str(len(c.below_roofline())),
+                     str(len(c.below_roofline(little=True))),
+                     f"{share.min():.2f}, {np.median(share):.2f}, {share.max():.2f}"))
+    columns = ("KV cache", "runs", "below roofline, batch = concurrency", "below roofline, Little's-law batch",
+               "Little batch / concurrency: min, median, max")
+    caption = "Runs measured faster than the roofline, by KV-cache precision assumed in the prediction"
+    return NumberTable(columns, tuple(rows), caption=caption, css_class="speclib-consistency-table", align="l")

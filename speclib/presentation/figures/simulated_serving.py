@@ -39,7 +39,6 @@ ACCEPTANCES = ("measured", "geometric")
 #: How a step's components compose into its time (speclib.core.step).
 ROOFLINES = _step.ROOFLINES
 ROOFLINE_LABELS = {"aggregate": "one roofline over the step", "per-component": "each component its own roofline"}
-ROOFLINE_STYLES = {"aggregate": "-", "per-component": "--"}
 #: The KV-cache formats a reader can pick for the hybrid's full attention:
 #: bytes per cached element.
 KV_FORMATS = {"bf16": 2.0, "fp8": 1.0}

@@ -98,17 +98,10 @@ def skew_rows(model="Qwen3.6-35B-A3B", hardware="B200", *, S=512, drafter="Qwen3
     priced = _pricings(model, hardware, drafter, c_draft, shares)
     rows = []
     for b in batches:
-        row = [b]
-        B = np.asarray(float(b))
-        for key in ("uniform", "skewed"):
-            row.append(float(priced[key].step_model.experts_touched(B, np.asarray(1.0))))
-        for key in ("uniform", "skewed"):
-            st = priced[key].step_model
-            row.append(float(st.time(B, 2.0, S) / st.time(B, 1.0, S)))
-        for key in ("uniform", "skewed"):
-            pr = priced[key]
-            acceptance = Acceptance.of(alpha, pr)
-            g, sp = _spec.best_gamma(pr, acceptance, B, np.asarray(float(S)), gamma_max)
-            row += [g, sp]
-        rows.append(tuple(row))
+        B, keys = np.asarray(float(b)), ("uniform", "skewed")
+        steps = [priced[key].step_model for key in keys]
+        best = [_spec.best_gamma(priced[key], Acceptance.of(alpha, priced[key]), B, np.asarray(float(S)), gamma_max)
+                for key in keys]
+        rows.append((b, *(float(st.experts_touched(B, np.asarray(1.0))) for st in steps),
+                     *(float(st.time(B, 2.0, S) / st.time(B, 1.0, S)) for st in steps), *best[0], *best[1]))
     return rows
