@@ -49,21 +49,17 @@ def test_the_config_values_give_the_shipped_architecture(stem):
     assert dataclasses.replace(built, name=preset.name, source=preset.source, aliases=preset.aliases) == preset
 
 
-def test_glm47_is_the_architecture_field_by_field():
-    model = presets.Model(
+#: Each preset's architecture as its config.json states it, written out field by field.
+FIELD_BY_FIELD = {
+    "glm-4.7": lambda: presets.Model(
         name="GLM-4.7",
         hidden_size=5120,
         attention=presets.GQAAttention(n_heads=96, n_kv_heads=8, head_dim=128, kv_bytes=2.0, query_bytes=2.0),
         ffn=presets.MoEFFN(n_routed=160, top_k=8, n_shared=1, expert_width=1536, weight_bytes=2.0, precision="bf16"),
         proj_weight_bytes=2.0, proj_precision="bf16", attention_precision="bf16", n_layers=92, vocab_size=151552,
         n_dense_layers=3, dense_ffn_width=12288, aliases=("glm-4.7", "glm4.7"),
-    )
-    preset = load("glm-4.7")
-    assert dataclasses.replace(model, source=preset.source) == preset
-
-
-def test_glm47_flash_is_the_architecture_field_by_field():
-    model = presets.Model(
+    ),
+    "glm-4.7-flash": lambda: presets.Model(
         name="GLM-4.7-Flash",
         hidden_size=2048,
         attention=presets.MLAAttention(
@@ -73,22 +69,22 @@ def test_glm47_flash_is_the_architecture_field_by_field():
         ffn=presets.MoEFFN(n_routed=64, top_k=4, n_shared=1, expert_width=1536, weight_bytes=2.0, precision="bf16"),
         proj_weight_bytes=2.0, proj_precision="bf16", attention_precision="bf16", n_layers=47, vocab_size=154880,
         n_dense_layers=1, dense_ffn_width=10240, aliases=("glm-4.7-flash", "glm4.7-flash"),
-    )
-    preset = load("glm-4.7-flash")
-    assert dataclasses.replace(model, source=preset.source) == preset
-
-
-def test_llama31_8b_is_metas_architecture_field_by_field():
-    meta = presets.Model(
+    ),
+    "llama-3.1-8b": lambda: presets.Model(
         name="Llama-3.1-8B",
         hidden_size=4096,
         attention=presets.GQAAttention(n_heads=32, n_kv_heads=8, head_dim=128, kv_bytes=2.0, query_bytes=2.0),
         ffn=presets.DenseFFN(width=14336, weight_bytes=2.0, precision="bf16"),
         proj_weight_bytes=2.0, proj_precision="bf16", attention_precision="bf16", n_layers=32, vocab_size=128256,
         aliases=("llama-3.1-8b", "llama-3.1-8b-instruct", "llama3.1-8b"),
-    )
-    preset = load("llama-3.1-8b")
-    assert dataclasses.replace(meta, source=preset.source) == preset
+    ),
+}
+
+
+@pytest.mark.parametrize("stem", sorted(FIELD_BY_FIELD))
+def test_the_preset_is_the_architecture_field_by_field(stem):
+    preset = load(stem)
+    assert dataclasses.replace(FIELD_BY_FIELD[stem](), source=preset.source) == preset
 
 
 # --- hand-derived per-layer numbers ------------------------------------------------

@@ -196,9 +196,7 @@ class CalibratedStepModel:
         """kappa x the step's FLOPs at peak, this GPU's share."""
         if not self.compute_factor:
             return 0.0 * B
-        flops = sum(f / self.step_model._peak[name]
-                    for name, (f, _) in self.step_model.components(B, T, S, F).items())
-        return self.compute_factor * flops / self.tp
+        return self.compute_factor * self.step_model.flop_time(B, T, S, F) / self.tp
 
     def extra_positions(self, B, T):
         """e x B x (T - 1): each verified position past the first."""

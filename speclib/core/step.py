@@ -84,6 +84,16 @@ class StepModel:
                                             a.state_bytes)),
         }
 
+    def flop_time(self, B, T, S, F=nf, precision=None):
+        """Seconds of the step's FLOPs at the chip's peak: each component at
+        its precision's peak, or the weights' GEMMs at ``precision``'s."""
+        total = 0.0
+        for name, (flops, _) in self.components(B, T, S, F).items():
+            peak = self._peak[name] if precision is None or name == "attention" \
+                else self.hardware.peak_flops(precision)
+            total = total + flops / peak
+        return total
+
     def component_times(self, B, T, S, F=nf) -> dict:
         """{component: seconds}, each priced by its own roofline."""
         M = self.hardware.memory_bandwidth

@@ -8,8 +8,7 @@ of a step of B sequences, T positions each, at context S as
         + d * B + e * B * (T - 1)
 
 and a speculative step adds, for each sequential pass of the drafter, its
-priced work and ``a_d`` (:data:`speclib.formulas.step.engine_step_expr`,
-:data:`speclib.formulas.step.draft_passes_expr`). The decode benchmarks
+priced work and ``a_d`` (:data:`speclib.formulas.step.engine_step_expr`). The decode benchmarks
 (T = 1) identify mu, a, d and kappa (kappa through tensor parallelism: the
 FLOPs divide by tp, d does not); the speculative runs identify e and a_d
 and pin kappa where the verify width grows. Every term is fitted by
@@ -27,8 +26,8 @@ Each speculative run weighs as much as any other however many points it
 has, and the speculative runs together weigh as much as the decode runs.
 
 :func:`leave_one_run_out` predicts every speculative run from constants
-fitted without it, and every decode workload from constants fitted
-without it; :func:`bootstrap` resamples the runs for the constants'
+fitted without it, and every decode sweep from constants fitted without
+it; :func:`bootstrap` resamples the runs for the constants'
 intervals; :func:`ablation` refits without each candidate term.
 """
 from __future__ import annotations
@@ -59,8 +58,8 @@ TERMS = ("factor", "fixed", "per_sequence", "compute", "per_position", "per_draf
 CANDIDATES = ("compute", "per_position", "per_draft_pass", "prefill", "per_sequence")
 #: The terms of the shipped fit: those whose removal worsens the held-out
 #: errors (:func:`ablation`). ``compute`` fits to 0 and ``per_draft_pass``
-#: makes the held-out speed-ups worse (13 % against 5.5 % median |error|),
-#: so both were tried and left out; ``speclib fit`` still fits a_d to a
+#: makes the held-out speed-ups worse (see the ablation the engines chapter
+#: prints), so both were tried and left out; ``speclib fit`` still fits a_d to a
 #: reader's own runs, where their draft lengths identify it.
 DEFAULT_TERMS = ("factor", "fixed", "per_sequence", "per_position", "prefill")
 #: Context assumed where a source gives none (tokens), and the drafter's
@@ -102,11 +101,9 @@ class SpecRun:
     chip: str
     gpus: int
     expert_parallel: bool
-    interconnect: str
     context: float
     alpha: float
     accept: dict
-    acceptance_note: str
     draft_share: float
     drafter: str
     verify_tokens: int
@@ -151,13 +148,11 @@ def _from_measurements(r: _eng.EngineRun):
                        for j, g in enumerate(r.gammas))
         quantity = "throughput"
     accept = {}
-    note = r.acceptance.get("assumed", r.acceptance.get("measured_rate", "reported"))
     if "accept_length" in r.acceptance:
         accept = {int(r.gamma): float(r.acceptance["accept_length"])}
     drafter = "mtp" if "MTP" in r.label else "eagle"
     return SpecRun(id=r.id, label=r.label, url=r.url, engine=r.engine, model=r.model, chip=r.hardware, gpus=r.gpus,
-                   expert_parallel=r.expert_parallel, interconnect=r.deployment.get("interconnect", ""),
-                   context=r.context, alpha=r.alpha, accept=accept, acceptance_note=str(note),
+                   expert_parallel=r.expert_parallel, context=r.context, alpha=r.alpha, accept=accept,
                    draft_share=r.c_draft, drafter=drafter, verify_tokens=0, quantity=quantity, points=points,
                    assumed=r.assumed, acceptance_reported=r.acceptance_reported)
 
@@ -167,14 +162,11 @@ def _from_sweep(s: _eng.SweepRun):
     if not preset:
         return None  # no preset to price it with
     acc = s.acceptance
-    accept, alpha, note = {}, ASSUMED_ALPHA, f"assumed alpha {ASSUMED_ALPHA} (not reported)"
+    accept, alpha = {}, ASSUMED_ALPHA
     if isinstance(acc.get("accept_length"), dict):
         accept = {int(k): float(v) for k, v in acc["accept_length"].items()}
-        note = "accept length per draft length, reported"
-    elif isinstance(acc.get("accept_length"), (int, float)):
-        note = "accept length reported"
     if "alpha" in acc:
-        alpha, note = float(acc["alpha"]), str(acc.get("what", "alpha"))
+        alpha = float(acc["alpha"])
     verify = int(s.drafter.get("verify_tokens") or 0)
     gammas = {int(g) for g in s.gamma}
     if isinstance(acc.get("accept_length"), (int, float)):
@@ -198,8 +190,7 @@ def _from_sweep(s: _eng.SweepRun):
     share = 0.0 if kind.lower().startswith(NO_PASS_DRAFTERS) else DEFAULT_DRAFT_SHARE
     return SpecRun(id=s.id, label=s.label, url=s.source["url"], engine=s.engine["name"], model=preset,
                    chip=s.hardware["chip"], gpus=int(s.parallelism.get("tp") or s.hardware["count"]),
-                   expert_parallel=False, interconnect="", context=context, alpha=alpha, accept=accept,
-                   acceptance_note=note, draft_share=share, drafter=kind, verify_tokens=verify, quantity=quantity,
+                   expert_parallel=False, context=context, alpha=alpha, accept=accept, draft_share=share, drafter=kind, verify_tokens=verify, quantity=quantity,
                    points=points, assumed=s.assumed,
                    acceptance_reported=bool(accept) or "accept_length" in acc or "measured_rate" in acc
                    or ("alpha" in acc and not acc.get("assumed")))
@@ -221,17 +212,6 @@ def spec_run(run_id: str) -> SpecRun:
 
 
 # --- features: each step's time as constants x features -----------------------------------
-
-
-def flop_seconds(step_model, B, T, S, precision=None):
-    """Seconds of a step's FLOPs at the chip's peak (each component at its
-    precision's peak, or the GEMMs at ``precision``'s)."""
-    hw = step_model.hardware
-    total = 0.0
-    for name, (flops, _) in step_model.components(B, T, S).items():
-        peak = step_model._peak[name] if precision is None or name == "attention" else hw.peak_flops(precision)
-        total = total + flops / peak
-    return total
 
 
 def _chip(name: str) -> str:
@@ -260,7 +240,7 @@ class _Steps:
             roof = self.seconds * (self.ledger.decode(B, S) if T == 1 else self.ledger.verify(B, T, S))
         else:
             roof = self.step_model.time(B, T, S) / self.tp
-        return {("factor", self.chip): float(roof), "compute": float(flop_seconds(self.step_model, B, T, S) / self.tp),
+        return {("factor", self.chip): float(roof), "compute": float(self.step_model.flop_time(B, T, S) / self.tp),
                 ("fixed", self.chip, self.engine): 1.0, "per_sequence": float(B),
                 ("per_position", self.chip) if PER_POSITION_BY_CHIP else "per_position": float(B * (T - 1))}
 
@@ -268,7 +248,7 @@ class _Steps:
         """Roofline seconds of one drafter pass (this GPU's share): one
         decoder layer's worth of the target's active weights plus the output
         head, in bf16, over B sequences of ``positions`` positions."""
-        m, hw = self.step_model.architecture, self.step_model.hardware
+        hw = self.step_model.hardware
         model, _ = resolve(self.run.model, self.run.chip)
         weights = model.active_params() / model.n_layers + model.vocab_size * model.hidden_size
         flops = 2.0 * weights * B * positions
@@ -292,7 +272,7 @@ class _Steps:
 # --- the fit ------------------------------------------------------------------------------
 
 
-def _decode_rows(records=None):
+def _decode_rows():
     """(features, measured TPOT s, workload, concurrency) of every decoding run."""
     runs = _val.decoding_runs()
     model, _ = resolve(_val.MEASURED_MODEL, None)
@@ -302,8 +282,8 @@ def _decode_rows(records=None):
         sm = _step.step_model(model, hw)
         B, S = float(r.concurrency), float(_val.mean_decode_context(r.input_len, r.output_len))
         feats.append({("factor", r.chip): float(runs.predicted_s[i]),
-                      "compute": float(flop_seconds(sm, np.float64(B), np.float64(1), np.float64(S), r.precision)
-                                       / r.tp),
+                      "compute": float(sm.flop_time(np.float64(B), np.float64(1), np.float64(S),
+                                                    precision=r.precision) / r.tp),
                       ("fixed", r.chip, r.framework): 1.0, "per_sequence": B,
                       "prefill": float(_val.prefill_seconds(model, hw, B, r.input_len, r.output_len, r.tp,
                                                             r.precision))})
@@ -591,7 +571,7 @@ def predict_decode(f: Fit) -> np.ndarray:
 
 @dataclass(frozen=True)
 class HeldOut:
-    """Every speculative run predicted without itself, every decode workload
+    """Every speculative run predicted without itself, every decode sweep
     without itself, and the targets the engines chapter prints."""
 
     runs: tuple  # RunPrediction per run
