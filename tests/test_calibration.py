@@ -5,6 +5,8 @@ import json
 import numpy as np
 import pytest
 
+from speclib.core.deployment import Deployment
+
 from speclib import presets
 from speclib.evidence import validation
 from speclib.core import calibrated as cal
@@ -73,9 +75,10 @@ def test_calibrated_tpot_is_roofline_times_factor_plus_overheads():
     c = cal.shipped_calibration()
     B, S = np.array([4.0, 32, 128]), 1536.0
     roof = validation.predicted_tpot("llama-3-70b", "B200", B, S, 2, "fp8")
-    got = validation.calibrated_tpot("llama-3-70b", "B200", B, S, 2, "fp8", engine="TRT")
+    trt = Deployment("llama-3-70b", "B200", tp=2, engine="TRT")
+    got = validation.calibrated_tpot(B, S, trt)
     assert np.allclose(got, c.roofline_factor["B200"] * roof + c.fixed_s["B200"]["TRT"] + c.per_sequence_s * B)
-    with_prefill = validation.calibrated_tpot("llama-3-70b", "B200", B, S, 2, "fp8", engine="TRT", workload="1k1k")
+    with_prefill = validation.calibrated_tpot(B, S, trt, workload="1k1k")
     arch = presets.LLAMA_3_70B.step_architecture()
     causal = arch.attention_layers * arch.flops_per_pair * 1024 * 1023 / 2  # token i attends over the i before it
     flops = 1024 * 2 * presets.LLAMA_3_70B.active_params() + causal
@@ -92,8 +95,9 @@ def test_calibrated_prediction_matches_the_fit_on_every_run():
         r = runs.records[i]
         hw = presets.hardware(r.chip)
         context = validation.mean_decode_context(r.input_len, r.output_len)
-        direct = validation.calibrated_tpot("llama-3-70b", hw, r.concurrency, context, r.tp, r.precision,
-                                            engine=r.framework, workload=r.workload)
+        direct = validation.calibrated_tpot(r.concurrency, context, Deployment("llama-3-70b", hw, tp=r.tp,
+                                                                                engine=r.framework),
+                                            precision=r.precision, workload=r.workload)
         assert direct == pytest.approx(predicted[i], rel=1e-9)
 
 
@@ -101,7 +105,18 @@ def test_roofline_stays_a_lower_bound_of_the_calibrated_prediction():
     for chip in ("B200", "H100", "MI355X"):
         B = np.array([1.0, 16, 128, 1024])
         roof = validation.predicted_tpot("llama-3-70b", chip, B, 4096, 4)
-        assert np.all(validation.calibrated_tpot("llama-3-70b", chip, B, 4096, 4) > roof)
+        assert np.all(validation.calibrated_tpot(B, 4096, Deployment("llama-3-70b", chip, tp=4)) > roof)
+
+
+def test_calibrated_tpot_prices_the_deployments_own_calibration():
+    own = cal.Calibration(roofline_factor={"B200": 2.0}, fixed_s={"B200": {"vLLM": 0.004}}, per_sequence_s=1e-5,
+                          model="llama-3-70b", source="a test's")
+    B = np.array([1.0, 8, 64])
+    roof = validation.predicted_tpot("llama-3-70b", "B200", B, 2048, 2)
+    got = validation.calibrated_tpot(B, 2048, Deployment("llama-3-70b", "B200", tp=2, engine="vLLM", step_time=own))
+    np.testing.assert_allclose(got, 2.0 * roof + 0.004 + 1e-5 * B, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"^deployment must be a speclib.Deployment"):
+        validation.calibrated_tpot(B, 2048, {"model": "llama-3-70b"})
 
 
 # --- pricing with it ------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from speclib.presentation.figures import deployments as dep
 
 
 def test_map_data_equals_pointwise_calls():
-    B, S, g = dep.gamma_map_data("qwen3-235b", "mi355x", batch_points=7, context_points=5, alpha=0.8, c_draft=0.05)
+    B, S, g = dep.gamma_map_data(speclib.Deployment("qwen3-235b", "mi355x"), batch_points=7, context_points=5, alpha=0.8, c_draft=0.05)
     assert g.shape == (5, 7)
     for i, s in enumerate(S):
         for j, b in enumerate(B):

@@ -56,10 +56,10 @@ def test_no_traffic_at_one_gpu():
 # --- G = 1 reproduces the single-GPU model -------------------------------------
 
 
-@pytest.mark.parametrize("include_comm", [True, False])
-def test_one_gpu_reproduces_single_gpu_costs_exactly(include_comm):
+@pytest.mark.parametrize("network", [None, parallel.FREE_NETWORK])
+def test_one_gpu_reproduces_single_gpu_costs_exactly(network):
     single = cost.cost_model()
-    ep = parallel.expert_parallel_cost_model(G=1, include_comm=include_comm)
+    ep = parallel.expert_parallel_cost_model(G=1, interconnect=network)
     for width in (1.0, 2.0, 5.0):
         np.testing.assert_array_equal(ep.verify(BATCHES, width, 4096.0), single.verify(BATCHES, width, 4096.0))
     np.testing.assert_array_equal(ep.ffn(BATCHES), single.ffn(BATCHES))
@@ -125,9 +125,21 @@ def test_comm_cost_is_link_time_in_hbm_bytes_and_linear_in_tokens():
 
 def test_verify_adds_comm_to_the_free_network_cost():
     with_comm = parallel.expert_parallel_cost_model(G=64)
-    free = parallel.expert_parallel_cost_model(G=64, include_comm=False)
+    free = parallel.expert_parallel_cost_model(G=64, interconnect="Free")
     diff = with_comm.verify(BATCHES, 3.0, 4096.0) - free.verify(BATCHES, 3.0, 4096.0)
     np.testing.assert_allclose(diff, with_comm.comm(3.0 * BATCHES), rtol=1e-12)
+
+
+def test_a_free_network_prices_no_link_and_has_no_domain():
+    free = parallel.expert_parallel_cost_model(G=256, interconnect=parallel.FREE_NETWORK)
+    np.testing.assert_array_equal(free.comm(BATCHES), np.zeros_like(BATCHES))
+    g, s = parallel.optimal_gamma(0.75, BATCHES, 4096, 0.1, G=64, interconnect="free")
+    g_hand, s_hand = speclib.optimal_gamma(0.75, BATCHES, 4096, 0.1, deployment=speclib.Deployment(
+        cost_model=parallel.expert_parallel_cost_model(G=64, interconnect="free")))
+    np.testing.assert_array_equal(g, g_hand)
+    np.testing.assert_array_equal(s, s_hand)
+    with pytest.raises(ValueError, match=r"^unknown interconnect 'pigeon'.*'free'"):
+        parallel.speedup(0.8, 3, 8, 512, interconnect="pigeon")
 
 
 def test_ledger_comm_share_and_slope():

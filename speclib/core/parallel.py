@@ -70,26 +70,27 @@ class ExpertParallelCostModel(CostModel):
 
     ``ffn`` is the local MoE roofline (A_local distinct experts), ``comm``
     the link time in HBM byte-equivalents, and ``verify`` adds ``comm`` to the
-    single-GPU sum of projections, FFN and attention. With
-    ``include_comm=False`` the communication term is zero (a free network),
-    which isolates what spreading the experts does to the MoE tax.
+    single-GPU sum of projections, FFN and attention. With no interconnect
+    (``interconnect=FREE_NETWORK`` in the functions below) the communication
+    term is zero, which isolates what spreading the experts does to the MoE tax.
     """
 
-    def __init__(self, model, hardware, G: int, interconnect_preset: Interconnect, query_bytes: bool = False,
-                 *, include_comm: bool = True, dispatch_bytes: float = 1.0, combine_bytes: float = 2.0):
+    def __init__(self, model, hardware, G: int, interconnect_preset, query_bytes: bool = False,
+                 *, dispatch_bytes: float = 1.0, combine_bytes: float = 2.0):
         if not model.ffn.is_moe:
             raise ValueError(f"expert parallelism needs a mixture-of-experts model; {model.name} has a dense FFN")
         super().__init__(model, hardware, query_bytes)
         ffn = model.ffn
         self.G = check_gpus(G, ffn.n_routed)
+        #: None: a free network (the all-to-all costs nothing).
         self.interconnect = interconnect_preset
-        domain = interconnect_preset.domain_size
+        self.include_comm = interconnect_preset is not None
+        domain = interconnect_preset.domain_size if self.include_comm else None
         if domain is not None and self.G > domain:
             raise ValueError(
                 f"G must be in [1, {domain}] on {interconnect_preset.name} (one all-to-all domain holds {domain} GPUs); "
                 f"got {self.G}. Use a larger domain or a scale-out preset such as 'InfiniBand-NDR'"
             )
-        self.include_comm = bool(include_comm)
         self.dispatch_bytes = float(checked_array("dispatch_bytes", dispatch_bytes, lo=0, lo_open=True))
         self.combine_bytes = float(checked_array("combine_bytes", combine_bytes, lo=0, lo_open=True))
         self.rooflines["moe"] = _cost.BoundRoofline(
@@ -97,14 +98,9 @@ class ExpertParallelCostModel(CostModel):
             (ffn.top_k, ffn.n_routed, ffn.n_shared, float(model.expert_params), ffn.weight_bytes,
              hardware.ridge(ffn.precision), float(self.G)),
         )
-        self._comm_args = (
-            ffn.top_k,
-            float(self.G),
-            model.hidden_size,
-            self.dispatch_bytes,
-            self.combine_bytes,
-            hardware.memory_bandwidth,
-            interconnect_preset.bandwidth,
+        self._comm_args = None if not self.include_comm else (
+            ffn.top_k, float(self.G), model.hidden_size, self.dispatch_bytes, self.combine_bytes,
+            hardware.memory_bandwidth, interconnect_preset.bandwidth,
         )
 
     # costs -------------------------------------------------------------------
@@ -131,19 +127,36 @@ class ExpertParallelCostModel(CostModel):
 
 _cache: dict = {}
 
+#: The ``interconnect`` that costs nothing: the all-to-all is free, which
+#: isolates what spreading the experts does to the expert tax.
+FREE_NETWORK = "free"
+
+
+def _network(hardware, interconnect):
+    """The interconnect preset (None for :data:`FREE_NETWORK`); the chip's own by default."""
+    if isinstance(interconnect, str) and interconnect.strip().lower() == FREE_NETWORK:
+        return None
+    if interconnect is None:
+        return default_interconnect(hardware)
+    try:
+        return interconnect_preset(interconnect)
+    except ValueError as error:
+        raise ValueError(f"{error} (or {FREE_NETWORK!r}: no link cost)") from None
+
 
 def expert_parallel_cost_model(model=None, hardware=None, G: int = 8, interconnect=None, *, query_bytes: bool = False,
-                               include_comm: bool = True, dispatch_bytes: float = 1.0,
-                               combine_bytes: float = 2.0) -> ExpertParallelCostModel:
+                               dispatch_bytes: float = 1.0, combine_bytes: float = 2.0) -> ExpertParallelCostModel:
     """The (cached) :class:`ExpertParallelCostModel` of ``model`` on
-    ``hardware`` with experts over ``G`` GPUs joined by ``interconnect``
-    (default: the scale-up network the chip preset names, see
-    :func:`speclib.presets.default_interconnect`)."""
+    ``hardware`` with experts over ``G`` GPUs joined by ``interconnect``: a
+    preset or its name, :data:`FREE_NETWORK` for no link cost, or None for the
+    scale-up network the chip preset names (:func:`speclib.presets.default_interconnect`).
+    Pass it as ``Deployment(cost_model=...)`` to :func:`speclib.speedup` and
+    the rest for what the wrappers below leave out (``query_bytes``)."""
     model, hardware = resolve(model, hardware)
-    net = default_interconnect(hardware) if interconnect is None else interconnect_preset(interconnect)
-    key = (model, hardware, G, net, bool(query_bytes), bool(include_comm), dispatch_bytes, combine_bytes)
+    net = _network(hardware, interconnect)
+    key = (model, hardware, G, net, bool(query_bytes), dispatch_bytes, combine_bytes)
     if key not in _cache:
-        _cache[key] = ExpertParallelCostModel(model, hardware, G, net, query_bytes, include_comm=include_comm,
+        _cache[key] = ExpertParallelCostModel(model, hardware, G, net, query_bytes,
                                               dispatch_bytes=dispatch_bytes, combine_bytes=combine_bytes)
     return _cache[key]
 
@@ -173,34 +186,33 @@ def comm_bytes_per_token(model=None, G: int = 8, *, dispatch_bytes: float = 1.0,
 # --- speedup and gamma* ---------------------------------------------------------------
 
 
-def speedup(alpha, gamma, B, S, c_draft=0.1, model=None, hardware=None, *, G: int = 8, interconnect=None,
-            include_comm: bool = True, query_bytes: bool = False):
-    """:func:`speclib.speedup` with the experts over ``G`` GPUs; ``B`` is
+def speedup(alpha, gamma, B, S, c_draft=0.1, model=None, hardware=None, *, G: int = 8, interconnect=None):
+    """:func:`speclib.speedup` with the experts over ``G`` GPUs joined by
+    ``interconnect`` (as :func:`expert_parallel_cost_model` reads it); ``B`` is
     sequences per GPU. ``alpha`` may be a survival curve."""
-    cm = expert_parallel_cost_model(model, hardware, G, interconnect, query_bytes=query_bytes, include_comm=include_comm)
+    cm = expert_parallel_cost_model(model, hardware, G, interconnect)
     return _spec.speedup(alpha, gamma, B, S, c_draft, deployment=Deployment(cost_model=cm))
 
 
 def optimal_gamma(alpha, B, S, c_draft=0.1, model=None, hardware=None, gamma_max: int = 64, *, G: int = 8,
-                  interconnect=None, include_comm: bool = True, query_bytes: bool = False):
-    """:func:`speclib.optimal_gamma` with the experts over ``G`` GPUs; ``B``
-    is sequences per GPU. Returns (gamma*, speedup)."""
-    cm = expert_parallel_cost_model(model, hardware, G, interconnect, query_bytes=query_bytes, include_comm=include_comm)
+                  interconnect=None):
+    """:func:`speclib.optimal_gamma` with the experts over ``G`` GPUs joined
+    by ``interconnect``; ``B`` is sequences per GPU. Returns (gamma*, speedup)."""
+    cm = expert_parallel_cost_model(model, hardware, G, interconnect)
     return _spec.optimal_gamma(alpha, B, S, c_draft, gamma_max=gamma_max, deployment=Deployment(cost_model=cm))
 
 
 COMPONENTS = ("attn_proj", "moe", "attention", "comm")
 
 
-def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, G: int = 8, interconnect=None,
-                  include_comm: bool = True, query_bytes: bool = False, verify_width=2):
+def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, G: int = 8, interconnect=None, verify_width=2):
     """The paper's ledger (:func:`speclib.marginal_cost`) with expert
     parallelism: each component's slope r, the communication term's slope
     (1 whenever there is traffic), and ``total`` = the slopes blended by each
     component's share of a plain decode step, plus ``c_draft``."""
     B_arr, S_arr, c_arr = check_batch(B), check_context(S), check_draft_cost(c_draft)
     width = checked_array("verify_width", verify_width, lo=1)
-    cm = expert_parallel_cost_model(model, hardware, G, interconnect, query_bytes=query_bytes, include_comm=include_comm)
+    cm = expert_parallel_cost_model(model, hardware, G, interconnect)
     B_arr, S_arr, c_arr = np.broadcast_arrays(B_arr, S_arr, c_arr)
     costs = {
         "attn_proj": cm.proj(B_arr),

@@ -457,20 +457,29 @@ def fit_calibration(comparison=None, workloads=tuple(WORKLOADS), terms=DEFAULT_T
     return FittedCalibration(calibration, terms, allreduce, workloads)
 
 
-def calibrated_tpot(model, hardware, batch, context, tp=1, precision="fp8", *, engine=_cal.DEFAULT_ENGINE,
-                    workload=None, kv_precision="fp8", calibration=None):
-    """Calibrated time per output token, in seconds: the roofline of
-    :func:`predicted_tpot` scaled by the chip's factor, plus the fixed time
-    per step of ``engine`` on that chip and a time per sequence (the shipped
-    calibration, :func:`speclib.core.calibrated.shipped_calibration`, unless
-    ``calibration`` is given). With ``workload`` (a measured workload's name
-    or an (input, output) pair of lengths) the prefill of arriving requests
-    is added (:func:`prefill_seconds`); without, it is one decode step.
+def calibrated_tpot(batch, context, deployment=None, *, precision="fp8", kv_precision="fp8", workload=None):
+    """Calibrated time per output token, in seconds, of ``deployment``'s model
+    on its chip over its ``tp`` GPUs (a :class:`speclib.Deployment`; None:
+    the default one): the roofline of :func:`predicted_tpot` scaled by the
+    chip's factor, plus the fixed time per step of the deployment's engine on
+    that chip and a time per sequence (the deployment's own
+    :class:`~speclib.core.calibrated.Calibration` if its ``step_time`` is one,
+    else the shipped calibration, :func:`speclib.core.calibrated.shipped_calibration`).
+    With ``workload`` (a measured workload's name or an (input, output) pair
+    of lengths) the prefill of arriving requests is added
+    (:func:`prefill_seconds`); without, it is one decode step.
 
     A separate prediction, not a bound: the roofline stays the lower bound.
     Calibrated on Llama-3.3-70B on the measured chips; broadcasts."""
-    cal = _cal.shipped_calibration() if calibration is None else calibration
-    _, hw = resolve(None, hardware)
+    from ..core.deployment import Deployment
+
+    if deployment is None:
+        deployment = Deployment()
+    if not isinstance(deployment, Deployment) or deployment.cost_model is not None:
+        raise ValueError(f"deployment must be a speclib.Deployment of a model and a chip; got {deployment!r}")
+    cal = _cal.calibration_of(deployment.step_time) or _cal.shipped_calibration()
+    model, hw, tp, engine = deployment.model, deployment.hardware, deployment.tp, deployment.engine
+    hardware = hw
     mu, a, d = cal.constants(hw, engine)
     B = checked_array("batch", batch, lo=0, lo_open=True)
     roof = predicted_tpot(model, hardware, B, context, tp, precision, kv_precision=kv_precision)

@@ -38,15 +38,16 @@ def _grid(name, lo_hi, points):
     return np.geomspace(lo, hi, checked_int(f"{name}_points", points, lo=2, hi=4000))
 
 
-def gamma_map_data(model=None, hardware=None, *, alpha=0.75, c_draft=0.1, gamma_max=64, query_bytes=False,
-                   batch_range=BATCH_RANGE, context_range=CONTEXT_RANGE, batch_points=120, context_points=60):
-    """``(batches, contexts, gamma_star)``: gamma* on a log grid, shape
+def gamma_map_data(deployment=None, *, alpha=0.75, c_draft=0.1, gamma_max=64, batch_range=BATCH_RANGE,
+                   context_range=CONTEXT_RANGE, batch_points=120, context_points=60):
+    """``(batches, contexts, gamma_star)``: gamma* of ``deployment`` (a
+    :class:`speclib.Deployment`; None: the default) on a log grid, shape
     (len(contexts), len(batches)), from a single ``optimal_gamma`` call."""
     batches = _grid("batch", batch_range, batch_points)
     contexts = _grid("context", context_range, context_points)
     gamma_star, _ = _speculation.optimal_gamma(
         alpha, batches[None, :], contexts[:, None], c_draft, gamma_max=gamma_max,
-        deployment=_speculation.Deployment(model, hardware, query_bytes=query_bytes),
+        deployment=deployment,
     )
     return batches, contexts, gamma_star
 
@@ -58,9 +59,10 @@ def _maps(p, xp):
     ncols = checked_int("ncols", p.ncols, lo=1, hi=8)
     out = {"maps": [], "alpha": p.alpha, "c_draft": p.c_draft, "columns": min(ncols, len(pairs))}
     for i, (model, chip) in enumerate(pairs):
-        B, S, g = gamma_map_data(model, chip, alpha=p.alpha, c_draft=p.c_draft, gamma_max=p.gamma_max,
-                                 query_bytes=p.query_bytes, batch_range=p.batch_range, context_range=p.context_range,
-                                 batch_points=p.batch_points, context_points=p.context_points)
+        B, S, g = gamma_map_data(_speculation.Deployment(model, chip, query_bytes=p.query_bytes), alpha=p.alpha,
+                                 c_draft=p.c_draft, gamma_max=p.gamma_max, batch_range=p.batch_range,
+                                 context_range=p.context_range, batch_points=p.batch_points,
+                                 context_points=p.context_points)
         out.update({f"B{i}": B, f"S{i}": S, f"gamma{i}": g})
         out["maps"].append((model, chip))
     models, chips = {m.name for m, _ in pairs}, {h.name for _, h in pairs}

@@ -33,7 +33,7 @@ def _ep(p, xp):
         out[f"gamma_G{G}"], out[f"speedup_G{G}"] = _par.optimal_gamma(p.alpha, B, p.S, p.c_draft, model, hw, G=G,
                                                                       interconnect=net)
         out[f"free_gamma_G{G}"], out[f"free_speedup_G{G}"] = _par.optimal_gamma(
-            p.alpha, B, p.S, p.c_draft, model, hw, G=G, interconnect=net, include_comm=False)
+            p.alpha, B, p.S, p.c_draft, model, hw, G=G, interconnect=_par.FREE_NETWORK)
         ledger = _par.marginal_cost(B, p.S, p.c_draft, model, hw, G=G, interconnect=net)
         out[f"total_G{G}"] = ledger["total"]
         out[f"comm_G{G}"] = ledger["comm"] * ledger["comm_share"] if G > 1 else np.zeros_like(B)
@@ -122,7 +122,7 @@ def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096,
     rows = []
     for G_value in Gs:
         g, s = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=net)
-        g0, s0 = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=net, include_comm=False)
+        g0, s0 = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=_par.FREE_NETWORK)
         best = int(np.argmax(s))
         rows.append(dict(G=G_value, zero=_zero_runs(B, g), gmax=int(g.max()), best=float(s[best]),
                          best_at=float(B[best]), comm_loss=float(np.max(1 - s / s0)),
