@@ -22,6 +22,12 @@ non-negative least squares on relative error:
 * a sweep without a run without speculation: each draft length's
   throughput relative to the smallest at the same batch.
 
+Where a run's source states its prompt and output lengths and the prefill
+runs on the decoding GPUs, its steps carry the arriving requests' prefill
+as the decode runs' do (a speculative step N times a plain step's, as it
+commits N tokens per sequence), since the measured speed-up includes it
+(:data:`speclib.formulas.workload.served_speedup_expr`).
+
 Each speculative run weighs as much as any other however many points it
 has, and the speculative runs together weigh as much as the decode runs.
 
@@ -111,6 +117,11 @@ class SpecRun:
     points: tuple
     assumed: str
     acceptance_reported: bool = True
+    #: (prompt, output) tokens per request where the source states both and
+    #: the prefill runs on the decoding GPUs (not disaggregated): the
+    #: measured throughput or latency then includes the arriving requests'
+    #: prefill, which speculation does not speed up
+    prefill_lengths: tuple = ()
 
     def committed(self, gamma) -> float:
         if int(gamma) in self.accept:
@@ -151,10 +162,14 @@ def _from_measurements(r: _eng.EngineRun):
     if "accept_length" in r.acceptance:
         accept = {int(r.gamma): float(r.acceptance["accept_length"])}
     drafter = "mtp" if "MTP" in r.label else "eagle"
+    w = r.workload
+    # the expert-parallel runs (LMSYS) prefill on other nodes (disaggregated, as their source states)
+    lengths = ((float(w["input"]), float(w["output"])) if w.get("input") and w.get("output")
+               and not r.expert_parallel and "disaggregat" not in str(r.deployment.get("what", "")) else ())
     return SpecRun(id=r.id, label=r.label, url=r.url, engine=r.engine, model=r.model, chip=r.hardware, gpus=r.gpus,
                    expert_parallel=r.expert_parallel, context=r.context, alpha=r.alpha, accept=accept,
                    draft_share=r.c_draft, drafter=drafter, verify_tokens=0, quantity=quantity, points=points,
-                   assumed=r.assumed, acceptance_reported=r.acceptance_reported)
+                   assumed=r.assumed, acceptance_reported=r.acceptance_reported, prefill_lengths=lengths)
 
 
 def _from_sweep(s: _eng.SweepRun):
@@ -193,7 +208,9 @@ def _from_sweep(s: _eng.SweepRun):
                    expert_parallel=False, context=context, alpha=alpha, accept=accept, draft_share=share, drafter=kind, verify_tokens=verify, quantity=quantity,
                    points=points, assumed=s.assumed,
                    acceptance_reported=bool(accept) or "accept_length" in acc or "measured_rate" in acc
-                   or ("alpha" in acc and not acc.get("assumed")))
+                   or ("alpha" in acc and not acc.get("assumed")),
+                   prefill_lengths=(float(w["input"]), float(w["output"])) if w.get("input") and w.get("output")
+                   else ())
 
 
 @lru_cache(maxsize=1)
@@ -244,6 +261,25 @@ class _Steps:
                 ("fixed", self.chip, self.engine): 1.0, "per_sequence": float(B),
                 ("per_position", self.chip) if PER_POSITION_BY_CHIP else "per_position": float(B * (T - 1))}
 
+    def prefill(self, B) -> float:
+        """Seconds of prompt work a plain step of B sequences carries in the
+        run's closed loop (its FLOPs at peak, as the decode runs charge it;
+        :data:`speclib.formulas.workload.prefill_share_seconds_expr`); 0
+        where the source does not state both lengths or prefills elsewhere."""
+        if not self.run.prefill_lengths:
+            return 0.0
+        I, O = self.run.prefill_lengths
+        model, hw = resolve(self.run.model, self.run.chip)
+        return float(_val.prefill_seconds(model, hw, B, I, O, self.tp, self.step_model.architecture.dense_precision))
+
+    def plain(self, B) -> dict:
+        """A plain decode step, with the prefill it carries."""
+        out = self.step(B, 1)
+        p = self.prefill(np.float64(B))
+        if p:
+            out["prefill"] = p
+        return out
+
     def draft_pass(self, B, positions=1.0) -> float:
         """Roofline seconds of one drafter pass (this GPU's share): one
         decoder layer's worth of the target's active weights plus the output
@@ -266,6 +302,9 @@ class _Steps:
             positions = float(gamma) / passes
             out[("factor", self.chip)] += passes * self.draft_pass(B, positions)
         out[("per_draft_pass", self.run.engine) if DRAFT_PASS_BY_ENGINE else "per_draft_pass"] = passes
+        p = self.prefill(np.float64(B))
+        if p:  # a step commits N tokens per sequence, so N times a plain step's arrivals
+            out["prefill"] = run.committed(gamma) * p
         return out
 
 
@@ -308,7 +347,7 @@ def _rows(run: SpecRun) -> list:
             if run.quantity == "speedup":
                 for g, v in gv:
                     if (b, g) not in run_inconsistent(run):
-                        rows.append(("speedup", b, g, v, steps.step(b, 1), steps.spec(b, g), run.committed(g), None))
+                        rows.append(("speedup", b, g, v, steps.plain(b), steps.spec(b, g), run.committed(g), None))
             else:
                 g0, v0 = gv[0]
                 ref = steps.spec(b, g0)
@@ -359,7 +398,7 @@ def fit_alpha(f: "Fit", run: SpecRun) -> float:
     n = _acc.committed_numeric(ALPHA_GRID[:, None], g[None, :])
     if run.quantity == "speedup":
         meas = np.array([v for _, v in gv])
-        pred = n * f.time(steps.step(b, 1)) / t
+        pred = n * f.time(steps.plain(b)) / t
     else:
         meas = np.array([v for _, v in gv]) / gv[0][1]
         pred = (n / t) / (n[:, :1] / t[0])
@@ -419,6 +458,8 @@ class Fit:
         if isinstance(k, tuple) and k[0] == "fixed":  # an engine not fitted on this chip: the chip's vLLM time
             return self.theta.get(("fixed", k[1], "vLLM"), 0.0)
         if isinstance(k, tuple) and k[0] == "factor":
+            return 1.0
+        if k == "prefill" and "prefill" not in self.terms:  # not fitted: at peak, as the decode runs charge it
             return 1.0
         return 0.0
 
@@ -482,7 +523,7 @@ def fit(terms=DEFAULT_TERMS, *, exclude_runs=(), workloads=None, run_weights=Non
     n_spec_rows = sum(len(rows) for _, rows in spec_runs_used)
     balance = np.sqrt(keep_dec.sum() / max(n_spec_rows, 1))
     mean_rows = n_spec_rows / max(len(spec_runs_used), 1)
-    P, Q, W = [], [], []  # spec rows: numerator and denominator vectors, weight
+    P, Q, W, O = [], [], [], []  # spec rows: numerator and denominator vectors, weight, unfitted prefill
     for run, rows in spec_runs_used:
         m = 1.0 if run_weights is None else run_weights[run.id]
         w = balance * np.sqrt(m * mean_rows / len(rows))
@@ -490,7 +531,9 @@ def fit(terms=DEFAULT_TERMS, *, exclude_runs=(), workloads=None, run_weights=Non
             P.append(n * _vec(num, index))
             Q.append(value * _vec(den, index))
             W.append(w)
-    P, Q, W = (np.array(P).reshape(-1, len(names)), np.array(Q).reshape(-1, len(names)), np.array(W))
+            O.append(0.0 if "prefill" in terms else n * num.get("prefill", 0.0) - value * den.get("prefill", 0.0))
+    P, Q, W, O = (np.array(P).reshape(-1, len(names)), np.array(Q).reshape(-1, len(names)), np.array(W),
+                  np.array(O))
     Ad, bd = Xd * (wd / yd)[:, None], wd * (1 - od / yd)
     theta = _nnls(Ad, bd)
     if len(P):
@@ -501,7 +544,7 @@ def fit(terms=DEFAULT_TERMS, *, exclude_runs=(), workloads=None, run_weights=Non
         for _ in range(iterations):
             scale = np.maximum(Q @ theta, 1e-9)
             A = np.vstack([Ad, (P - Q) * (W / scale)[:, None]])
-            b = np.concatenate([bd, np.zeros(len(P))]) - A[:, held] @ theta[held]
+            b = np.concatenate([bd, -O * W / scale]) - A[:, held] @ theta[held]
             theta = theta.copy()
             theta[~held] = _nnls(A[:, ~held], b)
     return Fit(theta={n: float(v) for n, v in zip(names, theta)}, terms=terms,
@@ -547,7 +590,7 @@ def predict_run(f: Fit, run: SpecRun) -> RunPrediction:
     for b, gv in _by_batch(run).items():
         rate = {g: run.committed(g) / f.time(steps.spec(b, g)) for g, _ in gv}
         if run.quantity == "speedup":
-            plain = 1.0 / f.time(steps.step(b, 1))
+            plain = 1.0 / f.time(steps.plain(b))
             rows = [(g, v, rate[g] / plain) for g, v in gv]
         else:
             g0, v0 = gv[0]

@@ -35,3 +35,14 @@ prefill_flops_expr = sp.simplify(2 * P_act * I_in + sp.summation(L_att * f_pair 
 #: once for every O tokens it decodes, so a step of B sequences carries B / O
 #: prefills, at the peak of the GEMMs' precision over tp GPUs.
 prefill_share_seconds_expr = B_dec / O_out * prefill_flops_expr / (n_tp * peak_p)
+
+N_c, C_0, C_g, p_s = sp.symbols("N C_0 C_gamma p", positive=True)
+#: The speed-up a closed-loop serving benchmark measures when the prefill
+#: runs on the decoding GPUs: a plain step of time C_0 carries the prefill p
+#: of the requests that arrive while it emits one token per sequence
+#: (:data:`prefill_share_seconds_expr`), a speculative step of time C_gamma
+#: commits N tokens per sequence and so carries N p. Speculation does not
+#: speed up the prefill, so the measured speed-up lies between 1 and the
+#: decode speed-up N C_0 / C_gamma (:func:`speclib.evidence.step_fit` prices
+#: the runs whose source states both lengths this way).
+served_speedup_expr = N_c * (C_0 + p_s) / (C_g + N_c * p_s)
