@@ -39,13 +39,10 @@ def live_spec(name: str) -> dict:
     return REGISTRY[name].live()
 
 
-def _formula_names(node_lists) -> set:
-    return {attrs["name"] for nodes in node_lists for op, _, attrs in nodes if op == "formula"}
-
-
 def formulas() -> tuple:
     """The catalogue entries the live figures evaluate, in catalogue order."""
-    used = _formula_names(g["nodes"] for name in live_names() for g in live_spec(name)["graphs"].values())
+    used = {attrs["name"] for name in live_names() for g in live_spec(name)["graphs"].values()
+            for op, _, attrs in g["nodes"] if op == "formula"}
     return tuple(f for name, f in FORMULAS.items() if name in used)
 
 
