@@ -61,6 +61,9 @@ def table(s, data) -> HtmlTable:
     caption = fill(s.caption, data)
     num = lambda v: format(v, s.format)  # noqa: E731
     head = "".join(f'<th style="text-align:right">{num(c)}</th>' for c in cols)
+    width = max(9, max(len(num(r)) for r in rows) + 1)
+    lines = [caption.replace(" in bold.", " marked *."), "",
+             f"{s.corner:>{width}}" + "".join(f"{num(c):>8}" for c in cols)]
     body = []
     for r, row, bold in zip(rows, values, hot):
         cells = "".join(
@@ -68,14 +71,10 @@ def table(s, data) -> HtmlTable:
             f"<b>{num(v)}</b></td>" if b else f'<td class="memory-bound" style="text-align:right">{num(v)}</td>'
             for v, b in zip(row, bold))
         body.append(f'<tr><th style="text-align:right">{num(r)}</th>{cells}</tr>')
+        lines.append(f"{num(r):>{width}}" + "".join(f"{num(v) + ('*' if b else ' '):>8}" for v, b in zip(row, bold)))
     html_text = (f'<table class="speclib-intensity-table"><caption>{html.escape(caption)}</caption>'
                  f'<thead><tr><th style="text-align:right">{html.escape(s.corner)}</th>{head}</tr></thead>'
                  f"<tbody>{''.join(body)}</tbody></table>")
-    width = max(9, max(len(num(r)) for r in rows) + 1)
-    lines = [caption.replace(" in bold.", " marked *."), "",
-             f"{s.corner:>{width}}" + "".join(f"{num(c):>8}" for c in cols)]
-    for r, row, bold in zip(rows, values, hot):
-        lines.append(f"{num(r):>{width}}" + "".join(f"{num(v) + ('*' if b else ' '):>8}" for v, b in zip(row, bold)))
     return HtmlTable(html_text, "\n".join(line.rstrip() for line in lines), data)
 
 
@@ -95,9 +94,7 @@ def draw(defn, data: dict, fig=None, live=False):
         cols = min(defn.columns or n, n)
         if len(fig.axes) < n:
             fig.clear()
-            rows = math.ceil(n / cols)
-            axes = fig.subplots(rows, cols, squeeze=False).ravel()
-            for ax in axes[n:]:
+            for ax in fig.subplots(math.ceil(n / cols), cols, squeeze=False).ravel()[n:]:
                 ax.remove()
         axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"][:n]
         for ax, panel in zip(axes, panels):
