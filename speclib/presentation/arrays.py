@@ -249,24 +249,20 @@ def graph(outputs: dict) -> dict:
     seen: dict[int, int] = {}
     pool: dict = {}
 
-    def visit(node):
-        stack = [(node, False)]
-        while stack:
-            n, done = stack.pop()
-            if id(n) in seen:
-                continue
-            if done:
-                seen[id(n)] = len(order)
-                order.append(n)
-                continue
-            stack.append((n, True))
-            for a in reversed(_flat_args(n)):
-                if isinstance(a, Node) and id(a) not in seen:
-                    stack.append((a, False))
-
-    for value in outputs.values():
-        if isinstance(value, Node):
-            visit(value)
+    # depth first, without recursion (a graph can be deep), the outputs in their order
+    stack = [(v, False) for v in reversed(list(outputs.values())) if isinstance(v, Node)]
+    while stack:
+        n, done = stack.pop()
+        if id(n) in seen:
+            continue
+        if done:
+            seen[id(n)] = len(order)
+            order.append(n)
+            continue
+        stack.append((n, True))
+        for a in reversed(_flat_args(n)):
+            if isinstance(a, Node) and id(a) not in seen:
+                stack.append((a, False))
 
     def arg(a):
         if isinstance(a, Node):
