@@ -43,6 +43,12 @@ REDUCTIONS = ("sum", "max", "min", "argmax", "argmin", "any", "all", "cumsum", "
 OTHER = ("geomspace", "linspace", "arange", "where", "clip", "stack", "concatenate", "take")
 
 
+def _in_language(name):
+    if name not in UNARY + BINARY + REDUCTIONS + OTHER:
+        raise AttributeError(f"the figure array language has no function {name!r}")
+    return name
+
+
 def _first_true(mask, axis=-1):
     """Index of the first True along ``axis`` (-1 where there is none)."""
     mask = np.asarray(mask, dtype=bool)
@@ -62,62 +68,39 @@ def _quiet(fn):
     return call
 
 
+def _take(a, index, axis=0):
+    """``a``'s entries at integer ``index`` along ``axis`` (numpy's take_along_axis
+    when ``index`` has ``a``'s rank, else take)."""
+    a, index = np.asarray(a), np.asarray(index).astype(int)
+    if index.ndim == a.ndim:
+        return np.take_along_axis(a, index, axis=axis)
+    return np.take(a, index, axis=axis)
+
+
+#: The operations numpy does not offer under the tracer's name and arguments.
+_ADAPTED = {
+    "asarray": lambda value: np.asarray(value, dtype=float),
+    "geomspace": lambda lo, hi, n: np.geomspace(float(lo), float(hi), int(n)),
+    "linspace": lambda lo, hi, n: np.linspace(float(lo), float(hi), int(n)),
+    "arange": lambda lo, hi, step=1: np.arange(lo, hi, step, dtype=float),
+    "clip": lambda a, lo, hi: np.minimum(np.maximum(a, lo), hi),
+    "stack": lambda arrays, axis=0: np.stack(np.broadcast_arrays(*[np.asarray(a, dtype=float) for a in arrays]),
+                                             axis=axis),
+    "concatenate": lambda arrays, axis=0: np.concatenate([np.asarray(a, dtype=float) for a in arrays], axis=axis),
+    "take": _take,
+    "cumsum": lambda a, axis=-1: np.cumsum(a, axis=axis),
+    "first_true": _first_true,
+}
+
+
 class _NumpyOps:
     """numpy, under the names the tracer records."""
 
     F = SimpleNamespace(**{name: _quiet(getattr(_nf, name)) for name in _nf.ARGUMENTS})
-    tracing = False
 
     def __getattr__(self, name):
-        # the reductions not written out below take (a, axis=None), as numpy's do
-        if name in UNARY or name in BINARY or name in REDUCTIONS:
-            return getattr(np, name)
-        raise AttributeError(f"the figure array language has no function {name!r}")
-
-    @staticmethod
-    def asarray(value):
-        return np.asarray(value, dtype=float)
-
-    @staticmethod
-    def geomspace(lo, hi, n):
-        return np.geomspace(float(lo), float(hi), int(n))
-
-    @staticmethod
-    def linspace(lo, hi, n):
-        return np.linspace(float(lo), float(hi), int(n))
-
-    @staticmethod
-    def arange(lo, hi, step=1):
-        return np.arange(lo, hi, step, dtype=float)
-
-    where = staticmethod(np.where)
-
-    @staticmethod
-    def clip(a, lo, hi):
-        return np.minimum(np.maximum(a, lo), hi)
-
-    @staticmethod
-    def stack(arrays, axis=0):
-        return np.stack(np.broadcast_arrays(*[np.asarray(a, dtype=float) for a in arrays]), axis=axis)
-
-    @staticmethod
-    def concatenate(arrays, axis=0):
-        return np.concatenate([np.asarray(a, dtype=float) for a in arrays], axis=axis)
-
-    @staticmethod
-    def take(a, index, axis=0):
-        """``a``'s entries at integer ``index`` along ``axis`` (numpy's take_along_axis
-        when ``index`` has ``a``'s rank, else take)."""
-        a, index = np.asarray(a), np.asarray(index).astype(int)
-        if index.ndim == a.ndim:
-            return np.take_along_axis(a, index, axis=axis)
-        return np.take(a, index, axis=axis)
-
-    @staticmethod
-    def cumsum(a, axis=-1):
-        return np.cumsum(a, axis=axis)
-
-    first_true = staticmethod(_first_true)
+        # the others take numpy's own arguments (a reduction: a, axis=None)
+        return _ADAPTED[name] if name in _ADAPTED else getattr(np, _in_language(name))
 
 
 #: The numpy back end.
@@ -130,11 +113,11 @@ numpy_ops = _NumpyOps()
 class Node:
     """One recorded operation: ``op`` applied to ``args`` (nodes or constants)."""
 
-    __slots__ = ("op", "args", "attrs", "index")
+    __slots__ = ("op", "args", "attrs")
     __array_priority__ = 1000  # numpy scalars defer to the node's operators
 
     def __init__(self, op, args=(), attrs=None):
-        self.op, self.args, self.attrs, self.index = op, tuple(args), dict(attrs or {}), None
+        self.op, self.args, self.attrs = op, tuple(args), dict(attrs or {})
 
     def __bool__(self):
         raise TypeError("a value that depends on a slider has no truth value while the figure is traced: "
@@ -151,31 +134,12 @@ class Node:
     def __len__(self):
         raise TypeError("a traced array has no length while tracing")
 
-    def _bin(self, name, other, swap=False):
-        return Node(name, (other, self) if swap else (self, other))
+    def __neg__(self):
+        return Node("negative", (self,))
 
-    def __add__(self, o): return self._bin("add", o)
-    def __radd__(self, o): return self._bin("add", o, True)
-    def __sub__(self, o): return self._bin("subtract", o)
-    def __rsub__(self, o): return self._bin("subtract", o, True)
-    def __mul__(self, o): return self._bin("multiply", o)
-    def __rmul__(self, o): return self._bin("multiply", o, True)
-    def __truediv__(self, o): return self._bin("divide", o)
-    def __rtruediv__(self, o): return self._bin("divide", o, True)
-    def __pow__(self, o): return self._bin("power", o)
-    def __rpow__(self, o): return self._bin("power", o, True)
-    def __lt__(self, o): return self._bin("less", o)
-    def __le__(self, o): return self._bin("less_equal", o)
-    def __gt__(self, o): return self._bin("greater", o)
-    def __ge__(self, o): return self._bin("greater_equal", o)
-    def __eq__(self, o): return self._bin("equal", o)  # noqa: PLR0124 - elementwise, as numpy's
-    def __ne__(self, o): return self._bin("not_equal", o)
-    def __and__(self, o): return self._bin("logical_and", o)
-    def __rand__(self, o): return self._bin("logical_and", o, True)
-    def __or__(self, o): return self._bin("logical_or", o)
-    def __ror__(self, o): return self._bin("logical_or", o, True)
-    def __neg__(self): return Node("negative", (self,))
-    def __invert__(self): return Node("logical_not", (self,))
+    def __invert__(self):
+        return Node("logical_not", (self,))
+
     __hash__ = object.__hash__
 
     def __getitem__(self, key):
@@ -184,6 +148,24 @@ class Node:
     @property
     def T(self):
         return Node("transpose", (self,))
+
+
+#: Python's operators on a node and the operations they record (with the
+#: reflected forms, ``2 * node``, for the arithmetic and logical ones).
+_OPERATORS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide", "pow": "power",
+              "and": "logical_and", "or": "logical_or"}
+_COMPARISONS = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal",
+                "ne": "not_equal"}
+
+
+def _operator(op, swap):
+    return lambda self, other: Node(op, (other, self) if swap else (self, other))
+
+
+for _name, _op_name in {**_OPERATORS, **_COMPARISONS}.items():
+    setattr(Node, f"__{_name}__", _operator(_op_name, False))
+    if _name in _OPERATORS:
+        setattr(Node, f"__r{_name}__", _operator(_op_name, True))
 
 
 def _index_key(key):
@@ -221,23 +203,14 @@ class _Formulas:
         return call
 
 
-def _op(name):
-    def call(*args, **kwargs):
-        return Node(name, args, kwargs)
-
-    return call
-
-
 class Tracer:
     """The recording back end: the same names as :data:`numpy_ops`."""
 
     F = _Formulas()
-    tracing = True
 
     def __getattr__(self, name):
-        if name in UNARY or name in BINARY or name in REDUCTIONS or name in OTHER:
-            return _op(name)
-        raise AttributeError(f"the figure array language has no function {name!r}")
+        name = _in_language(name)
+        return lambda *args, **kwargs: Node(name, args, kwargs)
 
     @staticmethod
     def asarray(value):
@@ -265,11 +238,6 @@ def _constant(value, pool):
     return {"a": pool[key]}
 
 
-def _finite_list(arr):
-    flat = arr.ravel()
-    return [float(v) if math.isfinite(v) else str(float(v)) for v in flat]
-
-
 def graph(outputs: dict) -> dict:
     """The recorded operations behind ``outputs`` (name -> node or constant),
     as JSON-ready data: ``nodes`` in evaluation order, each ``[op, args,
@@ -281,24 +249,20 @@ def graph(outputs: dict) -> dict:
     seen: dict[int, int] = {}
     pool: dict = {}
 
-    def visit(node):
-        stack = [(node, False)]
-        while stack:
-            n, done = stack.pop()
-            if id(n) in seen:
-                continue
-            if done:
-                seen[id(n)] = len(order)
-                order.append(n)
-                continue
-            stack.append((n, True))
-            for a in reversed(_flat_args(n)):
-                if isinstance(a, Node) and id(a) not in seen:
-                    stack.append((a, False))
-
-    for value in outputs.values():
-        if isinstance(value, Node):
-            visit(value)
+    # depth first, without recursion (a graph can be deep), the outputs in their order
+    stack = [(v, False) for v in reversed(list(outputs.values())) if isinstance(v, Node)]
+    while stack:
+        n, done = stack.pop()
+        if id(n) in seen:
+            continue
+        if done:
+            seen[id(n)] = len(order)
+            order.append(n)
+            continue
+        stack.append((n, True))
+        for a in reversed(_flat_args(n)):
+            if isinstance(a, Node) and id(a) not in seen:
+                stack.append((a, False))
 
     def arg(a):
         if isinstance(a, Node):
@@ -311,7 +275,8 @@ def graph(outputs: dict) -> dict:
     outs = {k: arg(v) for k, v in outputs.items()}
     arrays = [None] * len(pool)
     for (shape, raw), i in pool.items():
-        arrays[i] = {"shape": list(shape), "data": _finite_list(np.frombuffer(raw, dtype=float))}
+        data = [float(v) if math.isfinite(v) else str(float(v)) for v in np.frombuffer(raw, dtype=float)]
+        arrays[i] = {"shape": list(shape), "data": data}
     return {"nodes": nodes, "outputs": outs, "arrays": arrays}
 
 
@@ -320,12 +285,10 @@ def _flat_args(n):
 
 
 def _json_attrs(attrs):
-    out = {}
     for k, v in attrs.items():
         if isinstance(v, Node):
             raise TypeError(f"the keyword {k!r} of a traced operation must not depend on a slider")
-        out[k] = v
-    return out
+    return dict(attrs)
 
 
 def evaluate_graph(g: dict, params: dict) -> dict:
@@ -347,34 +310,22 @@ def evaluate_graph(g: dict, params: dict) -> dict:
             return np.array([float(v) for v in entry["data"]], dtype=float).reshape(entry["shape"])
         return float(a["c"]) if not isinstance(a["c"], bool) else a["c"]
 
-    ops = numpy_ops
+    graph_ops = {"param": lambda name: np.asarray(params[name], dtype=float),
+                 "formula": lambda *args, name: getattr(numpy_ops.F, name)(*args),
+                 "index": lambda a, key: np.asarray(a)[_numpy_key(key)],
+                 "transpose": lambda a: np.asarray(a).T}
     for op, args, attrs in g["nodes"]:
-        a = [arg(x) for x in args]
-        if op == "param":
-            values.append(np.asarray(params[attrs["name"]], dtype=float))
-        elif op == "formula":
-            values.append(getattr(ops.F, attrs["name"])(*a))
-        elif op == "index":
-            values.append(np.asarray(a[0])[_numpy_key(attrs["key"])])
-        elif op == "transpose":
-            values.append(np.asarray(a[0]).T)
-        else:
-            values.append(getattr(ops, op)(*a, **attrs))
+        fn = graph_ops[op] if op in graph_ops else getattr(numpy_ops, op)
+        values.append(fn(*[arg(x) for x in args], **attrs))
     return {k: arg(v) for k, v in g["outputs"].items()}
 
 
+#: The entries of a recorded index (see :func:`_index_key`) as numpy's.
+_NUMPY_KEY = {"new": lambda _: None, "ellipsis": lambda _: Ellipsis, "slice": lambda v: slice(*v), "int": int}
+
+
 def _numpy_key(key):
-    out = []
-    for k in key:
-        if "new" in k:
-            out.append(None)
-        elif "ellipsis" in k:
-            out.append(Ellipsis)
-        elif "slice" in k:
-            out.append(slice(*k["slice"]))
-        else:
-            out.append(k["int"])
-    return tuple(out)
+    return tuple(_NUMPY_KEY[kind](v) for k in key for kind, v in k.items())
 
 
 def param(name: str) -> Node:

@@ -120,12 +120,9 @@ class Figure:
         graph per combination of the discrete controls (see :mod:`.arrays`)."""
         p = self.resolve(**self.live_params)
         discrete = [c for c in self.controls if c.discrete]
-        graphs = {}
+        graphs, sliders = {}, {c.name: param(c.name) for c in self.controls if not c.discrete}
         for combo in itertools.product(*(c.values() for c in discrete)):
-            values = {**p, **dict(zip((c.name for c in discrete), combo))}
-            for c in self.controls:
-                if not c.discrete:
-                    values[c.name] = param(c.name)
+            values = {**p, **dict(zip((c.name for c in discrete), combo)), **sliders}
             out = self.compute(SimpleNamespace(**values), Tracer())
             graphs[combo_key(combo)] = graph(out)
         return {

@@ -56,19 +56,15 @@ class LiveFigure(W.VBox):
 
     def __init__(self, definition, **values):
         self.definition = definition
-        self.name = definition.name
         start = definition.resolve(**values)
         self.fixed = {k: v for k, v in start.items() if k in definition.params}
-        self.controls = {}
-        for spec in definition.controls:
-            self.controls[spec.name] = control(spec)
-            self.controls[spec.name].value = start[spec.name]
+        self.controls = {spec.name: control(spec) for spec in definition.controls}
+        for name, widget in self.controls.items():
+            widget.value = start[name]
         self._hold = False
         self.data = definition.data(**start)
-        self.is_table = definition.panels[0].series[0].kind == "table"
-        if self.is_table:
-            self.figure = None
-            self.image = W.HTML(value=draw(definition, self.data).html)
+        if definition.panels[0].series[0].kind == "table":
+            self.figure, self.image = None, W.HTML(value=draw(definition, self.data).html)
         else:
             self.figure = style.new_canvas_figure(definition.size)
             self._frame = self._background = None
@@ -108,7 +104,7 @@ class LiveFigure(W.VBox):
 
     def redraw(self):
         self.data = self.definition.data(**self.fixed, **self.values())
-        if self.is_table:
+        if self.figure is None:  # a table
             self.image.value = draw(self.definition, self.data).html
             return
         draw(self.definition, self.data, self.figure, live=True)
@@ -136,7 +132,7 @@ class LiveFigure(W.VBox):
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in self.values().items())
-        return f"LiveFigure({self.name}: {shown})"
+        return f"LiveFigure({self.definition.name}: {shown})"
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)

@@ -16,8 +16,16 @@ import numpy as np
 # --- controls ------------------------------------------------------------------------
 
 
+class _Control:
+    """What the page reads of a control: its ``kind`` and fields (a choice's ``canonical`` stays in Python);
+    the discrete ones (menus, checkboxes) get one recorded graph per value."""
+
+    def spec(self) -> dict:
+        return {"kind": self.kind, **{k: v for k, v in dataclasses.asdict(self).items() if k != "canonical"}}
+
+
 @dataclasses.dataclass(frozen=True)
-class Slider:
+class Slider(_Control):
     """A number between ``lo`` and ``hi``. ``scale="log2"`` moves in steps of
     ``step`` in log2 of the value (the paper's sequence-length slider is
     ``Slider("S", ..., 512, 131072, scale="log2", step=1/8)``); ``integer``
@@ -41,7 +49,7 @@ class Slider:
         if self.scale == "log2" and self.lo <= 0:
             raise ValueError(f"slider {self.name}: a log2 slider needs lo > 0")
 
-    discrete = False
+    kind, discrete = "slider", False
 
     def check(self, value):
         try:
@@ -52,12 +60,9 @@ class Slider:
             raise ValueError(f"{self.name} must be in [{self.lo:g}, {self.hi:g}]; got {value!r}")
         return float(round(v)) if self.integer else v
 
-    def spec(self) -> dict:
-        return {"kind": "slider", **dataclasses.asdict(self)}
-
 
 @dataclasses.dataclass(frozen=True)
-class Choice:
+class Choice(_Control):
     """One of ``options``: ``(label, value)`` pairs (a plain value is its own label)."""
 
     name: str
@@ -73,7 +78,7 @@ class Choice:
         if self.value not in self.values():
             raise ValueError(f"choice {self.name}: default {self.value!r} is not an option")
 
-    discrete = True
+    kind, discrete = "choice", True
 
     def values(self) -> tuple:
         return tuple(v for _, v in self.options)
@@ -89,20 +94,16 @@ class Choice:
             raise ValueError(f"{self.name} must be one of {allowed}; got {value!r}")
         return value
 
-    def spec(self) -> dict:
-        return {"kind": "choice", "name": self.name, "label": self.label,
-                "options": [[lab, val] for lab, val in self.options], "value": self.value}
-
 
 @dataclasses.dataclass(frozen=True)
-class Toggle:
+class Toggle(_Control):
     """On or off."""
 
     name: str
     label: str
     value: bool
 
-    discrete = True
+    kind, discrete = "toggle", True
 
     def values(self) -> tuple:
         return (False, True)
@@ -111,9 +112,6 @@ class Toggle:
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"{self.name} must be True or False; got {value!r}")
         return bool(value)
-
-    def spec(self) -> dict:
-        return {"kind": "toggle", "name": self.name, "label": self.label, "value": self.value}
 
 
 # --- axes and series -----------------------------------------------------------------
@@ -339,9 +337,7 @@ def fill(template: str, data: dict) -> str:
         if not _FORMAT.match(fmt):
             raise ValueError(f"template format {fmt!r} is not one the browser knows (',', '.Nf', '.Ng', '.N%')")
         value = data[name] if name in data else params[name]
-        if isinstance(value, np.ndarray):
-            value = value.item()
-        if isinstance(value, (np.floating, np.integer)):
+        if isinstance(value, (np.ndarray, np.generic)):
             value = value.item()
         if fmt == "" and isinstance(value, float) and value.is_integer():
             value = int(value)

@@ -18,7 +18,6 @@ Registered in ``_config.yml`` (``sphinx: extra_extensions``). It
 """
 from __future__ import annotations
 
-import functools
 import re
 import shutil
 from pathlib import Path
@@ -52,12 +51,6 @@ def _configure(app, config):
     # Without an icon the browser asks for /favicon.ico, a 404 in the console.
     if not config.html_favicon:
         config.html_favicon = str(_HAND_WRITTEN / "favicon.svg")
-
-
-@functools.lru_cache(maxsize=None)
-def live_names() -> frozenset:
-    """Names of the figures that have a live version."""
-    return frozenset(codegen.live_names())
 
 
 def _is_thebe(asset) -> bool:
@@ -96,7 +89,7 @@ def _add_page_assets(app, pagename, templatename, context, doctree):
     _drop_dead_assets(context, app.config.speclib_keep_thebe)
     if doctree is None:
         return
-    names = sorted(set(_FIGURE_TAG.findall(context.get("body", ""))) & live_names())
+    names = sorted(set(_FIGURE_TAG.findall(context.get("body", ""))) & set(codegen.live_names()))
     if names:
         app.add_css_file(LIVE_CSS)
         app.add_js_file(MODEL_JS, loading_method="defer")
@@ -114,7 +107,7 @@ def _write_live_assets(app):
     target = Path(app.outdir) / "_static" / STATIC_SUBDIR
     (target / "figures").mkdir(parents=True, exist_ok=True)
     (target / "speclib_model.js").write_text(codegen.model_javascript(), encoding="utf-8")
-    for name in live_names():
+    for name in codegen.live_names():
         (target / "figures" / f"{name}.js").write_text(codegen.figure_javascript(name), encoding="utf-8")
     for path in sorted(_HAND_WRITTEN.iterdir()):
         if path.suffix in (".js", ".css"):

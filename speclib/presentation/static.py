@@ -61,6 +61,9 @@ def table(s, data) -> HtmlTable:
     caption = fill(s.caption, data)
     num = lambda v: format(v, s.format)  # noqa: E731
     head = "".join(f'<th style="text-align:right">{num(c)}</th>' for c in cols)
+    width = max(9, max(len(num(r)) for r in rows) + 1)
+    lines = [caption.replace(" in bold.", " marked *."), "",
+             f"{s.corner:>{width}}" + "".join(f"{num(c):>8}" for c in cols)]
     body = []
     for r, row, bold in zip(rows, values, hot):
         cells = "".join(
@@ -68,14 +71,10 @@ def table(s, data) -> HtmlTable:
             f"<b>{num(v)}</b></td>" if b else f'<td class="memory-bound" style="text-align:right">{num(v)}</td>'
             for v, b in zip(row, bold))
         body.append(f'<tr><th style="text-align:right">{num(r)}</th>{cells}</tr>')
+        lines.append(f"{num(r):>{width}}" + "".join(f"{num(v) + ('*' if b else ' '):>8}" for v, b in zip(row, bold)))
     html_text = (f'<table class="speclib-intensity-table"><caption>{html.escape(caption)}</caption>'
                  f'<thead><tr><th style="text-align:right">{html.escape(s.corner)}</th>{head}</tr></thead>'
                  f"<tbody>{''.join(body)}</tbody></table>")
-    width = max(9, max(len(num(r)) for r in rows) + 1)
-    lines = [caption.replace(" in bold.", " marked *."), "",
-             f"{s.corner:>{width}}" + "".join(f"{num(c):>8}" for c in cols)]
-    for r, row, bold in zip(rows, values, hot):
-        lines.append(f"{num(r):>{width}}" + "".join(f"{num(v) + ('*' if b else ' '):>8}" for v, b in zip(row, bold)))
     return HtmlTable(html_text, "\n".join(line.rstrip() for line in lines), data)
 
 
@@ -95,9 +94,7 @@ def draw(defn, data: dict, fig=None, live=False):
         cols = min(defn.columns or n, n)
         if len(fig.axes) < n:
             fig.clear()
-            rows = math.ceil(n / cols)
-            axes = fig.subplots(rows, cols, squeeze=False).ravel()
-            for ax in axes[n:]:
+            for ax in fig.subplots(math.ceil(n / cols), cols, squeeze=False).ravel()[n:]:
                 ax.remove()
         axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"][:n]
         for ax, panel in zip(axes, panels):
@@ -134,11 +131,9 @@ def _panel(fig, ax, panel, data, live=False):
 
 
 def _axis(ax, which, axis, data):
-    set_label = ax.set_xlabel if which == "x" else ax.set_ylabel
-    set_scale = ax.set_xscale if which == "x" else ax.set_yscale
-    set_lim = ax.set_xlim if which == "x" else ax.set_ylim
-    target = ax.xaxis if which == "x" else ax.yaxis
-    set_label(fill(axis.label, data))
+    set_scale, set_lim = getattr(ax, f"set_{which}scale"), getattr(ax, f"set_{which}lim")
+    target = getattr(ax, f"{which}axis")
+    getattr(ax, f"set_{which}label")(fill(axis.label, data))
     scale = axis.scale if axis.scale in ("linear", "log", "log2") else value_of(axis.scale, data)
     if scale == "log":
         set_scale("log")
@@ -165,33 +160,32 @@ def _xy(data, s):
     return np.asarray(value_of(s.x, data), dtype=float), np.asarray(value_of(s.y, data), dtype=float)
 
 
-def _line(fig, ax, s, data, i):
+def _rows(s, data, i, cycle):
+    """(x, y, colour) for each row of a 1-D or 2-D ``y``: the colours are the output ``colors``, else ``color``,
+    else the cycle's colour of the row (``cycle`` and a 2-D y) or of the series' place ``i``."""
     x, y = _xy(data, s)
     rows = y if y.ndim == 2 else y[None, :]
-    labels = list(data[s.labels]) if s.labels else [fill(s.label, data)] * len(rows)
-    colors = list(data[s.colors]) if s.colors else None
-    for r, row in enumerate(rows):
-        xr = x[r] if x.ndim == 2 else x
-        c = colors[r] if colors else color(s.color, r if y.ndim == 2 else i)
+    colors = list(data[s.colors]) if s.colors else [color(s.color, r if cycle and y.ndim == 2 else i)
+                                                    for r in range(len(rows))]
+    return [(x[r] if x.ndim == 2 else x, row, colors[r]) for r, row in enumerate(rows)]
+
+
+def _line(fig, ax, s, data, i):
+    labels = list(data[s.labels]) if s.labels else [fill(s.label, data)]
+    for r, (x, y, c) in enumerate(_rows(s, data, i, cycle=True)):
         kwargs = dict(color=c, linestyle=_DASH[s.dash], linewidth=s.width, alpha=s.alpha, gid=s.gid or None,
                       label=labels[r] if (s.labels or r == 0) else None)
         if s.marker:
             kwargs.update(marker=s.marker, markersize=12 if s.marker == "*" else 4)
         if s.step:
-            ax.step(xr, row, where="mid", **kwargs)
-        else:
-            ax.plot(xr, row, **kwargs)
+            kwargs.update(where="mid")
+        (ax.step if s.step else ax.plot)(x, y, **kwargs)
 
 
 def _points(fig, ax, s, data, i):
-    x, y = _xy(data, s)
-    rows = y if y.ndim == 2 else y[None, :]
-    colors = list(data[s.colors]) if s.colors else [color(s.color, i)] * len(rows)
-    for r, row in enumerate(rows):
-        c = colors[r]
-        ax.plot(x[r] if x.ndim == 2 else x, row, s.marker, color=c, markersize=s.size, linestyle="none",
-                mfc=c if s.filled else "none", alpha=s.alpha, label=(fill(s.label, data) or None) if r == 0 else None,
-                gid=s.gid or None)
+    for r, (x, y, c) in enumerate(_rows(s, data, i, cycle=False)):
+        ax.plot(x, y, s.marker, color=c, markersize=s.size, linestyle="none", mfc=c if s.filled else "none",
+                alpha=s.alpha, label=(fill(s.label, data) or None) if r == 0 else None, gid=s.gid or None)
 
 
 def _area(fig, ax, s, data, i):
@@ -234,26 +228,21 @@ def _bands(fig, ax, s, data, i):
                     fontsize=9, color=c, gid=(s.gid + "_label") if s.gid else None)
 
 
-def _hline(fig, ax, s, data, i):
-    y = float(value_of(s.y, data))
-    c = color(s.color or "ridge", i)
-    ax.axhline(y, color=c, linestyle=_DASH[s.dash], linewidth=s.width, label=fill(s.label, data) or None,
-               gid=s.gid or None)
-    if s.text:
-        ax.text(0.99, y, fill(s.text, data), transform=ax.get_yaxis_transform(), ha="right", va="bottom",
-                fontsize=9, color=c, gid=(s.gid + "_label") if s.gid else None)
-
-
-def _vline(fig, ax, s, data, i):
-    x = float(value_of(s.x, data))
-    if not math.isfinite(x):
+def _rule(fig, ax, s, data, i):
+    """An :class:`~.spec.HLine` or a :class:`~.spec.VLine` across the panel, with its note."""
+    vertical = s.kind == "vline"
+    at = float(value_of(s.x if vertical else s.y, data))
+    if not math.isfinite(at):
         return
     c = color(s.color or "ridge", i)
-    ax.axvline(x, color=c, linestyle=_DASH[s.dash], linewidth=s.width, label=fill(s.label, data) or None,
-               gid=s.gid or None)
-    if s.text:
-        ax.text(x, 0.98, " " + fill(s.text, data), transform=ax.get_xaxis_transform(), va="top", fontsize=9,
+    (ax.axvline if vertical else ax.axhline)(at, color=c, linestyle=_DASH[s.dash], linewidth=s.width,
+                                             label=fill(s.label, data) or None, gid=s.gid or None)
+    if s.text and vertical:
+        ax.text(at, 0.98, " " + fill(s.text, data), transform=ax.get_xaxis_transform(), va="top", fontsize=9,
                 color=c)
+    elif s.text:
+        ax.text(0.99, at, fill(s.text, data), transform=ax.get_yaxis_transform(), ha="right", va="bottom",
+                fontsize=9, color=c, gid=(s.gid + "_label") if s.gid else None)
 
 
 def cell_edges(centres, log):
@@ -278,9 +267,7 @@ def gamma_colormap(vmax: int):
 
 
 def _heatmap(fig, ax, s, data, i):
-    x = np.asarray(data[s.x], dtype=float)
-    y = np.asarray(data[s.y], dtype=float)
-    z = np.asarray(data[s.z], dtype=float)
+    x, y, z = (np.asarray(data[name], dtype=float) for name in (s.x, s.y, s.z))
     vmin, vmax = value_of(s.vmin, data), value_of(s.vmax, data)
     if s.colors == "gamma":
         top = int(np.nanmax(z)) if vmax is None else int(vmax)
@@ -310,7 +297,6 @@ def _heatmap(fig, ax, s, data, i):
     if s.label:
         bar.set_label(fill(s.label, data))
     if s.colors == "gamma":
-        top = int(np.nanmax(z)) if vmax is None else int(vmax)
         bar.set_ticks(range(0, top + 1, max(1, (top + 1) // 8)))
 
 
@@ -327,5 +313,5 @@ def _text(fig, ax, s, data, i):
                 va="center" if s.coords == "axes" else "baseline", arrowprops=arrow, gid=s.gid or None)
 
 
-_SERIES = {"points": _points, "line": _line, "area": _area, "bands": _bands, "hline": _hline, "vline": _vline, "heatmap": _heatmap,
-           "text": _text}
+_SERIES = {"points": _points, "line": _line, "area": _area, "bands": _bands, "hline": _rule, "vline": _rule,
+           "heatmap": _heatmap, "text": _text}

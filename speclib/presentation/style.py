@@ -99,9 +99,7 @@ def new_figure(figsize=FIGSIZE) -> Figure:
 def new_canvas_figure(figsize=FIGSIZE) -> Figure:
     """A figure on its own Agg canvas, never registered with pyplot."""
     with style():
-        fig = Figure(figsize=figsize, dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
+        return FigureCanvasAgg(Figure(figsize=figsize, dpi=DPI, layout="constrained")).figure
 
 
 def png_bytes(fig: Figure) -> bytes:

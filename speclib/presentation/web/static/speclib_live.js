@@ -71,26 +71,17 @@
   function axisOf(a, axis) { return axis < 0 ? axis + a.shape.length : axis; }
   // Reduce along `axis` (null: everything) with a step over the values along it.
   function reduce(a, axis, step) {
-    if (axis === null || axis === undefined) { return scalar(step(Array.from(a.data))); }
-    axis = axisOf(a, axis);
-    var outer = sizeOf(a.shape.slice(0, axis)), len = a.shape[axis], inner = sizeOf(a.shape.slice(axis + 1));
-    var out = nd(a.shape.slice(0, axis).concat(a.shape.slice(axis + 1))), line = new Array(len);
-    for (var o = 0; o < outer; o++) {
-      for (var i = 0; i < inner; i++) {
-        for (var k = 0; k < len; k++) { line[k] = a.data[(o * len + k) * inner + i]; }
-        out.data[o * inner + i] = step(line);
-      }
-    }
-    return out;
+    return axis === null || axis === undefined ? scalar(step(Array.from(a.data))) : along(a, axis, step, true);
   }
-  function along(a, axis, fn) {  // a same-shaped result, line by line along `axis`
+  function along(a, axis, fn, reduces) {  // fn line by line along `axis`: a same-shaped result, or one value a line
     axis = axisOf(a, axis);
     var outer = sizeOf(a.shape.slice(0, axis)), len = a.shape[axis], inner = sizeOf(a.shape.slice(axis + 1));
-    var out = nd(a.shape.slice()), line = new Array(len);
+    var out = nd(reduces ? a.shape.slice(0, axis).concat(a.shape.slice(axis + 1)) : a.shape.slice()), line = new Array(len);
     for (var o = 0; o < outer; o++) {
       for (var i = 0; i < inner; i++) {
         for (var k = 0; k < len; k++) { line[k] = a.data[(o * len + k) * inner + i]; }
         var r = fn(line);
+        if (reduces) { out.data[o * inner + i] = r; continue; }
         for (k = 0; k < len; k++) { out.data[(o * len + k) * inner + i] = r[k]; }
       }
     }
@@ -141,7 +132,7 @@
     return {from: from, start: lo, step: step, len: Math.max(0, Math.ceil((hi - lo) / step))};
   }
   function join(arrays, axis, stack) {
-    var parts = stack ? arrays.map(function (a) { return nd([1].concat(a.shape), a.data); }) : arrays;
+    var parts = arrays;
     if (stack) {
       var shape = broadcastShape(arrays.map(function (a) { return a.shape; }));
       parts = arrays.map(function (a) { return nd([1].concat(shape), map(function (v) { return v; }, [a, nd(shape)]).data); });
@@ -244,8 +235,7 @@
         if (!fn) { throw new Error("no formula " + attrs.name + " in the page"); }
         v = map(fn, args);
       } else if (op === "index") { v = index(args[0], attrs.key); }
-      else if (UNARY[op]) { v = map(UNARY[op], args); }
-      else if (BINARY[op]) { v = map(BINARY[op], args); }
+      else if (UNARY[op] || BINARY[op]) { v = map(UNARY[op] || BINARY[op], args); }
       else if (STEPS[op]) { v = reduce(args[0], args[1] ? sc(args[1]) : (attrs.axis === undefined ? (op === "first_true" ? -1 : null) : attrs.axis), STEPS[op]); }
       else if (OPS[op]) {
         if (attrs.axis !== undefined) { args.push(attrs.axis); }
@@ -276,7 +266,7 @@
     if (type === "%") { s = (v * 100).toFixed(p === null ? 6 : p) + "%"; }
     else if (type === "f") { s = v.toFixed(p === null ? 6 : p); }
     else if (type === "g" || (p !== null && !type)) { s = general(v, p === null ? 6 : Math.max(p, 1)); }
-    else { s = Number.isInteger(v) ? String(v) : String(v); }
+    else { s = String(v); }
     if (comma) {
       var parts = s.split("."), sign = parts[0][0] === "-" ? "-" : "", int = parts[0].replace("-", "");
       parts[0] = sign + int.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
@@ -287,16 +277,12 @@
   function general(v, p) {
     if (v === 0 || !isFinite(v)) { return String(v); }
     var e = Math.floor(Math.log10(Math.abs(Number(v.toPrecision(p)))));
-    if (e < -4 || e >= p) {
-      var x = v.toExponential(p - 1).replace(/\.?0+e/, "e").replace(/e([+-])(\d)$/, "e$10$2");
-      return x;
-    }
+    if (e < -4 || e >= p) { return v.toExponential(p - 1).replace(/\.?0+e/, "e").replace(/e([+-])(\d)$/, "e$10$2"); }
     return v.toFixed(Math.max(0, p - 1 - e)).replace(/\.?0+$/, "");
   }
   function fill(template, out, params) {
     return (template || "").replace(/\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}/g, function (_, name, spec) {
-      var v = name in out ? out[name] : params[name];
-      return format(v, spec);
+      return format(val(name, out, params), spec);
     });
   }
 
@@ -505,17 +491,16 @@
       return o;
     });
     ["x", "y"].forEach(function (k) {
-      var axis = panel[k], log = axis.scale !== "linear" && axis.scale !== undefined;
+      var axis = panel[k];
       axis = Object.assign({}, axis, {scale: ["linear", "log", "log2"].indexOf(axis.scale) >= 0 ? axis.scale : val(axis.scale, out, params),
                                       lo: val(axis.lo, out, params), hi: val(axis.hi, out, params)});
-      log = axis.scale !== "linear";
       var vals = [];
       panel.series.forEach(function (s, i) {
         if (s.when && !val(s.when, out, params)) { return; }
         if (s.kind === "hline" && k === "y") { vals.push(val(s.y, out, params)); }
         if (data[i][k] !== undefined && s.kind !== "text") { vals = vals.concat(flat(data[i][k])); }
       });
-      var lim = limits(axis, vals, log);
+      var lim = limits(axis, vals, axis.scale !== "linear");
       axis.min = lim[0]; axis.max = lim[1];
       ctx[k + "axis"] = axis;
     });
@@ -605,9 +590,7 @@
       return spec.integer ? Math.round(v) : v;
     }};
   }
-  function key(values) {
-    return values.map(function (v) { return typeof v === "boolean" ? String(v) : String(v); }).join("|");
-  }
+  function key(values) { return values.map(String).join("|"); }
 
   var counter = 0;
   function mount(cell, name) {
