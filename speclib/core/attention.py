@@ -9,7 +9,7 @@ import dataclasses
 
 from .._checks import checked_array, checked_choice, checked_int, scalar_or_array
 from ..formulas import numpy_functions as nf
-from ..presets import resolve
+from ..presets import GQAAttention, resolve
 
 
 #: Variant names accepted by :func:`attention_intensity`.
@@ -126,3 +126,19 @@ def kv_state_crossing(arch):
     if arch.linear_layers == 0:
         return None
     return float(nf.kv_state_crossing(arch.attention_layers, arch.context_bytes, arch.linear_layers, arch.state_bytes))
+
+
+def with_gqa_attention(model="DeepSeek-V4-Flash", *, n_kv_heads=8, head_dim=128):
+    """A what-if: ``model`` with its attention replaced by GQA (same query
+    heads, ``n_kv_heads`` KV heads of ``head_dim``, the same cache and query
+    bytes); experts, projections' formats and everything else unchanged."""
+    model, _ = resolve(model, None)
+    heads = model.attention.n_heads
+    n_kv_heads = checked_int("n_kv_heads", n_kv_heads, lo=1, hi=heads)
+    if heads % n_kv_heads:
+        raise ValueError(f"n_kv_heads must divide the model's {heads} query heads; got {n_kv_heads}")
+    attention = GQAAttention(n_heads=heads, n_kv_heads=n_kv_heads, head_dim=checked_int("head_dim", head_dim, lo=1),
+                             kv_bytes=model.attention.kv_bytes, query_bytes=model.attention.query_bytes)
+    return dataclasses.replace(
+        model, name=f"{model.name} with GQA {heads}/{n_kv_heads} (what-if)", attention=attention, aliases=(),
+        source=f"what-if: {model.name} with GQA attention ({heads} query, {n_kv_heads} KV heads of {head_dim})")
