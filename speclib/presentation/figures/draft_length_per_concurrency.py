@@ -18,7 +18,7 @@ from ..style import COLORS
 from ..tables import NumberTable
 from . import common
 from . import simulated_serving as serving
-from .draft_length import integer_batches  # noqa: F401 - the chapters share it
+from .draft_length import integer_batches
 
 MS = 1e3
 ROOFLINE = Choice("roofline", "pricing rule", tuple((f"{r}: {serving.ROOFLINE_LABELS[r]}", r)

@@ -50,10 +50,9 @@ def _gamma(p, xp):
     B = integer_batches(C[0], C[-1], p.points)
     rows = sequel.load_grid().drafters[p.drafter]
     shortfall = sequel.rule_shortfall(p.drafter, acceptance=p.acceptance)
+    worst = max(float(shortfall[rule][1].max()) for rule in _step.ROOFLINES)
     out = {"B": B, "C": C, "best": rows.best_gamma, "label": serving.DRAFTER_LABELS[p.drafter],
-           "y_top": rows.gamma_max + 1,
-           "loss_top": max(5.0, float(common.nice_ceiling(numpy_ops, 110 * max(float(shortfall[r][1].max())
-                                                                                 for r in _step.ROOFLINES))))}
+           "y_top": rows.gamma_max + 1, "loss_top": max(5.0, float(common.nice_ceiling(numpy_ops, 110 * worst)))}
     for rule in _step.ROOFLINES:
         out[f"gamma_{rule}"], _ = sequel.policy(p.drafter, B, roofline=rule, acceptance=p.acceptance)
         out[f"loss_{rule}"] = 100 * shortfall[rule][1]
