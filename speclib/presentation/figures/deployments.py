@@ -121,17 +121,13 @@ def _table(caption, headers, rows, align=""):
 
 
 def _attention_label(model):
-    attn = model.attention
-    if attn.kind == "gqa":
-        return f"GQA {attn.n_heads}/{attn.n_kv_heads}"
-    return f"MLA {attn.n_heads} ({'V4' if attn.o_groups else 'V3'})"
+    a = model.attention
+    return f"GQA {a.n_heads}/{a.n_kv_heads}" if a.kind == "gqa" else f"MLA {a.n_heads} ({'V4' if a.o_groups else 'V3'})"
 
 
 def _ffn_label(model):
-    ffn = model.ffn
-    if not ffn.is_moe:
-        return "dense"
-    return f"{ffn.top_k} of {ffn.n_routed}" + (f" + {ffn.n_shared}" if ffn.n_shared else "")
+    f = model.ffn
+    return f"{f.top_k} of {f.n_routed}" + (f" + {f.n_shared}" if f.n_shared else "") if f.is_moe else "dense"
 
 
 def model_table(models=MODELS):
