@@ -5,6 +5,7 @@ import pytest
 
 import speclib
 from speclib import presets
+from speclib.core import attention
 from speclib.presentation.figures import deployments as dep
 
 
@@ -67,17 +68,17 @@ def test_the_dense_model_has_no_gutter_and_the_paper_model_has_one():
 
 def test_gqa_what_if_keeps_everything_but_attention():
     base = presets.DEEPSEEK_V4_FLASH
-    variant = dep.with_gqa_attention(base, n_kv_heads=8, head_dim=128)
+    variant = attention.with_gqa_attention(base, n_kv_heads=8, head_dim=128)
     assert variant.ffn == base.ffn and variant.hidden_size == base.hidden_size
     assert variant.attention.kind == "gqa"
     assert variant.context_bytes == 2 * 8 * 128 * base.attention.kv_bytes
     with pytest.raises(ValueError, match="n_kv_heads must divide"):
-        dep.with_gqa_attention(base, n_kv_heads=7)
+        attention.with_gqa_attention(base, n_kv_heads=7)
 
 
 def test_knee_table_on_b200_gives_the_papers_knees():
     table = dep.knee_table(("B200",))
-    row = dict(zip(table.headers, table.rows[0]))
+    row = dict(zip(table.columns, table.rows[0]))
     # docs/model.md: ridges 281 / 563 / 1125; MoE meets the fp4 ridge at ~10,950 tokens;
     # dense bf16 FFN knee R/2 * 2 B = 281; MLA compute-bound from T ~ 1.16
     assert (row["ridge bf16"], row["ridge fp8"], row["ridge fp4"]) == ("281", "562", "1,125")
@@ -159,7 +160,7 @@ def test_claim_mla_attention_is_compute_bound_in_plain_decode_on_h200_and_mi325x
 
 
 def test_claim_gqa_in_place_of_mla_closes_the_gutter_at_long_context():
-    gqa = dep.with_gqa_attention("DeepSeek-V4-Flash")
+    gqa = attention.with_gqa_attention("DeepSeek-V4-Flash")
     assert small_batch_zero("DeepSeek-V4-Flash", "B200", seq=32768) != []
     assert small_batch_zero(gqa, "B200", seq=32768) == []
     assert dep.zero_regions(gqa, "B200")["high_edge"] is None

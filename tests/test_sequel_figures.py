@@ -12,11 +12,10 @@ import pytest  # noqa: E402
 import speclib  # noqa: E402
 from speclib import presets  # noqa: E402
 from speclib.evidence import derivations  # noqa: E402
-from speclib.core import drafters, speculation, step  # noqa: E402
+from speclib.core import attention, drafters, speculation, step  # noqa: E402
 from speclib.evidence import simulator as sequel  # noqa: E402
 from speclib.presentation.figures import draft_length_per_concurrency as dlpc  # noqa: E402
 from speclib.presentation.figures import drafter_cost, hybrid_attention, pricing_rule  # noqa: E402
-from speclib.presentation.figures import simulated_serving as fig  # noqa: E402
 from speclib.presentation.static import artist  # noqa: E402
 
 RTOL = 1e-12
@@ -63,8 +62,9 @@ def test_drafter_cost_at_batch_one_is_the_sequels_microseconds():
 
 def test_the_drafters_cost_the_same_at_the_marked_batch():
     d = drafter_cost.drafter_cost.data(gamma=8)
-    times = fig.drafter_times(8, d["crossover"])
-    assert times["mtp"] == pytest.approx(times["dflash"], rel=1e-3)
+    mtp, dflash = (drafters.draft_time(8, d["crossover"], name, roofline="aggregate")
+                   for name in sequel.DRAFTERS.values())
+    assert mtp == pytest.approx(dflash, rel=1e-3)
 
 
 def test_crossover_map_changes_sign_at_the_exact_boundary():
@@ -79,16 +79,17 @@ def test_crossover_map_changes_sign_at_the_exact_boundary():
 def test_crossover_closed_form_is_the_derivations_and_about_24_gamma():
     per_token = derivations.drafter_crossover().final.value
     g = np.arange(1, 17)
-    np.testing.assert_allclose(fig.closed_form_crossover(g), per_token * g, rtol=1e-12)
+    np.testing.assert_allclose(drafters.closed_form_crossover(g), per_token * g, rtol=1e-12)
     assert per_token == pytest.approx(24, rel=0.01)  # the sequel: B ~ 24 gamma
     # the sequel: the exact boundary under the simulator's rule, B < 40, 94, 193, 385 at gamma = 2, 4, 8, 16
-    np.testing.assert_allclose(fig.exact_crossover([2, 4, 8, 16]), [40, 94, 193, 385], rtol=0.02)
+    np.testing.assert_allclose(drafters.crossover_batches([2, 4, 8, 16], roofline="aggregate"), [40, 94, 193, 385],
+                               rtol=0.02)
 
 
 def test_crossover_constants_are_the_formulas_arguments_in_order():
     from speclib.formulas import numpy_functions
 
-    assert tuple(fig.crossover_constants()) == numpy_functions.ARGUMENTS["drafter_crossover_batch"][1:]
+    assert tuple(drafters.crossover_constants()) == numpy_functions.ARGUMENTS["drafter_crossover_batch"][1:]
 
 
 # --- hybrid attention ----------------------------------------------------------------------
@@ -113,7 +114,7 @@ def test_gqa_stays_memory_bound_to_about_35_and_gdn_near_4T():
     assert 30 <= d["gqa_cross_x"] <= 37
     assert np.isnan(d["gdn_cross_x"])
     assert d["mla_cross_x"] <= 2
-    assert fig.linear_intensity(1.0) == pytest.approx(4, rel=0.07)  # a little under 4: the convolution's bytes
+    assert attention.linear_intensity(1.0) == pytest.approx(4, rel=0.07)  # a little under 4: the convolution's bytes
 
 
 def test_kv_state_bytes_cross_where_the_derivation_says():
@@ -127,10 +128,10 @@ def test_kv_state_bytes_cross_where_the_derivation_says():
 
 def test_kv_state_total_is_what_a_decode_step_reads_one_token_earlier():
     # a decode step (T = 1) attends over its cache plus itself: StepModel's bytes at S - 1
-    arch = fig.hybrid_architecture(full_attention_layers=20, kv_format="fp8")
+    arch = attention.hybrid_architecture(full_attention_layers=20, kv_format="fp8")
     S = np.array([100.0, 4096.0, 65536.0])
     stepped = step.StepModel(arch, presets.hardware("B200")).components(1.0, 1.0, S - 1)["attention"][1]
-    np.testing.assert_allclose(fig.sequence_bytes(S, arch)["total"], stepped, rtol=1e-12)
+    np.testing.assert_allclose(attention.kv_state_bytes(S, arch)["total"], stepped, rtol=1e-12)
 
 
 def test_kv_state_controls():
@@ -147,7 +148,7 @@ def test_concurrency_gamma_lines_are_the_priced_policy(roofline):
     d = dlpc.concurrency_gamma.data(roofline=roofline)
     compared = sequel.compare(roofline=roofline)
     B = d["B"]
-    for key in fig.DRAFTER_KEYS:
+    for key in sequel.DRAFTER_KEYS:
         g = d[f"gamma_{key}"]
         want, _ = speculation.optimal_gamma(None, B, sequel.context(), deployment=speculation.Deployment(
             sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key], roofline=roofline))
@@ -159,21 +160,21 @@ def test_concurrency_gamma_lines_are_the_priced_policy(roofline):
 
 
 def test_geometric_acceptance_uses_the_first_positions_survival():
-    for key in fig.DRAFTER_KEYS:
-        measured = fig.acceptance_curve(key, "measured")
-        geometric = fig.acceptance_curve(key, "geometric")
+    for key in sequel.DRAFTER_KEYS:
+        measured = sequel.acceptance_curve(key, "measured")
+        geometric = sequel.acceptance_curve(key, "geometric")
         assert len(geometric) == len(measured)
         np.testing.assert_allclose(geometric.values, measured.values[0] ** np.arange(1, len(measured) + 1))
 
 
 def test_concurrency_throughput_is_the_compared_prediction(compared):
     grid = sequel.load_grid()
-    for key in fig.DRAFTER_KEYS:
-        np.testing.assert_allclose(fig.fixed_throughput(key, grid.concurrency, grid.drafters[key].gammas),
+    for key in sequel.DRAFTER_KEYS:
+        np.testing.assert_allclose(sequel.fixed_throughput(key, grid.concurrency, grid.drafters[key].gammas),
                                    compared[key].predicted, rtol=RTOL)
     d = dlpc.concurrency_throughput.data(relative=False)
     B = d["B"]
-    for key in fig.DRAFTER_KEYS:
+    for key in sequel.DRAFTER_KEYS:
         rows = grid.drafters[key]
         for i, g in enumerate(rows.gammas):
             deployment = speculation.Deployment(sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key],
@@ -188,7 +189,7 @@ def test_concurrency_throughput_is_the_compared_prediction(compared):
 
 def test_concurrency_throughput_relative_divides_by_plain_decoding():
     d = dlpc.concurrency_throughput.data(relative=True)
-    for key in fig.DRAFTER_KEYS:
+    for key in sequel.DRAFTER_KEYS:
         np.testing.assert_allclose(d[f"{key}_y"][0], 1.0, rtol=1e-15)
         np.testing.assert_allclose(d[f"{key}_sim_y"][0], 1.0, rtol=1e-15)
     assert d["y_scale"] == "linear"
@@ -199,7 +200,7 @@ def test_concurrency_throughput_relative_divides_by_plain_decoding():
 def test_throughput_tpot_is_littles_law(acceptance):
     d = dlpc.throughput_tpot.data(acceptance=acceptance)
     grid = sequel.load_grid()
-    for key in fig.DRAFTER_KEYS:
+    for key in sequel.DRAFTER_KEYS:
         # closed loop: throughput x time per token = the sequences in flight
         np.testing.assert_allclose(d[f"{key}_y"] * d[f"{key}_x"] / 1e3, np.broadcast_to(d["B"], d[f"{key}_y"].shape),
                                    rtol=1e-12)
@@ -234,8 +235,8 @@ def test_pricing_ratio_is_one_for_a_model_with_a_precision_per_component():
 def test_pricing_gamma_is_each_rules_policy_and_the_simulators_loss(key):
     d = pricing_rule.pricing_gamma.data(drafter=key)
     grid = sequel.load_grid()
-    shortfall = fig.rule_shortfall(key)
-    for rule in fig.ROOFLINES:
+    shortfall = sequel.rule_shortfall(key)
+    for rule in step.ROOFLINES:
         compared = sequel.compare(roofline=rule)[key]
         g, loss = shortfall[rule]
         np.testing.assert_array_equal(g, compared.policy_gamma)
@@ -258,11 +259,11 @@ def test_pricing_gamma_is_each_rules_policy_and_the_simulators_loss(key):
     (lambda: pricing_rule.pricing_gamma(drafter="eagle"), "drafter must be one of"),
     (lambda: hybrid_attention.kv_state_bytes(kv_format="fp4"), "kv_format must be one of"),
     (lambda: hybrid_attention.kv_state_bytes(full_attention_layers=41), "full_attention_layers must be one of"),
-    (lambda: fig.linear_intensity(4, "DeepSeek-V4-Flash"), "model must be a hybrid"),
-    (lambda: fig.linear_intensity(0), "T must be"),
-    (lambda: fig.hybrid_architecture("Llama-3-70B"), "model must be a hybrid"),
-    (lambda: fig.closed_form_crossover(0), "gamma must be"),
-    (lambda: fig.exact_crossover([2.5]), "gammas must be an integer"),
+    (lambda: attention.linear_intensity(4, "DeepSeek-V4-Flash"), "model must be a hybrid"),
+    (lambda: attention.linear_intensity(0), "T must be"),
+    (lambda: attention.hybrid_architecture("Llama-3-70B"), "model must be a hybrid"),
+    (lambda: drafters.closed_form_crossover(0), "gamma must be"),
+    (lambda: drafters.crossover_batches([2.5]), "gammas must be an integer"),
     (lambda: pricing_rule.pricing_ratio(S=100), "S must be in"),
     (lambda: hybrid_attention.hybrid_intensity(S=0), "S must be in"),
     (lambda: drafter_cost.drafter_cost(colour="red"), "unknown parameter"),
@@ -278,14 +279,14 @@ def test_bad_input_names_the_parameter(call, match):
 @pytest.mark.parametrize("key", ["mtp", "dflash"])
 def test_sequel_comparison_table(key, compared):
     table = dlpc.sequel_comparison(key)
-    s = table.summary()
     c = compared[key]
+    s = c.summary()
     assert s["median_error"] == c.median_error and s["max_error"] == c.max_error
     assert s["best_gamma_agrees"] == int(c.best_gamma_agrees.sum()) and s["concurrencies"] == 12
     assert s["policy_shortfall"] == float(c.policy_shortfall.max())
     text = repr(table)
     assert text == repr(dlpc.sequel_comparison(key))  # deterministic for nbval
-    rows = table.as_table().rows
+    rows = table.rows
     assert len(rows) == 12 and rows[0][0] == "1" and rows[-1][0] == "2,048"
     # the best gamma column: the grid's, the closed form's, the policy's
     assert [r[1] for r in rows] == [f"{a} / {b} / {p}" for a, b, p in
@@ -295,10 +296,9 @@ def test_sequel_comparison_table(key, compared):
 
 def test_modelling_choices_table():
     table = dlpc.modelling_choices()
-    assert [kw for _, kw, _ in table.rows] == [kw for kw, _ in dlpc.MODELLING_CHOICES]
-    base, per_component = table.rows[0][2], table.rows[1][2]
+    base, per_component = sequel.compare(), sequel.compare(roofline="per-component")
     assert per_component["mtp"].max_error > 5 * base["mtp"].max_error  # the rule matters most
-    shown = table.as_table().rows
+    shown = table.rows
     assert len(shown) == 2 * len(dlpc.MODELLING_CHOICES)
     assert "roofline='per-component'" in shown[2][0] and shown[3][0] == ""
     assert repr(table) == repr(dlpc.modelling_choices())

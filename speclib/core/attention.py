@@ -5,13 +5,18 @@ DeepSeek-V4's HCA/CSA variants, GQA/MHA). The closed forms, and the constants
 """
 from __future__ import annotations
 
-from .._checks import checked_array, checked_choice, scalar_or_array
+import dataclasses
+
+from .._checks import checked_array, checked_choice, checked_int, scalar_or_array
 from ..formulas import numpy_functions as nf
-from ..presets import resolve
+from ..presets import GQAAttention, resolve
 
 
 #: Variant names accepted by :func:`attention_intensity`.
 VARIANTS = ("mla", "hca", "csa", "indexer", "gqa")
+#: KV-cache formats for a hybrid's full attention (:func:`hybrid_architecture`):
+#: bytes per cached element.
+KV_FORMATS = {"bf16": 2.0, "fp8": 1.0}
 
 
 def intensity_from_constants(T, S, context_bytes, query_bytes, flops_per_pair):
@@ -77,3 +82,63 @@ def linear_intensity(T, model="Qwen3.6-35B-A3B"):
         raise ValueError(f"model must be a hybrid with linear-attention layers; {m.name} has none")
     T_arr = checked_array("T", T, lo=0, lo_open=True)
     return scalar_or_array(nf.linear_intensity(T_arr, **m.linear_attention.architecture()))
+
+
+def hybrid_architecture(model="Qwen3.6-35B-A3B", *, full_attention_layers=None, kv_format=None):
+    """``model``'s whole-step architecture with ``full_attention_layers`` of
+    its layers full attention (the rest linear) and its KV cache in
+    ``kv_format`` (None keeps the model's own)."""
+    m, _ = resolve(model, None)
+    if not m.is_hybrid:
+        raise ValueError(f"model must be a hybrid with linear-attention layers; {m.name} has none")
+    arch = m.step_architecture()
+    layers = arch.attention_layers + arch.linear_layers
+    changes = {}
+    if full_attention_layers is not None:
+        n = checked_int("full_attention_layers", full_attention_layers, lo=1, hi=layers)
+        changes.update(attention_layers=n, linear_layers=layers - n)
+    if kv_format is not None:
+        b_kv = KV_FORMATS[checked_choice("kv_format", kv_format, tuple(KV_FORMATS))]
+        attn = m.attention
+        changes["context_bytes"] = float(nf.gqa_context_bytes(attn.n_kv_heads, attn.head_dim, b_kv))
+    return dataclasses.replace(arch, **changes) if changes else arch
+
+
+def kv_state_bytes(S, arch) -> dict:
+    """Bytes one sequence of a step architecture ``arch`` keeps at context
+    ``S``: ``kv`` (full-attention layers), ``state`` (linear-attention
+    layers), ``total``, and ``all_full`` (every layer full attention, the
+    same KV per layer)."""
+    S_arr = checked_array("S", S, lo=0)
+    layers = arch.attention_layers + arch.linear_layers
+    m_c, sigma = arch.context_bytes, arch.state_bytes
+    return {
+        "kv": nf.cache_bytes(1.0, S_arr, arch.attention_layers, m_c, 0, sigma),
+        "state": nf.cache_bytes(1.0, S_arr, 0, m_c, arch.linear_layers, sigma),
+        "total": nf.cache_bytes(1.0, S_arr, arch.attention_layers, m_c, arch.linear_layers, sigma),
+        "all_full": nf.cache_bytes(1.0, S_arr, layers, m_c, 0, sigma),
+    }
+
+
+def kv_state_crossing(arch):
+    """The context at which ``arch``'s KV cache weighs as much as its state
+    (None without linear layers)."""
+    if arch.linear_layers == 0:
+        return None
+    return float(nf.kv_state_crossing(arch.attention_layers, arch.context_bytes, arch.linear_layers, arch.state_bytes))
+
+
+def with_gqa_attention(model="DeepSeek-V4-Flash", *, n_kv_heads=8, head_dim=128):
+    """A what-if: ``model`` with its attention replaced by GQA (same query
+    heads, ``n_kv_heads`` KV heads of ``head_dim``, the same cache and query
+    bytes); experts, projections' formats and everything else unchanged."""
+    model, _ = resolve(model, None)
+    heads = model.attention.n_heads
+    n_kv_heads = checked_int("n_kv_heads", n_kv_heads, lo=1, hi=heads)
+    if heads % n_kv_heads:
+        raise ValueError(f"n_kv_heads must divide the model's {heads} query heads; got {n_kv_heads}")
+    attention = GQAAttention(n_heads=heads, n_kv_heads=n_kv_heads, head_dim=checked_int("head_dim", head_dim, lo=1),
+                             kv_bytes=model.attention.kv_bytes, query_bytes=model.attention.query_bytes)
+    return dataclasses.replace(
+        model, name=f"{model.name} with GQA {heads}/{n_kv_heads} (what-if)", attention=attention, aliases=(),
+        source=f"what-if: {model.name} with GQA attention ({heads} query, {n_kv_heads} KV heads of {head_dim})")

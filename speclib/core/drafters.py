@@ -131,3 +131,29 @@ def crossover_batch(gamma, mtp="Qwen3.6-MTP", dflash="Qwen3.6-DFlash", hardware=
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if dflash_cheaper(mid) else (lo, mid)
     return hi
+
+
+def crossover_constants(hardware=None, mtp="Qwen3.6-MTP", dflash="Qwen3.6-DFlash") -> dict:
+    """The arguments of :func:`speclib.formulas.numpy_functions.drafter_crossover_batch`
+    after gamma, by name, from the two drafter presets and the chip (as
+    :func:`speclib.evidence.derivations.drafter_crossover` substitutes them)."""
+    _, hw = resolve(None, hardware)
+    m, f = drafter_preset(mtp), drafter_preset(dflash)
+    values = {"b_d": m.step.dense_bytes, "P_MTP": m.step.dense_params, "w_MTP": m.step.ffn_params,
+              "E": m.step.n_routed, "n_s": m.step.n_shared, "P_DF": f.step.dense_params, "D": f.block,
+              "P": hw.peak_flops(f.step.dense_precision), "M": hw.memory_bandwidth}
+    return {name: float(values[name]) for name in nf.ARGUMENTS["drafter_crossover_batch"][1:]}
+
+
+def closed_form_crossover(gamma, hardware=None, mtp="Qwen3.6-MTP", dflash="Qwen3.6-DFlash"):
+    """The saturated closed form of the batch below which DFlash drafts
+    ``gamma`` tokens faster than MTP (the sequel's B ~ 24 gamma on a B200)."""
+    g = checked_array("gamma", gamma, lo=1)
+    return scalar_or_array(nf.drafter_crossover_batch(g, **crossover_constants(hardware, mtp, dflash)))
+
+
+def crossover_batches(gammas, hardware=None, *, roofline: str = "per-component") -> np.ndarray:
+    """:func:`crossover_batch` at each whole ``gammas``."""
+    g = checked_array("gammas", gammas, lo=1, integer=True)
+    _, hw = resolve(None, hardware)
+    return np.array([crossover_batch(int(v), hardware=hw, roofline=roofline) for v in np.ravel(g)])

@@ -38,7 +38,10 @@ from importlib import resources
 import numpy as np
 
 from .. import presets
+from .._checks import checked_choice
 from ..core import speculation as _spec
+from ..core.step import ROOFLINES
+from ..core.deployment import Deployment
 from . import validation as _val
 
 #: The simulated workload: input and output tokens per request.
@@ -49,6 +52,10 @@ HARDWARE = "B200"
 #: grid's keys.
 MODEL = "Qwen3.6-35B-A3B"
 DRAFTERS = {"mtp": "Qwen3.6-MTP", "dflash": "Qwen3.6-DFlash"}
+DRAFTER_KEYS = tuple(DRAFTERS)
+#: Acceptance the priced policy can use: the drafter's measured survival
+#: curve, or the geometric curve alpha**d with alpha its first position's survival.
+ACCEPTANCES = ("measured", "geometric")
 #: Tokens the simulator's scheduler admits into one step: at most
 #: floor(16384 / (gamma + 1)) sequences verify together.
 SCHEDULER_TOKEN_CAP = 16_384
@@ -82,6 +89,11 @@ class DrafterGrid:
     @property
     def best_goodput(self) -> np.ndarray:
         return self.goodput.max(axis=0)
+
+    def goodput_at(self, gamma) -> np.ndarray:
+        """The simulated throughput at each concurrency, at the draft length
+        ``gamma`` chosen there (one per concurrency)."""
+        return self.goodput[np.searchsorted(self.gammas, gamma), np.arange(self.goodput.shape[1])]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,8 +176,7 @@ class DrafterComparison:
     @property
     def policy_simulated(self) -> np.ndarray:
         """The simulator's throughput at the priced policy's gamma*."""
-        rows = np.searchsorted(self.grid.gammas, self.policy_gamma)
-        return self.grid.goodput[rows, np.arange(self.grid.goodput.shape[1])]
+        return self.grid.goodput_at(self.policy_gamma)
 
     @property
     def policy_shortfall(self) -> np.ndarray:
@@ -176,6 +187,16 @@ class DrafterComparison:
     def simulated_policy_shortfall(self) -> np.ndarray:
         """1 - the simulator's own priced policy / its best fixed gamma."""
         return 1 - self.grid.adaptive_goodput / self.grid.best_goodput
+
+    def summary(self) -> dict:
+        """Median and max |error| over the whole grid, how many concurrencies
+        agree on the best gamma, and the largest shortfall of our policy and
+        of the simulator's."""
+        return {"median_error": self.median_error, "max_error": self.max_error,
+                "best_gamma_agrees": int(np.count_nonzero(self.best_gamma_agrees)),
+                "concurrencies": int(self.best_gamma_agrees.size),
+                "policy_shortfall": float(np.max(self.policy_shortfall)),
+                "simulated_policy_shortfall": float(np.max(self.simulated_policy_shortfall))}
 
 
 def compare(*, roofline: str = "aggregate", expert_count: str = "top-k", output_gate: bool = False,
@@ -202,4 +223,59 @@ def compare(*, roofline: str = "aggregate", expert_count: str = "top-k", output_
         policy_gamma, _ = _spec.best_gamma(priced, curve, B, S, gamma_max=rows.gamma_max)
         out[key] = DrafterComparison(rows, predicted, np.asarray(policy_gamma),
                                      priced.throughput(B, np.asarray(policy_gamma, dtype=float), S, curve))
+    return out
+
+
+# --- the priced policy at any batch, against the grid -----------------------------------
+
+
+def deployment(drafter, roofline: str = "aggregate") -> Deployment:
+    """The simulated model on the simulated chip with ``drafter`` (a key of
+    :data:`DRAFTERS`), its step priced by ``roofline``."""
+    key = checked_choice("drafter", drafter, DRAFTER_KEYS)
+    return Deployment(simulated_model(), HARDWARE, drafter=DRAFTERS[key], roofline=roofline)
+
+
+def acceptance_curve(drafter="dflash", acceptance="measured"):
+    """The survival curve the policy uses for ``drafter``: its measured
+    curve (a DFlash block's unmeasured last position counted as never
+    surviving), or the geometric curve of the same first-position survival
+    and length."""
+    return _acceptance_curve(checked_choice("drafter", drafter, DRAFTER_KEYS),
+                             checked_choice("acceptance", acceptance, ACCEPTANCES))
+
+
+@lru_cache(maxsize=None)
+def _acceptance_curve(drafter, acceptance):
+    curve = deployment(drafter).pricing().measured_acceptance()
+    return curve if acceptance == "measured" else curve.iid()
+
+
+def policy(drafter, B, *, roofline="aggregate", acceptance="measured"):
+    """The priced policy of ``drafter`` at each batch ``B``: gamma* (up to
+    the grid's longest draft) and the committed tokens per second it
+    reaches, at the simulated context."""
+    curve, d = acceptance_curve(drafter, acceptance), deployment(drafter, roofline)
+    g, _ = _spec.optimal_gamma(curve, B, context(), gamma_max=load_grid().drafters[drafter].gamma_max, deployment=d)
+    g = np.asarray(g)
+    return g, np.asarray(_spec.throughput(B, g, context(), acceptance=curve, deployment=d))
+
+
+def fixed_throughput(drafter, B, gammas, *, roofline="aggregate", acceptance="measured") -> np.ndarray:
+    """Committed tokens per second at each fixed draft length in ``gammas``
+    (rows) and batch in ``B`` (columns); gamma = 0 is plain decoding."""
+    curve, d = acceptance_curve(drafter, acceptance), deployment(drafter, roofline)
+    return np.asarray(_spec.throughput(np.asarray(B, dtype=float)[None, :], np.asarray(gammas, dtype=float)[:, None],
+                                       context(), acceptance=curve, deployment=d))
+
+
+def rule_shortfall(drafter, *, acceptance="measured") -> dict:
+    """Per pricing rule: the gamma* it picks at each grid concurrency, and the
+    share of the simulator's best fixed-gamma throughput lost there
+    (1 - simulated at that gamma / simulated best)."""
+    rows = load_grid().drafters[checked_choice("drafter", drafter, DRAFTER_KEYS)]
+    out = {}
+    for rule in ROOFLINES:
+        g, _ = policy(drafter, load_grid().concurrency, roofline=rule, acceptance=acceptance)
+        out[rule] = (g, 1 - rows.goodput_at(g) / rows.best_goodput)
     return out

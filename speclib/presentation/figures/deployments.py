@@ -8,8 +8,6 @@ functions (``optimal_gamma``, ``moe.knees``, ``attention.compute_bound_width``).
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
@@ -18,11 +16,11 @@ from ..._checks import checked_array, checked_int
 from ...core import attention as _attention
 from ...core import moe as _moe
 from ...core import speculation as _speculation
-from ...presets import PRECISIONS, GQAAttention, describe_hardware, describe_model, resolve
+from ...presets import PRECISIONS, describe_hardware, describe_model, resolve
 from ..definition import Axis, Figure, Heatmap, Panel
-from ..tables import NumberTable, RendersAsTable
+from ..tables import NumberTable
 from . import common
-from .draft_length import zero_gamma_bands
+from .draft_length import gamma_regions
 
 #: The models the chapter compares, from MLA + many experts to dense GQA.
 MODELS = ("DeepSeek-V4-Flash", "DeepSeek-V4-Pro", "DeepSeek-V3", "Qwen3-235B-A22B", "Mixtral-8x7B", "Llama-3-70B")
@@ -52,24 +50,26 @@ def gamma_map_data(deployment=None, *, alpha=0.75, c_draft=0.1, gamma_max=64, ba
     return batches, contexts, gamma_star
 
 
+#: The parameters every map figure has (the grids and the pricing), as :func:`gamma_map_data` takes them.
+_MAP_PARAMS = {"alpha": 0.75, "c_draft": 0.1, "gamma_max": 64, "query_bytes": False, "batch_points": 120,
+               "context_points": 60, "batch_range": BATCH_RANGE, "context_range": CONTEXT_RANGE}
+
+
 def _maps(p, xp):
     pairs = [resolve(m, h) for m, h in product(p.models, p.chips)]
     if not pairs:
         raise ValueError("models and chips must each name at least one preset")
     ncols = checked_int("ncols", p.ncols, lo=1, hi=8)
-    out = {"maps": [], "alpha": p.alpha, "c_draft": p.c_draft, "columns": min(ncols, len(pairs))}
+    out = {"maps": pairs, "alpha": p.alpha, "c_draft": p.c_draft, "columns": min(ncols, len(pairs))}
     for i, (model, chip) in enumerate(pairs):
-        B, S, g = gamma_map_data(_speculation.Deployment(model, chip, query_bytes=p.query_bytes), alpha=p.alpha,
-                                 c_draft=p.c_draft, gamma_max=p.gamma_max, batch_range=p.batch_range,
-                                 context_range=p.context_range, batch_points=p.batch_points,
-                                 context_points=p.context_points)
-        out.update({f"B{i}": B, f"S{i}": S, f"gamma{i}": g})
-        out["maps"].append((model, chip))
-    models, chips = {m.name for m, _ in pairs}, {h.name for _, h in pairs}
-    out["single_model"], out["single_chip"] = len(models) == 1, len(chips) == 1
+        grid = {k: getattr(p, k) for k in _MAP_PARAMS if k != "query_bytes"}
+        out[f"B{i}"], out[f"S{i}"], out[f"gamma{i}"] = gamma_map_data(
+            _speculation.Deployment(model, chip, query_bytes=p.query_bytes), **grid)
+    n_models, n_chips = len({m.name for m, _ in pairs}), len({h.name for _, h in pairs})
+    by_chip, by_model = n_models == 1 < n_chips, n_chips == 1 < n_models  # panels by chip / by model
+    out["labels"] = [h.name if by_chip else m.name if by_model else f"{m.name} on {h.name}" for m, h in pairs]
     out["vmax"] = max(6, max(int(out[f"gamma{i}"].max()) for i in range(len(pairs))))
-    scope = (f"{pairs[0][0].name}, by chip" if out["single_model"] and not out["single_chip"]
-             else f"by model, on {pairs[0][1].name}" if out["single_chip"] and not out["single_model"]
+    scope = (f"{pairs[0][0].name}, by chip" if by_chip else f"by model, on {pairs[0][1].name}" if by_model
              else "by model and chip")
     out["heading"] = p.title or f"\u03b3* over batch and sequence length, {scope}"
     out["speclib_maps"] = [(m, h, out[f"B{i}"], out[f"S{i}"], out[f"gamma{i}"]) for i, (m, h) in enumerate(pairs)]
@@ -77,22 +77,13 @@ def _maps(p, xp):
 
 
 def _map_panels(data):
-    panels, n = [], len(data["maps"])
-    for i, (model, chip) in enumerate(data["maps"]):
-        label = chip.name if data["single_model"] and not data["single_chip"] else (
-            model.name if data["single_chip"] and not data["single_model"] else f"{model.name} on {chip.name}")
-        panels.append(Panel(
-            common.batch_axis(label="batch (sequences)" if i >= n - data["columns"] else ""),
-            Axis("sequence length S" if i % data["columns"] == 0 else "", "log2", ticks="context"),
-            (Heatmap(f"B{i}", f"S{i}", f"gamma{i}", colors="gamma", vmax="vmax", colorbar=i == n - 1,
-                     label="\u03b3* (pink: 0, plain decoding wins)", gid=f"gamma_map:{model.name}:{chip.name}"),),
-            title=label, legend="", grid=False))
-    return tuple(panels)
-
-
-#: The parameters every map figure has (the grids and the pricing).
-_MAP_PARAMS = {"alpha": 0.75, "c_draft": 0.1, "gamma_max": 64, "query_bytes": False, "batch_points": 120,
-               "context_points": 60, "batch_range": BATCH_RANGE, "context_range": CONTEXT_RANGE}
+    n, columns = len(data["maps"]), data["columns"]
+    return tuple(Panel(
+        common.batch_axis(label="batch (sequences)" if i >= n - columns else ""),
+        Axis("sequence length S" if i % columns == 0 else "", "log2", ticks="context"),
+        (Heatmap(f"B{i}", f"S{i}", f"gamma{i}", colors="gamma", vmax="vmax", colorbar=i == n - 1,
+                 label="\u03b3* (pink: 0, plain decoding wins)", gid=f"gamma_map:{model.name}:{chip.name}"),),
+        title=data["labels"][i], legend="", grid=False) for i, (model, chip) in enumerate(data["maps"]))
 
 
 def _maps_figure(name, doc, compute=_maps, columns=3, size=(8.8, 6.0), **params):
@@ -108,32 +99,16 @@ model_maps = gamma_maps.variant("deployments_model_maps", models=MODELS, chips=(
 chip_maps = gamma_maps.variant("deployments_chip_maps", models=("DeepSeek-V4-Flash",), chips=CHIPS)
 
 
-def with_gqa_attention(model="DeepSeek-V4-Flash", *, n_kv_heads=8, head_dim=128):
-    """A what-if: ``model`` with its attention replaced by GQA (same query
-    heads, ``n_kv_heads`` KV heads of ``head_dim``, the same cache and query
-    bytes); experts, projections' formats and everything else unchanged."""
-    model, _ = resolve(model, None)
-    heads = model.attention.n_heads
-    n_kv_heads = checked_int("n_kv_heads", n_kv_heads, lo=1, hi=heads)
-    if heads % n_kv_heads:
-        raise ValueError(f"n_kv_heads must divide the model's {heads} query heads; got {n_kv_heads}")
-    attention = GQAAttention(n_heads=heads, n_kv_heads=n_kv_heads, head_dim=checked_int("head_dim", head_dim, lo=1),
-                             kv_bytes=model.attention.kv_bytes, query_bytes=model.attention.query_bytes)
-    return dataclasses.replace(
-        model, name=f"{model.name} with GQA {heads}/{n_kv_heads} (what-if)", attention=attention, aliases=(),
-        source=f"what-if: {model.name} with GQA attention ({heads} query, {n_kv_heads} KV heads of {head_dim})")
-
-
 def _swap(p, xp):
     model, chip = resolve(p.model, p.hardware)
-    variant = with_gqa_attention(model, n_kv_heads=p.n_kv_heads, head_dim=p.head_dim)
+    variant = _attention.with_gqa_attention(model, n_kv_heads=p.n_kv_heads, head_dim=p.head_dim)
     title = f"\u03b3*: {model.name} on {chip.name}, MLA (left) or GQA (right)"
     q = dict(vars(p), models=(model, variant), chips=(chip,), title=title)
     return _maps(type(p)(**q), xp)
 
 
 #: Two gamma* maps: a model as it is (MLA) and with GQA attention in its place
-#: (:func:`with_gqa_attention`), everything else equal.
+#: (:func:`speclib.core.attention.with_gqa_attention`), everything else equal.
 attention_swap_maps = _maps_figure(
     "deployments_attention_swap", "gamma* of a model as it is (MLA) and with GQA attention in its place, everything "
     "else equal.", compute=_swap, columns=2, size=(6.6, 3.6),
@@ -141,35 +116,20 @@ attention_swap_maps = _maps_figure(
 
 
 # --- tables -----------------------------------------------------------------------------
-@dataclass(frozen=True, repr=False)  # repr=False: keep RendersAsTable's text form
-class DeploymentTable(RendersAsTable):
-    """A small table of preset-derived strings, shown as a
-    :class:`speclib.presentation.tables.NumberTable` (HTML for the book, aligned text for a
-    terminal and for the notebook's stored text/plain output)."""
-
-    caption: str
-    headers: tuple
-    rows: tuple
-    align: str = ""  # one "l"/"r" per column; default: first left, rest right
-
-    def as_table(self) -> NumberTable:
-        return NumberTable(self.headers, tuple(tuple(map(str, row)) for row in self.rows), caption=self.caption,
-                           css_class="speclib-deployment-table",
-                           align=self.align or "l" + "r" * (len(self.headers) - 1))
+def _table(caption, headers, rows, align=""):
+    """A table of preset-derived strings (default alignment: first column left, the rest right)."""
+    return NumberTable(headers, tuple(rows), caption=caption, css_class="speclib-deployment-table",
+                       align=align or "l" + "r" * (len(headers) - 1))
 
 
 def _attention_label(model):
-    attn = model.attention
-    if attn.kind == "gqa":
-        return f"GQA {attn.n_heads}/{attn.n_kv_heads}"
-    return f"MLA {attn.n_heads} ({'V4' if attn.o_groups else 'V3'})"
+    a = model.attention
+    return f"GQA {a.n_heads}/{a.n_kv_heads}" if a.kind == "gqa" else f"MLA {a.n_heads} ({'V4' if a.o_groups else 'V3'})"
 
 
 def _ffn_label(model):
-    ffn = model.ffn
-    if not ffn.is_moe:
-        return "dense"
-    return f"{ffn.top_k} of {ffn.n_routed}" + (f" + {ffn.n_shared}" if ffn.n_shared else "")
+    f = model.ffn
+    return f"{f.top_k} of {f.n_routed}" + (f" + {f.n_shared}" if f.n_shared else "") if f.is_moe else "dense"
 
 
 def model_table(models=MODELS):
@@ -184,11 +144,11 @@ def model_table(models=MODELS):
                      f"{d['m_c']:,.0f}", f"{d['f'] / d['m_c']:,.0f}",
                      f"{m.proj_precision}/{m.ffn.precision}"))
     caption = ("Model presets, one layer: attention (query/KV heads for GQA), routed experts a token uses "
-               "(+ shared), attention-projection (W_attn) and per-expert (W_E; the whole FFN if dense) weights, routing knee E/k, cache "
-               "bytes per context token m_c, FLOPs per cached byte f/m_c, and the GEMM precision of the projections "
-               "/ FFN (fp4 weights are MXFP4, 0.53 bytes each).")
+               "(+ shared), attention-projection (W_attn) and per-expert (W_E; the whole FFN if dense) weights, "
+               "routing knee E/k, cache bytes per context token m_c, FLOPs per cached byte f/m_c, and the GEMM "
+               "precision of the projections / FFN (fp4 weights are MXFP4, 0.53 bytes each).")
     headers = ("model", "attention", "experts", "W_attn", "W_E", "E/k", "m_c (B)", "f/m_c", "precision")
-    return DeploymentTable(caption, headers, tuple(rows), align="lllrrrrrl")
+    return _table(caption, headers, rows, align="lllrrrrrl")
 
 
 def hardware_table(chips=("B200", "H100-SXM", "H200", "MI300X", "MI325X", "MI355X", "GB300")):
@@ -205,7 +165,7 @@ def hardware_table(chips=("B200", "H100-SXM", "H200", "MI300X", "MI325X", "MI355
     caption = ("Hardware presets: HBM bandwidth (TB/s), dense peaks (PFLOP/s) and ridges (peak / bandwidth, FLOP "
                "per byte). * no fp4 units: MXFP4 weights are multiplied at the fp8 peak.")
     headers = ("chip", "TB/s", "bf16", "fp8", "fp4", "ridge bf16", "ridge fp8", "ridge fp4")
-    return DeploymentTable(caption, headers, tuple(rows))
+    return _table(caption, headers, rows)
 
 
 def _span(lo, hi):
@@ -220,16 +180,11 @@ def zero_regions(model=None, hardware=None, *, seq=4096, alpha=0.75, c_draft=0.1
     small / large end of the range, or None), ``gamma_peak`` and the batch
     where it is first reached. One ``optimal_gamma`` call over whole batches."""
     batches = np.unique(np.round(_grid("batch", batch_range, points)))
-    gamma_star, _ = _speculation.optimal_gamma(alpha, batches, seq, c_draft, model, hardware, gamma_max)
-    bands = zero_gamma_bands(batches, gamma_star)
-    edges = [(lo, hi) for lo, hi, kind in bands if kind == "edge"]
-    return {
-        "gutter": [(lo, hi) for lo, hi, kind in bands if kind == "gutter"],
-        "low_edge": next(((lo, hi) for lo, hi in edges if lo == batches[0]), None),
-        "high_edge": next(((lo, hi) for lo, hi in edges if hi == batches[-1] and lo != batches[0]), None),
-        "gamma_peak": int(gamma_star.max()),
-        "peak_batch": float(batches[int(np.argmax(gamma_star))]),
-    }
+    r = gamma_regions(alpha, seq, c_draft, model, hardware, batches, gamma_max)
+    edges = [(lo, hi) for lo, hi, kind in r["bands"] if kind == "edge"]
+    return {"gutter": r["gutters"], "low_edge": next(((lo, hi) for lo, hi in edges if lo == batches[0]), None),
+            "high_edge": next(((lo, hi) for lo, hi in edges if hi == batches[-1] and lo != batches[0]), None),
+            "gamma_peak": r["best_gamma"], "peak_batch": r["best_batch"]}
 
 
 def gutter_table(models=MODELS, chips=("B200",), *, seq=4096, alpha=0.75, c_draft=0.1, gamma_max=64,
@@ -241,20 +196,15 @@ def gutter_table(models=MODELS, chips=("B200",), *, seq=4096, alpha=0.75, c_draf
         model, chip = resolve(name, chip_name)
         z = zero_regions(model, chip, seq=seq, alpha=alpha, c_draft=c_draft, gamma_max=gamma_max,
                          batch_range=batch_range, points=points)
-        small = [z["low_edge"]] if z["low_edge"] else []
-        small += z["gutter"]
-        rows.append((
-            model.name,
-            chip.name,
-            ", ".join(_span(lo, hi) for lo, hi in small) or "none",
-            f"from {z['high_edge'][0]:,.0f}" if z["high_edge"] else f"none up to {batch_range[1]:,}",
-            f"{z['gamma_peak']} (at {z['peak_batch']:,.0f})",
-        ))
+        small = ([z["low_edge"]] if z["low_edge"] else []) + z["gutter"]
+        large = f"from {z['high_edge'][0]:,.0f}" if z["high_edge"] else f"none up to {batch_range[1]:,}"
+        rows.append((model.name, chip.name, ", ".join(_span(lo, hi) for lo, hi in small) or "none", large,
+                     f"{z['gamma_peak']} (at {z['peak_batch']:,.0f})"))
     caption = (f"Batches where plain decoding beats every draft length (\u03b3* = 0) at S = {seq:,} tokens, "
                f"\u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step; batches {batch_range[0]:,} "
                f"to {batch_range[1]:,} sequences.")
     headers = ("model", "chip", "\u03b3* = 0 at small batch", "\u03b3* = 0 at large batch", "largest \u03b3* (batch)")
-    return DeploymentTable(caption, headers, tuple(rows), align="llllr")
+    return _table(caption, headers, rows, align="llllr")
 
 
 def knee_table(chips=CHIPS, *, moe_model="DeepSeek-V4-Flash", dense_model="Llama-3-70B",
@@ -268,21 +218,16 @@ def knee_table(chips=CHIPS, *, moe_model="DeepSeek-V4-Flash", dense_model="Llama
     rows = []
     for chip_name in chips:
         chip = resolve(None, chip_name)[1]
-        rows.append((
-            chip.name,
-            *(f"{chip.ridge(p):,.0f}" for p in reversed(PRECISIONS)),
-            f"{_moe.knees(moe_p, chip)['moe_ridge']:,.0f}",
-            f"{_moe.knees(dense_p, chip)['dense_knee']:,.0f}",
-            *(f"{_attention.compute_bound_width(m, chip):.2f}" for m in attention_ps),
-        ))
+        rows.append((chip.name, *(f"{chip.ridge(p):,.0f}" for p in reversed(PRECISIONS)),
+                     f"{_moe.knees(moe_p, chip)['moe_ridge']:,.0f}", f"{_moe.knees(dense_p, chip)['dense_knee']:,.0f}",
+                     *(f"{_attention.compute_bound_width(m, chip):.2f}" for m in attention_ps)))
     caption = (f"Ridges (FLOP/byte) and the knees they place. MoE compute knee: tokens per step at which "
                f"{moe_p.name}'s experts reach their ridge; dense FFN knee: the same for {dense_p.name}'s FFN; "
                f"attention T: verify width at which a model's long-context attention turns compute-bound.")
     headers = ("chip", "ridge bf16", "ridge fp8", "ridge fp4", "MoE compute knee", "dense FFN knee",
                *(f"T, {m.name}" for m in attention_ps))
-    return DeploymentTable(caption, headers, tuple(rows))
+    return _table(caption, headers, rows)
 
 
-__all__ = ["CHIPS", "MODELS", "DeploymentTable", "attention_swap_maps", "chip_maps", "gamma_map_data", "gamma_maps",
-           "gutter_table", "hardware_table", "knee_table", "model_maps", "model_table", "with_gqa_attention",
-           "zero_regions"]
+__all__ = ["CHIPS", "MODELS", "attention_swap_maps", "chip_maps", "gamma_map_data", "gamma_maps",
+           "gutter_table", "hardware_table", "knee_table", "model_maps", "model_table", "zero_regions"]

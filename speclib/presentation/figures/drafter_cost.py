@@ -7,6 +7,7 @@ import numpy as np
 
 from ...core import drafters as _drafters
 from ...core import step as _step
+from ...evidence import simulator as sequel
 from ...presets import resolve
 from ..definition import Axis, Figure, Heatmap, Line, Panel, Points, Slider, Text, VLine
 from . import common
@@ -21,13 +22,13 @@ def _cost(p, xp):
     hw = resolve(None, p.hardware)[1]
     B = xp.geomspace(serving.DRAFTER_BATCHES[0], serving.DRAFTER_BATCHES[1], p.points)
     drafters = {key: _drafters.resolve_drafter(name, None, hw, roofline=p.roofline)
-                for key, name in serving.DRAFTERS.items()}
-    target = _step.step_model(serving.target_model(), hw, roofline=p.roofline)
+                for key, name in sequel.DRAFTERS.items()}
+    target = _step.step_model(sequel.simulated_model(), hw, roofline=p.roofline)
     out = {"B": B, "hardware": hw.name, "rule": serving.ROOFLINE_LABELS[p.roofline], "model": serving.HYBRID_MODEL,
-           "S": serving.context()}
+           "S": sequel.context()}
     for key, d in drafters.items():
         out[key] = d.time(p.gamma, B, 0.0, None, xp.F) * US
-    out["target"] = target.time(B, 1.0, serving.context(), xp.F) * US
+    out["target"] = target.time(B, 1.0, sequel.context(), xp.F) * US
     longest = drafters["mtp"].time(float(serving.dflash_block()), B, 0.0, None, xp.F) * US
 
     # Where the two drafters cost the same: the first grid batch where MTP is no dearer, interpolated in
@@ -59,7 +60,7 @@ drafter_cost = Figure(
               ROOFLINE, common.hardware_choice()),
     params={"points": 200},
     panels=(Panel(common.batch_axis(*serving.DRAFTER_BATCHES), Axis("time (\u00b5s)", "log", "y_lo", "y_hi"),
-                  (*(Line("B", key, label=_LABELS[key], color=key, gid=f"draft_{key}") for key in serving.DRAFTER_KEYS),
+                  (*(Line("B", key, label=_LABELS[key], color=key, gid=f"draft_{key}") for key in sequel.DRAFTER_KEYS),
                    Line("B", "target", label="the target's plain decode step (S = {S:g})", color="ridge",
                         dash="dashed", width=1.4, gid="target_step"),
                    VLine("cross_x", color="total", dash="dotted", width=1.0, gid="crossover"),
@@ -76,12 +77,13 @@ def _crossover(p, xp):
     hw = resolve(None, p.hardware)[1]
     B = np.geomspace(serving.DRAFTER_BATCHES[0], serving.DRAFTER_BATCHES[1], p.points)
     gammas = np.arange(1.0, p.gamma_max + 1)
-    times = serving.drafter_times(gammas[:, None], B[None, :], hw, roofline=p.roofline)
+    times = {key: _drafters.draft_time(gammas[:, None], B[None, :], name, hw, roofline=p.roofline)
+             for key, name in sequel.DRAFTERS.items()}
     g_line = np.linspace(1, p.gamma_max, 200)
     exact_g = gammas[gammas >= 2]
     return {"B": B, "gammas": gammas, "log2_ratio": np.log2(times["mtp"] / times["dflash"]),
-            "closed_x": serving.closed_form_crossover(g_line, hw), "closed_y": g_line, "exact_g": exact_g,
-            "exact_x": serving.exact_crossover(exact_g, hw, roofline=p.roofline), "hardware": hw.name,
+            "closed_x": _drafters.closed_form_crossover(g_line, hw), "closed_y": g_line, "exact_g": exact_g,
+            "exact_x": _drafters.crossover_batches(exact_g, hw, roofline=p.roofline), "hardware": hw.name,
             "rule": serving.ROOFLINE_LABELS[p.roofline], "y_hi": p.gamma_max + 0.5, "ratio_max": p.ratio_max}
 
 

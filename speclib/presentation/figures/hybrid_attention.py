@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core import attention as _attention
 from ...formulas import numpy_functions as nf
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Text, Toggle
@@ -63,19 +64,19 @@ hybrid_intensity = Figure(
 
 
 def _bytes(p, xp):
-    arch = serving.hybrid_architecture(serving.HYBRID_MODEL, full_attention_layers=p.full_attention_layers,
-                                       kv_format=p.kv_format)
+    arch = _attention.hybrid_architecture(serving.HYBRID_MODEL, full_attention_layers=p.full_attention_layers,
+                                          kv_format=p.kv_format)
     S = np.geomspace(p.context_range[0], p.context_range[1], p.points)
-    data = serving.sequence_bytes(S, arch)
+    data = _attention.kv_state_bytes(S, arch)
     out = {"S": S, "layers": arch.attention_layers + arch.linear_layers, "full": arch.attention_layers,
            "m_c": arch.context_bytes, "model": serving.HYBRID_MODEL}
     for key in ("kv", "state", "total", "all_full"):
         y = np.broadcast_to(data[key], S.shape) * MB
         out[key] = np.where(y > 0, y, np.nan)
-    crossing = serving.kv_state_crossing(arch)
+    crossing = _attention.kv_state_crossing(arch)
     inside = crossing is not None and S[0] < crossing < S[-1]
     out["cross_x"] = crossing if inside else np.nan
-    out["cross_y"] = float(serving.sequence_bytes(crossing, arch)["state"]) * MB if inside else np.nan
+    out["cross_y"] = float(_attention.kv_state_bytes(crossing, arch)["state"]) * MB if inside else np.nan
     out["crossing"] = crossing if inside else 0.0
     values = np.concatenate([out["all_full"], out["state"]])
     values = values[np.isfinite(values) & (values > 0)]
@@ -89,8 +90,8 @@ kv_state_bytes = Figure(
           "token per layer",
     compute=_bytes,
     controls=(Choice("full_attention_layers", "full-attention layers", serving.FULL_ATTENTION_LAYERS,
-                     int(serving.hybrid_architecture().attention_layers)),
-              Choice("kv_format", "KV cache", tuple(serving.KV_FORMATS), "bf16")),
+                     int(_attention.hybrid_architecture(serving.HYBRID_MODEL).attention_layers)),
+              Choice("kv_format", "KV cache", tuple(_attention.KV_FORMATS), "bf16")),
     params={"context_range": (256, 1_048_576), "points": 200},
     panels=(Panel(Axis("context S (tokens)", "log2", ticks="context"), Axis("MB one sequence keeps", "log", "y_lo",
                                                                             "y_hi"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import step as _step
+from ...evidence import simulator as sequel
 from ...presets import resolve
 from ..arrays import numpy_ops
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Points
@@ -45,16 +46,15 @@ pricing_ratio = Figure(
 
 
 def _gamma(p, xp):
-    C = np.asarray(serving.grid().concurrency, dtype=float)
+    C = np.asarray(sequel.load_grid().concurrency, dtype=float)
     B = integer_batches(C[0], C[-1], p.points)
-    rows = serving.grid().drafters[p.drafter]
-    shortfall = serving.rule_shortfall(p.drafter, acceptance=p.acceptance)
+    rows = sequel.load_grid().drafters[p.drafter]
+    shortfall = sequel.rule_shortfall(p.drafter, acceptance=p.acceptance)
+    worst = max(float(shortfall[rule][1].max()) for rule in _step.ROOFLINES)
     out = {"B": B, "C": C, "best": rows.best_gamma, "label": serving.DRAFTER_LABELS[p.drafter],
-           "y_top": rows.gamma_max + 1,
-           "loss_top": max(5.0, float(common.nice_ceiling(numpy_ops, 110 * max(float(shortfall[r][1].max())
-                                                                                 for r in serving.ROOFLINES))))}
-    for rule in serving.ROOFLINES:
-        out[f"gamma_{rule}"], _ = serving.policy(p.drafter, B, roofline=rule, acceptance=p.acceptance)
+           "y_top": rows.gamma_max + 1, "loss_top": max(5.0, float(common.nice_ceiling(numpy_ops, 110 * worst)))}
+    for rule in _step.ROOFLINES:
+        out[f"gamma_{rule}"], _ = sequel.policy(p.drafter, B, roofline=rule, acceptance=p.acceptance)
         out[f"loss_{rule}"] = 100 * shortfall[rule][1]
     return out
 
@@ -63,18 +63,18 @@ pricing_gamma = Figure(
     name="pricing_gamma",
     title="What the pricing rule does to {label}'s \u03b3* ({acceptance} acceptance)",
     compute=_gamma,
-    controls=(Choice("drafter", "drafter", tuple((serving.DRAFTER_LABELS[k], k) for k in serving.DRAFTER_KEYS),
+    controls=(Choice("drafter", "drafter", tuple((serving.DRAFTER_LABELS[k], k) for k in sequel.DRAFTER_KEYS),
                      "dflash"), ACCEPTANCE),
     params={"points": 200},
     panels=(Panel(concurrency_axis("concurrency"), Axis("draft length \u03b3*", lo=0, hi="y_top"),
                   (*(Line("B", f"gamma_{rule}", label=f"{rule} rule", color=rule, dash=_STYLES[rule], step=True,
-                          gid=f"gamma_{rule}") for rule in serving.ROOFLINES),
+                          gid=f"gamma_{rule}") for rule in _step.ROOFLINES),
                    Points("C", "best", label="the simulator's best fixed \u03b3", color="total", filled=False, size=6,
                           gid="simulated_best")), legend="center left"),
             Panel(concurrency_axis("concurrency"), Axis("simulated throughput lost (% of the best fixed \u03b3)",
                                                         lo=-0.5, hi="loss_top"),
                   tuple(Line("C", f"loss_{rule}", color=rule, dash=_STYLES[rule], marker="o", gid=f"loss_{rule}")
-                        for rule in serving.ROOFLINES), legend="")),
+                        for rule in _step.ROOFLINES), legend="")),
     size=(8.6, 4.0),
     doc="gamma* under each pricing rule against concurrency (left), and what the rule's choice costs in the "
         "simulator (right).",
