@@ -12,14 +12,6 @@ from . import common
 WEIGHT_FORMATS = {"mxfp4": (0.53, "fp4"), "fp8": (1.0, "fp8"), "bf16": (2.0, "bf16")}
 
 
-def weight_format(ffn) -> str:
-    """The name of ``ffn``'s expert weight format among :data:`WEIGHT_FORMATS`."""
-    for name, (b, precision) in WEIGHT_FORMATS.items():
-        if b == ffn.weight_bytes and precision == ffn.precision:
-            return name
-    return "mxfp4"
-
-
 def _expert_tax(p, xp):
     model, hw = resolve(p.model, p.hardware)
     ffn = model.ffn
@@ -108,11 +100,4 @@ expert_tax = _figure("expert_tax", "linear", 11_000, 1_200)
 expert_tax_log = _figure("expert_tax_log", "log", 30_000, 1_200)
 
 
-def for_model(figure, model):
-    """``figure`` opening on ``model``'s own experts, top-k and weight format."""
-    ffn = resolve(model, None)[0].ffn
-    return figure.variant(figure.name, model=model, experts=ffn.n_routed, top_k=ffn.top_k,
-                          weights=weight_format(ffn))
-
-
-__all__ = ["WEIGHT_FORMATS", "expert_tax", "expert_tax_log", "for_model", "weight_format"]
+__all__ = ["WEIGHT_FORMATS", "expert_tax", "expert_tax_log"]
