@@ -12,8 +12,9 @@ from . import common
 #: The paper's Table 1 grid.
 TABLE_CONTEXTS = (512, 1024, 8192, 16384, 1_048_576)
 TABLE_WIDTHS = (1, 2, 4, 8)
-#: DeepSeek-V4's attention variants, one panel each.
-V4_VARIANTS = (("hca", "HCA"), ("csa", "CSA main"), ("indexer", "CSA indexer"))
+#: DeepSeek-V4's attention variants, one panel each, with the panel's title.
+V4_VARIANTS = (("hca", "HCA: MLA over S/{hca_ratio:,.0f}"), ("csa", "CSA main: MLA over top {csa_top_k:,.0f}"),
+               ("indexer", "CSA indexer: scores S/{csa_ratio:,.0f}"))
 
 
 def intensity(xp, model, variant, T, S, query_bytes):
@@ -73,7 +74,6 @@ attention_table = Figure(
     doc="Table 1: attention intensity over context lengths (rows) and verify widths (columns), "
         "compute-bound cells in bold.",
 )
-
 
 
 # --- intensity against verify width --------------------------------------------------
@@ -141,19 +141,6 @@ def _compressed_attention(p, xp):
     return out
 
 
-def _v4_panel(key, first):
-    return Panel(
-        x=Axis("context S (tokens)", "log2", ticks="context"),
-        y=Axis("attention intensity (FLOP/byte)" if first else "", lo=0, hi="y_hi"),
-        series=(Line("S", key, labels="labels", width=1.6, gid=key),
-                HLine("ridge", label="bf16 ridge {ridge:,.0f}", gid="ridge")),
-        title=_V4_TITLES[key], legend="upper left" if first else "")
-
-
-_V4_TITLES = {"hca": "HCA: MLA over S/{hca_ratio:,.0f}", "csa": "CSA main: MLA over top {csa_top_k:,.0f}",
-              "indexer": "CSA indexer: scores S/{csa_ratio:,.0f}"}
-
-
 compressed_attention = Figure(
     name="compressed_attention",
     title="{model} attention variants on {hardware}{query}",
@@ -164,7 +151,12 @@ compressed_attention = Figure(
               Toggle("query_bytes", "count query bytes", True)),
     params={"model": "DeepSeek-V4-Flash", "hardware": None, "widths": (1, 2, 4), "context_range": (512, 1_048_576),
             "points": 300},
-    panels=tuple(_v4_panel(key, i == 0) for i, (key, _) in enumerate(V4_VARIANTS)),
+    panels=tuple(Panel(x=Axis("context S (tokens)", "log2", ticks="context"),
+                       y=Axis("attention intensity (FLOP/byte)" if i == 0 else "", lo=0, hi="y_hi"),
+                       series=(Line("S", key, labels="labels", width=1.6, gid=key),
+                               HLine("ridge", label="bf16 ridge {ridge:,.0f}", gid="ridge")),
+                       title=title, legend="upper left" if i == 0 else "")
+                 for i, (key, title) in enumerate(V4_VARIANTS)),
     size=(10.0, 4.0),
     doc="DeepSeek-V4's attention variants: intensity against the original context length for a few verify "
         "widths, one panel per variant.",

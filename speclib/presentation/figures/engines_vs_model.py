@@ -10,6 +10,7 @@ import numpy as np
 from ...core import speculation as _spec
 from ...evidence import engines as _eng
 from ...evidence import step_fit as _fit
+from ...evidence import validation as _val
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Points
 from ..style import CYCLE
@@ -136,15 +137,10 @@ def target_rows(held=None):
 def against_rows():
     """The decode-only calibration (which never saw a speculative run) against
     the joint fit held out: what, decode-only, joint fit."""
-    from ...evidence import validation as _val
-
-    old = _fit.against(_fit.Fit.of(_val.fit_calibration().calibration).calibration())
-    new = held_out_fit()
-    a, b = old.summary(), new.summary()
-    return [("speed-up, median |error|", f"{100 * a['median_abs_error']:.1f} %", f"{100 * b['median_abs_error']:.1f} %"),
-            ("speed-up, max |error|", f"{100 * a['max_abs_error']:.0f} %", f"{100 * b['max_abs_error']:.0f} %"),
-            ("best draft length within \u00b11", f"{old.best_hits()[0]} of {old.best_hits()[1]}",
-             f"{new.best_hits()[0]} of {new.best_hits()[1]}")]
+    held = (_fit.against(_fit.Fit.of(_val.fit_calibration().calibration).calibration()), held_out_fit())
+    return [("speed-up, median |error|", *(f"{100 * h.summary()['median_abs_error']:.1f} %" for h in held)),
+            ("speed-up, max |error|", *(f"{100 * h.summary()['max_abs_error']:.0f} %" for h in held)),
+            ("best draft length within \u00b11", *("{} of {}".format(*h.best_hits()) for h in held))]
 
 
 def constant_rows(samples=200):
@@ -174,7 +170,7 @@ def fit_ablation_rows():
 
 def _paper_vs_calibrated(p, xp):
     model, hw = resolve(p.model, p.hardware)
-    B = integer_batches(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.points)
+    B = integer_batches(n=p.points)
     out = {"B": B, "model": model.name, "where": hw.name if p.tp == 1 else f"{p.tp} x {hw.name}", "y_top": 6}
     for i, alpha in enumerate(PAPER_ALPHAS):
         g0, _ = _spec.optimal_gamma(alpha, B, p.S, p.c_draft, model, hw, p.gamma_max)
