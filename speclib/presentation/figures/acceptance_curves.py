@@ -34,11 +34,11 @@ def _curves(curves):
 
 
 def _survival(p, xp):
-    out = {"keys": list(_curves(p.curves))}
-    for key, curve in _curves(p.curves).items():
-        d = np.arange(1.0, len(curve) + 1)
-        out.update({f"{key}_d": d, f"{key}_survival": curve.values, f"{key}_iid": curve.iid().values,
-                    f"{key}_conditional": curve.conditional_acceptance,
+    curves = _curves(p.curves)
+    out = {"keys": list(curves)}
+    for key, curve in curves.items():
+        out.update({f"{key}_d": np.arange(1.0, len(curve) + 1), f"{key}_survival": curve.values,
+                    f"{key}_iid": curve.iid().values, f"{key}_conditional": curve.conditional_acceptance,
                     f"{key}_alpha": curve.first_position_acceptance, f"{key}_name": curve.name})
     return out
 
@@ -72,15 +72,14 @@ survival_curves = Figure(
 
 def _gamma_tables(p, xp=None):
     model, hw = resolve(p.model, p.hardware)
-    B = integer_batches(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.points)
-    out = {"B": B, "keys": list(_curves(p.curves)), "model": model.name, "hardware": hw.name}
-    for key, curve in _curves(p.curves).items():
-        for name, acceptance, top in (("measured", curve, 64), ("capped", curve.iid(), 64),
-                                      ("free", curve.first_position_acceptance, 64)):
-            g, s = _spec.optimal_gamma(acceptance, B, p.S, p.c_draft, model, hw, top)
-            out[f"{key}_{name}_gamma"], out[f"{key}_{name}_speedup"] = g, s
-        out[f"{key}_name"], out[f"{key}_length"] = curve.name, len(curve)
-        out[f"{key}_alpha"] = curve.first_position_acceptance
+    B, curves = integer_batches(n=p.points), _curves(p.curves)
+    out = {"B": B, "keys": list(curves), "model": model.name, "hardware": hw.name}
+    for key, curve in curves.items():
+        alpha = curve.first_position_acceptance
+        for name, acceptance in (("measured", curve), ("capped", curve.iid()), ("free", alpha)):
+            out[f"{key}_{name}_gamma"], out[f"{key}_{name}_speedup"] = _spec.optimal_gamma(
+                acceptance, B, p.S, p.c_draft, model, hw, 64)
+        out.update({f"{key}_name": curve.name, f"{key}_length": len(curve), f"{key}_alpha": alpha})
     return out
 
 

@@ -97,17 +97,13 @@ def ablation_rows(variants=None):
 def _step_time_gamma(p, xp):
     model, hw = resolve(p.model, p.hardware)
     tp = checked_int("tp", p.tp, lo=1, hi=_capacity.MAX_TP)
-    B = integer_batches(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.points)
+    B = integer_batches(n=p.points)
     out = {"B": B, "model": model.name, "where": hw.name if tp == 1 else f"{tp} x {hw.name}"}
-    top = 6
     for how in ("roofline", "calibrated"):
-        g, sp = _spec.optimal_gamma(p.alpha, B, p.S, p.c_draft, gamma_max=p.gamma_max,
-                                    deployment=Deployment(model, hw, step_time=how, tp=tp))
-        out[f"gamma_{how}"], out[f"speedup_{how}"] = g, sp
-        top = max(top, int(g.max()) + 1)
-    out["y_top"] = top + 1
-    limit = common.max_batch(model, hw, p.S, tp)
-    out["max_batch"] = limit
+        out[f"gamma_{how}"], out[f"speedup_{how}"] = _spec.optimal_gamma(
+            p.alpha, B, p.S, p.c_draft, gamma_max=p.gamma_max, deployment=Deployment(model, hw, step_time=how, tp=tp))
+    out["y_top"] = max(6, *(int(out[f"gamma_{how}"].max()) + 1 for how in ("roofline", "calibrated"))) + 1
+    out["max_batch"] = limit = common.max_batch(model, hw, p.S, tp)
     out["no_fit"] = B > limit if limit is not None else np.zeros(B.shape, bool)
     return out
 
