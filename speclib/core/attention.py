@@ -5,6 +5,8 @@ DeepSeek-V4's HCA/CSA variants, GQA/MHA). The closed forms, and the constants
 """
 from __future__ import annotations
 
+import dataclasses
+
 from .._checks import checked_array, checked_choice, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
@@ -77,3 +79,23 @@ def linear_intensity(T, model="Qwen3.6-35B-A3B"):
         raise ValueError(f"model must be a hybrid with linear-attention layers; {m.name} has none")
     T_arr = checked_array("T", T, lo=0, lo_open=True)
     return scalar_or_array(nf.linear_intensity(T_arr, **m.linear_attention.architecture()))
+
+
+def mha_counterpart(model="Llama-3-70B"):
+    """A GQA model with one KV head per query head: its MHA counterpart."""
+    m, _ = resolve(model, None)
+    if m.attention.kind != "gqa":
+        raise ValueError(f"model must use GQA attention; {m.name} uses {m.attention.kind.upper()}")
+    attn = dataclasses.replace(m.attention, n_kv_heads=m.attention.n_heads)
+    return dataclasses.replace(m, name=f"{m.name} as MHA", attention=attn, aliases=())
+
+
+def v4_attention_what_if(model=None, *, hca_ratio=None, csa_ratio=None, csa_top_k=None):
+    """``model`` with DeepSeek-V4's compression knobs changed (None keeps them)."""
+    m, _ = resolve(model, None)
+    attn = m.attention
+    if getattr(attn, "hca_ratio", None) is None:
+        raise ValueError(f"model must have DeepSeek-V4 HCA/CSA attention; {m.name} has none")
+    changes = {k: v for k, v in (("hca_ratio", hca_ratio), ("csa_ratio", csa_ratio), ("csa_top_k", csa_top_k))
+               if v is not None}
+    return dataclasses.replace(m, attention=dataclasses.replace(attn, **changes)) if changes else m

@@ -3,8 +3,7 @@ context and verify width), intensity against verify width for MHA, GQA and
 MLA, and DeepSeek-V4's compressed attention variants."""
 from __future__ import annotations
 
-import dataclasses
-
+from ...core.attention import mha_counterpart, v4_attention_what_if
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Slider, Table, Text, Toggle
 from . import common
@@ -21,26 +20,6 @@ def intensity(xp, model, variant, T, S, query_bytes):
     """``speclib.attention_intensity`` in the figure array language (``S`` may be traced)."""
     m_c, m_q, f, S_eff = model.attention.variant_constants(variant, S, F=xp.F)
     return xp.F.attention_intensity(T, S_eff, m_c, m_q if query_bytes else 0.0, f)
-
-
-def mha_counterpart(model="Llama-3-70B"):
-    """A GQA model with one KV head per query head: its MHA counterpart."""
-    m, _ = resolve(model, None)
-    if m.attention.kind != "gqa":
-        raise ValueError(f"model must use GQA attention; {m.name} uses {m.attention.kind.upper()}")
-    attn = dataclasses.replace(m.attention, n_kv_heads=m.attention.n_heads)
-    return dataclasses.replace(m, name=f"{m.name} as MHA", attention=attn, aliases=())
-
-
-def v4_attention_what_if(model=None, *, hca_ratio=None, csa_ratio=None, csa_top_k=None):
-    """``model`` with DeepSeek-V4's compression knobs changed (None keeps them)."""
-    m, _ = resolve(model, None)
-    attn = m.attention
-    if getattr(attn, "hca_ratio", None) is None:
-        raise ValueError(f"model must have DeepSeek-V4 HCA/CSA attention; {m.name} has none")
-    changes = {k: v for k, v in (("hca_ratio", hca_ratio), ("csa_ratio", csa_ratio), ("csa_top_k", csa_top_k))
-               if v is not None}
-    return dataclasses.replace(m, attention=dataclasses.replace(attn, **changes)) if changes else m
 
 
 # --- Table 1 -----------------------------------------------------------------------------
@@ -162,5 +141,5 @@ compressed_attention = Figure(
         "widths, one panel per variant.",
 )
 
-__all__ = ["TABLE_CONTEXTS", "TABLE_WIDTHS", "V4_VARIANTS", "attention_table",
-           "attention_width", "compressed_attention", "intensity", "mha_counterpart", "v4_attention_what_if"]
+__all__ = ["TABLE_CONTEXTS", "TABLE_WIDTHS", "V4_VARIANTS", "attention_table", "attention_width",
+           "compressed_attention", "intensity"]

@@ -208,17 +208,3 @@ paper_vs_calibrated = Figure(
         "calibrated step fitted on measured engines (right), for three acceptance rates.",
 )
 
-
-def floor_rows():
-    """Measured speed-ups below the least any step model in which verifying T
-    positions costs at most T plain steps can give: N / (T + drafting share x
-    passes). Rows: run, batch, gamma, measured, floor."""
-    rows = []
-    for run in _fit.spec_runs():
-        if run.quantity != "speedup":
-            continue
-        for b, g, v in run.points:
-            floor = run.committed(g) / (run.width(g) + run.draft_share * run.passes(g))
-            if v < floor:
-                rows.append((run.id, int(b), int(g), v, floor))
-    return rows
