@@ -71,24 +71,8 @@ def held_out_rows(held=None, by=("chip", "tp")):
 def ablation_rows(variants=None):
     """Rows (terms, parameters, median and max |error| % testing on 1k8k,
     then on 1k1k) for calibrations with fewer or more terms."""
-    variants = variants or (
-        ("roofline alone", ()),
-        ("x chip factor", ("factor",)),
-        ("+ fixed time per step", ("factor", "fixed")),
-        ("+ time per sequence", ("factor", "fixed", "per_sequence")),
-        ("+ prefill share (kept)", _val.DEFAULT_TERMS),
-        ("+ all-reduce time", _val.DEFAULT_TERMS + ("allreduce",)),
-    )
-    rows = []
-    for label, terms in variants:
-        held = _val.held_out(terms)
-        cal = held.fits["1k1k"].calibration
-        params = (len(cal.roofline_factor) * ("factor" in terms)
-                  + sum(len(v) for v in cal.fixed_s.values()) * ("fixed" in terms)
-                  + ("per_sequence" in terms) + ("allreduce" in terms))
-        a, b = held.overall("1k8k"), held.overall("1k1k")
-        rows.append((label, params, 100 * a[1], 100 * a[2], 100 * b[1], 100 * b[2]))
-    return rows
+    return [(label, params, *(100 * v for test in ("1k8k", "1k1k") for v in held.overall(test)[1:]))
+            for label, params, held in _val.ablation(variants or _val.ABLATION)]
 
 
 # --- gamma* with either step time ----------------------------------------------------------
