@@ -53,16 +53,14 @@ def _knee_notes(scale):
     """The three knees, placed clear of the lines and the legend on each scale."""
     off = {"linear": {"dense": (40, -55), "expert": (30, 60), "moe": (-200, -40)},
            "log": {"dense": (-130, -40), "expert": (25, 45), "moe": (-75, -95)}}[scale]
-    return (
-        Text("dense_knee", "ridge", "dense meets the ridge\nat {dense_knee:,.0f} tokens", size=8.5,
-             dx=off["dense"][0], dy=off["dense"][1], arrow=True, marker="o", gid="knee_dense"),
-        Text("expert_knee", "expert_y", "E/k = {expert_knee:,.1f} tokens: past here\nmost experts are already loaded",
-             size=8.5, dx=off["expert"][0], dy=off["expert"][1], arrow=True, marker="o", gid="knee_expert"),
-        Text("moe_ridge_x", "ridge", "MoE meets the ridge\nat {moe_ridge:,.0f} tokens", size=8.5, dx=off["moe"][0],
-             dy=off["moe"][1], arrow=True, marker="o", gid="knee_moe"),
-        Text("off_x", "off_y", "MoE meets the ridge at {moe_ridge:,.0f} tokens\n(off this chart) \u2192", size=9,
-             align="right", gid="knee_off_chart"),
-    )
+    knees = (("dense", "dense_knee", "ridge", "dense meets the ridge\nat {dense_knee:,.0f} tokens"),
+             ("expert", "expert_knee", "expert_y",
+              "E/k = {expert_knee:,.1f} tokens: past here\nmost experts are already loaded"),
+             ("moe", "moe_ridge_x", "ridge", "MoE meets the ridge\nat {moe_ridge:,.0f} tokens"))
+    return (*(Text(x, y, text, size=8.5, dx=off[k][0], dy=off[k][1], arrow=True, marker="o", gid=f"knee_{k}")
+              for k, x, y, text in knees),
+            Text("off_x", "off_y", "MoE meets the ridge at {moe_ridge:,.0f} tokens\n(off this chart) \u2192", size=9,
+                 align="right", gid="knee_off_chart"))
 
 
 def _figure(name, scale, batch_max, intensity_max):

@@ -96,13 +96,13 @@ measured_tpot = Figure(
 
 def _excess(p, xp):
     comparison = _compared(p.comparison)
-    idx = comparison.select(workload=p.workload, precision=p.precision, concurrency=p.concurrency)
-    tp, chips, fws = comparison.column("tp"), comparison.column("chip"), comparison.column("framework")
+    tp = comparison.column("tp")
     inp, out_len = _val.WORKLOADS[p.workload]
     out = {"series": [], "inp": inp, "out_len": out_len}
     for i, chip in enumerate(_val.CHIPS):
         for fw in FRAMEWORK_MARKERS:
-            sel = idx[(chips[idx] == chip) & (fws[idx] == fw)]
+            sel = comparison.select(workload=p.workload, precision=p.precision, concurrency=p.concurrency, chip=chip,
+                                    framework=fw)
             if len(sel) == 0:
                 continue
             sel = sel[np.argsort(tp[sel])]
@@ -113,13 +113,11 @@ def _excess(p, xp):
 
 
 def _excess_panels(data):
-    series = []
-    for chip, fw, c in data["series"]:
-        series.append(Line(f"{chip}_{fw}_tp", f"{chip}_{fw}_excess", label=f"{chip} {fw}", color=c,
-                           dash="solid" if fw == "vLLM" else "dotted", marker=FRAMEWORK_MARKERS[fw],
-                           gid=f"excess_{chip}_{fw}"))
+    series = tuple(Line(f"{chip}_{fw}_tp", f"{chip}_{fw}_excess", label=f"{chip} {fw}", color=c,
+                        marker=FRAMEWORK_MARKERS[fw], dash="solid" if fw == "vLLM" else "dotted",
+                        gid=f"excess_{chip}_{fw}") for chip, fw, c in data["series"])
     return (Panel(Axis("tensor-parallel GPUs", "log2", ticks=(1, 2, 4, 8)),
-                  Axis("measured − roofline TPOT (ms)", lo=0), tuple(series),
+                  Axis("measured − roofline TPOT (ms)", lo=0), series,
                   title="Time the roofline does not count: {precision}, {concurrency} concurrent requests, "
                         "{inp:,}/{out_len:,}", legend="upper right"),)
 
