@@ -30,10 +30,9 @@ def _ep(p, xp):
     B = integer_batches(EP_BATCHES[0], EP_BATCHES[1], p.points)
     out = {"B": B, "model": model.name, "hardware": hw.name, "network": net.name, "Gs": list(p.Gs)}
     for G in p.Gs:
-        out[f"gamma_G{G}"], out[f"speedup_G{G}"] = _par.optimal_gamma(p.alpha, B, p.S, p.c_draft, model, hw, G=G,
-                                                                      interconnect=net)
-        out[f"free_gamma_G{G}"], out[f"free_speedup_G{G}"] = _par.optimal_gamma(
-            p.alpha, B, p.S, p.c_draft, model, hw, G=G, interconnect=net, include_comm=False)
+        for free, comm in (("", True), ("free_", False)):
+            out[f"{free}gamma_G{G}"], out[f"{free}speedup_G{G}"] = _par.optimal_gamma(
+                p.alpha, B, p.S, p.c_draft, model, hw, G=G, interconnect=net, include_comm=comm)
         ledger = _par.marginal_cost(B, p.S, p.c_draft, model, hw, G=G, interconnect=net)
         out[f"total_G{G}"] = ledger["total"]
         out[f"comm_G{G}"] = ledger["comm"] * ledger["comm_share"] if G > 1 else np.zeros_like(B)
