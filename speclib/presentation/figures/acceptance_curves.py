@@ -44,16 +44,15 @@ def _survival(p, xp):
 
 
 def _survival_panels(data):
-    keys = data["keys"]
-    left = [s for k in keys for s in (
-        Line(f"{k}_d", f"{k}_survival", label=f"{{{k}_name}} measured", color=DRAFTER_COLORS.get(k, ""),
-             marker="o", gid=f"survival_{k}"),
-        Line(f"{k}_d", f"{k}_iid", label=f"\u03b1^d, \u03b1 = {{{k}_alpha:.3f}}", color=DRAFTER_COLORS.get(k, ""),
-             dash="dashed", width=1.4, gid=f"iid_{k}"))]
-    right = [s for k in keys for s in (
-        Line(f"{k}_d", f"{k}_conditional", label=f"{{{k}_name}}", color=DRAFTER_COLORS.get(k, ""), marker="o",
-             gid=f"conditional_{k}"),
-        HLine(f"{k}_alpha", color=DRAFTER_COLORS.get(k, ""), width=1.2))]
+    left, right = [], []
+    for k in data["keys"]:
+        c = DRAFTER_COLORS.get(k, "")
+        left += [Line(f"{k}_d", f"{k}_survival", label=f"{{{k}_name}} measured", color=c, marker="o",
+                      gid=f"survival_{k}"),
+                 Line(f"{k}_d", f"{k}_iid", label=f"\u03b1^d, \u03b1 = {{{k}_alpha:.3f}}", color=c, dash="dashed",
+                      width=1.4, gid=f"iid_{k}")]
+        right += [Line(f"{k}_d", f"{k}_conditional", label=f"{{{k}_name}}", color=c, marker="o",
+                       gid=f"conditional_{k}"), HLine(f"{k}_alpha", color=c, width=1.2)]
     return (Panel(Axis("draft position d"), Axis("P(position d survives)", lo=0, hi=1), tuple(left),
                   title="Survival against depth"),
             Panel(Axis("draft position d"), Axis("P(d survives | d-1 survived)", lo=0.6, hi=1.0), tuple(right),
@@ -124,12 +123,11 @@ def _ratio_panels(data):
     series = []
     for k in data["keys"]:
         c = DRAFTER_COLORS.get(k, "")
-        series.append(Line("B", f"{k}_ratio_capped", label=f"{{{k}_name}}: measured / i.i.d. (\u03b3 \u2264 "
-                                                          f"{{{k}_length}})", color=c, gid=f"ratio_{k}"))
-        series.append(Line("B", f"{k}_ratio_free", label=f"{{{k}_name}}: measured / i.i.d. (\u03b3 \u2264 64)",
-                           color=c, dash="dotted", width=1.5, when=f"{k}_differs"))
-    series.append(HLine(1.0, width=0.8, dash="solid"))
-    return (Panel(common.batch_axis(), Axis("speedup ratio"), tuple(series),
+        series += [Line("B", f"{k}_ratio_capped", color=c, gid=f"ratio_{k}",
+                        label=f"{{{k}_name}}: measured / i.i.d. (\u03b3 \u2264 {{{k}_length}})"),
+                   Line("B", f"{k}_ratio_free", label=f"{{{k}_name}}: measured / i.i.d. (\u03b3 \u2264 64)", color=c,
+                        dash="dotted", width=1.5, when=f"{k}_differs")]
+    return (Panel(common.batch_axis(), Axis("speedup ratio"), (*series, HLine(1.0, width=0.8, dash="solid")),
                   title="How much the i.i.d. model flatters: {model} on {hardware}, S = {S:,.0f}",
                   legend="lower left"),)
 
