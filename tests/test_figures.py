@@ -413,7 +413,7 @@ def test_compressed_attention_panels():
 
 def test_compressed_attention_knobs():
     d = attention.compressed_attention.data(hca_ratio=16)
-    m = attention.v4_attention_what_if(hca_ratio=16)
+    m = speclib.core.attention.v4_attention_what_if(hca_ratio=16)
     np.testing.assert_allclose(d["hca"][0], speclib.attention_intensity(1, d["S"], m, "hca"), rtol=1e-12)
 
 

@@ -142,3 +142,23 @@ def with_gqa_attention(model="DeepSeek-V4-Flash", *, n_kv_heads=8, head_dim=128)
     return dataclasses.replace(
         model, name=f"{model.name} with GQA {heads}/{n_kv_heads} (what-if)", attention=attention, aliases=(),
         source=f"what-if: {model.name} with GQA attention ({heads} query, {n_kv_heads} KV heads of {head_dim})")
+
+
+def mha_counterpart(model="Llama-3-70B"):
+    """A GQA model with one KV head per query head: its MHA counterpart."""
+    m, _ = resolve(model, None)
+    if m.attention.kind != "gqa":
+        raise ValueError(f"model must use GQA attention; {m.name} uses {m.attention.kind.upper()}")
+    attn = dataclasses.replace(m.attention, n_kv_heads=m.attention.n_heads)
+    return dataclasses.replace(m, name=f"{m.name} as MHA", attention=attn, aliases=())
+
+
+def v4_attention_what_if(model=None, *, hca_ratio=None, csa_ratio=None, csa_top_k=None):
+    """``model`` with DeepSeek-V4's compression knobs changed (None keeps them)."""
+    m, _ = resolve(model, None)
+    attn = m.attention
+    if getattr(attn, "hca_ratio", None) is None:
+        raise ValueError(f"model must have DeepSeek-V4 HCA/CSA attention; {m.name} has none")
+    changes = {k: v for k, v in (("hca_ratio", hca_ratio), ("csa_ratio", csa_ratio), ("csa_top_k", csa_top_k))
+               if v is not None}
+    return dataclasses.replace(m, attention=dataclasses.replace(attn, **changes)) if changes else m

@@ -375,6 +375,21 @@ def run_inconsistent(run: SpecRun) -> tuple:
     return tuple((b, g) for b, g, v in run.points if v > run.committed(g) + 1e-9)
 
 
+def below_floor() -> list:
+    """Measured speed-ups below the least any step model in which verifying T
+    positions costs at most T plain steps can give: N / (T + drafting share x
+    passes). Rows: run, batch, gamma, measured, floor."""
+    rows = []
+    for run in spec_runs():
+        if run.quantity != "speedup":
+            continue
+        for b, g, v in run.points:
+            floor = run.committed(g) / (run.width(g) + run.draft_share * run.passes(g))
+            if v < floor:
+                rows.append((run.id, int(b), int(g), v, floor))
+    return rows
+
+
 def alpha_fitted(run: SpecRun) -> bool:
     """Whether ``run``'s acceptance is fitted to its smallest batch: its
     source reports none, and it has points at three or more batches (or a

@@ -547,3 +547,26 @@ def held_out(terms=DEFAULT_TERMS, comparison=None) -> HeldOut:
     return HeldOut(runs, predicted, fits, tuple(terms))
 
 
+#: Calibrations with fewer or more terms than the shipped one: (label, terms).
+ABLATION = (
+    ("roofline alone", ()),
+    ("x chip factor", ("factor",)),
+    ("+ fixed time per step", ("factor", "fixed")),
+    ("+ time per sequence", ("factor", "fixed", "per_sequence")),
+    ("+ prefill share (kept)", DEFAULT_TERMS),
+    ("+ all-reduce time", DEFAULT_TERMS + ("allreduce",)),
+)
+
+
+def ablation(variants=ABLATION) -> list:
+    """(label, number of fitted constants, :func:`held_out` errors) for a
+    calibration with each variant's terms."""
+    out = []
+    for label, terms in variants:
+        held = held_out(terms)
+        cal = held.fits["1k1k"].calibration
+        params = (len(cal.roofline_factor) * ("factor" in terms)
+                  + sum(len(v) for v in cal.fixed_s.values()) * ("fixed" in terms)
+                  + ("per_sequence" in terms) + ("allreduce" in terms))
+        out.append((label, params, held))
+    return out

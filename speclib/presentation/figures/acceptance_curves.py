@@ -15,7 +15,7 @@ from ...core import speculation as _spec
 from ...core.deployment import Deployment
 from ...presets import resolve
 from ..definition import Axis, Figure, HLine, Line, Panel
-from ..tables import NumberTable, RendersAsTable
+from ..tables import NumberTable
 from . import common
 from .draft_length import integer_batches
 
@@ -34,26 +34,25 @@ def _curves(curves):
 
 
 def _survival(p, xp):
-    out = {"keys": list(_curves(p.curves))}
-    for key, curve in _curves(p.curves).items():
-        d = np.arange(1.0, len(curve) + 1)
-        out.update({f"{key}_d": d, f"{key}_survival": curve.values, f"{key}_iid": curve.iid().values,
-                    f"{key}_conditional": curve.conditional_acceptance,
+    curves = _curves(p.curves)
+    out = {"keys": list(curves)}
+    for key, curve in curves.items():
+        out.update({f"{key}_d": np.arange(1.0, len(curve) + 1), f"{key}_survival": curve.values,
+                    f"{key}_iid": curve.iid().values, f"{key}_conditional": curve.conditional_acceptance,
                     f"{key}_alpha": curve.first_position_acceptance, f"{key}_name": curve.name})
     return out
 
 
 def _survival_panels(data):
-    keys = data["keys"]
-    left = [s for k in keys for s in (
-        Line(f"{k}_d", f"{k}_survival", label=f"{{{k}_name}} measured", color=DRAFTER_COLORS.get(k, ""),
-             marker="o", gid=f"survival_{k}"),
-        Line(f"{k}_d", f"{k}_iid", label=f"\u03b1^d, \u03b1 = {{{k}_alpha:.3f}}", color=DRAFTER_COLORS.get(k, ""),
-             dash="dashed", width=1.4, gid=f"iid_{k}"))]
-    right = [s for k in keys for s in (
-        Line(f"{k}_d", f"{k}_conditional", label=f"{{{k}_name}}", color=DRAFTER_COLORS.get(k, ""), marker="o",
-             gid=f"conditional_{k}"),
-        HLine(f"{k}_alpha", color=DRAFTER_COLORS.get(k, ""), width=1.2))]
+    left, right = [], []
+    for k in data["keys"]:
+        c = DRAFTER_COLORS.get(k, "")
+        left += [Line(f"{k}_d", f"{k}_survival", label=f"{{{k}_name}} measured", color=c, marker="o",
+                      gid=f"survival_{k}"),
+                 Line(f"{k}_d", f"{k}_iid", label=f"\u03b1^d, \u03b1 = {{{k}_alpha:.3f}}", color=c, dash="dashed",
+                      width=1.4, gid=f"iid_{k}")]
+        right += [Line(f"{k}_d", f"{k}_conditional", label=f"{{{k}_name}}", color=c, marker="o",
+                       gid=f"conditional_{k}"), HLine(f"{k}_alpha", color=c, width=1.2)]
     return (Panel(Axis("draft position d"), Axis("P(position d survives)", lo=0, hi=1), tuple(left),
                   title="Survival against depth"),
             Panel(Axis("draft position d"), Axis("P(d survives | d-1 survived)", lo=0.6, hi=1.0), tuple(right),
@@ -72,15 +71,14 @@ survival_curves = Figure(
 
 def _gamma_tables(p, xp=None):
     model, hw = resolve(p.model, p.hardware)
-    B = integer_batches(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.points)
-    out = {"B": B, "keys": list(_curves(p.curves)), "model": model.name, "hardware": hw.name}
-    for key, curve in _curves(p.curves).items():
-        for name, acceptance, top in (("measured", curve, 64), ("capped", curve.iid(), 64),
-                                      ("free", curve.first_position_acceptance, 64)):
-            g, s = _spec.optimal_gamma(acceptance, B, p.S, p.c_draft, model, hw, top)
-            out[f"{key}_{name}_gamma"], out[f"{key}_{name}_speedup"] = g, s
-        out[f"{key}_name"], out[f"{key}_length"] = curve.name, len(curve)
-        out[f"{key}_alpha"] = curve.first_position_acceptance
+    B, curves = integer_batches(n=p.points), _curves(p.curves)
+    out = {"B": B, "keys": list(curves), "model": model.name, "hardware": hw.name}
+    for key, curve in curves.items():
+        alpha = curve.first_position_acceptance
+        for name, acceptance in (("measured", curve), ("capped", curve.iid()), ("free", alpha)):
+            out[f"{key}_{name}_gamma"], out[f"{key}_{name}_speedup"] = _spec.optimal_gamma(
+                acceptance, B, p.S, p.c_draft, model, hw, 64)
+        out.update({f"{key}_name": curve.name, f"{key}_length": len(curve), f"{key}_alpha": alpha})
     return out
 
 
@@ -125,12 +123,11 @@ def _ratio_panels(data):
     series = []
     for k in data["keys"]:
         c = DRAFTER_COLORS.get(k, "")
-        series.append(Line("B", f"{k}_ratio_capped", label=f"{{{k}_name}}: measured / i.i.d. (\u03b3 \u2264 "
-                                                          f"{{{k}_length}})", color=c, gid=f"ratio_{k}"))
-        series.append(Line("B", f"{k}_ratio_free", label=f"{{{k}_name}}: measured / i.i.d. (\u03b3 \u2264 64)",
-                           color=c, dash="dotted", width=1.5, when=f"{k}_differs"))
-    series.append(HLine(1.0, width=0.8, dash="solid"))
-    return (Panel(common.batch_axis(), Axis("speedup ratio"), tuple(series),
+        series += [Line("B", f"{k}_ratio_capped", color=c, gid=f"ratio_{k}",
+                        label=f"{{{k}_name}}: measured / i.i.d. (\u03b3 \u2264 {{{k}_length}})"),
+                   Line("B", f"{k}_ratio_free", label=f"{{{k}_name}}: measured / i.i.d. (\u03b3 \u2264 64)", color=c,
+                        dash="dotted", width=1.5, when=f"{k}_differs")]
+    return (Panel(common.batch_axis(), Axis("speedup ratio"), (*series, HLine(1.0, width=0.8, dash="solid")),
                   title="How much the i.i.d. model flatters: {model} on {hardware}, S = {S:,.0f}",
                   legend="lower left"),)
 
@@ -166,47 +163,29 @@ def committed_table(curves=None) -> NumberTable:
     return NumberTable(head, rows, caption=caption, css_class="speclib-committed-table")
 
 
-class SurvivalComparison(RendersAsTable):
-    """gamma* and the best speedup under each measured survival curve against
-    the i.i.d. curve of the same first-position acceptance (searched over the
-    same draft lengths), across a grid of batches."""
-
-    _HEAD = ("drafter", "alpha", "positions", "gamma* differs", "largest |diff|", "longer", "shorter",
-             "largest shortfall", "at batch", "gamma* there (measured / i.i.d.)")
-
-    def __init__(self, rows, batches, S, c_draft, model_name, hardware_name):
-        self.rows, self.batches, self.S, self.c_draft = rows, batches, S, c_draft
-        self.model_name, self.hardware_name = model_name, hardware_name
-
-    def as_table(self) -> NumberTable:
-        caption = (f"Measured survival curve against i.i.d. acceptance with the same alpha = survival(1): "
-                   f"{self.model_name} on {self.hardware_name}, S = {self.S:,.0f}, drafter {self.c_draft:.0%} of a "
-                   f"step, {len(self.batches)} batches from {self.batches[0]:,.0f} to {self.batches[-1]:,.0f}. "
-                   f"Shortfall: 1 - measured best speedup / i.i.d. best speedup.")
-        rows = tuple((r["name"], f"{r['alpha']:.3f}", str(r["length"]), f"{r['differs']} of {len(self.batches)}",
-                      str(r["max_diff"]), str(r["longer"]), str(r["shorter"]), f"{r['shortfall']:.1%}",
-                      f"{r['at_batch']:,.0f}", f"{r['gamma_measured']} / {r['gamma_iid']}") for r in self.rows)
-        return NumberTable(self._HEAD, rows, caption=caption, css_class="speclib-survival-comparison", align="l")
-
-
-def compare_survival(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardware=None, *, query_bytes=False):
-    """:class:`SurvivalComparison` of each curve in ``curves`` (default: the
-    shipped MTP and DFlash curves) with its i.i.d. counterpart over the batches
-    ``B`` (default: 600 whole-sequence batches from 1 to 30,000)."""
-    curves = _curves(curves)
+def compare_survival(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardware=None, *,
+                     query_bytes=False) -> NumberTable:
+    """gamma* and the best speedup under each curve in ``curves`` (default: the
+    shipped MTP and DFlash curves) against the i.i.d. curve of the same
+    first-position acceptance (searched over the same draft lengths), over the
+    batches ``B`` (default: 600 whole-sequence batches from 1 to 30,000)."""
     B = _cost.check_batch(integer_batches() if B is None else B).ravel()
     m, h = resolve(model, hardware)
+    deployment = Deployment(m, h, query_bytes=query_bytes)
     rows = []
-    for curve in curves.values():
-        deployment = Deployment(m, h, query_bytes=query_bytes)
+    for curve in _curves(curves).values():
         g_m, s_m = _spec.optimal_gamma(curve, B, S, c_draft, deployment=deployment)
         g_i, s_i = _spec.optimal_gamma(curve.iid(), B, S, c_draft, deployment=deployment)
         shortfall = 1 - s_m / s_i
         worst = int(np.argmax(shortfall))
         diff = g_m - g_i
-        rows.append(dict(name=curve.name, alpha=curve.first_position_acceptance, length=len(curve),
-                         differs=int(np.count_nonzero(diff)), max_diff=int(np.max(np.abs(diff))),
-                         longer=int(np.count_nonzero(diff > 0)), shorter=int(np.count_nonzero(diff < 0)),
-                         shortfall=float(shortfall[worst]), at_batch=float(B[worst]),
-                         gamma_measured=int(g_m[worst]), gamma_iid=int(g_i[worst])))
-    return SurvivalComparison(rows, B, float(S), float(c_draft), m.name, h.name)
+        rows.append((curve.name, f"{curve.first_position_acceptance:.3f}", str(len(curve)),
+                     f"{np.count_nonzero(diff)} of {len(B)}", str(np.max(np.abs(diff))),
+                     str(np.count_nonzero(diff > 0)), str(np.count_nonzero(diff < 0)), f"{shortfall[worst]:.1%}",
+                     f"{B[worst]:,.0f}", f"{g_m[worst]} / {g_i[worst]}"))
+    caption = (f"Measured survival curve against i.i.d. acceptance with the same alpha = survival(1): {m.name} on "
+               f"{h.name}, S = {float(S):,.0f}, drafter {float(c_draft):.0%} of a step, {len(B)} batches from "
+               f"{B[0]:,.0f} to {B[-1]:,.0f}. Shortfall: 1 - measured best speedup / i.i.d. best speedup.")
+    head = ("drafter", "alpha", "positions", "gamma* differs", "largest |diff|", "longer", "shorter",
+            "largest shortfall", "at batch", "gamma* there (measured / i.i.d.)")
+    return NumberTable(head, tuple(rows), caption=caption, css_class="speclib-survival-comparison", align="l")

@@ -3,8 +3,7 @@ context and verify width), intensity against verify width for MHA, GQA and
 MLA, and DeepSeek-V4's compressed attention variants."""
 from __future__ import annotations
 
-import dataclasses
-
+from ...core.attention import mha_counterpart, v4_attention_what_if
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Slider, Table, Text, Toggle
 from . import common
@@ -12,34 +11,15 @@ from . import common
 #: The paper's Table 1 grid.
 TABLE_CONTEXTS = (512, 1024, 8192, 16384, 1_048_576)
 TABLE_WIDTHS = (1, 2, 4, 8)
-#: DeepSeek-V4's attention variants, one panel each.
-V4_VARIANTS = (("hca", "HCA"), ("csa", "CSA main"), ("indexer", "CSA indexer"))
+#: DeepSeek-V4's attention variants, one panel each, with the panel's title.
+V4_VARIANTS = (("hca", "HCA: MLA over S/{hca_ratio:,.0f}"), ("csa", "CSA main: MLA over top {csa_top_k:,.0f}"),
+               ("indexer", "CSA indexer: scores S/{csa_ratio:,.0f}"))
 
 
 def intensity(xp, model, variant, T, S, query_bytes):
     """``speclib.attention_intensity`` in the figure array language (``S`` may be traced)."""
     m_c, m_q, f, S_eff = model.attention.variant_constants(variant, S, F=xp.F)
     return xp.F.attention_intensity(T, S_eff, m_c, m_q if query_bytes else 0.0, f)
-
-
-def mha_counterpart(model="Llama-3-70B"):
-    """A GQA model with one KV head per query head: its MHA counterpart."""
-    m, _ = resolve(model, None)
-    if m.attention.kind != "gqa":
-        raise ValueError(f"model must use GQA attention; {m.name} uses {m.attention.kind.upper()}")
-    attn = dataclasses.replace(m.attention, n_kv_heads=m.attention.n_heads)
-    return dataclasses.replace(m, name=f"{m.name} as MHA", attention=attn, aliases=())
-
-
-def v4_attention_what_if(model=None, *, hca_ratio=None, csa_ratio=None, csa_top_k=None):
-    """``model`` with DeepSeek-V4's compression knobs changed (None keeps them)."""
-    m, _ = resolve(model, None)
-    attn = m.attention
-    if getattr(attn, "hca_ratio", None) is None:
-        raise ValueError(f"model must have DeepSeek-V4 HCA/CSA attention; {m.name} has none")
-    changes = {k: v for k, v in (("hca_ratio", hca_ratio), ("csa_ratio", csa_ratio), ("csa_top_k", csa_top_k))
-               if v is not None}
-    return dataclasses.replace(m, attention=dataclasses.replace(attn, **changes)) if changes else m
 
 
 # --- Table 1 -----------------------------------------------------------------------------
@@ -73,7 +53,6 @@ attention_table = Figure(
     doc="Table 1: attention intensity over context lengths (rows) and verify widths (columns), "
         "compute-bound cells in bold.",
 )
-
 
 
 # --- intensity against verify width --------------------------------------------------
@@ -141,19 +120,6 @@ def _compressed_attention(p, xp):
     return out
 
 
-def _v4_panel(key, first):
-    return Panel(
-        x=Axis("context S (tokens)", "log2", ticks="context"),
-        y=Axis("attention intensity (FLOP/byte)" if first else "", lo=0, hi="y_hi"),
-        series=(Line("S", key, labels="labels", width=1.6, gid=key),
-                HLine("ridge", label="bf16 ridge {ridge:,.0f}", gid="ridge")),
-        title=_V4_TITLES[key], legend="upper left" if first else "")
-
-
-_V4_TITLES = {"hca": "HCA: MLA over S/{hca_ratio:,.0f}", "csa": "CSA main: MLA over top {csa_top_k:,.0f}",
-              "indexer": "CSA indexer: scores S/{csa_ratio:,.0f}"}
-
-
 compressed_attention = Figure(
     name="compressed_attention",
     title="{model} attention variants on {hardware}{query}",
@@ -164,11 +130,16 @@ compressed_attention = Figure(
               Toggle("query_bytes", "count query bytes", True)),
     params={"model": "DeepSeek-V4-Flash", "hardware": None, "widths": (1, 2, 4), "context_range": (512, 1_048_576),
             "points": 300},
-    panels=tuple(_v4_panel(key, i == 0) for i, (key, _) in enumerate(V4_VARIANTS)),
+    panels=tuple(Panel(x=Axis("context S (tokens)", "log2", ticks="context"),
+                       y=Axis("attention intensity (FLOP/byte)" if i == 0 else "", lo=0, hi="y_hi"),
+                       series=(Line("S", key, labels="labels", width=1.6, gid=key),
+                               HLine("ridge", label="bf16 ridge {ridge:,.0f}", gid="ridge")),
+                       title=title, legend="upper left" if i == 0 else "")
+                 for i, (key, title) in enumerate(V4_VARIANTS)),
     size=(10.0, 4.0),
     doc="DeepSeek-V4's attention variants: intensity against the original context length for a few verify "
         "widths, one panel per variant.",
 )
 
-__all__ = ["TABLE_CONTEXTS", "TABLE_WIDTHS", "V4_VARIANTS", "attention_table",
-           "attention_width", "compressed_attention", "intensity", "mha_counterpart", "v4_attention_what_if"]
+__all__ = ["TABLE_CONTEXTS", "TABLE_WIDTHS", "V4_VARIANTS", "attention_table", "attention_width",
+           "compressed_attention", "intensity"]

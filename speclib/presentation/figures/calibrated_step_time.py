@@ -71,24 +71,8 @@ def held_out_rows(held=None, by=("chip", "tp")):
 def ablation_rows(variants=None):
     """Rows (terms, parameters, median and max |error| % testing on 1k8k,
     then on 1k1k) for calibrations with fewer or more terms."""
-    variants = variants or (
-        ("roofline alone", ()),
-        ("x chip factor", ("factor",)),
-        ("+ fixed time per step", ("factor", "fixed")),
-        ("+ time per sequence", ("factor", "fixed", "per_sequence")),
-        ("+ prefill share (kept)", _val.DEFAULT_TERMS),
-        ("+ all-reduce time", _val.DEFAULT_TERMS + ("allreduce",)),
-    )
-    rows = []
-    for label, terms in variants:
-        held = _val.held_out(terms)
-        cal = held.fits["1k1k"].calibration
-        params = (len(cal.roofline_factor) * ("factor" in terms)
-                  + sum(len(v) for v in cal.fixed_s.values()) * ("fixed" in terms)
-                  + ("per_sequence" in terms) + ("allreduce" in terms))
-        a, b = held.overall("1k8k"), held.overall("1k1k")
-        rows.append((label, params, 100 * a[1], 100 * a[2], 100 * b[1], 100 * b[2]))
-    return rows
+    return [(label, params, *(100 * v for test in ("1k8k", "1k1k") for v in held.overall(test)[1:]))
+            for label, params, held in _val.ablation(variants or _val.ABLATION)]
 
 
 # --- gamma* with either step time ----------------------------------------------------------
@@ -97,17 +81,13 @@ def ablation_rows(variants=None):
 def _step_time_gamma(p, xp):
     model, hw = resolve(p.model, p.hardware)
     tp = checked_int("tp", p.tp, lo=1, hi=_capacity.MAX_TP)
-    B = integer_batches(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.points)
+    B = integer_batches(n=p.points)
     out = {"B": B, "model": model.name, "where": hw.name if tp == 1 else f"{tp} x {hw.name}"}
-    top = 6
     for how in ("roofline", "calibrated"):
-        g, sp = _spec.optimal_gamma(p.alpha, B, p.S, p.c_draft, gamma_max=p.gamma_max,
-                                    deployment=Deployment(model, hw, step_time=how, tp=tp))
-        out[f"gamma_{how}"], out[f"speedup_{how}"] = g, sp
-        top = max(top, int(g.max()) + 1)
-    out["y_top"] = top + 1
-    limit = common.max_batch(model, hw, p.S, tp)
-    out["max_batch"] = limit
+        out[f"gamma_{how}"], out[f"speedup_{how}"] = _spec.optimal_gamma(
+            p.alpha, B, p.S, p.c_draft, gamma_max=p.gamma_max, deployment=Deployment(model, hw, step_time=how, tp=tp))
+    out["y_top"] = max(6, *(int(out[f"gamma_{how}"].max()) + 1 for how in ("roofline", "calibrated"))) + 1
+    out["max_batch"] = limit = common.max_batch(model, hw, p.S, tp)
     out["no_fit"] = B > limit if limit is not None else np.zeros(B.shape, bool)
     return out
 

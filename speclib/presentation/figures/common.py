@@ -63,14 +63,10 @@ def crossing(xp, x, y, ridge):
 # --- the paper's ledger in the array language ---------------------------------------------
 
 
-def cost(bound, xp, *variables):
-    """A bound roofline's step cost (:class:`speclib.core.cost.BoundRoofline`), through ``xp.F``."""
-    return getattr(xp.F, f"{bound.roofline.name}_cost")(*variables, *bound.constants)
-
-
-def slope(bound, xp, *variables):
-    """A bound roofline's log-slope r = d log C / d log t, through ``xp.F``."""
-    return getattr(xp.F, f"{bound.roofline.name}_slope")(*variables, *bound.constants)
+def cost(bound, xp, *variables, of="cost"):
+    """A bound roofline's step cost (:class:`speclib.core.cost.BoundRoofline`),
+    or with ``of="slope"`` its log-slope r = d log C / d log t, through ``xp.F``."""
+    return getattr(xp.F, f"{bound.roofline.name}_{of}")(*variables, *bound.constants)
 
 
 def cost_model(model, hardware, query_bytes=False):
@@ -91,8 +87,8 @@ def ledger(cm, xp, B, S, c_draft, width=2.0):
     r = cm.rooflines
     costs = {"attn_proj": cost(r["attn_proj"], xp, B), "moe": cost(r["moe"], xp, B),
              "attention": cost(r["attention"], xp, B, 1.0, S)}
-    slopes = {"attn_proj": slope(r["attn_proj"], xp, B), "moe": slope(r["moe"], xp, B),
-              "attention": slope(r["attention"], xp, B, width, S)}
+    slopes = {"attn_proj": cost(r["attn_proj"], xp, B, of="slope"), "moe": cost(r["moe"], xp, B, of="slope"),
+              "attention": cost(r["attention"], xp, B, width, S, of="slope")}
     total_cost = costs["attn_proj"] + costs["moe"] + costs["attention"]
     parts = {k: slopes[k] * costs[k] / total_cost for k in _cost.COMPONENTS}
     parts["drafter"] = c_draft + 0.0 * B
@@ -108,8 +104,7 @@ def speedups(cm, xp, alpha, gammas, B, S, c_draft):
 
 def best(xp, table):
     """gamma* (the argmax over the leading axis; ties to the shorter draft) and its value."""
-    g = xp.argmax(table, axis=0)
-    return g, xp.max(table, axis=0)
+    return xp.argmax(table, axis=0), xp.max(table, axis=0)
 
 
 def max_batch(model, hardware, S, tp=1):
@@ -148,9 +143,9 @@ def fits(model, hardware, xp, S, tp=1):
     return xp.floor(xp.F.max_batch(_capacity._capacity_of(hardware), reserve, float(tp), weights, m))
 
 
-#: The batches (the output ``no_fit``) that cannot fit in HBM, hatched, and their legend label.
-MEMORY_LABEL = "does not fit in HBM (weights + KV cache)"
-MEMORY_BANDS = Bands("B", "no_fit", label=MEMORY_LABEL, color="memory", alpha=0.22, hatch="///", gid="memory_band")
+#: The batches (the output ``no_fit``) that cannot fit in HBM, hatched, with their legend label.
+MEMORY_BANDS = Bands("B", "no_fit", label="does not fit in HBM (weights + KV cache)", color="memory", alpha=0.22,
+                     hatch="///", gid="memory_band")
 
 
 def bisect(xp, above, lo, hi, steps=48):

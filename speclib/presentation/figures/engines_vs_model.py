@@ -10,6 +10,7 @@ import numpy as np
 from ...core import speculation as _spec
 from ...evidence import engines as _eng
 from ...evidence import step_fit as _fit
+from ...evidence import validation as _val
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Points
 from ..style import CYCLE
@@ -119,7 +120,8 @@ def target_rows(held=None):
     qwen = held.run("sglang-autospec")
     q = [qwen.best[b][1] for b in sorted(qwen.best)]
     rows = [
-        ("speed-up, median |error|", "\u2264 10 %", f"{100 * s['median_abs_error']:.1f} %", s["median_abs_error"] <= 0.10),
+        ("speed-up, median |error|", "\u2264 10 %", f"{100 * s['median_abs_error']:.1f} %",
+         s["median_abs_error"] <= 0.10),
         ("speed-up, max |error|", "\u2264 25 %", f"{100 * s['max_abs_error']:.0f} %", s["max_abs_error"] <= 0.25),
         ("best draft length within \u00b11", "\u2265 80 % of (run, batch)", f"{hit} of {n}", hit >= 0.8 * n),
         ("DeepSeek-V4-Pro, 8 x MI355X, concurrency 32", "below 1.0\u00d7 (measured 0.63\u00d7)", f"{v4_32:.2f}\u00d7",
@@ -136,15 +138,10 @@ def target_rows(held=None):
 def against_rows():
     """The decode-only calibration (which never saw a speculative run) against
     the joint fit held out: what, decode-only, joint fit."""
-    from ...evidence import validation as _val
-
-    old = _fit.against(_fit.Fit.of(_val.fit_calibration().calibration).calibration())
-    new = held_out_fit()
-    a, b = old.summary(), new.summary()
-    return [("speed-up, median |error|", f"{100 * a['median_abs_error']:.1f} %", f"{100 * b['median_abs_error']:.1f} %"),
-            ("speed-up, max |error|", f"{100 * a['max_abs_error']:.0f} %", f"{100 * b['max_abs_error']:.0f} %"),
-            ("best draft length within \u00b11", f"{old.best_hits()[0]} of {old.best_hits()[1]}",
-             f"{new.best_hits()[0]} of {new.best_hits()[1]}")]
+    held = (_fit.against(_fit.Fit.of(_val.fit_calibration().calibration).calibration()), held_out_fit())
+    return [("speed-up, median |error|", *(f"{100 * h.summary()['median_abs_error']:.1f} %" for h in held)),
+            ("speed-up, max |error|", *(f"{100 * h.summary()['max_abs_error']:.0f} %" for h in held)),
+            ("best draft length within \u00b11", *("{} of {}".format(*h.best_hits()) for h in held))]
 
 
 def constant_rows(samples=200):
@@ -172,21 +169,21 @@ def fit_ablation_rows():
             for name, s in _fit.ablation()]
 
 
-def _paper_vs_calibrated(p, xp):
-    model, hw = resolve(p.model, p.hardware)
-    B = integer_batches(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.points)
-    out = {"B": B, "model": model.name, "where": hw.name if p.tp == 1 else f"{p.tp} x {hw.name}", "y_top": 6}
-    for i, alpha in enumerate(PAPER_ALPHAS):
-        g0, _ = _spec.optimal_gamma(alpha, B, p.S, p.c_draft, model, hw, p.gamma_max)
-        g1, _ = _spec.optimal_gamma(alpha, B, p.S, p.c_draft, gamma_max=p.gamma_max,
-                                    deployment=_spec.Deployment(model, hw, step_time="calibrated", tp=p.tp))
-        out[f"paper{i}"], out[f"calibrated{i}"] = g0, g1
-        out["y_top"] = max(out["y_top"], int(max(g0.max(), g1.max())) + 2)
-    return out
-
-
 #: The acceptance rates of Figure 3 beside its calibrated counterpart.
 PAPER_ALPHAS = (0.6, 0.75, 0.9)
+
+
+def _paper_vs_calibrated(p, xp):
+    model, hw = resolve(p.model, p.hardware)
+    B = integer_batches(n=p.points)
+    out = {"B": B, "model": model.name, "where": hw.name if p.tp == 1 else f"{p.tp} x {hw.name}"}
+    calibrated = _spec.Deployment(model, hw, step_time="calibrated", tp=p.tp)
+    for i, alpha in enumerate(PAPER_ALPHAS):
+        out[f"paper{i}"], _ = _spec.optimal_gamma(alpha, B, p.S, p.c_draft, model, hw, p.gamma_max)
+        out[f"calibrated{i}"], _ = _spec.optimal_gamma(alpha, B, p.S, p.c_draft, gamma_max=p.gamma_max,
+                                                   deployment=calibrated)
+    out["y_top"] = max(6, *(int(out[f"{k}{i}"].max()) + 2 for k in ("paper", "calibrated") for i in range(3)))
+    return out
 
 
 def _gamma_lines(kind):
@@ -211,17 +208,3 @@ paper_vs_calibrated = Figure(
         "calibrated step fitted on measured engines (right), for three acceptance rates.",
 )
 
-
-def floor_rows():
-    """Measured speed-ups below the least any step model in which verifying T
-    positions costs at most T plain steps can give: N / (T + drafting share x
-    passes). Rows: run, batch, gamma, measured, floor."""
-    rows = []
-    for run in _fit.spec_runs():
-        if run.quantity != "speedup":
-            continue
-        for b, g, v in run.points:
-            floor = run.committed(g) / (run.width(g) + run.draft_share * run.passes(g))
-            if v < floor:
-                rows.append((run.id, int(b), int(g), v, floor))
-    return rows

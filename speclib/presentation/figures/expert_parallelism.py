@@ -11,7 +11,7 @@ from ...core import parallel as _par
 from ...presets import default_interconnect, resolve
 from ..definition import Axis, Figure, HLine, Key, Line, Panel
 from ..style import COLORS, CYCLE
-from ..tables import NumberTable, RendersAsTable
+from ..tables import NumberTable
 from . import common
 from .draft_length import integer_batches
 
@@ -30,10 +30,9 @@ def _ep(p, xp):
     B = integer_batches(EP_BATCHES[0], EP_BATCHES[1], p.points)
     out = {"B": B, "model": model.name, "hardware": hw.name, "network": net.name, "Gs": list(p.Gs)}
     for G in p.Gs:
-        out[f"gamma_G{G}"], out[f"speedup_G{G}"] = _par.optimal_gamma(p.alpha, B, p.S, p.c_draft, model, hw, G=G,
-                                                                      interconnect=net)
-        out[f"free_gamma_G{G}"], out[f"free_speedup_G{G}"] = _par.optimal_gamma(
-            p.alpha, B, p.S, p.c_draft, model, hw, G=G, interconnect=_par.FREE_NETWORK)
+        for free, net_G in (("", net), ("free_", _par.FREE_NETWORK)):
+            out[f"{free}gamma_G{G}"], out[f"{free}speedup_G{G}"] = _par.optimal_gamma(
+                p.alpha, B, p.S, p.c_draft, model, hw, G=G, interconnect=net_G)
         ledger = _par.marginal_cost(B, p.S, p.c_draft, model, hw, G=G, interconnect=net)
         out[f"total_G{G}"] = ledger["total"]
         out[f"comm_G{G}"] = ledger["comm"] * ledger["comm_share"] if G > 1 else np.zeros_like(B)
@@ -86,25 +85,6 @@ ep_marginal_cost = Figure(
         "and the part of it that is the all-to-all (dashed): the communication slope times its cost share.")
 
 
-class ExpertParallelSummary(RendersAsTable):
-    """Per G: where speculation pays (gamma* >= 1) against the batch per GPU,
-    the best speedup and where, and what the all-to-all costs in speedup."""
-
-    _HEAD = ("G", "gamma* = 0 (batch per GPU)", "largest gamma*", "best speedup", "at batch",
-             "speedup lost to all-to-all (max)", "batches where comm changes gamma*")
-
-    def __init__(self, rows, batches, S, alpha, c_draft, label):
-        self.rows, self.batches = rows, batches
-        self.S, self.alpha, self.c_draft, self.label = S, alpha, c_draft, label
-
-    def as_table(self) -> NumberTable:
-        caption = (f"Expert parallelism, {self.label}: S = {self.S:,.0f}, alpha = {self.alpha:.0%}, drafter "
-                   f"{self.c_draft:.0%} of a step, batch per GPU {self.batches[0]:,.0f} to {self.batches[-1]:,.0f}")
-        rows = tuple((str(r["G"]), r["zero"], str(r["gmax"]), f"{r['best']:.3f}", f"{r['best_at']:,.0f}",
-                      f"{r['comm_loss']:.1%}", str(r["comm_changes"])) for r in self.rows)
-        return NumberTable(self._HEAD, rows, caption=caption, css_class="speclib-ep-summary", align="rl")
-
-
 def _zero_runs(B, g):
     from ..static import runs
 
@@ -113,19 +93,24 @@ def _zero_runs(B, g):
 
 
 def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096, alpha=0.75, c_draft=0.1,
-                            interconnect=None, B=None) -> ExpertParallelSummary:
-    """:class:`ExpertParallelSummary` over ``B`` (default 1..4,096 sequences
-    per GPU, whole numbers, about 300 log-spaced)."""
+                            interconnect=None, B=None) -> NumberTable:
+    """Per G: where speculation pays (gamma* >= 1) against the batch per GPU
+    ``B`` (default 1..4,096 sequences per GPU, whole numbers, about 300
+    log-spaced), the best speedup and where, and what the all-to-all costs in
+    speedup."""
     m, hw = resolve(model, hardware)
     B = _cost.check_batch(integer_batches(EP_BATCHES[0], EP_BATCHES[1], 300) if B is None else B).ravel()
     net = _network(hw, interconnect)
     rows = []
-    for G_value in Gs:
-        g, s = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=net)
-        g0, s0 = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G_value, interconnect=_par.FREE_NETWORK)
+    for G in Gs:
+        g, s = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G, interconnect=net)
+        g0, s0 = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G, interconnect=_par.FREE_NETWORK)
         best = int(np.argmax(s))
-        rows.append(dict(G=G_value, zero=_zero_runs(B, g), gmax=int(g.max()), best=float(s[best]),
-                         best_at=float(B[best]), comm_loss=float(np.max(1 - s / s0)),
-                         comm_changes=int(np.count_nonzero(g != g0))))
-    return ExpertParallelSummary(rows, B, float(S), float(alpha), float(c_draft),
-                                 f"{m.name} on {hw.name} + {net.name}")
+        rows.append((str(G), _zero_runs(B, g), str(g.max()), f"{s[best]:.3f}", f"{B[best]:,.0f}",
+                     f"{np.max(1 - s / s0):.1%}", str(np.count_nonzero(g != g0))))
+    caption = (f"Expert parallelism, {m.name} on {hw.name} + {net.name}: S = {float(S):,.0f}, alpha = "
+               f"{float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, batch per GPU {B[0]:,.0f} to "
+               f"{B[-1]:,.0f}")
+    head = ("G", "gamma* = 0 (batch per GPU)", "largest gamma*", "best speedup", "at batch",
+            "speedup lost to all-to-all (max)", "batches where comm changes gamma*")
+    return NumberTable(head, tuple(rows), caption=caption, css_class="speclib-ep-summary", align="rl")

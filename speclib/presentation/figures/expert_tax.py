@@ -12,14 +12,6 @@ from . import common
 WEIGHT_FORMATS = {"mxfp4": (0.53, "fp4"), "fp8": (1.0, "fp8"), "bf16": (2.0, "bf16")}
 
 
-def weight_format(ffn) -> str:
-    """The name of ``ffn``'s expert weight format among :data:`WEIGHT_FORMATS`."""
-    for name, (b, precision) in WEIGHT_FORMATS.items():
-        if b == ffn.weight_bytes and precision == ffn.precision:
-            return name
-    return "mxfp4"
-
-
 def _expert_tax(p, xp):
     model, hw = resolve(p.model, p.hardware)
     ffn = model.ffn
@@ -61,16 +53,14 @@ def _knee_notes(scale):
     """The three knees, placed clear of the lines and the legend on each scale."""
     off = {"linear": {"dense": (40, -55), "expert": (30, 60), "moe": (-200, -40)},
            "log": {"dense": (-130, -40), "expert": (25, 45), "moe": (-75, -95)}}[scale]
-    return (
-        Text("dense_knee", "ridge", "dense meets the ridge\nat {dense_knee:,.0f} tokens", size=8.5,
-             dx=off["dense"][0], dy=off["dense"][1], arrow=True, marker="o", gid="knee_dense"),
-        Text("expert_knee", "expert_y", "E/k = {expert_knee:,.1f} tokens: past here\nmost experts are already loaded",
-             size=8.5, dx=off["expert"][0], dy=off["expert"][1], arrow=True, marker="o", gid="knee_expert"),
-        Text("moe_ridge_x", "ridge", "MoE meets the ridge\nat {moe_ridge:,.0f} tokens", size=8.5, dx=off["moe"][0],
-             dy=off["moe"][1], arrow=True, marker="o", gid="knee_moe"),
-        Text("off_x", "off_y", "MoE meets the ridge at {moe_ridge:,.0f} tokens\n(off this chart) \u2192", size=9,
-             align="right", gid="knee_off_chart"),
-    )
+    knees = (("dense", "dense_knee", "ridge", "dense meets the ridge\nat {dense_knee:,.0f} tokens"),
+             ("expert", "expert_knee", "expert_y",
+              "E/k = {expert_knee:,.1f} tokens: past here\nmost experts are already loaded"),
+             ("moe", "moe_ridge_x", "ridge", "MoE meets the ridge\nat {moe_ridge:,.0f} tokens"))
+    return (*(Text(x, y, text, size=8.5, dx=off[k][0], dy=off[k][1], arrow=True, marker="o", gid=f"knee_{k}")
+              for k, x, y, text in knees),
+            Text("off_x", "off_y", "MoE meets the ridge at {moe_ridge:,.0f} tokens\n(off this chart) \u2192", size=9,
+                 align="right", gid="knee_off_chart"))
 
 
 def _figure(name, scale, batch_max, intensity_max):
@@ -108,11 +98,4 @@ expert_tax = _figure("expert_tax", "linear", 11_000, 1_200)
 expert_tax_log = _figure("expert_tax_log", "log", 30_000, 1_200)
 
 
-def for_model(figure, model):
-    """``figure`` opening on ``model``'s own experts, top-k and weight format."""
-    ffn = resolve(model, None)[0].ffn
-    return figure.variant(figure.name, model=model, experts=ffn.n_routed, top_k=ffn.top_k,
-                          weights=weight_format(ffn))
-
-
-__all__ = ["WEIGHT_FORMATS", "expert_tax", "expert_tax_log", "for_model", "weight_format"]
+__all__ = ["WEIGHT_FORMATS", "expert_tax", "expert_tax_log"]

@@ -9,6 +9,8 @@ and their panels follow the chips in the data.
 """
 from __future__ import annotations
 
+from itertools import product
+
 import numpy as np
 
 from ...evidence import validation as _val
@@ -20,8 +22,6 @@ from .common import TP_COLORS
 FRAMEWORK_MARKERS = {"vLLM": "o", "TRT": "s"}
 TPOT_TICKS = (1, 2, 5, 10, 20, 50, 100)
 CONCURRENCIES = (4, 8, 16, 32, 64, 128)
-_KEYS = (*(Key(f"TP = {n}", color=TP_COLORS[n]) for n in _val.TP_WIDTHS),
-         Key("measured, vLLM", marker="o"), Key("measured, TRT-LLM", marker="s", filled=False))
 
 
 def _compared(comparison):
@@ -29,8 +29,13 @@ def _compared(comparison):
     return _val.compare() if comparison is None else comparison
 
 
-def _concurrency_axis(label="concurrent requests"):
-    return Axis(label, "log2", ticks=CONCURRENCIES)
+def _chip_panels(y_label, series, **y):
+    """Panels made from the data: one per chip, its note then ``series(chip)``
+    against concurrency; the y axis (log, ``y``) labelled in the first column."""
+    return lambda data: tuple(
+        Panel(Axis("concurrent requests", "log2", ticks=CONCURRENCIES), Axis(y_label if i % 3 == 0 else "", "log", **y),
+              (Text(0.5, 0.5, f"{{{chip}_note}}", coords="axes", align="center"), *series(chip)), title=chip, legend="")
+        for i, chip in enumerate(data["chips"]))
 
 
 def _chips_with_runs(workload, precision):
@@ -66,27 +71,22 @@ def _measured_tpot(p, xp):
     return out
 
 
-def _tpot_panels(data):
-    panels = []
-    for i, chip in enumerate(data["chips"]):
-        series = [Text(0.5, 0.5, f"{{{chip}_note}}", coords="axes", align="center")]
-        for n in _val.TP_WIDTHS:
-            series.append(Line(f"{chip}_tp{n}_x", f"{chip}_tp{n}_pred", color=TP_COLORS[n], dash="dashed", width=1.3))
-            for f, marker in FRAMEWORK_MARKERS.items():
-                series.append(Points(f"{chip}_{f}_tp{n}_x", f"{chip}_{f}_tp{n}_ms", color=TP_COLORS[n],
-                                     marker=marker, filled=f == "vLLM", gid=f"measured_{chip}_{f}_tp{n}"))
-        panels.append(Panel(_concurrency_axis(), Axis("TPOT (ms)" if i % 3 == 0 else "", "log", ticks=TPOT_TICKS),
-                            tuple(series), title=chip, legend=""))
-    return tuple(panels)
+def _tpot_series(chip):
+    for n in _val.TP_WIDTHS:
+        yield Line(f"{chip}_tp{n}_x", f"{chip}_tp{n}_pred", color=TP_COLORS[n], dash="dashed", width=1.3)
+        for f, marker in FRAMEWORK_MARKERS.items():
+            yield Points(f"{chip}_{f}_tp{n}_x", f"{chip}_{f}_tp{n}_ms", color=TP_COLORS[n], marker=marker,
+                         filled=f == "vLLM", gid=f"measured_{chip}_{f}_tp{n}")
 
 
 measured_tpot = Figure(
     name="measured_tpot",
     title="Llama-3.3-70B, {precision}, {inp:,} in / {out_len:,} out tokens: measured TPOT against the roofline "
           "({kv} KV cache)",
-    compute=_measured_tpot, panels=_tpot_panels, columns=3, size=(9.0, 5.8),
-    params={"workload": "1k1k", "precision": "fp8", "comparison": None},
-    keys=(*_KEYS, Key("roofline", dash="dashed")),
+    compute=_measured_tpot, panels=_chip_panels("TPOT (ms)", _tpot_series, ticks=TPOT_TICKS), columns=3,
+    size=(9.0, 5.8), params={"workload": "1k1k", "precision": "fp8", "comparison": None},
+    keys=(*(Key(f"TP = {n}", color=TP_COLORS[n]) for n in _val.TP_WIDTHS), Key("measured, vLLM", marker="o"),
+          Key("measured, TRT-LLM", marker="s", filled=False), Key("roofline", dash="dashed")),
     doc="Measured TPOT (markers: circles vLLM, squares TRT-LLM) and the roofline (dashed) against concurrency, one "
         "panel per chip that has runs at this precision, colour = tensor-parallel width.")
 
@@ -96,13 +96,13 @@ measured_tpot = Figure(
 
 def _excess(p, xp):
     comparison = _compared(p.comparison)
-    idx = comparison.select(workload=p.workload, precision=p.precision, concurrency=p.concurrency)
-    tp, chips, fws = comparison.column("tp"), comparison.column("chip"), comparison.column("framework")
+    tp = comparison.column("tp")
     inp, out_len = _val.WORKLOADS[p.workload]
     out = {"series": [], "inp": inp, "out_len": out_len}
     for i, chip in enumerate(_val.CHIPS):
         for fw in FRAMEWORK_MARKERS:
-            sel = idx[(chips[idx] == chip) & (fws[idx] == fw)]
+            sel = comparison.select(workload=p.workload, precision=p.precision, concurrency=p.concurrency, chip=chip,
+                                    framework=fw)
             if len(sel) == 0:
                 continue
             sel = sel[np.argsort(tp[sel])]
@@ -113,13 +113,11 @@ def _excess(p, xp):
 
 
 def _excess_panels(data):
-    series = []
-    for chip, fw, c in data["series"]:
-        series.append(Line(f"{chip}_{fw}_tp", f"{chip}_{fw}_excess", label=f"{chip} {fw}", color=c,
-                           dash="solid" if fw == "vLLM" else "dotted", marker=FRAMEWORK_MARKERS[fw],
-                           gid=f"excess_{chip}_{fw}"))
+    series = tuple(Line(f"{chip}_{fw}_tp", f"{chip}_{fw}_excess", label=f"{chip} {fw}", color=c,
+                        marker=FRAMEWORK_MARKERS[fw], dash="solid" if fw == "vLLM" else "dotted",
+                        gid=f"excess_{chip}_{fw}") for chip, fw, c in data["series"])
     return (Panel(Axis("tensor-parallel GPUs", "log2", ticks=(1, 2, 4, 8)),
-                  Axis("measured − roofline TPOT (ms)", lo=0), tuple(series),
+                  Axis("measured − roofline TPOT (ms)", lo=0), series,
                   title="Time the roofline does not count: {precision}, {concurrency} concurrent requests, "
                         "{inp:,}/{out_len:,}", legend="upper right"),)
 
@@ -137,46 +135,34 @@ roofline_excess = Figure(
 def _ratio(p, xp):
     comparison = _compared(p.comparison)
     conc = comparison.column("concurrency").astype(float)
+    tp, fws, wls, precs = (comparison.column(k) for k in ("tp", "framework", "workload", "precision"))
     out = {"chips": list(_val.CHIPS), "which": "all precisions (fp4 faded)" if p.precision is None else p.precision}
     for chip in _val.CHIPS:
         where = dict(chip=chip) if p.precision is None else dict(chip=chip, precision=p.precision)
         idx = comparison.select(**where)
         out[f"{chip}_note"] = "no hardware preset" if chip in comparison.missing else ""
-        for n in _val.TP_WIDTHS:
-            for fw in FRAMEWORK_MARKERS:
-                for wl, nudge in (("1k1k", 0.93), ("1k8k", 1.07)):  # nudged apart so the markers do not overlap
-                    for prec in ("fp8", "fp4"):
-                        sel = [i for i in idx if (comparison.records[i].tp, comparison.records[i].framework,
-                                                  comparison.records[i].workload, comparison.records[i].precision)
-                               == (n, fw, wl, prec)]
-                        key = f"{chip}_{n}_{fw}_{wl}_{prec}"
-                        out[f"{key}_x"] = conc[sel] * nudge
-                        out[f"{key}_y"] = comparison.ratio[sel]
+        # the workloads nudged apart so that their markers do not overlap
+        for n, fw, (wl, nudge), prec in product(_val.TP_WIDTHS, FRAMEWORK_MARKERS, (("1k1k", 0.93), ("1k8k", 1.07)),
+                                                ("fp8", "fp4")):
+            sel = idx[(tp[idx] == n) & (fws[idx] == fw) & (wls[idx] == wl) & (precs[idx] == prec)]
+            out[f"{chip}_{n}_{fw}_{wl}_{prec}_x"] = conc[sel] * nudge
+            out[f"{chip}_{n}_{fw}_{wl}_{prec}_y"] = comparison.ratio[sel]
     return out
 
 
-def _ratio_panels(data):
-    panels = []
-    for i, chip in enumerate(data["chips"]):
-        series = [Text(0.5, 0.5, f"{{{chip}_note}}", coords="axes", align="center"),
-                  HLine(1.0, color="gutter", dash="solid", width=1.0)]
-        for n in _val.TP_WIDTHS:
-            for fw, marker in FRAMEWORK_MARKERS.items():
-                for wl in ("1k1k", "1k8k"):
-                    for prec, alpha in (("fp8", 0.9), ("fp4", 0.5)):
-                        key = f"{chip}_{n}_{fw}_{wl}_{prec}"
-                        series.append(Points(f"{key}_x", f"{key}_y", color=TP_COLORS[n], marker=marker, size=4,
-                                             filled=wl == "1k1k", alpha=alpha))
-        panels.append(Panel(_concurrency_axis(), Axis("measured / roofline" if i % 3 == 0 else "", "log", 0.5, 20,
-                                                      ticks=(0.5, 1, 2, 5, 10, 20)), tuple(series), title=chip,
-                            legend=""))
-    return tuple(panels)
+def _ratio_series(chip):
+    yield HLine(1.0, color="gutter", dash="solid", width=1.0)
+    for n, (fw, marker), wl, (prec, alpha) in product(_val.TP_WIDTHS, FRAMEWORK_MARKERS.items(), ("1k1k", "1k8k"),
+                                                      (("fp8", 0.9), ("fp4", 0.5))):
+        yield Points(f"{chip}_{n}_{fw}_{wl}_{prec}_x", f"{chip}_{n}_{fw}_{wl}_{prec}_y", color=TP_COLORS[n],
+                     marker=marker, size=4, filled=wl == "1k1k", alpha=alpha)
 
 
 tpot_ratio = Figure(
     name="tpot_ratio",
     title="Llama-3.3-70B: measured over roofline TPOT, {which}; below the red line the roofline is beaten",
-    compute=_ratio, panels=_ratio_panels, columns=3, size=(9.0, 5.8), params={"precision": None, "comparison": None},
+    compute=_ratio, columns=3, size=(9.0, 5.8), params={"precision": None, "comparison": None},
+    panels=_chip_panels("measured / roofline", _ratio_series, lo=0.5, hi=20, ticks=(0.5, 1, 2, 5, 10, 20)),
     keys=(*(Key(f"TP = {n}", color=TP_COLORS[n], marker="o") for n in _val.TP_WIDTHS), Key("1k1k", marker="o"),
           Key("1k8k", marker="o", filled=False), Key("TRT-LLM", marker="s")),
     doc="Measured / predicted TPOT against concurrency for every run, one panel per chip; colour = TP, filled = "
