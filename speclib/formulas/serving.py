@@ -10,7 +10,7 @@ the figures (and their JavaScript twins) never retype one:
 
 The numeric side is :mod:`speclib.formulas.numpy_functions` (through
 :mod:`speclib.formulas.catalog`); the book uses them in
-the sequel's chapters (:mod:`speclib.presentation.figures.simulated_serving`).
+the sequel's chapters (through :mod:`speclib.evidence.simulator`).
 """
 from __future__ import annotations
 

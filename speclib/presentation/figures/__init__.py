@@ -2,8 +2,9 @@
 (:class:`speclib.presentation.definition.Figure`): call it for the static
 image, ``.widget()`` for the live one in a kernel, ``.data()`` for its numbers.
 A chapter's tables sit beside its figures; :mod:`.common` holds what several
-chapters share, :mod:`.simulated_serving` the setting and numbers of the
-chapters on the sequel's serving simulation.
+chapters share, :mod:`.simulated_serving` the book's names and ranges for
+the chapters on the sequel's serving simulation (its numbers are computed in
+:mod:`speclib.evidence.simulator` and :mod:`speclib.core`).
 
 Importing this package imports every chapter module, so that the registry of
 definitions (:data:`speclib.presentation.definition.REGISTRY`), which the HTML
