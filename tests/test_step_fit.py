@@ -293,3 +293,24 @@ def test_held_out_the_fit_beats_the_one_without_tree_widths_and_served_prefill()
     s = step_fit.leave_one_run_out().summary()
     assert s["median_abs_error"] < 0.0629 and s["max_abs_error"] < 0.8065
     assert s["decode_median_abs_error"] <= 0.12 and s["decode_worst_median_signed"] <= 0.15
+
+
+def test_the_targets_are_read_off_the_held_out_points():
+    held = step_fit.leave_one_run_out()
+    rows = {what: (value, met) for what, _, value, met in step_fit.targets(held)}
+    errors = np.concatenate([np.abs(p.predicted / p.measured - 1)[p.scored] for p in held.runs])
+    median, worst = float(np.median(errors)), float(errors.max())
+    assert rows["speed-up, median |error|"] == (f"{100 * median:.1f} %", "yes" if median <= 0.10 else "no")
+    assert rows["speed-up, max |error|"] == (f"{100 * worst:.0f} %", "yes" if worst <= 0.25 else "no")
+    v4 = held.run("vllm-v4pro-mi355x")
+    at_32 = float(v4.predicted[list(v4.batch).index(32)])
+    assert rows["DeepSeek-V4-Pro, 8 x MI355X, concurrency 32"][1] == ("yes" if at_32 < 1 else "no")
+
+
+def test_each_constant_lies_in_its_bootstrap_interval_in_its_unit():
+    f = step_fit.fit()
+    rows = {name: (value, interval) for name, value, interval, _ in step_fit.constants(samples=40)}
+    assert rows["per_position"][0] == pytest.approx(f.theta["per_position"] * 1e6)
+    for name, (value, interval) in rows.items():
+        lo, hi = (float(x) for x in interval.split(" \u2013 "))
+        assert lo <= value * (1 + 1e-9) and value <= hi * (1 + 1e-9) + 1e-12, name

@@ -893,52 +893,75 @@ def read_calibration(path) -> _cal.Calibration:
     return dataclasses.replace(_cal.Calibration.from_json(data), label=data.get("label") or p.name)
 
 
+#: The constants a reader reads off a fit: scale to the unit, and the unit.
+UNITS = {"per_sequence": (1e6, "\u00b5s per sequence per step"),
+         "per_position": (1e6, "\u00b5s per verified position past the first, per sequence"),
+         "per_draft_pass": (1e3, "ms per drafter pass"), "compute": (1.0, "\u00d7 FLOPs at peak (\u03ba)"),
+         "prefill": (1.0, "\u00d7 the prefill's FLOPs at peak")}
+
+
+def constants(terms=DEFAULT_TERMS, *, samples: int = 200) -> list:
+    """Every fitted constant with its 5-95 % bootstrap interval over ``samples``
+    refits to resampled runs: (constant, value, interval, unit) in the unit of
+    :data:`UNITS`; the chip factors (mu) and fixed times (a) after them."""
+    f, ci = fit(terms), bootstrap(terms, samples)
+    named = [(k, k, *UNITS[k]) for k in UNITS if k in f.theta]
+    for k in sorted((k for k in f.theta if isinstance(k, tuple)), key=str):
+        named.append((k, f"\u03bc {k[1]}", 1.0, "\u00d7 the roofline") if k[0] == "factor"
+                     else (k, f"a {k[1]}, {k[2]}", 1e3, "ms per step"))
+    return [(name, f.theta[k] * scale, f"{ci[k][0] * scale:.3g} \u2013 {ci[k][2] * scale:.3g}", unit)
+            for k, name, scale, unit in named]
+
+
+def targets(held: "HeldOut | None" = None) -> list:
+    """The engines issue's held-out targets: (what, target, held out, met)."""
+    held = leave_one_run_out() if held is None else held
+    s = held.summary()
+    hit, n = held.best_hits()
+    v4 = held.run("vllm-v4pro-mi355x")
+    v4_32 = float(v4.predicted[v4.batch == 32][0])
+    q = [b for _, b in (held.run("sglang-autospec").best[k] for k in sorted(held.run("sglang-autospec").best))]
+    rows = [
+        ("speed-up, median |error|", "\u2264 10 %", f"{100 * s['median_abs_error']:.1f} %",
+         s["median_abs_error"] <= 0.10),
+        ("speed-up, max |error|", "\u2264 25 %", f"{100 * s['max_abs_error']:.0f} %", s["max_abs_error"] <= 0.25),
+        ("best draft length within \u00b11", "\u2265 80 % of (run, batch)", f"{hit} of {n}", hit >= 0.8 * n),
+        ("DeepSeek-V4-Pro, 8 x MI355X, concurrency 32", "below 1.0\u00d7 (measured 0.63\u00d7)", f"{v4_32:.2f}\u00d7",
+         v4_32 < 1.0),
+        ("Qwen3-235B best draft length, batch 2 \u2192 64", "falling", " \u2192 ".join(map(str, q)), q[0] > q[-1]),
+        ("decode TPOT, median |error|", "\u2264 12 %", f"{100 * s['decode_median_abs_error']:.1f} %",
+         s["decode_median_abs_error"] <= 0.12),
+        ("decode TPOT, worst median signed error by concurrency", "\u2264 15 %",
+         f"{100 * s['decode_worst_median_signed']:.1f} %", s["decode_worst_median_signed"] <= 0.15),
+    ]
+    return [(*r[:3], "yes" if r[3] else "no") for r in rows]
+
+
 def report(terms=DEFAULT_TERMS, *, bootstrap_samples: int = 200) -> str:
-    """The fit in words and numbers, as the engines chapter and
-    ``benchmarks/bench_step_fit.py`` print it: the constants with their
-    bootstrap intervals, the held-out errors by run, the targets, and each
-    candidate term's effect when dropped."""
+    """The fit in words and numbers, as ``benchmarks/bench_step_fit.py``
+    prints it: the constants with their bootstrap intervals (:func:`constants`),
+    the held-out errors by point, the targets (:func:`targets`), and each
+    candidate term's effect when dropped or added."""
     f = fit(terms)
     h = leave_one_run_out(terms)
-    s = h.summary()
-    ci = bootstrap(terms, bootstrap_samples)
-    units = {"per_sequence": (1e6, "us per sequence"), "per_position": (1e6, "us per extra verified position"),
-             "per_draft_pass": (1e3, "ms per drafter pass"), "compute": (1.0, "x FLOPs at peak (kappa)"),
-             "prefill": (1.0, "x the prefill's FLOPs at peak")}
     out = ["Constants (fit on every run; 5-95 % bootstrap interval over resampled runs):"]
-    for k, (scale, unit) in units.items():
-        if k in f.theta:
-            lo, _, hi = ci.get(k, (np.nan, np.nan, np.nan))
-            out.append(f"  {k:<15} {f.theta[k] * scale:9.3g} {unit}  [{lo * scale:.3g}, {hi * scale:.3g}]")
+    out += [f"  {name:<22} {value:9.3g} {unit}  [{interval}]"
+            for name, value, interval, unit in constants(terms, samples=bootstrap_samples)]
     if f.alphas:
         out.append("  acceptance fitted to a run's smallest batch (not reported): "
                    + ", ".join(f"{k} {v:.3f}" for k, v in f.alphas.items()))
-    out.append("")
-    out.append("Held out (each run predicted by constants fitted without it):")
-    out.append(f"  {'run':<32} {'batch':>6} {'gamma':>5} {'measured':>9} {'predicted':>9} {'error':>7}")
+    out += ["", "Held out (each run predicted by constants fitted without it):",
+            f"  {'run':<32} {'batch':>6} {'gamma':>5} {'measured':>9} {'predicted':>9} {'error':>7}"]
     for p in h.runs:
         for b, g, m, q, ok in zip(p.batch, p.gamma, p.measured, p.predicted, p.scored):
             out.append(f"  {p.run.id[:32]:<32} {int(b):>6} {int(g):>5} {m:>9.2f} {q:>9.2f} {100 * (q / m - 1):>6.0f}%"
                        + ("" if ok else "  (not scored)"))
         for b, (mb, qb) in p.best.items():
             out.append(f"  {p.run.id[:32]:<32} {int(b):>6}  best draft length: measured {mb}, predicted {qb}")
-    v4 = h.run("vllm-v4pro-mi355x")
-    qwen = h.run("sglang-autospec")
-    q_best = [qwen.best[b][1] for b in sorted(qwen.best)]
-    hit, n = h.best_hits()
-    out += ["", "Targets (held out):",
-            f"  median |error| of the speed-up {100 * s['median_abs_error']:.1f} % (target <= 10 %), max "
-            f"{100 * s['max_abs_error']:.0f} % (target <= 25 %), over {s['points']} points of {s['runs']} runs",
-            f"  best draft length within +-1: {hit} of {n} (run, batch) points ({100 * hit / max(n, 1):.0f} %; "
-            "target >= 80 %)",
-            f"  MI355X at concurrency 32: predicted {v4.predicted[v4.batch == 32][0]:.2f}x, measured "
-            f"{v4.measured[v4.batch == 32][0]:.2f}x (target below 1.0x)",
-            f"  Qwen3-235B best draft length by batch {sorted(qwen.best)}: predicted {q_best}, measured "
-            f"{[qwen.best[b][0] for b in sorted(qwen.best)]} (target: falling from batch 1 to 64)",
-            f"  decode TPOT, each sweep held out: median |error| {100 * s['decode_median_abs_error']:.1f} % "
-            f"(target <= 12 %), worst median signed error by concurrency "
-            f"{100 * s['decode_worst_median_signed']:.1f} % (target <= 15 %)",
-            "  by concurrency: " + ", ".join(f"{c}: {100 * m:+.1f} %" for c, _, m in h.decode_by_concurrency()),
+    out += ["", "Targets (held out):"]
+    out += [f"  {what}: {value} (target {target}; met: {met})" for what, target, value, met in targets(h)]
+    out += ["  decode TPOT median signed error by concurrency: "
+            + ", ".join(f"{c}: {100 * m:+.1f} %" for c, _, m in h.decode_by_concurrency()),
             "", "Each candidate term dropped or added (held-out median |speed-up error|, best-length hits, decode "
             "median |error|):"]
     for term, sm in ablation(terms):

@@ -110,31 +110,6 @@ def fit_run_rows(held=None):
     return rows
 
 
-def target_rows(held=None):
-    """The engines issue's held-out targets: what, target, result, met."""
-    held = held_out_fit() if held is None else held
-    s = held.summary()
-    hit, n = held.best_hits()
-    v4 = held.run("vllm-v4pro-mi355x")
-    v4_32 = float(v4.predicted[v4.batch == 32][0])
-    qwen = held.run("sglang-autospec")
-    q = [qwen.best[b][1] for b in sorted(qwen.best)]
-    rows = [
-        ("speed-up, median |error|", "\u2264 10 %", f"{100 * s['median_abs_error']:.1f} %",
-         s["median_abs_error"] <= 0.10),
-        ("speed-up, max |error|", "\u2264 25 %", f"{100 * s['max_abs_error']:.0f} %", s["max_abs_error"] <= 0.25),
-        ("best draft length within \u00b11", "\u2265 80 % of (run, batch)", f"{hit} of {n}", hit >= 0.8 * n),
-        ("DeepSeek-V4-Pro, 8 x MI355X, concurrency 32", "below 1.0\u00d7 (measured 0.63\u00d7)", f"{v4_32:.2f}\u00d7",
-         v4_32 < 1.0),
-        ("Qwen3-235B best draft length, batch 2 \u2192 64", "falling", " \u2192 ".join(map(str, q)), q[0] > q[-1]),
-        ("decode TPOT, median |error|", "\u2264 12 %", f"{100 * s['decode_median_abs_error']:.1f} %",
-         s["decode_median_abs_error"] <= 0.12),
-        ("decode TPOT, worst median signed error by concurrency", "\u2264 15 %",
-         f"{100 * s['decode_worst_median_signed']:.1f} %", s["decode_worst_median_signed"] <= 0.15),
-    ]
-    return [(*r[:3], "yes" if r[3] else "no") for r in rows]
-
-
 def against_rows():
     """The decode-only calibration (which never saw a speculative run) against
     the joint fit held out: what, decode-only, joint fit."""
@@ -142,23 +117,6 @@ def against_rows():
     return [("speed-up, median |error|", *(f"{100 * h.summary()['median_abs_error']:.1f} %" for h in held)),
             ("speed-up, max |error|", *(f"{100 * h.summary()['max_abs_error']:.0f} %" for h in held)),
             ("best draft length within \u00b11", *("{} of {}".format(*h.best_hits()) for h in held))]
-
-
-def constant_rows(samples=200):
-    """Every fitted constant with its 5-95 % bootstrap interval: constant,
-    value, interval, unit (chip factors and fixed times included)."""
-    f = _fit.fit()
-    ci = _fit.bootstrap(samples=samples)
-    units = {"per_sequence": (1e6, "\u00b5s per sequence per step"),
-             "per_position": (1e6, "\u00b5s per verified position past the first, per sequence"),
-             "prefill": (1.0, "\u00d7 the prefill's FLOPs at peak")}
-    rows = [(k, f.theta[k] * s, f"{ci[k][0] * s:.3g} \u2013 {ci[k][2] * s:.3g}", unit)
-            for k, (s, unit) in units.items() if k in f.theta]
-    for k in sorted((k for k in f.theta if isinstance(k, tuple)), key=str):
-        s, unit = (1.0, "\u00d7 the roofline") if k[0] == "factor" else (1e3, "ms per step")
-        name = f"\u03bc {k[1]}" if k[0] == "factor" else f"a {k[1]}, {k[2]}"
-        rows.append((name, f.theta[k] * s, f"{ci[k][0] * s:.3g} \u2013 {ci[k][2] * s:.3g}", unit))
-    return rows
 
 
 def fit_ablation_rows():
