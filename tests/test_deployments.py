@@ -5,12 +5,14 @@ import pytest
 
 import speclib
 from speclib import presets
-from speclib.core import attention
+from speclib.core import attention, speculation
 from speclib.presentation.figures import deployments as dep
 
 
 def test_map_data_equals_pointwise_calls():
-    B, S, g = dep.gamma_map_data(speclib.Deployment("qwen3-235b", "mi355x"), batch_points=7, context_points=5, alpha=0.8, c_draft=0.05)
+    data = dep.gamma_maps.data(models=("qwen3-235b",), chips=("mi355x",), batch_points=7, context_points=5, alpha=0.8,
+                               c_draft=0.05)
+    *_, B, S, g = data["speclib_maps"][0]
     assert g.shape == (5, 7)
     for i, s in enumerate(S):
         for j, b in enumerate(B):
@@ -52,18 +54,24 @@ def brute_force_zero_runs(model, chip, batches, seq=4096):
     return runs
 
 
+def zero_regions(model, chip, seq=4096, batch_range=(1, 30_000), points=600):
+    """gamma* = 0 along the gutter table's batch grid (:func:`speclib.core.speculation.gamma_regions`)."""
+    batches = np.unique(np.round(np.geomspace(*batch_range, points)))
+    return speculation.gamma_regions(0.75, seq, 0.1, model, chip, batches)
+
+
 @pytest.mark.parametrize("model", ["DeepSeek-V4-Flash", "Qwen3-235B-A22B", "Llama-3-70B", "Mixtral-8x7B"])
 def test_zero_regions_match_a_scan_over_every_batch(model):
-    z = dep.zero_regions(model, "B200", batch_range=(1, 200), points=400)  # every integer batch 1..200
+    z = zero_regions(model, "B200", batch_range=(1, 200), points=400)  # every integer batch 1..200
     runs = brute_force_zero_runs(model, "B200", list(range(1, 201)))
-    found = ([z["low_edge"]] if z["low_edge"] else []) + z["gutter"] + ([z["high_edge"]] if z["high_edge"] else [])
+    found = ([z["low_edge"]] if z["low_edge"] else []) + z["gutters"] + ([z["high_edge"]] if z["high_edge"] else [])
     assert found == runs
 
 
 def test_the_dense_model_has_no_gutter_and_the_paper_model_has_one():
-    assert dep.zero_regions("Llama-3-70B", "B200")["gutter"] == []
-    assert dep.zero_regions("Llama-3-70B", "B200")["low_edge"] is None
-    assert dep.zero_regions("DeepSeek-V4-Flash", "B200")["gutter"] != []
+    assert zero_regions("Llama-3-70B", "B200")["gutters"] == []
+    assert zero_regions("Llama-3-70B", "B200")["low_edge"] is None
+    assert zero_regions("DeepSeek-V4-Flash", "B200")["gutters"] != []
 
 
 def test_gqa_what_if_keeps_everything_but_attention():
@@ -114,8 +122,8 @@ def test_bad_figure_arguments(kwargs, message):
 
 # --- the chapter's statements, so that they stay true as the model changes -------------
 def small_batch_zero(model, chip, seq=4096):
-    z = dep.zero_regions(model, chip, seq=seq)
-    return ([z["low_edge"]] if z["low_edge"] else []) + z["gutter"]
+    z = zero_regions(model, chip, seq=seq)
+    return ([z["low_edge"]] if z["low_edge"] else []) + z["gutters"]
 
 
 @pytest.mark.parametrize("chip", dep.CHIPS)
@@ -135,14 +143,14 @@ def test_claim_coarse_experts_leave_only_a_lone_sequence():
 
 
 def test_claim_the_gutter_hardly_moves_between_chips():
-    gutters = [dep.zero_regions("DeepSeek-V4-Flash", chip)["gutter"] for chip in dep.CHIPS]
+    gutters = [zero_regions("DeepSeek-V4-Flash", chip)["gutters"] for chip in dep.CHIPS]
     assert all(len(g) == 1 for g in gutters)
     starts, ends = [g[0][0] for g in gutters], [g[0][1] for g in gutters]
     assert max(starts) - min(starts) <= 2 and max(ends) - min(ends) <= 2
 
 
 def test_claim_the_large_batch_edge_follows_the_expert_ridge():
-    edge = {chip: dep.zero_regions("DeepSeek-V4-Flash", chip)["high_edge"] for chip in dep.CHIPS}
+    edge = {chip: zero_regions("DeepSeek-V4-Flash", chip)["high_edge"] for chip in dep.CHIPS}
     assert edge["MI355X"] is None and edge["GB300"] is None
     assert edge["H200"][0] < edge["B200"][0] and edge["MI325X"][0] < edge["B200"][0]
     assert edge["H100-SXM"][0] < edge["B200"][0]
@@ -163,7 +171,7 @@ def test_claim_gqa_in_place_of_mla_closes_the_gutter_at_long_context():
     gqa = attention.with_gqa_attention("DeepSeek-V4-Flash")
     assert small_batch_zero("DeepSeek-V4-Flash", "B200", seq=32768) != []
     assert small_batch_zero(gqa, "B200", seq=32768) == []
-    assert dep.zero_regions(gqa, "B200")["high_edge"] is None
+    assert zero_regions(gqa, "B200")["high_edge"] is None
 
 
 def test_claim_a_draft_of_one_survives_long_context_on_high_bf16_ridge_chips():

@@ -332,7 +332,7 @@ def test_optimal_gamma_against_brute_force_at_a_few_batches():
 def test_optimal_gamma_shades_every_zero_run_and_labels_the_gutter():
     d = draft_length.optimal_gamma.data()
     B, g = d["B"], d["gamma_star"]
-    bands = draft_length.zero_gamma_bands(B, g)
+    bands = speclib.core.speculation.zero_gamma_bands(B, g)
     kinds = [kind for _, _, kind in bands]
     # The paper's headline at the defaults: a gutter at small batch, and gamma* back at 0 at very large batch.
     assert "gutter" in kinds
@@ -349,14 +349,6 @@ def test_optimal_gamma_hatches_the_batches_that_do_not_fit():
     limit = speclib.core.capacity.max_batch(None, None, 4096)
     assert d["max_batch"] == limit
     np.testing.assert_array_equal(d["no_fit"], d["B"] > limit)
-
-
-def test_zero_gamma_bands_on_a_made_up_sequence():
-    B = np.array([1, 2, 3, 4, 5, 6])
-    g = np.array([2, 0, 0, 1, 0, 0])
-    assert draft_length.zero_gamma_bands(B, g) == [(2.0, 3.0, "gutter"), (5.0, 6.0, "edge")]
-    assert draft_length.zero_gamma_bands(B, np.zeros(6)) == [(1.0, 6.0, "edge")]
-    assert draft_length.zero_gamma_bands(B, np.ones(6)) == []
 
 
 def test_speedup_curves_match_speclib_and_mark_each_argmax():
@@ -426,28 +418,6 @@ def test_gamma_map_is_optimal_gamma_on_the_grid():
 
 
 # --- chapter helpers ------------------------------------------------------------------
-
-
-def test_gamma_regions_match_a_brute_force_scan():
-    batches = np.arange(1, 200)
-    regions = draft_length.gamma_regions(0.75, S=4096, c_draft=0.10, batches=batches)
-    # Brute force: speedup of every draft length, batch by batch.
-    best = [int(np.argmax([speclib.speedup(0.75, g, b, 4096, 0.10) for g in range(65)])) for b in batches]
-    zero = [b for b, g in zip(batches, best) if g == 0]
-    assert regions["gutters"] == [(float(min(zero)), float(max(zero)))]
-    assert regions["best_gamma"] == max(best)
-    assert regions["best_batch"] == batches[best.index(max(best))]
-    assert regions["last_speculating"] == max(b for b, g in zip(batches, best) if g > 0)
-
-
-def test_gamma_regions_paper_headline():
-    # The paper: at the Figure 3 defaults there is a gutter at small batch and
-    # gamma* falls back to 0 at very large batch.
-    regions = draft_length.gamma_regions()
-    assert len(regions["gutters"]) == 1
-    lo, hi = regions["gutters"][0]
-    assert 1 < lo and hi < 42.7  # below the expert knee E/k
-    assert regions["last_speculating"] < 30_000
 
 
 def test_number_table_text_and_html():

@@ -185,3 +185,33 @@ def test_paper_gutter_at_small_batch_and_return_to_zero_at_large_batch():
     assert gamma_star[: zero[0]].max() > 0 and gamma_star[zero[-1] + 1 : np.flatnonzero(small)[-1] + 1].max() > 0
     assert gamma_star[-1] == 0
     assert np.all(best[gamma_star == 0] == 1.0) and np.all(best >= 1.0)
+
+
+def test_zero_gamma_bands_on_a_made_up_sequence():
+    B = np.array([1, 2, 3, 4, 5, 6])
+    g = np.array([2, 0, 0, 1, 0, 0])
+    assert spec.zero_gamma_bands(B, g) == [(2.0, 3.0, "gutter"), (5.0, 6.0, "edge")]
+    assert spec.zero_gamma_bands(B, np.zeros(6)) == [(1.0, 6.0, "edge")]
+    assert spec.zero_gamma_bands(B, np.ones(6)) == []
+
+
+def test_gamma_regions_match_a_brute_force_scan():
+    batches = np.arange(1, 200)
+    regions = spec.gamma_regions(0.75, S=4096, c_draft=0.10, batches=batches)
+    # Brute force: speedup of every draft length, batch by batch.
+    best = [int(np.argmax([speclib.speedup(0.75, g, b, 4096, 0.10) for g in range(65)])) for b in batches]
+    zero = [b for b, g in zip(batches, best) if g == 0]
+    assert regions["gutters"] == [(float(min(zero)), float(max(zero)))]
+    assert regions["best_gamma"] == max(best)
+    assert regions["best_batch"] == batches[best.index(max(best))]
+    assert regions["last_speculating"] == max(b for b, g in zip(batches, best) if g > 0)
+
+
+def test_gamma_regions_paper_headline():
+    # The paper: at the Figure 3 defaults there is a gutter at small batch and
+    # gamma* falls back to 0 at very large batch.
+    regions = spec.gamma_regions()
+    assert len(regions["gutters"]) == 1
+    lo, hi = regions["gutters"][0]
+    assert 1 < lo and hi < 42.7  # below the expert knee E/k
+    assert regions["last_speculating"] < 30_000

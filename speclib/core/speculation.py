@@ -124,6 +124,40 @@ def optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_ma
     return best_gamma(priced, _acc.Acceptance.of(alpha, priced), B_arr, S_arr, gamma_max)
 
 
+def zero_gamma_bands(batches, gamma_star):
+    """Runs of consecutive ``batches`` where ``gamma_star`` is 0, as a list of
+    ``(first, last, kind)``; ``kind`` is ``"gutter"`` when speculation pays on
+    both sides of the run, ``"edge"`` otherwise (the run touches either end)."""
+    batches = np.asarray(batches, dtype=float)
+    zero = np.asarray(gamma_star) == 0
+    if batches.shape != zero.shape or batches.ndim != 1:
+        raise ValueError("batches and gamma_star must be 1-D arrays of the same length")
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], zero.astype(np.int8), [0]])))
+    return [(float(batches[a]), float(batches[b - 1]), "gutter" if 0 < a and b < zero.size else "edge")
+            for a, b in zip(edges[::2], edges[1::2])]
+
+
+def gamma_regions(alpha=0.75, S=4096, c_draft=0.10, model=None, hardware=None, batches=None, gamma_max=64):
+    """Where speculation pays along a batch axis (default every whole batch
+    from 1 to 30,000, Figure 3's): ``bands`` (the runs with gamma* = 0, as
+    from :func:`zero_gamma_bands`), ``gutters`` (those with speculation paying
+    on both sides, as (first, last)), ``low_edge`` / ``high_edge`` (the run at
+    the smallest / largest batch, or None; a run over every batch is the low
+    edge), ``best_gamma`` and ``best_batch`` (the largest gamma* and the first
+    batch reaching it), ``last_speculating`` (the largest batch with gamma* >
+    0, None if there is none)."""
+    B = np.arange(1.0, 30_001.0) if batches is None else np.asarray(batches, float)
+    g, _ = optimal_gamma(alpha, B, S, c_draft, model, hardware, gamma_max)
+    bands = zero_gamma_bands(B, g)
+    edges = [(lo, hi) for lo, hi, kind in bands if kind == "edge"]
+    positive = np.flatnonzero(g > 0)
+    return {"bands": bands, "gutters": [(lo, hi) for lo, hi, kind in bands if kind == "gutter"],
+            "low_edge": next(((lo, hi) for lo, hi in edges if lo == B[0]), None),
+            "high_edge": next(((lo, hi) for lo, hi in edges if hi == B[-1] and lo != B[0]), None),
+            "best_gamma": int(g.max()), "best_batch": float(B[int(np.argmax(g))]),
+            "last_speculating": float(B[positive[-1]]) if positive.size else None}
+
+
 def throughput(B, gamma, S, *, acceptance=None, c_draft=None, model=None, hardware=None, deployment=None):
     """Committed output tokens per second of ``B`` sequences decoding with
     draft length ``gamma`` at context ``S`` (the whole model's step in

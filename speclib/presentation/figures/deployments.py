@@ -20,7 +20,6 @@ from ...presets import PRECISIONS, describe_hardware, describe_model, resolve
 from ..definition import Axis, Figure, Heatmap, Panel
 from ..tables import NumberTable
 from . import common
-from .draft_length import gamma_regions
 
 #: The models the chapter compares, from MLA + many experts to dense GQA.
 MODELS = ("DeepSeek-V4-Flash", "DeepSeek-V4-Pro", "DeepSeek-V3", "Qwen3-235B-A22B", "Mixtral-8x7B", "Llama-3-70B")
@@ -36,21 +35,7 @@ def _grid(name, lo_hi, points):
     return np.geomspace(lo, hi, checked_int(f"{name}_points", points, lo=2, hi=4000))
 
 
-def gamma_map_data(deployment=None, *, alpha=0.75, c_draft=0.1, gamma_max=64, batch_range=BATCH_RANGE,
-                   context_range=CONTEXT_RANGE, batch_points=120, context_points=60):
-    """``(batches, contexts, gamma_star)``: gamma* of ``deployment`` (a
-    :class:`speclib.Deployment`; None: the default) on a log grid, shape
-    (len(contexts), len(batches)), from a single ``optimal_gamma`` call."""
-    batches = _grid("batch", batch_range, batch_points)
-    contexts = _grid("context", context_range, context_points)
-    gamma_star, _ = _speculation.optimal_gamma(
-        alpha, batches[None, :], contexts[:, None], c_draft, gamma_max=gamma_max,
-        deployment=deployment,
-    )
-    return batches, contexts, gamma_star
-
-
-#: The parameters every map figure has (the grids and the pricing), as :func:`gamma_map_data` takes them.
+#: The parameters every map figure has (the grids and the pricing).
 _MAP_PARAMS = {"alpha": 0.75, "c_draft": 0.1, "gamma_max": 64, "query_bytes": False, "batch_points": 120,
                "context_points": 60, "batch_range": BATCH_RANGE, "context_range": CONTEXT_RANGE}
 
@@ -61,10 +46,13 @@ def _maps(p, xp):
         raise ValueError("models and chips must each name at least one preset")
     ncols = checked_int("ncols", p.ncols, lo=1, hi=8)
     out = {"maps": pairs, "alpha": p.alpha, "c_draft": p.c_draft, "columns": min(ncols, len(pairs))}
-    for i, (model, chip) in enumerate(pairs):
-        grid = {k: getattr(p, k) for k in _MAP_PARAMS if k != "query_bytes"}
-        out[f"B{i}"], out[f"S{i}"], out[f"gamma{i}"] = gamma_map_data(
-            _speculation.Deployment(model, chip, query_bytes=p.query_bytes), **grid)
+    batches = _grid("batch", p.batch_range, p.batch_points)
+    contexts = _grid("context", p.context_range, p.context_points)
+    for i, (model, chip) in enumerate(pairs):  # gamma* on the whole grid, shape (len(contexts), len(batches))
+        out[f"B{i}"], out[f"S{i}"] = batches, contexts
+        out[f"gamma{i}"], _ = _speculation.optimal_gamma(
+            p.alpha, batches[None, :], contexts[:, None], p.c_draft, gamma_max=p.gamma_max,
+            deployment=_speculation.Deployment(model, chip, query_bytes=p.query_bytes))
     n_models, n_chips = len({m.name for m, _ in pairs}), len({h.name for _, h in pairs})
     by_chip, by_model = n_models == 1 < n_chips, n_chips == 1 < n_models  # panels by chip / by model
     out["labels"] = [h.name if by_chip else m.name if by_model else f"{m.name} on {h.name}" for m, h in pairs]
@@ -172,34 +160,19 @@ def _span(lo, hi):
     return f"{lo:,.0f}" if lo == hi else f"{lo:,.0f}\u2013{hi:,.0f}"
 
 
-def zero_regions(model=None, hardware=None, *, seq=4096, alpha=0.75, c_draft=0.1, gamma_max=64,
-                 batch_range=BATCH_RANGE, points=600):
-    """Where gamma* = 0 along the batch axis at one sequence length: a dict with
-    ``gutter`` (list of (first, last) batches of zero runs with speculation
-    paying on both sides), ``low_edge`` / ``high_edge`` (a zero run at the
-    small / large end of the range, or None), ``gamma_peak`` and the batch
-    where it is first reached. One ``optimal_gamma`` call over whole batches."""
-    batches = np.unique(np.round(_grid("batch", batch_range, points)))
-    r = gamma_regions(alpha, seq, c_draft, model, hardware, batches, gamma_max)
-    edges = [(lo, hi) for lo, hi, kind in r["bands"] if kind == "edge"]
-    return {"gutter": r["gutters"], "low_edge": next(((lo, hi) for lo, hi in edges if lo == batches[0]), None),
-            "high_edge": next(((lo, hi) for lo, hi in edges if hi == batches[-1] and lo != batches[0]), None),
-            "gamma_peak": r["best_gamma"], "peak_batch": r["best_batch"]}
-
-
 def gutter_table(models=MODELS, chips=("B200",), *, seq=4096, alpha=0.75, c_draft=0.1, gamma_max=64,
                  batch_range=BATCH_RANGE, points=600):
     """For each model and chip: where gamma* is 0 at small batch (the gutter),
     the batch past which it stays 0, and the largest gamma* with its batch."""
+    batches = np.unique(np.round(_grid("batch", batch_range, points)))
     rows = []
     for name, chip_name in product(models, chips):
         model, chip = resolve(name, chip_name)
-        z = zero_regions(model, chip, seq=seq, alpha=alpha, c_draft=c_draft, gamma_max=gamma_max,
-                         batch_range=batch_range, points=points)
-        small = ([z["low_edge"]] if z["low_edge"] else []) + z["gutter"]
+        z = _speculation.gamma_regions(alpha, seq, c_draft, model, chip, batches, gamma_max)
+        small = ([z["low_edge"]] if z["low_edge"] else []) + z["gutters"]
         large = f"from {z['high_edge'][0]:,.0f}" if z["high_edge"] else f"none up to {batch_range[1]:,}"
         rows.append((model.name, chip.name, ", ".join(_span(lo, hi) for lo, hi in small) or "none", large,
-                     f"{z['gamma_peak']} (at {z['peak_batch']:,.0f})"))
+                     f"{z['best_gamma']} (at {z['best_batch']:,.0f})"))
     caption = (f"Batches where plain decoding beats every draft length (\u03b3* = 0) at S = {seq:,} tokens, "
                f"\u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step; batches {batch_range[0]:,} "
                f"to {batch_range[1]:,} sequences.")
@@ -229,5 +202,5 @@ def knee_table(chips=CHIPS, *, moe_model="DeepSeek-V4-Flash", dense_model="Llama
     return _table(caption, headers, rows)
 
 
-__all__ = ["CHIPS", "MODELS", "attention_swap_maps", "chip_maps", "gamma_map_data", "gamma_maps",
-           "gutter_table", "hardware_table", "knee_table", "model_maps", "model_table", "zero_regions"]
+__all__ = ["CHIPS", "MODELS", "attention_swap_maps", "chip_maps", "gamma_maps", "gutter_table", "hardware_table",
+           "knee_table", "model_maps", "model_table"]

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import speculation as _speculation
 from ...presets import resolve
 from ..definition import Axis, Bands, Figure, Heatmap, HLine, Line, Panel, Text
-from ..static import runs
 from . import common
 
 GAMMA_AXIS_LABEL = "optimal draft length \u03b3*"
@@ -17,35 +15,6 @@ GAMMA_AXIS_LABEL = "optimal draft length \u03b3*"
 def integer_batches(lo=common.BATCH_RANGE[0], hi=common.BATCH_RANGE[1], n=600):
     """Whole-sequence batches, about ``n`` of them log-spaced from ``lo`` to ``hi``."""
     return np.unique(np.round(np.geomspace(lo, hi, n)))
-
-
-def zero_gamma_bands(batches, gamma_star):
-    """Runs of consecutive ``batches`` where ``gamma_star`` is 0, as a list of
-    ``(first, last, kind)``; ``kind`` is ``"gutter"`` when speculation pays on
-    both sides of the run, ``"edge"`` otherwise (the run touches either end)."""
-    batches = np.asarray(batches, dtype=float)
-    zero = np.asarray(gamma_star) == 0
-    if batches.shape != zero.shape or batches.ndim != 1:
-        raise ValueError("batches and gamma_star must be 1-D arrays of the same length")
-    return [(float(batches[a]), float(batches[b - 1]), "gutter" if 0 < a and b < zero.size else "edge")
-            for a, b in runs(zero)]
-
-
-def gamma_regions(alpha=0.75, S=4096, c_draft=0.10, model=None, hardware=None, batches=None, gamma_max=64):
-    """Where speculation pays along Figure 3's batch axis, on whole batches
-    (default every batch from 1 to 30,000): ``bands`` (the runs with gamma* =
-    0, as from :func:`zero_gamma_bands`), ``gutters`` (those with speculation
-    paying on both sides), ``best_gamma`` and ``best_batch`` (the largest
-    gamma* and the first batch reaching it), ``last_speculating`` (the largest
-    batch with gamma* > 0, None if there is none)."""
-    B = np.arange(common.BATCH_RANGE[0], common.BATCH_RANGE[1] + 1, dtype=float) if batches is None \
-        else np.asarray(batches, float)
-    g, _ = _speculation.optimal_gamma(alpha, B, S, c_draft, model, hardware, gamma_max)
-    bands = zero_gamma_bands(B, g)
-    positive = np.flatnonzero(g > 0)
-    return {"bands": bands, "gutters": [(lo, hi) for lo, hi, kind in bands if kind == "gutter"],
-            "best_gamma": int(g.max()), "best_batch": float(B[int(np.argmax(g))]),
-            "last_speculating": float(B[positive[-1]]) if positive.size else None}
 
 
 def _optimal_gamma(p, xp):
