@@ -189,14 +189,23 @@ def test_derivation_steps():
     assert d["weights"].value == pytest.approx(LLAMA.total_params() / 1e9, rel=1e-5)
 
 
-def test_consistency_table_counts():
-    table = measured_decode.consistency_table()
-    for kv, row in zip(("fp8", "bf16"), table.rows):
+def test_kv_consistency_counts():
+    found = validation.kv_consistency()
+    for kv, row in zip(("fp8", "bf16"), found):
         c = validation.compare(kv_precision=kv)
-        assert row[0] == kv and row[2] == str(len(c.below_roofline()))
+        assert row["kv_precision"] == kv and row["below"] == len(c.below_roofline()) and row["runs"] == len(c)
     # a wider KV cache can only raise the prediction, so never fewer runs below it
-    assert int(table.rows[1][2]) >= int(table.rows[0][2])
-    assert "<table" in table._repr_html_()
+    assert found[1]["below"] >= found[0]["below"]
+    table = measured_decode.consistency_table()
+    assert [r[2] for r in table.rows] == [str(row["below"]) for row in found] and "<table" in table._repr_html_()
+
+
+def test_ratio_groups_cover_every_run_once():
+    comparison = validation.compare()
+    groups = comparison.ratio_groups()
+    assert sum(len(r) for _, by_tp, _ in groups for r in by_tp.values()) == len(comparison)
+    assert sum(below for *_, below in groups) == len(comparison.below_roofline())
+    assert len({key for key, *_ in groups}) == len(groups)
 
 
 def test_the_chapter_figures_draw_the_measured_runs_against_the_roofline():

@@ -252,6 +252,18 @@ class Comparison:
         """Indices where the measurement is faster than the prediction."""
         return np.flatnonzero((self.ratio_little if little else self.ratio) < 1)
 
+    def ratio_groups(self, little: bool = False) -> list:
+        """Measured / predicted TPOT by (workload, chip, framework, precision),
+        in the records' order: each group's key, its ratios at each width of
+        ``TP_WIDTHS`` (``{tp: array}``) and how many of its runs beat the
+        roofline; ``little``: at the Little's-law batch."""
+        ratio, tp = self.ratio_little if little else self.ratio, self.column("tp")
+        groups = []
+        for key in dict.fromkeys((r.workload, r.chip, r.framework, r.precision) for r in self.records):
+            idx = self.select(workload=key[0], chip=key[1], framework=key[2], precision=key[3])
+            groups.append((key, {n: ratio[idx[tp[idx] == n]] for n in TP_WIDTHS}, int(np.sum(ratio[idx] < 1))))
+        return groups
+
 
 def compare(records=None, model=MEASURED_MODEL, *, kv_precision="fp8") -> Comparison:
     """Predict every measured record at batch = its concurrency and at the
@@ -284,6 +296,21 @@ def compare(records=None, model=MEASURED_MODEL, *, kv_precision="fp8") -> Compar
     cat = lambda parts: np.concatenate(parts)[order] if parts else np.zeros(0)  # noqa: E731
     return Comparison([kept[i] for i in order], cat(pred), cat(pred_little), cat(little), sorted(set(missing)),
                       kv_precision)
+
+
+def kv_consistency(kv_precisions=("fp8", "bf16"), records=None) -> list:
+    """For each KV-cache precision assumed in the prediction: the number of
+    runs, how many beat the roofline at batch = concurrency (``below``) and at
+    the Little's-law batch (``below_little``), and the Little's-law batch over
+    the concurrency (``little_share``: min, median, max)."""
+    records = load_measurements() if records is None else list(records)
+    out = []
+    for c in (compare(records, kv_precision=kv) for kv in kv_precisions):
+        share = c.little_batch / c.column("concurrency")
+        out.append({"kv_precision": c.kv_precision, "runs": len(c), "below": len(c.below_roofline()),
+                    "below_little": len(c.below_roofline(little=True)),
+                    "little_share": (share.min(), np.median(share), share.max())})
+    return out
 
 
 # --- a calibrated step time ------------------------------------------------------------

@@ -183,14 +183,8 @@ def ratio_table(comparison=None, *, little: bool = False) -> NumberTable:
     the median over concurrencies (and its min-max) at each TP, and how many
     runs beat the roofline."""
     comparison = _compared(comparison)
-    ratio = comparison.ratio_little if little else comparison.ratio
-    keys = list(dict.fromkeys((r.workload, r.chip, r.framework, r.precision) for r in comparison.records))
-    tp = comparison.column("tp")
-    rows = []
-    for key in keys:
-        idx = comparison.select(workload=key[0], chip=key[1], framework=key[2], precision=key[3])
-        rows.append((*key, *(_fmt_range(ratio[idx[tp[idx] == n]]) for n in _val.TP_WIDTHS),
-                     str(int(np.sum(ratio[idx] < 1)))))
+    rows = [(*key, *(_fmt_range(by_tp[n]) for n in _val.TP_WIDTHS), str(below))
+            for key, by_tp, below in comparison.ratio_groups(little)]
     batch = "the decode batch from Little's law" if little else "batch = concurrency"
     note = f" Skipped (no hardware preset): {', '.join(comparison.missing)}." if comparison.missing else ""
     caption = (f"Measured / predicted TPOT, Llama-3.3-70B, {batch}, {comparison.kv_precision} KV cache: "
@@ -220,14 +214,10 @@ def consistency_table(kv_precisions=("fp8", "bf16"), records=None) -> NumberTabl
     """How many runs beat the roofline under each KV-cache precision assumed,
     at batch = concurrency and at the Little's-law decode batch, and how far
     the Little's-law batch sits from the concurrency."""
-    records = _val.load_measurements() if records is None else list(records)
-    rows = []
-    for c in (_val.compare(records, kv_precision=kv) for kv in kv_precisions):
-        share = c.little_batch / c.column("concurrency")
-        rows.append((c.kv_precision, str(len(c)), str(len(c.below_roofline())),
-                     str(len(c.below_roofline(little=True))),
-                     f"{share.min():.2f}, {np.median(share):.2f}, {share.max():.2f}"))
+    rows = tuple((k["kv_precision"], str(k["runs"]), str(k["below"]), str(k["below_little"]),
+                  ", ".join(f"{v:.2f}" for v in k["little_share"]))
+                 for k in _val.kv_consistency(kv_precisions, records))
     columns = ("KV cache", "runs", "below roofline, batch = concurrency", "below roofline, Little's-law batch",
                "Little batch / concurrency: min, median, max")
     caption = "Runs measured faster than the roofline, by KV-cache precision assumed in the prediction"
-    return NumberTable(columns, tuple(rows), caption=caption, css_class="speclib-consistency-table", align="l")
+    return NumberTable(columns, rows, caption=caption, css_class="speclib-consistency-table", align="l")
