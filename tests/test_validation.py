@@ -221,3 +221,11 @@ def test_the_chapter_figures_draw_the_measured_runs_against_the_roofline():
         idx = comparison.select(workload="1k1k", precision="fp8", concurrency=4, chip=chip, framework=fw)
         expected = sorted(zip(comparison.column("tp")[idx], (comparison.measured_s[idx] - comparison.predicted_s[idx]) * 1e3))
         np.testing.assert_allclose(excess[f"{chip}_{fw}_excess"], [e for _, e in expected])
+
+
+def test_chips_with_runs_are_the_measured_chips_in_order():
+    records = validation.load_measurements()
+    chips = validation.chips_with_runs("1k1k", "fp8")
+    assert chips == [c for c in validation.CHIPS if c in {r.chip for r in records
+                                                           if r.workload == "1k1k" and r.precision == "fp8"}]
+    assert chips and validation.chips_with_runs("1k1k", "no-such-precision") == []

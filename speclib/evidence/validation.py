@@ -194,6 +194,13 @@ def load_measurements() -> list:
     return records
 
 
+def chips_with_runs(workload, precision) -> list:
+    """The chips of :data:`CHIPS` with a measured run of ``workload`` at ``precision``."""
+    measured = load_measurements()
+    return [c for c in CHIPS if any(r.chip == c and r.precision == precision and r.workload == workload
+                                    for r in measured)]
+
+
 def mean_decode_context(input_len, output_len):
     """Average cached context over a request's decode steps: I + (O - 1)/2
     (:data:`speclib.formulas.workload.mean_decode_context_expr`)."""

@@ -38,18 +38,12 @@ def _chip_panels(y_label, series, **y):
         for i, chip in enumerate(data["chips"]))
 
 
-def _chips_with_runs(workload, precision):
-    measured = _val.load_measurements()
-    return [c for c in _val.CHIPS if any(r.chip == c and r.precision == precision and r.workload == workload
-                                         for r in measured)]
-
-
 # --- measured TPOT against the roofline ------------------------------------------------
 
 
 def _measured_tpot(p, xp):
     comparison = _compared(p.comparison)
-    chips = _chips_with_runs(p.workload, p.precision)
+    chips = _val.chips_with_runs(p.workload, p.precision)
     conc, tp, fw = comparison.column("concurrency"), comparison.column("tp"), comparison.column("framework")
     inp, out_len = _val.WORKLOADS[p.workload]
     out = {"chips": chips, "kv": comparison.kv_precision, "inp": inp, "out_len": out_len}
