@@ -236,13 +236,9 @@ def moe_slope_ratio_at(B_value, model=None) -> float:
 
 
 def zero_runs(batches, gamma_star):
-    """Maximal runs of consecutive batches where gamma* == 0, as (first, last)."""
-    zero = np.asarray(gamma_star) == 0
-    padded = np.concatenate(([False], zero, [False]))
-    starts = np.flatnonzero(~padded[:-1] & padded[1:])
-    ends = np.flatnonzero(padded[:-1] & ~padded[1:]) - 1
-    batches = np.asarray(batches)
-    return [(int(batches[s]), int(batches[e])) for s, e in zip(starts, ends)]
+    """Maximal runs of consecutive batches where gamma* == 0, as whole (first, last)
+    (:func:`speclib.core.speculation.zero_gamma_bands` without the kind)."""
+    return [(int(a), int(b)) for a, b, _ in _spec.zero_gamma_bands(batches, gamma_star)]
 
 
 def figure3_zero_runs(query_bytes=False, context=FIG3_CONTEXT, alpha=FIG3_ACCEPTANCE, c_draft=FIG3_DRAFT_COST):
