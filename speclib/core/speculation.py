@@ -31,8 +31,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import checked_int, scalar_or_array
+from ..presets import resolve
 from . import acceptance as _acc
 from . import drafters as _draft
+from . import moe as _moe
 from . import step as _step
 from .cost import check_batch, check_context
 from .deployment import Deployment, deployment_of  # noqa: F401 - Deployment importable from here too
@@ -143,6 +145,26 @@ def throughput(B, gamma, S, *, acceptance=None, c_draft=None, model=None, hardwa
     accepted = _acc.Acceptance.of(acceptance, priced)
     gamma_arr = _checked_gamma(gamma, accepted, priced)
     return scalar_or_array(priced.throughput(B_arr, gamma_arr, S_arr, accepted))
+
+
+def routing_skew(B, S, model=None, hardware=None, *, drafter=None, c_draft=None, alpha=None, popularity=None,
+                 gamma_max: int = 16) -> dict:
+    """What skewed expert routing does against uniform routing at the batches
+    ``B`` (an array): under each (keys ending ``_uniform`` and ``_skewed``;
+    ``popularity`` None for the measured one), the routed experts per layer a
+    plain step reads (``experts_``), a verify of 2 positions over a plain
+    step (``tax_``), gamma* and its speedup (``gamma_``, ``speedup_``).
+    ``alpha`` None: the drafter preset's measured survival."""
+    model, hardware = resolve(model, hardware)
+    routings = {"uniform": np.full(model.ffn.n_routed, 1.0 / model.ffn.n_routed),
+                "skewed": _moe.measured_popularity() if popularity is None else popularity}
+    out = {}
+    for key, routing in routings.items():
+        pr = Deployment(model, hardware, routing=routing, drafter=drafter, c_draft=c_draft).pricing()
+        out[f"experts_{key}"] = pr.step_model.experts_touched(B, np.asarray(1.0))
+        out[f"tax_{key}"] = pr.step_model.time(B, 2.0, S) / pr.step_model.time(B, 1.0, S)
+        out[f"gamma_{key}"], out[f"speedup_{key}"] = best_gamma(pr, alpha, B, np.full(B.shape, float(S)), gamma_max)
+    return out
 
 
 # The whole-step pieces, importable from here too.
