@@ -196,11 +196,9 @@ def sequel_comparison(drafter="dflash", comparison=None) -> NumberTable:
     key = checked_choice("drafter", drafter, sequel.DRAFTER_KEYS)
     c = (sequel.compare() if comparison is None else comparison)[key]
     grid, s = c.grid, c.summary()
-    ours_at_best = c.predicted[np.argmax(grid.goodput, axis=0), np.arange(grid.goodput.shape[1])]
-    worst = np.max(np.abs(c.relative_error), axis=0)
     rows = tuple((f"{conc:,.0f}", f"{grid.best_gamma[j]} / {c.predicted_best_gamma[j]} / {c.policy_gamma[j]}",
-                  f"{grid.best_goodput[j]:,.0f}", f"{ours_at_best[j] / grid.best_goodput[j] - 1:+.2%}",
-                  f"{worst[j]:.2%}", f"{c.policy_shortfall[j]:+.2%}", f"{c.simulated_policy_shortfall[j]:+.2%}")
+                  f"{grid.best_goodput[j]:,.0f}", f"{c.error_at_best_gamma[j]:+.2%}", f"{c.worst_error[j]:.2%}",
+                  f"{c.policy_shortfall[j]:+.2%}", f"{c.simulated_policy_shortfall[j]:+.2%}")
                  for j, conc in enumerate(np.asarray(sequel.load_grid().concurrency)))
     caption = (f"{serving.DRAFTER_LABELS[key]}, ours against the simulator's throughput (committed output "
                f"tokens per second) at the simulator's best fixed \u03b3 at each concurrency C. Over all "
