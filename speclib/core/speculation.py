@@ -147,6 +147,23 @@ def throughput(B, gamma, S, *, acceptance=None, c_draft=None, model=None, hardwa
     return scalar_or_array(priced.throughput(B_arr, gamma_arr, S_arr, accepted))
 
 
+def against_iid(curve, B, S, c_draft=None, *, deployment=None) -> dict:
+    """gamma* over the batches ``B`` (an array) under the survival ``curve``
+    against the i.i.d. curve of the same first-position acceptance, searched
+    over the same draft lengths: at how many batches they differ
+    (``differs``), by how much at most (``max_diff``), how often the curve's
+    is ``longer`` or ``shorter``; the largest ``shortfall`` 1 - best speedup
+    / i.i.d. best speedup, the batch ``at`` it, and gamma* there (``gamma``,
+    ``iid_gamma``)."""
+    g, s = optimal_gamma(curve, B, S, c_draft, deployment=deployment)
+    g_iid, s_iid = optimal_gamma(curve.iid(), B, S, c_draft, deployment=deployment)
+    shortfall, diff = 1 - s / s_iid, g - g_iid
+    worst = int(np.argmax(shortfall))
+    return {"differs": np.count_nonzero(diff), "max_diff": np.max(np.abs(diff)), "longer": np.count_nonzero(diff > 0),
+            "shorter": np.count_nonzero(diff < 0), "shortfall": shortfall[worst], "at": B[worst], "gamma": g[worst],
+            "iid_gamma": g_iid[worst]}
+
+
 def routing_skew(B, S, model=None, hardware=None, *, drafter=None, c_draft=None, alpha=None, popularity=None,
                  gamma_max: int = 16) -> dict:
     """What skewed expert routing does against uniform routing at the batches
