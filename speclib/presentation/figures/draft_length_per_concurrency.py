@@ -44,14 +44,15 @@ def tpot_ms(B, throughput):
     return nf.time_per_output_token(np.asarray(B, dtype=float), np.asarray(throughput, dtype=float)) * MS
 
 
-def _batches(p):
+def concurrency_batches(points):
+    """The simulated grid's concurrencies, and about ``points`` whole batches log-spaced over them."""
     C = sequel.load_grid().concurrency
-    return C, integer_batches(C[0], C[-1], p.points)
+    return C, integer_batches(C[0], C[-1], points)
 
 
 def _gamma(p, xp):
-    C, B = _batches(p)
-    out = {"B": B, "C": np.asarray(C, dtype=float), "rule": serving.ROOFLINE_LABELS[p.roofline],
+    C, B = concurrency_batches(p.points)
+    out = {"B": B, "C": C, "rule": serving.ROOFLINE_LABELS[p.roofline],
            "model": sequel.simulated_model().name, "hardware": sequel.HARDWARE,
            "y_top": max(rows.gamma_max for rows in sequel.load_grid().drafters.values()) + 4}
     for key in sequel.DRAFTER_KEYS:
@@ -81,9 +82,9 @@ _KEYS = (Key("no speculation", color=COLORS["total"]), Key("fixed \u03b3 (darker
 
 
 def _per_drafter(p, xp, tpot=False):
-    C, B = _batches(p)
+    C, B = concurrency_batches(p.points)
     acceptance = getattr(p, "acceptance", "measured")
-    out = {"B": B, "C": np.asarray(C, dtype=float), "rule": serving.ROOFLINE_LABELS[p.roofline]}
+    out = {"B": B, "C": C, "rule": serving.ROOFLINE_LABELS[p.roofline]}
     tops = []
     for key in sequel.DRAFTER_KEYS:
         rows = sequel.load_grid().drafters[key]
