@@ -291,6 +291,11 @@ def test_sequel_comparison_table(key, compared):
     # the best gamma column: the grid's, the closed form's, the policy's
     assert [r[1] for r in rows] == [f"{a} / {b} / {p}" for a, b, p in
                                     zip(c.grid.best_gamma, c.predicted_best_gamma, c.policy_gamma)]
+    # the errors: at the simulator's best gamma, and the largest over every gamma
+    best = np.argmax(c.grid.goodput, axis=0)
+    np.testing.assert_array_equal(c.error_at_best_gamma, c.relative_error[best, np.arange(12)])
+    assert max(c.worst_error) == c.max_error and all(c.worst_error >= np.abs(c.error_at_best_gamma))
+    assert [r[4] for r in rows] == [f"{w:.2%}" for w in c.worst_error]
     assert "<table" in table._repr_html_()
 
 

@@ -251,6 +251,8 @@ def test_compare_survival_counts_are_consistent():
         differs = np.count_nonzero(g_m != g_i)
         assert row[3] == f"{differs} of {len(batches)}" and int(row[5]) + int(row[6]) == differs
         assert row[7] == f"{np.max(1 - s_m / s_i):.1%}"
+        c = speculation.against_iid(curve, batches, 4096, 0.1)
+        assert c["differs"] == differs and c["shortfall"] == np.max(1 - s_m / s_i)
         assert not row[7].startswith("-")  # at gamma* = 0 or 1 the two agree exactly
 
 

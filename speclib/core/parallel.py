@@ -132,7 +132,7 @@ _cache: dict = {}
 FREE_NETWORK = "free"
 
 
-def _network(hardware, interconnect):
+def network(hardware, interconnect):
     """The interconnect preset (None for :data:`FREE_NETWORK`); the chip's own by default."""
     if isinstance(interconnect, str) and interconnect.strip().lower() == FREE_NETWORK:
         return None
@@ -153,7 +153,7 @@ def expert_parallel_cost_model(model=None, hardware=None, G: int = 8, interconne
     Pass it as ``Deployment(cost_model=...)`` to :func:`speclib.speedup` and
     the rest for what the wrappers below leave out (``query_bytes``)."""
     model, hardware = resolve(model, hardware)
-    net = _network(hardware, interconnect)
+    net = network(hardware, interconnect)
     key = (model, hardware, G, net, bool(query_bytes), dispatch_bytes, combine_bytes)
     if key not in _cache:
         _cache[key] = ExpertParallelCostModel(model, hardware, G, net, query_bytes,

@@ -31,8 +31,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import checked_int, scalar_or_array
+from ..presets import resolve
 from . import acceptance as _acc
 from . import drafters as _draft
+from . import moe as _moe
 from . import step as _step
 from .cost import check_batch, check_context
 from .deployment import Deployment, deployment_of  # noqa: F401 - Deployment importable from here too
@@ -177,6 +179,43 @@ def throughput(B, gamma, S, *, acceptance=None, c_draft=None, model=None, hardwa
     accepted = _acc.Acceptance.of(acceptance, priced)
     gamma_arr = _checked_gamma(gamma, accepted, priced)
     return scalar_or_array(priced.throughput(B_arr, gamma_arr, S_arr, accepted))
+
+
+def against_iid(curve, B, S, c_draft=None, *, deployment=None) -> dict:
+    """gamma* over the batches ``B`` (an array) under the survival ``curve``
+    against the i.i.d. curve of the same first-position acceptance, searched
+    over the same draft lengths: at how many batches they differ
+    (``differs``), by how much at most (``max_diff``), how often the curve's
+    is ``longer`` or ``shorter``; the largest ``shortfall`` 1 - best speedup
+    / i.i.d. best speedup, the batch ``at`` it, and gamma* there (``gamma``,
+    ``iid_gamma``)."""
+    g, s = optimal_gamma(curve, B, S, c_draft, deployment=deployment)
+    g_iid, s_iid = optimal_gamma(curve.iid(), B, S, c_draft, deployment=deployment)
+    shortfall, diff = 1 - s / s_iid, g - g_iid
+    worst = int(np.argmax(shortfall))
+    return {"differs": np.count_nonzero(diff), "max_diff": np.max(np.abs(diff)), "longer": np.count_nonzero(diff > 0),
+            "shorter": np.count_nonzero(diff < 0), "shortfall": shortfall[worst], "at": B[worst], "gamma": g[worst],
+            "iid_gamma": g_iid[worst]}
+
+
+def routing_skew(B, S, model=None, hardware=None, *, drafter=None, c_draft=None, alpha=None, popularity=None,
+                 gamma_max: int = 16) -> dict:
+    """What skewed expert routing does against uniform routing at the batches
+    ``B`` (an array): under each (keys ending ``_uniform`` and ``_skewed``;
+    ``popularity`` None for the measured one), the routed experts per layer a
+    plain step reads (``experts_``), a verify of 2 positions over a plain
+    step (``tax_``), gamma* and its speedup (``gamma_``, ``speedup_``).
+    ``alpha`` None: the drafter preset's measured survival."""
+    model, hardware = resolve(model, hardware)
+    routings = {"uniform": np.full(model.ffn.n_routed, 1.0 / model.ffn.n_routed),
+                "skewed": _moe.measured_popularity() if popularity is None else popularity}
+    out = {}
+    for key, routing in routings.items():
+        pr = Deployment(model, hardware, routing=routing, drafter=drafter, c_draft=c_draft).pricing()
+        out[f"experts_{key}"] = pr.step_model.experts_touched(B, np.asarray(1.0))
+        out[f"tax_{key}"] = pr.step_model.time(B, 2.0, S) / pr.step_model.time(B, 1.0, S)
+        out[f"gamma_{key}"], out[f"speedup_{key}"] = best_gamma(pr, alpha, B, np.full(B.shape, float(S)), gamma_max)
+    return out
 
 
 # The whole-step pieces, importable from here too.

@@ -165,6 +165,16 @@ class DrafterComparison:
         return float(np.max(np.abs(self.relative_error)))
 
     @property
+    def error_at_best_gamma(self) -> np.ndarray:
+        """The relative error at the simulator's best fixed gamma, per concurrency."""
+        return self.relative_error[np.argmax(self.grid.goodput, axis=0), np.arange(self.grid.goodput.shape[1])]
+
+    @property
+    def worst_error(self) -> np.ndarray:
+        """The largest |error| over every gamma, per concurrency."""
+        return np.max(np.abs(self.relative_error), axis=0)
+
+    @property
     def predicted_best_gamma(self) -> np.ndarray:
         """The best fixed gamma by the closed form's throughput."""
         return self.grid.gammas[np.argmax(self.predicted, axis=0)]

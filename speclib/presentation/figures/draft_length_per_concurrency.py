@@ -44,14 +44,15 @@ def tpot_ms(B, throughput):
     return nf.time_per_output_token(np.asarray(B, dtype=float), np.asarray(throughput, dtype=float)) * MS
 
 
-def _batches(p):
+def concurrency_batches(points):
+    """The simulated grid's concurrencies, and about ``points`` whole batches log-spaced over them."""
     C = sequel.load_grid().concurrency
-    return C, integer_batches(C[0], C[-1], p.points)
+    return C, integer_batches(C[0], C[-1], points)
 
 
 def _gamma(p, xp):
-    C, B = _batches(p)
-    out = {"B": B, "C": np.asarray(C, dtype=float), "rule": serving.ROOFLINE_LABELS[p.roofline],
+    C, B = concurrency_batches(p.points)
+    out = {"B": B, "C": C, "rule": serving.ROOFLINE_LABELS[p.roofline],
            "model": sequel.simulated_model().name, "hardware": sequel.HARDWARE,
            "y_top": max(rows.gamma_max for rows in sequel.load_grid().drafters.values()) + 4}
     for key in sequel.DRAFTER_KEYS:
@@ -81,9 +82,9 @@ _KEYS = (Key("no speculation", color=COLORS["total"]), Key("fixed \u03b3 (darker
 
 
 def _per_drafter(p, xp, tpot=False):
-    C, B = _batches(p)
+    C, B = concurrency_batches(p.points)
     acceptance = getattr(p, "acceptance", "measured")
-    out = {"B": B, "C": np.asarray(C, dtype=float), "rule": serving.ROOFLINE_LABELS[p.roofline]}
+    out = {"B": B, "C": C, "rule": serving.ROOFLINE_LABELS[p.roofline]}
     tops = []
     for key in sequel.DRAFTER_KEYS:
         rows = sequel.load_grid().drafters[key]
@@ -196,11 +197,9 @@ def sequel_comparison(drafter="dflash", comparison=None) -> NumberTable:
     key = checked_choice("drafter", drafter, sequel.DRAFTER_KEYS)
     c = (sequel.compare() if comparison is None else comparison)[key]
     grid, s = c.grid, c.summary()
-    ours_at_best = c.predicted[np.argmax(grid.goodput, axis=0), np.arange(grid.goodput.shape[1])]
-    worst = np.max(np.abs(c.relative_error), axis=0)
     rows = tuple((f"{conc:,.0f}", f"{grid.best_gamma[j]} / {c.predicted_best_gamma[j]} / {c.policy_gamma[j]}",
-                  f"{grid.best_goodput[j]:,.0f}", f"{ours_at_best[j] / grid.best_goodput[j] - 1:+.2%}",
-                  f"{worst[j]:.2%}", f"{c.policy_shortfall[j]:+.2%}", f"{c.simulated_policy_shortfall[j]:+.2%}")
+                  f"{grid.best_goodput[j]:,.0f}", f"{c.error_at_best_gamma[j]:+.2%}", f"{c.worst_error[j]:.2%}",
+                  f"{c.policy_shortfall[j]:+.2%}", f"{c.simulated_policy_shortfall[j]:+.2%}")
                  for j, conc in enumerate(np.asarray(sequel.load_grid().concurrency)))
     caption = (f"{serving.DRAFTER_LABELS[key]}, ours against the simulator's throughput (committed output "
                f"tokens per second) at the simulator's best fixed \u03b3 at each concurrency C. Over all "

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import presets
 from ...core import cost as _cost
 from ...core import parallel as _par
-from ...presets import default_interconnect, resolve
+from ...presets import resolve
 from ..definition import Axis, Figure, HLine, Key, Line, Panel
 from ..style import COLORS, CYCLE
 from ..tables import NumberTable
@@ -20,13 +19,9 @@ G_COLORS = (COLORS["total"], CYCLE[0], CYCLE[3], CYCLE[2], CYCLE[4])
 EP_BATCHES = (1, 4096)
 
 
-def _network(hw, interconnect):
-    return default_interconnect(hw) if interconnect is None else presets.interconnect(interconnect)
-
-
 def _ep(p, xp):
     model, hw = resolve(p.model, p.hardware)
-    net = _network(hw, p.interconnect)
+    net = _par.network(hw, p.interconnect)
     B = integer_batches(EP_BATCHES[0], EP_BATCHES[1], p.points)
     out = {"B": B, "model": model.name, "hardware": hw.name, "network": net.name, "Gs": list(p.Gs)}
     for G in p.Gs:
@@ -100,7 +95,7 @@ def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096,
     speedup."""
     m, hw = resolve(model, hardware)
     B = _cost.check_batch(integer_batches(EP_BATCHES[0], EP_BATCHES[1], 300) if B is None else B).ravel()
-    net = _network(hw, interconnect)
+    net = _par.network(hw, interconnect)
     rows = []
     for G in Gs:
         g, s = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G, interconnect=net)

@@ -12,8 +12,7 @@ from ..arrays import numpy_ops
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Points
 from . import common
 from . import simulated_serving as serving
-from .draft_length import integer_batches
-from .draft_length_per_concurrency import ACCEPTANCE, concurrency_axis
+from .draft_length_per_concurrency import ACCEPTANCE, concurrency_axis, concurrency_batches
 
 _STYLES = {"aggregate": "solid", "per-component": "dashed"}
 
@@ -46,8 +45,7 @@ pricing_ratio = Figure(
 
 
 def _gamma(p, xp):
-    C = np.asarray(sequel.load_grid().concurrency, dtype=float)
-    B = integer_batches(C[0], C[-1], p.points)
+    C, B = concurrency_batches(p.points)
     rows = sequel.load_grid().drafters[p.drafter]
     shortfall = sequel.rule_shortfall(p.drafter, acceptance=p.acceptance)
     worst = max(float(shortfall[rule][1].max()) for rule in _step.ROOFLINES)

@@ -8,7 +8,6 @@ import numpy as np
 
 from ...core import moe as _moe
 from ...core import speculation as _spec
-from ...core.deployment import Deployment
 from ...presets import resolve
 from ..definition import Axis, Figure, HLine, Line, Panel, Points
 from ..style import CYCLE
@@ -44,31 +43,13 @@ width_depth = Figure(
         "measured popularity.")
 
 
-def _pricings(model, hardware, drafter, c_draft, popularity):
-    """The deployment priced under uniform routing and under ``popularity`` (None: the measured one)."""
-    m, hw = resolve(model, hardware)
-    uniform = np.full(m.ffn.n_routed, 1.0 / m.ffn.n_routed)
-    skewed = _moe.measured_popularity() if popularity is None else popularity
-    return {key: Deployment(m, hw, routing=routing, drafter=drafter, c_draft=c_draft).pricing()
-            for key, routing in (("uniform", uniform), ("skewed", skewed))}
-
-
-def _effects_at(priced, B, S, alpha, gamma_max):
-    """Under each routing: a verify of 2 positions over a plain step, gamma* and its speedup, at the batches B."""
-    out = {}
-    for key, pr in priced.items():
-        out[f"tax_{key}"] = pr.step_model.time(B, 2.0, S) / pr.step_model.time(B, 1.0, S)
-        out[f"gamma_{key}"], out[f"speedup_{key}"] = _spec.best_gamma(pr, alpha, B, np.full(B.shape, float(S)),
-                                                                      gamma_max)
-    return out
-
-
 def _effects(p, xp):
     m, hw = resolve(p.model, p.hardware)
     B = integer_batches(p.batch_range[0], p.batch_range[1], p.points)
     return {"B": B, "model": m.name, "hardware": hw.name,
             "what": "measured survival" if p.alpha is None else f"\u03b1 = {p.alpha:g}",
-            **_effects_at(_pricings(m, hw, p.drafter, p.c_draft, p.popularity), B, p.S, p.alpha, p.gamma_max)}
+            **_spec.routing_skew(B, p.S, m, hw, drafter=p.drafter, c_draft=p.c_draft, alpha=p.alpha,
+                                 popularity=p.popularity, gamma_max=p.gamma_max)}
 
 
 def _effect_lines(prefix, label):
@@ -98,9 +79,8 @@ def skew_rows(model="Qwen3.6-35B-A3B", hardware="B200", *, S=512, drafter="Qwen3
     """Rows (batch, experts per layer touched by a plain step: uniform,
     skewed; verify-2 over plain: uniform, skewed; gamma* and speedup:
     uniform, skewed)."""
-    priced = _pricings(model, hardware, drafter, c_draft, popularity)
-    B = np.asarray(batches, dtype=float)
-    e = _effects_at(priced, B, S, alpha, gamma_max)
-    columns = (*(pr.step_model.experts_touched(B, np.asarray(1.0)) for pr in priced.values()), e["tax_uniform"],
-               e["tax_skewed"], e["gamma_uniform"], e["speedup_uniform"], e["gamma_skewed"], e["speedup_skewed"])
-    return [(b, *(c[i].item() for c in columns)) for i, b in enumerate(batches)]
+    e = _spec.routing_skew(np.asarray(batches, dtype=float), S, model, hardware, drafter=drafter, c_draft=c_draft,
+                           alpha=alpha, popularity=popularity, gamma_max=gamma_max)
+    columns = ("experts_uniform", "experts_skewed", "tax_uniform", "tax_skewed", "gamma_uniform", "speedup_uniform",
+               "gamma_skewed", "speedup_skewed")
+    return [(b, *(e[c][i].item() for c in columns)) for i, b in enumerate(batches)]
