@@ -7,6 +7,7 @@ import numpy as np
 
 from ...core import cost as _cost
 from ...core import parallel as _par
+from ...core.speculation import zero_gamma_bands
 from ...presets import resolve
 from ..definition import Axis, Figure, HLine, Key, Line, Panel
 from ..style import COLORS, CYCLE
@@ -19,11 +20,16 @@ G_COLORS = (COLORS["total"], CYCLE[0], CYCLE[3], CYCLE[2], CYCLE[4])
 EP_BATCHES = (1, 4096)
 
 
+def _network_name(hw, interconnect) -> str:
+    net = _par.network(hw, interconnect)
+    return "a free network" if net is None else net.name
+
+
 def _ep(p, xp):
     model, hw = resolve(p.model, p.hardware)
-    net = _par.network(hw, p.interconnect)
+    net = p.interconnect
     B = integer_batches(EP_BATCHES[0], EP_BATCHES[1], p.points)
-    out = {"B": B, "model": model.name, "hardware": hw.name, "network": net.name, "Gs": list(p.Gs)}
+    out = {"B": B, "model": model.name, "hardware": hw.name, "network": _network_name(hw, net), "Gs": list(p.Gs)}
     for G in p.Gs:
         for free, net_G in (("", net), ("free_", _par.FREE_NETWORK)):
             out[f"{free}gamma_G{G}"], out[f"{free}speedup_G{G}"] = _par.optimal_gamma(
@@ -81,9 +87,7 @@ ep_marginal_cost = Figure(
 
 
 def _zero_runs(B, g):
-    from ..static import runs
-
-    spans = [f"{B[a]:,.0f}-{B[b - 1]:,.0f}" for a, b in runs(g == 0)]
+    spans = [f"{lo:,.0f}-{hi:,.0f}" for lo, hi, _ in zero_gamma_bands(B, g)]
     return ", ".join(spans) if spans else "never"
 
 
@@ -95,15 +99,14 @@ def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096,
     speedup."""
     m, hw = resolve(model, hardware)
     B = _cost.check_batch(integer_batches(EP_BATCHES[0], EP_BATCHES[1], 300) if B is None else B).ravel()
-    net = _par.network(hw, interconnect)
     rows = []
     for G in Gs:
-        g, s = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G, interconnect=net)
+        g, s = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G, interconnect=interconnect)
         g0, s0 = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G, interconnect=_par.FREE_NETWORK)
         best = int(np.argmax(s))
         rows.append((str(G), _zero_runs(B, g), str(g.max()), f"{s[best]:.3f}", f"{B[best]:,.0f}",
                      f"{np.max(1 - s / s0):.1%}", str(np.count_nonzero(g != g0))))
-    caption = (f"Expert parallelism, {m.name} on {hw.name} + {net.name}: S = {float(S):,.0f}, alpha = "
+    caption = (f"Expert parallelism, {m.name} on {hw.name} + {_network_name(hw, interconnect)}: S = {float(S):,.0f}, alpha = "
                f"{float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, batch per GPU {B[0]:,.0f} to "
                f"{B[-1]:,.0f}")
     head = ("G", "gamma* = 0 (batch per GPU)", "largest gamma*", "best speedup", "at batch",
