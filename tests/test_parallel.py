@@ -224,3 +224,12 @@ def test_the_chapter_figures_draw_the_expert_parallel_model():
     # A free network can only help: without the all-to-all the speedup is at least as high.
     assert np.all(d["free_speedup_G64"] >= d["speedup_G64"] - 1e-12)
     assert len(expert_parallelism.ep_gamma_star().axes) == 2
+
+
+def test_the_summary_over_a_free_network_loses_nothing_to_the_all_to_all():
+    table = expert_parallelism.expert_parallel_summary(Gs=(8, 64), interconnect="free")
+    assert "a free network" in table.caption
+    head = list(table.columns)
+    lost, changed = head.index("speedup lost to all-to-all (max)"), head.index("batches where comm changes gamma*")
+    assert [row[lost] for row in table.rows] == ["0.0%", "0.0%"]
+    assert [row[changed] for row in table.rows] == ["0", "0"]
