@@ -36,7 +36,7 @@ errors and what it still misses are in the engines chapter.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
@@ -82,7 +82,8 @@ class Calibration:
     batch_range: tuple = ()  # the smallest and largest batch in the runs fitted
     #: kappa: seconds per second of FLOPs at peak that the memory stream does not hide
     compute_factor: float = 0.0
-    #: e: seconds per verified position past the first, per sequence
+    #: e: seconds per verified position past the first, per sequence (the
+    #: value of a chip whose vendor has none of its own below)
     per_position_s: float = 0.0
     #: a_d: seconds per sequential pass of a drafter
     per_draft_pass_s: float = 0.0
@@ -90,6 +91,8 @@ class Calibration:
     prefill_factor: float = 1.0
     #: a short name for tables and CSV rows (e.g. the file it was read from)
     label: str = ""
+    #: e by the chip's vendor ("NVIDIA", "AMD"), where it was fitted per vendor
+    per_position_by_vendor: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
         return f"calibrated ({self.label})" if self.label else "calibrated"
@@ -119,13 +122,18 @@ class Calibration:
             raise ValueError(f"engine {engine!r} was not measured on {chip} (measured: {', '.join(fixed)})")
         return self.roofline_factor[chip], fixed[engine], self.per_sequence_s
 
+    def per_position(self, hardware) -> float:
+        """e for ``hardware``: its vendor's, else the one for every chip."""
+        return self.per_position_by_vendor.get(getattr(hardware, "vendor", ""), self.per_position_s)
+
     def to_json(self) -> dict:
         return {"model": self.model, "fitted_on": list(self.fitted_on), "source": self.source,
                 "batch_range": list(self.batch_range), "roofline_factor": self.roofline_factor,
                 "fixed_s": self.fixed_s, "per_sequence_s": self.per_sequence_s,
                 "compute_factor": self.compute_factor, "per_position_s": self.per_position_s,
                 "per_draft_pass_s": self.per_draft_pass_s, "prefill_factor": self.prefill_factor,
-                "label": self.label}
+                "label": self.label, **({"per_position_by_vendor": self.per_position_by_vendor}
+                                        if self.per_position_by_vendor else {})}
 
     @classmethod
     def from_json(cls, data: dict) -> "Calibration":
@@ -137,7 +145,8 @@ class Calibration:
                    compute_factor=float(data.get("compute_factor", 0.0)),
                    per_position_s=float(data.get("per_position_s", 0.0)),
                    per_draft_pass_s=float(data.get("per_draft_pass_s", 0.0)),
-                   prefill_factor=float(data.get("prefill_factor", 1.0)), label=str(data.get("label", "")))
+                   prefill_factor=float(data.get("prefill_factor", 1.0)), label=str(data.get("label", "")),
+                   per_position_by_vendor={k: float(v) for k, v in data.get("per_position_by_vendor", {}).items()})
 
 
 #: Where the shipped calibration lives, inside the package.
@@ -168,7 +177,7 @@ class CalibratedStepModel:
         self.calibration = calibration or shipped_calibration()
         self.factor, self.fixed, self.per_sequence = self.calibration.constants(hardware, self.engine)
         self.compute_factor = self.calibration.compute_factor
-        self.per_position = self.calibration.per_position_s
+        self.per_position = self.calibration.per_position(hardware)
         self.per_draft_pass = self.calibration.per_draft_pass_s
 
     def scaled(self, seconds):
@@ -276,4 +285,4 @@ class CalibratedLedger:
     def verify(self, batch, width, context):
         per = self.per_sequence * batch * (width if self.per_token else 1.0)
         return (self._seconds * self.cost_model.verify(batch, width, context) + self.fixed + per
-                + self.calibration.per_position_s * batch * (width - 1.0))
+                + self.calibration.per_position(self.hardware) * batch * (width - 1.0))

@@ -72,14 +72,18 @@ DEFAULT_TERMS = ("factor", "fixed", "per_sequence", "per_position", "prefill")
 #: share of a plain step where the data give none (one layer and the head).
 DEFAULT_CONTEXT = 1500.0
 DEFAULT_DRAFT_SHARE = 0.05
-#: How a drafter pass's work is priced: "share" (the data's c_draft, or
-#: DEFAULT_DRAFT_SHARE, of a plain step) or "roofline" (its own roofline:
-#: one layer's worth of the target's active weights and the output head).
-DRAFTER_PRICING = "share"
+#: How a drafter pass's work is priced: "roofline" (its own roofline: one
+#: layer's worth of the target's active weights and the output head; the
+#: held-out choice) or "share" (the data's c_draft, or DEFAULT_DRAFT_SHARE,
+#: of a plain step).
+DRAFTER_PRICING = "roofline"
 #: Whether the time per drafter pass is one constant or one per engine.
 DRAFT_PASS_BY_ENGINE = False
-#: Whether the time per extra verified position is one constant or one per chip.
-PER_POSITION_BY_CHIP = False
+#: What the time per extra verified position (e) is fitted per: "vendor" (one
+#: for each chip vendor's software stack, CUDA or ROCm: the held-out choice),
+#: "all" (one constant) or "chip".
+PER_POSITION_BY = "vendor"
+PER_POSITION_GROUPS = ("vendor", "all", "chip")
 #: Acceptance assumed where a source reports none (labelled in each run).
 ASSUMED_ALPHA = 0.7
 #: Engines named in the speculative data, as the calibration names them;
@@ -236,6 +240,11 @@ def _chip(name: str) -> str:
     return hardware_preset(name).name.split("-")[0]
 
 
+def _per_position_key(vendor: str, chip: str):
+    """The fit's name of e for a chip (see :data:`PER_POSITION_BY`)."""
+    return {"vendor": ("per_position", vendor), "chip": ("per_position", chip), "all": "per_position"}[PER_POSITION_BY]
+
+
 class _Steps:
     """Feature vectors of one speculative run's steps."""
 
@@ -249,6 +258,7 @@ class _Steps:
             self.ledger = _eng._ledger(_eng.run(run.id))
             self.seconds = model.n_layers / hw.memory_bandwidth
         self.tp = 1 if run.expert_parallel else run.gpus
+        self.vendor = hw.vendor
 
     def step(self, B, T) -> dict:
         S = np.float64(self.run.context)
@@ -259,7 +269,7 @@ class _Steps:
             roof = self.step_model.time(B, T, S) / self.tp
         return {("factor", self.chip): float(roof), "compute": float(self.step_model.flop_time(B, T, S) / self.tp),
                 ("fixed", self.chip, self.engine): 1.0, "per_sequence": float(B),
-                ("per_position", self.chip) if PER_POSITION_BY_CHIP else "per_position": float(B * (T - 1))}
+                _per_position_key(self.vendor, self.chip): float(B * (T - 1))}
 
     def prefill(self, B) -> float:
         """Seconds of prompt work a plain step of B sequences carries in the
@@ -339,7 +349,7 @@ def _rows(run: SpecRun) -> list:
     """The fit's rows of ``run`` (computed once per run and acceptance):
     (kind, batch, gamma, measured, numerator features, denominator
     features, committed tokens (ratio for a sweep), reference gamma)."""
-    key = (run.id, run.alpha, DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY_CHIP)
+    key = (run.id, run.alpha, DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY)
     if key not in _ROWS:
         steps = _Steps(run)
         rows = []
@@ -470,6 +480,8 @@ class Fit:
         return sum(self.theta.get(k, self._fallback(k)) * v for k, v in feat.items())
 
     def _fallback(self, k):
+        if isinstance(k, tuple) and k[0] == "per_position":  # a calibration with one e for every chip
+            return self.theta.get("per_position", 0.0)
         if isinstance(k, tuple) and k[0] == "fixed":  # an engine not fitted on this chip: the chip's vLLM time
             return self.theta.get(("fixed", k[1], "vLLM"), 0.0)
         if isinstance(k, tuple) and k[0] == "factor":
@@ -487,6 +499,7 @@ class Fit:
         theta.update({"per_sequence": calibration.per_sequence_s, "compute": calibration.compute_factor,
                       "per_position": calibration.per_position_s, "per_draft_pass": calibration.per_draft_pass_s,
                       "prefill": calibration.prefill_factor})
+        theta.update({("per_position", v): e for v, e in calibration.per_position_by_vendor.items()})
         return cls(theta=theta, terms=TERMS, runs=(), workloads=calibration.fitted_on)
 
     def calibration(self) -> _cal.Calibration:
@@ -495,9 +508,14 @@ class Fit:
         for k, v in self.theta.items():
             if _term(k) == "fixed":
                 fixed.setdefault(k[1], {})[k[2]] = v
+        by_vendor = ({k[1]: v for k, v in self.theta.items() if isinstance(k, tuple) and k[0] == "per_position"}
+                     if PER_POSITION_BY == "vendor" else {})
+        # a chip of no fitted vendor takes the larger e: the step that speculates less
+        per_position = self.theta.get("per_position", max(by_vendor.values(), default=0.0))
         return _cal.Calibration(
             roofline_factor=factor, fixed_s=fixed, per_sequence_s=self.theta.get("per_sequence", 0.0),
-            compute_factor=self.theta.get("compute", 0.0), per_position_s=self.theta.get("per_position", 0.0),
+            compute_factor=self.theta.get("compute", 0.0), per_position_s=per_position,
+            per_position_by_vendor=by_vendor,
             per_draft_pass_s=self.theta.get("per_draft_pass", 0.0), prefill_factor=self.theta.get("prefill", 0.0),
             model=_val.MEASURED_MODEL + " decoding, and measured speculative runs", fitted_on=self.workloads,
             batch_range=(1, 128),
@@ -726,19 +744,21 @@ def ablation(terms=DEFAULT_TERMS) -> list:
             out.append((f"without {t}", leave_one_run_out(tuple(x for x in terms if x != t)).summary()))
         else:
             out.append((f"with {t}", leave_one_run_out(tuple(terms) + (t,)).summary()))
-    global DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY_CHIP
+    global DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY
     try:
-        DRAFTER_PRICING = "roofline"
+        DRAFTER_PRICING = "share"
         _problem.cache_clear()
-        out.append(("drafter by its roofline", leave_one_run_out(terms).summary()))
-        DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE = "share", True
+        out.append(("drafter as a share of a step", leave_one_run_out(terms).summary()))
+        DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE = "roofline", True
         _problem.cache_clear()
         out.append(("a_d per engine", leave_one_run_out(tuple(terms) + ("per_draft_pass",)).summary()))
-        DRAFT_PASS_BY_ENGINE, PER_POSITION_BY_CHIP = False, True
-        _problem.cache_clear()
-        out.append(("e per chip", leave_one_run_out(terms).summary()))
+        DRAFT_PASS_BY_ENGINE = False
+        for group, label in (("all", "one e for every chip"), ("chip", "e per chip")):
+            PER_POSITION_BY = group
+            _problem.cache_clear()
+            out.append((label, leave_one_run_out(terms).summary()))
     finally:
-        DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY_CHIP = "share", False, False
+        DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY = "roofline", False, "vendor"
         _problem.cache_clear()
     return out
 
@@ -890,6 +910,12 @@ def read_calibration(path) -> _cal.Calibration:
         for e, v in by.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{p}: fixed_s.{chip}.{e} must be a number >= 0; got {v!r}")
+    by_vendor = data.get("per_position_by_vendor", {})
+    if not isinstance(by_vendor, dict):
+        raise ValueError(f"{p}: per_position_by_vendor must map vendors (NVIDIA, AMD) to seconds")
+    for vendor, v in by_vendor.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+            raise ValueError(f"{p}: per_position_by_vendor.{vendor} must be a number >= 0; got {v!r}")
     return dataclasses.replace(_cal.Calibration.from_json(data), label=data.get("label") or p.name)
 
 
@@ -906,7 +932,9 @@ def constants(terms=DEFAULT_TERMS, *, samples: int = 200) -> list:
     :data:`UNITS`; the chip factors (mu) and fixed times (a) after them."""
     f, ci = fit(terms), bootstrap(terms, samples)
     named = [(k, k, *UNITS[k]) for k in UNITS if k in f.theta]
-    for k in sorted((k for k in f.theta if isinstance(k, tuple)), key=str):
+    named += [(k, f"per_position, {k[1]}", *UNITS["per_position"])
+              for k in sorted((k for k in f.theta if isinstance(k, tuple) and k[0] == "per_position"), key=str)]
+    for k in sorted((k for k in f.theta if isinstance(k, tuple) and k[0] in ("factor", "fixed")), key=str):
         named.append((k, f"\u03bc {k[1]}", 1.0, "\u00d7 the roofline") if k[0] == "factor"
                      else (k, f"a {k[1]}, {k[2]}", 1e3, "ms per step"))
     return [(name, f.theta[k] * scale, f"{ci[k][0] * scale:.3g} \u2013 {ci[k][2] * scale:.3g}", unit)
@@ -962,12 +990,11 @@ def report(terms=DEFAULT_TERMS, *, bootstrap_samples: int = 200) -> str:
     out += [f"  {what}: {value} (target {target}; met: {met})" for what, target, value, met in targets(h)]
     out += ["  decode TPOT median signed error by concurrency: "
             + ", ".join(f"{c}: {100 * m:+.1f} %" for c, _, m in h.decode_by_concurrency()),
-            "", "Each candidate term dropped or added (held-out median |speed-up error|, best-length hits, decode "
-            "median |error|):"]
+            "", "Each variant (held-out speed-up median and max |error|, best-length hits, decode median |error|):"]
     for term, sm in ablation(terms):
-        out.append(f"  {('the fitted terms' if term == 'none' else term):<24} "
-                   f"{100 * sm['median_abs_error']:5.1f} %  {sm['best_gamma_within_1']}/{sm['best_gamma_points']}  "
-                   f"{100 * sm['decode_median_abs_error']:5.1f} %")
+        out.append(f"  {('the fitted terms' if term == 'none' else term):<30} "
+                   f"{100 * sm['median_abs_error']:5.1f} %  {100 * sm['max_abs_error']:4.0f} %  "
+                   f"{sm['best_gamma_within_1']}/{sm['best_gamma_points']}  {100 * sm['decode_median_abs_error']:5.1f} %")
     return "\n".join(out)
 
 

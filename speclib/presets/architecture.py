@@ -43,6 +43,9 @@ class Hardware:
     aliases: tuple = ()
     interconnect: Optional[str] = None
     hbm_capacity: Optional[float] = None  # bytes
+    #: Whose chip and software stack ("NVIDIA", "AMD"): the calibrated step
+    #: prices each verified position past the first by it.
+    vendor: str = ""
 
     def __post_init__(self):
         if self.hbm_capacity is not None:

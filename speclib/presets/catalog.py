@@ -53,6 +53,7 @@ def _drafter(name, aliases, kind, target, acceptance, dense_params, weight_bytes
 _TABLES = {
     "hardware": ("hardware.json", Hardware, {
         "name": ("name", str),
+        "vendor": ("vendor", str),
         "aliases": ("aliases", tuple),
         "memory_bandwidth_TBps": ("memory_bandwidth", _scaled(_TERA)),
         "hbm_capacity_GB": ("hbm_capacity", _scaled(_GIGA)),
