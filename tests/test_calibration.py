@@ -123,7 +123,7 @@ def test_calibrated_tpot_prices_the_deployments_own_calibration():
 def test_calibrated_pricing_prices_verify_and_drafter_with_the_calibrated_step():
     c = cal.shipped_calibration()
     mu, a, d = c.roofline_factor["B200"], c.fixed_s["B200"]["vLLM"], c.per_sequence_s
-    e, a_d = c.per_position_s, c.per_draft_pass_s
+    e, a_d = c.per_position(presets.B200), c.per_draft_pass_s
     priced = spec.Deployment("qwen3.6", "B200", drafter="qwen3.6-mtp", step_time="calibrated", tp=2).pricing()
     roof = _step.step_model("qwen3.6", "B200")
     B, S, g = np.array(32.0), np.array(512.0), np.array(3.0)
@@ -209,7 +209,7 @@ def test_a_calibrated_ledger_is_layers_times_the_layer_in_seconds_plus_overheads
     B, S = np.array(16.0), np.array(8192.0)
     seconds = mu * 61 / presets.H200.memory_bandwidth
     assert priced.cost_model.decode(B, S) == pytest.approx(seconds * cm.decode(B, S) + a + d * 16)
-    e = c.per_position_s
+    e = c.per_position(presets.H200)
     assert priced.cost_model.verify(B, 3.0, S) == pytest.approx(seconds * cm.verify(B, 3.0, S) + a + d * 16
                                                                  + e * 16 * 2)
 

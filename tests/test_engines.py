@@ -102,9 +102,13 @@ def test_bad_input_names_the_parameter():
         engines.speedup(engines.run("lmsys-large"), "measured")
 
 
-def test_v4_pro_on_mi355x_loses_at_32_where_every_pricing_predicts_a_gain():
+def test_v4_pro_on_mi355x_loses_at_32_more_than_any_pricing_predicts():
     r = engines.run("vllm-v4pro-mi355x")
-    assert r.measured["speedup"][2] < 1
-    for how in ("roofline", "calibrated", "per_token"):
-        assert engines.speedup(r, how, 32) > 1
+    measured = r.measured["speedup"][2]
+    assert measured < 1
+    assert engines.speedup(r, "roofline", 32) > 1
+    for how in ("calibrated", "per_token"):  # ROCm's own time per position: a loss, but not that large a one
+        assert measured < engines.speedup(r, how, 32) < 1
     assert engines.speedup(r, "roofline", 8) < 1 < r.measured["speedup"][1]
+
+
