@@ -124,7 +124,7 @@ class Calibration:
 
     def per_position(self, hardware) -> float:
         """e for ``hardware``: its vendor's, else the one for every chip."""
-        return self.per_position_by_vendor.get(getattr(hardware, "vendor", ""), self.per_position_s)
+        return self.per_position_by_vendor.get(hardware.vendor, self.per_position_s)
 
     def to_json(self) -> dict:
         return {"model": self.model, "fitted_on": list(self.fitted_on), "source": self.source,

@@ -34,6 +34,7 @@ import numpy as np
 from .._checks import checked_array, checked_choice, scalar_or_array
 from ..core import calibrated as _cal
 from ..core import cost as _cost
+from ..core.deployment import Deployment
 from ..formulas import numpy_functions as nf
 from ..presets import PRECISIONS, resolve
 from ..presets import hardware as hardware_preset
@@ -505,18 +506,15 @@ def calibrated_tpot(batch, context, deployment=None, *, precision="fp8", kv_prec
 
     A separate prediction, not a bound: the roofline stays the lower bound.
     Calibrated on Llama-3.3-70B on the measured chips; broadcasts."""
-    from ..core.deployment import Deployment
-
     if deployment is None:
         deployment = Deployment()
     if not isinstance(deployment, Deployment) or deployment.cost_model is not None:
         raise ValueError(f"deployment must be a speclib.Deployment of a model and a chip; got {deployment!r}")
     cal = _cal.calibration_of(deployment.step_time) or _cal.shipped_calibration()
-    model, hw, tp, engine = deployment.model, deployment.hardware, deployment.tp, deployment.engine
-    hardware = hw
-    mu, a, d = cal.constants(hw, engine)
+    model, hw, tp = deployment.model, deployment.hardware, deployment.tp
+    mu, a, d = cal.constants(hw, deployment.engine)
     B = checked_array("batch", batch, lo=0, lo_open=True)
-    roof = predicted_tpot(model, hardware, B, context, tp, precision, kv_precision=kv_precision)
+    roof = predicted_tpot(model, hw, B, context, tp, precision, kv_precision=kv_precision)
     out = mu * roof + a + d * B
     if workload is not None:
         if isinstance(workload, str):
