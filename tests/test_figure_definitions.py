@@ -16,9 +16,8 @@ from speclib.presentation.static import HtmlTable
 
 matplotlib.use("Agg")
 
+#: The live figures: the widgets, and the HTML page computing from their recorded graphs.
 LIVE = sorted(name for name, f in REGISTRY.items() if f.controls)
-#: The live figures the HTML page computes from their recorded graphs.
-IN_BROWSER = sorted(name for name in LIVE if REGISTRY[name].browser)
 
 
 def _same(a, b):
@@ -57,7 +56,7 @@ def test_every_figure_draws_with_its_defaults(name):
         assert fig.axes, f"{name} drew no axes"
 
 
-@pytest.mark.parametrize("name", IN_BROWSER)
+@pytest.mark.parametrize("name", LIVE)
 def test_the_recorded_graph_computes_what_numpy_computes(name):
     f = REGISTRY[name]
     live = f.live()

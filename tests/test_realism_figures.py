@@ -82,12 +82,30 @@ def test_step_time_gamma_figure_and_widget():
     np.testing.assert_array_equal(d["gamma_calibrated"], g)
     assert d["max_batch"] == capacity.max_batch(None, None, 4096)
     w = calibrated_step_time.step_time_gamma.widget(points=60)
-    w.update(tp=8)
+    w.update(tp=8, c_draft=0.3)
     assert w.data["max_batch"] == capacity.max_batch(None, None, 4096, 8)
+    g, _ = speclib.optimal_gamma(0.75, d["B"], 4096, 0.3, gamma_max=16,
+                                 deployment=speclib.Deployment(step_time="calibrated", tp=8))
+    np.testing.assert_array_equal(w.data["gamma_calibrated"], g)
     v3 = engines_vs_model.step_time_gamma_v3.data(points=40)
     g, _ = speclib.optimal_gamma(0.68, v3["B"], 2048, 0.05, gamma_max=8, deployment=speclib.Deployment(
         "DeepSeek-V3", "H200", step_time="calibrated", tp=8))
     np.testing.assert_array_equal(v3["gamma_calibrated"], g)
+
+
+def test_paper_vs_calibrated_draws_what_optimal_gamma_finds_under_either_step():
+    # the figure prices through the array language (so the page can compute it); speclib prices through its
+    # Deployment's pricing object: both must give the same gamma*, at tp 1 and 8 and at a slider's end
+    for values in ({}, {"tp": 8, "S": 131072, "c_draft": 0.3}):
+        d = engines_vs_model.paper_vs_calibrated.data(points=50, **values)
+        S, c, tp = d["params"]["S"], d["params"]["c_draft"], d["params"]["tp"]
+        for i, alpha in enumerate(engines_vs_model.PAPER_ALPHAS):
+            paper, _ = speclib.optimal_gamma(alpha, d["B"], S, c, gamma_max=16)
+            calibrated, _ = speclib.optimal_gamma(alpha, d["B"], S, c, gamma_max=16,
+                                                  deployment=speclib.Deployment(step_time="calibrated", tp=tp))
+            np.testing.assert_array_equal(d[f"paper{i}"], paper)
+            np.testing.assert_array_equal(d[f"calibrated{i}"], calibrated)
+        assert (d["calibrated0"] != d["paper0"]).any()
 
 
 def test_paper_figures_hatch_what_cannot_fit():

@@ -52,6 +52,9 @@ RANGES = {
     "n": (1, 64), "m": (1e5, 1e9),
     # DeepSeek-V4's compressed attention
     "c_HCA": (8, 512), "c_CSA": (1, 16), "K_CSA": (128, 4096),
+    # the calibrated engine step: kernel and unhidden-FLOP seconds, fixed and per-position seconds
+    "t_k": (1e-4, 1e-1), "t_c": (1e-6, 1e-2), "a": (1e-5, 1e-2), "e": (1e-6, 1e-3),
+    "t_0": (1e-4, 1e-1),
 }
 INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d", "L_f", "L_csa", "L_hca", "L_w", "n"}
 

@@ -60,12 +60,9 @@ class Figure:
     #: Parameters the live versions (widget and page) use instead, such as a
     #: coarser grid where a redraw would otherwise take too long.
     live_params: dict = dataclasses.field(default_factory=dict)
-    #: False for a live figure whose compute is not (yet) in the array
-    #: language: it is live in a kernel, and the HTML page shows its image.
-    browser: bool = True
 
     def __post_init__(self):
-        if callable(self.panels) and self.controls and self.browser:
+        if callable(self.panels) and self.controls:
             raise ValueError(f"figure {self.name}: a live figure's panels must be fixed, not made from its data")
         names = [c.name for c in self.controls]
         if len(set(names)) != len(names) or set(names) & set(self.params):

@@ -7,7 +7,6 @@ import numpy as np
 
 from ..._checks import checked_int
 from ...core import capacity as _capacity
-from ...core import speculation as _spec
 from ...core.deployment import Deployment
 from ...evidence import validation as _val
 from ...presets import resolve
@@ -81,14 +80,16 @@ def ablation_rows(variants=None):
 def _step_time_gamma(p, xp):
     model, hw = resolve(p.model, p.hardware)
     tp = checked_int("tp", p.tp, lo=1, hi=_capacity.MAX_TP)
-    B = integer_batches(n=p.points)
+    B = xp.asarray(integer_batches(n=p.points))
+    gammas = xp.arange(0, p.gamma_max + 1)[:, None]
     out = {"B": B, "model": model.name, "where": hw.name if tp == 1 else f"{tp} x {hw.name}"}
     for how in ("roofline", "calibrated"):
-        out[f"gamma_{how}"], out[f"speedup_{how}"] = _spec.optimal_gamma(
-            p.alpha, B, p.S, p.c_draft, gamma_max=p.gamma_max, deployment=Deployment(model, hw, step_time=how, tp=tp))
-    out["y_top"] = max(6, *(int(out[f"gamma_{how}"].max()) + 1 for how in ("roofline", "calibrated"))) + 1
-    out["max_batch"] = limit = common.max_batch(model, hw, p.S, tp)
-    out["no_fit"] = B > limit if limit is not None else np.zeros(B.shape, bool)
+        out[f"gamma_{how}"], out[f"speedup_{how}"] = common.best(xp, common.deployed_speedups(
+            Deployment(model, hw, step_time=how, tp=tp), xp, p.alpha, gammas, B, p.S, p.c_draft))
+    out["y_top"] = xp.maximum(6, xp.maximum(xp.max(out["gamma_roofline"]), xp.max(out["gamma_calibrated"])) + 1) + 1
+    limit = common.fits(model, hw, xp, p.S, tp)
+    out["max_batch"] = np.inf if limit is None else limit
+    out["no_fit"] = 0 * B > 1 if limit is None else B > limit
     return out
 
 
@@ -108,7 +109,6 @@ step_time_gamma = Figure(
                           dash="dashed" if how == "roofline" else "solid", step=True, gid=f"gamma_{how}")
                      for how in ("roofline", "calibrated"))),
                   legend="upper right"),),
-    browser=False,
     doc="gamma* against batch with the roofline and the calibrated step time, on tp GPUs, with the batches that "
         "cannot fit hatched.",
 )

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...core import capacity as _capacity
 from ...core import cost as _cost
+from ...core import pricing as _pricing
 from ...presets import hardware_names, model_names, resolve
 from ..definition import Axis, Bands, Choice, Slider
 from ..style import CYCLE
@@ -100,6 +101,25 @@ def speedups(cm, xp, alpha, gammas, B, S, c_draft):
     """The speedup of every draft length in ``gammas`` (a leading axis) at B, S."""
     n = xp.F.committed(alpha, gammas)
     return xp.F.speedup(n, verify_cost(cm, xp, B, 1.0, S), verify_cost(cm, xp, B, gammas + 1.0, S), c_draft, gammas)
+
+
+def deployed_speedups(deployment, xp, alpha, gammas, B, S, c_draft):
+    """The speedup of every draft length in ``gammas`` (a leading axis) at B, S
+    as ``deployment`` prices a step (:meth:`speclib.Deployment.pricing`), with
+    the paper's drafter at ``c_draft`` plain steps per drafted token: the
+    paper's ledger (:func:`speedups`), or the whole step in seconds (the
+    roofline over ``tp`` GPUs, or calibrated), its time from the core's own
+    step model evaluated through ``xp.F`` (:class:`speclib.core.pricing.StepPricing`)."""
+    priced = deployment.pricing(c_draft=0.0)
+    if isinstance(priced, _pricing.LedgerPricing):
+        return speedups(priced.cost_model, xp, alpha, gammas, B, S, c_draft)
+    if priced.drafter.kind != "constant":
+        raise ValueError(f"a figure prices the paper's drafter only; the deployment has {priced.drafter.name}")
+    target = priced.step_model
+    plain = target.time(B, 1.0, S, xp.F)
+    step = (target.time(B, gammas + 1.0, S, xp.F) + xp.F.constant_draft_time(c_draft, gammas, plain)
+            + getattr(target, "per_draft_pass", 0.0) * gammas)
+    return xp.F.priced_speedup(xp.F.committed(alpha, gammas), plain, step)
 
 
 def best(xp, table):

@@ -28,9 +28,8 @@ _JS_FUNCTIONS = {"expm1": "Math.expm1", "log1p": "Math.log1p"}
 
 
 def live_names() -> tuple:
-    """Every figure the HTML page draws live: a definition with controls whose
-    compute is in the array language (``browser``)."""
-    return tuple(sorted(name for name, f in REGISTRY.items() if f.controls and f.browser))
+    """Every figure the HTML page draws live: every definition with controls."""
+    return tuple(sorted(name for name, f in REGISTRY.items() if f.controls))
 
 
 @functools.lru_cache(maxsize=None)
