@@ -108,6 +108,16 @@ def test_paper_vs_calibrated_draws_what_optimal_gamma_finds_under_either_step():
         assert (d["calibrated0"] != d["paper0"]).any()
 
 
+def test_a_figure_prices_the_papers_drafter_and_refuses_a_deployment_with_its_own():
+    from speclib.presentation.arrays import numpy_ops
+    from speclib.presentation.figures import common
+
+    deployment = speclib.Deployment("Qwen3.6-35B-A3B", "B200", drafter="Qwen3.6-MTP")
+    with pytest.raises(ValueError, match="c_draft .* or drafter .* not both"):
+        common.deployed_speedups(deployment, numpy_ops, 0.7, np.arange(4.0)[:, None], np.array([1.0, 8.0]), 4096,
+                                 0.1)
+
+
 def test_paper_figures_hatch_what_cannot_fit():
     d = draft_length.optimal_gamma.data()
     assert d["max_batch"] == capacity.max_batch(None, None, 4096)

@@ -109,12 +109,12 @@ def deployed_speedups(deployment, xp, alpha, gammas, B, S, c_draft):
     the paper's drafter at ``c_draft`` plain steps per drafted token: the
     paper's ledger (:func:`speedups`), or the whole step in seconds (the
     roofline over ``tp`` GPUs, or calibrated), its time from the core's own
-    step model evaluated through ``xp.F`` (:class:`speclib.core.pricing.StepPricing`)."""
+    step model evaluated through ``xp.F`` (:class:`speclib.core.pricing.StepPricing`).
+    A deployment with a drafter preset of its own is refused (:meth:`~speclib.Deployment.pricing`:
+    a drafter cost given twice)."""
     priced = deployment.pricing(c_draft=0.0)
     if isinstance(priced, _pricing.LedgerPricing):
         return speedups(priced.cost_model, xp, alpha, gammas, B, S, c_draft)
-    if priced.drafter.kind != "constant":
-        raise ValueError(f"a figure prices the paper's drafter only; the deployment has {priced.drafter.name}")
     target = priced.step_model
     plain = target.time(B, 1.0, S, xp.F)
     step = (target.time(B, gammas + 1.0, S, xp.F) + xp.F.constant_draft_time(c_draft, gammas, plain)
