@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from speclib.presentation import tables
-from speclib.presentation.tables import NumberTable, RendersAsTable, number
+from speclib.presentation.tables import NumberTable, number
 
 
 def test_number_formats_whole_and_fractional_values():
@@ -69,15 +69,6 @@ def test_output_is_deterministic():
 def test_bad_alignment_is_refused_by_name(align):
     with pytest.raises(ValueError, match="align"):
         NumberTable(("a", "b"), (), align=align)
-
-
-def test_mixin_shows_the_table_it_builds():
-    class Pair(RendersAsTable):
-        def as_table(self):
-            return NumberTable(("k",), ((1,),))
-
-    assert repr(Pair()) == "k\n1"
-    assert Pair()._repr_html_() == NumberTable(("k",), ((1,),))._repr_html_()
 
 
 def test_tables_module_does_not_import_matplotlib():

@@ -4,9 +4,7 @@ plain text for a terminal and for a notebook's stored ``text/plain`` output.
 Both forms are deterministic (``pytest --nbval`` compares them between runs),
 and this module imports neither matplotlib nor IPython, so the maths modules
 can render their tables without pulling in the plotting stack. Every table of
-the library goes through :class:`NumberTable`; a class with richer data
-(named rows, a comparison) mixes in :class:`RendersAsTable` and says how it
-turns into one.
+the library goes through :class:`NumberTable`.
 """
 from __future__ import annotations
 
@@ -89,18 +87,4 @@ class NumberTable:
         return "\n".join(line.rstrip() for line in lines)
 
 
-class RendersAsTable:
-    """Mixin: a class that defines ``as_table()`` (returning a
-    :class:`NumberTable`) is shown as that table, in HTML and in text."""
-
-    def as_table(self) -> NumberTable:  # pragma: no cover - each user defines it
-        raise NotImplementedError
-
-    def _repr_html_(self) -> str:
-        return self.as_table()._repr_html_()
-
-    def __repr__(self) -> str:
-        return repr(self.as_table())
-
-
-__all__ = ["NumberTable", "RendersAsTable", "number"]
+__all__ = ["NumberTable", "number"]
