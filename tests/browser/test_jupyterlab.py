@@ -138,7 +138,8 @@ def move_one_control(root) -> str:
     menu.scroll_into_view_if_needed()
     options = menu.evaluate("s => Array.from(s.options).map(o => o.value)")
     current = menu.input_value()
-    menu.select_option(next(o for o in options if o != current))
+    # by index: a menu of numbers has labels that may be other options' values
+    menu.select_option(index=next(i for i, o in enumerate(options) if o != current))
     return menu.evaluate("s => s.closest('.widget-dropdown').querySelector('.widget-label').textContent").strip()
 
 
