@@ -127,15 +127,6 @@ def best(xp, table):
     return xp.argmax(table, axis=0), xp.max(table, axis=0)
 
 
-def max_batch(model, hardware, S, tp=1):
-    """The largest batch that fits at context ``S`` (numbers, not traced: S is a grid
-    or a choice here), or None when the model or chip lacks what the check needs."""
-    try:
-        return _capacity.max_batch(model, hardware, S, tp)
-    except ValueError:
-        return None
-
-
 _NICE = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)
 
 
