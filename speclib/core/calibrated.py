@@ -231,8 +231,8 @@ class ScaledDrafter:
     def time(self, gamma, B, S=0.0, target=None, F=nf):
         return self.target.scaled(self.inner.time(gamma, B, S, None, F))
 
-    def passes(self, gamma):
-        return self.inner.passes(gamma)
+    def passes(self, gamma, F=nf):
+        return self.inner.passes(gamma, F)
 
 
 class TensorParallelStep:

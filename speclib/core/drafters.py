@@ -35,6 +35,15 @@ class ConstantDrafter:
         self.c = check_draft_cost(c)
         self.name = f"constant ({np.ravel(self.c)[0]:g} x a step)" if self.c.size == 1 else "constant"
 
+    @classmethod
+    def unchecked(cls, c):
+        """A drafter at cost ``c`` taken as it is, for a value checked where it
+        came from: a figure's slider, which while the figure is recorded for
+        the browser is a graph node rather than a number."""
+        drafter = cls.__new__(cls)
+        drafter.c, drafter.name = c, "constant"
+        return drafter
+
     def time(self, gamma, B, S, target: StepModel, F=nf):
         """Seconds of drafting ``gamma`` tokens for ``B`` sequences at context ``S``."""
         return F.constant_draft_time(self.c, gamma, target.time(B, 1.0, S, F))

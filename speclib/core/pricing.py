@@ -49,17 +49,18 @@ class StepPricing:
         self.max_gamma = drafter.max_gamma
         self.acceptance = drafter.acceptance
 
-    def plain(self, B, S):
-        """Seconds of a plain decode step."""
-        return self.step_model.time(B, 1.0, S)
+    def plain(self, B, S, F=nf):
+        """Seconds of a plain decode step (``F``: the closed forms, as in
+        :meth:`speclib.core.step.StepModel.experts_touched`)."""
+        return self.step_model.time(B, 1.0, S, F)
 
-    def step(self, gamma, B, S):
+    def step(self, gamma, B, S, F=nf):
         """Seconds of one speculative step: verify gamma + 1 positions, draft gamma."""
-        return (self.step_model.time(B, gamma + 1.0, S) + self.drafter.time(gamma, B, S, self.step_model)
-                + getattr(self.step_model, "per_draft_pass", 0.0) * self.drafter.passes(gamma))
+        return (self.step_model.time(B, gamma + 1.0, S, F) + self.drafter.time(gamma, B, S, self.step_model, F)
+                + getattr(self.step_model, "per_draft_pass", 0.0) * self.drafter.passes(gamma, F))
 
-    def speedup(self, n, gamma, B, S):
-        return nf.priced_speedup(n, self.plain(B, S), self.step(gamma, B, S))
+    def speedup(self, n, gamma, B, S, F=nf):
+        return F.priced_speedup(n, self.plain(B, S, F), self.step(gamma, B, S, F))
 
     def throughput(self, B, gamma, S, acceptance):
         """Committed tokens per second (arguments checked by the caller)."""

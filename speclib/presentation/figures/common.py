@@ -13,6 +13,7 @@ import numpy as np
 
 from ...core import capacity as _capacity
 from ...core import cost as _cost
+from ...core import drafters as _drafters
 from ...core import pricing as _pricing
 from ...presets import hardware_names, model_names, resolve
 from ..definition import Axis, Bands, Choice, Slider
@@ -108,18 +109,15 @@ def deployed_speedups(deployment, xp, alpha, gammas, B, S, c_draft):
     as ``deployment`` prices a step (:meth:`speclib.Deployment.pricing`), with
     the paper's drafter at ``c_draft`` plain steps per drafted token: the
     paper's ledger (:func:`speedups`), or the whole step in seconds (the
-    roofline over ``tp`` GPUs, or calibrated), its time from the core's own
-    step model evaluated through ``xp.F`` (:class:`speclib.core.pricing.StepPricing`).
+    roofline over ``tp`` GPUs, or calibrated), priced by the core's own
+    :class:`speclib.core.pricing.StepPricing` evaluated through ``xp.F``.
     A deployment with a drafter preset of its own is refused (:meth:`~speclib.Deployment.pricing`:
     a drafter cost given twice)."""
     priced = deployment.pricing(c_draft=0.0)
     if isinstance(priced, _pricing.LedgerPricing):
         return speedups(priced.cost_model, xp, alpha, gammas, B, S, c_draft)
-    target = priced.step_model
-    plain = target.time(B, 1.0, S, xp.F)
-    step = (target.time(B, gammas + 1.0, S, xp.F) + xp.F.constant_draft_time(c_draft, gammas, plain)
-            + getattr(target, "per_draft_pass", 0.0) * gammas)
-    return xp.F.priced_speedup(xp.F.committed(alpha, gammas), plain, step)
+    slider_priced = _pricing.StepPricing(priced.step_model, _drafters.ConstantDrafter.unchecked(c_draft))
+    return slider_priced.speedup(xp.F.committed(alpha, gammas), gammas, B, S, xp.F)
 
 
 def best(xp, table):
