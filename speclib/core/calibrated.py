@@ -35,10 +35,13 @@ errors and what it still misses are in the engines chapter.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+
+import numpy as np
 
 from .._checks import checked_choice
 from ..formulas import numpy_functions as nf
@@ -47,8 +50,10 @@ from .step import StepModel
 #: How a step's time is priced: the roofline (a lower bound) or the
 #: roofline calibrated on measured decoding.
 STEP_TIMES = ("roofline", "calibrated")
-#: The engines in the measured data.
-ENGINES = ("vLLM", "TRT")
+#: The serving engines a calibrated step prices: the ones in the measured
+#: data. An engine without constants of its own on a chip shares another's
+#: (:attr:`Calibration.shared_engines`), and says so (:meth:`Calibration.notes`).
+ENGINES = ("vLLM", "TRT", "SGLang")
 #: The engine assumed unless one is named: the only one measured on every chip.
 DEFAULT_ENGINE = "vLLM"
 
@@ -68,10 +73,17 @@ def calibration_of(step_time):
     return shipped_calibration() if step_time == "calibrated" else None
 
 
+#: The constants one bootstrap draw holds (the rest are the calibration's own).
+DRAW_FIELDS = ("roofline_factor", "fixed_s", "per_sequence_s", "compute_factor", "per_position_s",
+               "per_position_by_vendor", "extra_flops_by_vendor", "per_draft_pass_s", "prefill_factor",
+               "vendor_factor", "vendor_fixed_s")
+
+
 @dataclass(frozen=True)
 class Calibration:
     """The fitted constants: ``roofline_factor`` (mu) per chip, ``fixed_s``
-    (a, seconds) per chip and engine, ``per_sequence_s`` (d, seconds)."""
+    (a, seconds) per chip and engine, ``per_sequence_s`` (d, seconds), and
+    the rest below (see the module notes)."""
 
     roofline_factor: dict
     fixed_s: dict
@@ -93,6 +105,26 @@ class Calibration:
     label: str = ""
     #: e by the chip's vendor ("NVIDIA", "AMD"), where it was fitted per vendor
     per_position_by_vendor: dict = field(default_factory=dict)
+    #: chi = 1/eta by vendor: seconds per second of the extra verified
+    #: positions' FLOPs at peak (eta: the fraction of peak they run at)
+    extra_flops_by_vendor: dict = field(default_factory=dict)
+    #: L_ref: the layers of the model ``fixed_s`` was measured on; a model of
+    #: L layers takes a x L / L_ref (0: the fixed time is the same for every model)
+    fixed_layers_ref: float = 0.0
+    #: engines without fixed times of their own, and the engine whose they take
+    shared_engines: dict = field(default_factory=dict)
+    #: mu and a for a chip of a known vendor that is not in ``roofline_factor``
+    #: (the medians over that vendor's fitted chips)
+    vendor_factor: dict = field(default_factory=dict)
+    vendor_fixed_s: dict = field(default_factory=dict)
+    #: what the fit has seen: {"active_params": [lo, hi], "vendors": [...],
+    #: "engines": [...], "batch": [lo, hi]}; beyond it a prediction extrapolates
+    seen: dict = field(default_factory=dict)
+    #: bootstrap draws of the constants (dicts of :data:`DRAW_FIELDS`), for intervals
+    draws: tuple = ()
+    #: the spread, in log speed-up, of a held-out run's error that the draws
+    #: do not carry; added to the draws' spread in an interval
+    residual_sd: float = 0.0
 
     def __str__(self) -> str:
         return f"calibrated ({self.label})" if self.label else "calibrated"
@@ -105,40 +137,120 @@ class Calibration:
     def chips(self) -> tuple:
         return tuple(self.roofline_factor)
 
-    def _chip(self, hardware) -> str:
-        names = (hardware.name, *hardware.aliases)
+    def _chip(self, hardware):
+        """The fitted chip name of ``hardware``, or None (a chip the fit did not see)."""
+        names = {n.lower() for n in (hardware.name, *hardware.aliases)}
         for chip in self.roofline_factor:
-            if chip.lower() in (n.lower() for n in names):
+            if chip.lower() in names:
                 return chip
-        raise ValueError(f"hardware {hardware.name!r} has no calibrated step time (calibrated on measured decoding "
-                         f"of {', '.join(self.roofline_factor)}); use step_time='roofline'")
+        return None
+
+    def engine_for(self, engine: str) -> str:
+        """The engine whose fixed time ``engine`` takes."""
+        engine = checked_choice("engine", engine, ENGINES)
+        return self.shared_engines.get(engine, engine)
 
     def constants(self, hardware, engine: str = DEFAULT_ENGINE) -> tuple:
-        """(mu, a, d) for ``hardware`` served by ``engine``."""
+        """(mu, a, d) for ``hardware`` served by ``engine``: the chip's own,
+        or, for a chip the fit did not see, its vendor's (refused for a
+        vendor with none, and for an engine with no fixed time on it)."""
+        used = self.engine_for(engine)
         chip = self._chip(hardware)
-        engine = checked_choice("engine", engine, ENGINES)
-        fixed = self.fixed_s[chip]
-        if engine not in fixed:
-            raise ValueError(f"engine {engine!r} was not measured on {chip} (measured: {', '.join(fixed)})")
-        return self.roofline_factor[chip], fixed[engine], self.per_sequence_s
+        if chip is not None:
+            fixed = self.fixed_s[chip]
+            if used not in fixed:
+                vendor = self.vendor_fixed_s.get(getattr(hardware, "vendor", ""), {})
+                if used not in vendor:
+                    raise ValueError(f"engine {engine!r} was not measured on {chip} (measured: {', '.join(fixed)})")
+                return self.roofline_factor[chip], vendor[used], self.per_sequence_s
+            return self.roofline_factor[chip], fixed[used], self.per_sequence_s
+        vendor = getattr(hardware, "vendor", "")
+        if vendor not in self.vendor_factor:
+            raise ValueError(f"hardware {hardware.name!r} has no calibrated step time: its vendor {vendor!r} has no "
+                             f"fitted constants (calibrated on {', '.join(self.roofline_factor)}"
+                             + (f"; vendors {', '.join(self.vendor_factor)}" if self.vendor_factor else "")
+                             + "); use step_time='roofline'")
+        fixed = self.vendor_fixed_s.get(vendor, {})
+        if used not in fixed:
+            raise ValueError(f"engine {engine!r} was not measured on {vendor} chips (measured: {', '.join(fixed)})")
+        return self.vendor_factor[vendor], fixed[used], self.per_sequence_s
+
+    def fixed(self, hardware, engine: str, layers) -> float:
+        """a for ``hardware``, ``engine`` and a model of ``layers`` layers
+        (:data:`speclib.formulas.step.fixed_by_layers_expr` where the fit scales it)."""
+        a = self.constants(hardware, engine)[1]
+        if not self.fixed_layers_ref or layers is None:
+            return a
+        return float(nf.fixed_by_layers(a, float(layers), self.fixed_layers_ref))
 
     def per_position(self, hardware) -> float:
         """e for ``hardware``: its vendor's, else the one for every chip."""
         return self.per_position_by_vendor.get(hardware.vendor, self.per_position_s)
 
+    def extra_flops(self, hardware) -> float:
+        """chi = 1/eta for ``hardware``'s vendor (0: not a term of this fit)."""
+        if not self.extra_flops_by_vendor:
+            return 0.0
+        return self.extra_flops_by_vendor.get(hardware.vendor, max(self.extra_flops_by_vendor.values()))
+
+    def notes(self, model=None, hardware=None, engine: str = DEFAULT_ENGINE, batch=None) -> tuple:
+        """One line for each thing a prediction for this deployment
+        extrapolates beyond what the fit has seen (empty: nothing)."""
+        out = []
+        if hardware is not None and self._chip(hardware) is None:
+            out.append(f"chip {hardware.name} is not in the fit: it takes the {hardware.vendor} chips' median "
+                       "roofline factor and fixed time")
+        if self.shared_engines.get(engine):
+            out.append(f"engine {engine} has no fixed time of its own: it shares {self.shared_engines[engine]}'s")
+        seen = self.seen
+        if hardware is not None and seen.get("vendors") and hardware.vendor not in seen["vendors"]:
+            out.append(f"vendor {hardware.vendor} has no speculative run in the fit")
+        if engine and seen.get("engines") and engine not in seen["engines"]:
+            out.append(f"engine {engine} has no speculative run in the fit")
+        lo_hi = seen.get("active_params")
+        if model is not None and lo_hi:
+            active = model.active_params()
+            if not lo_hi[0] <= active <= lo_hi[1]:
+                out.append(f"model size {active / 1e9:.3g}B active parameters is outside the fitted "
+                           f"{lo_hi[0] / 1e9:.3g}-{lo_hi[1] / 1e9:.3g}B")
+        b = seen.get("batch") or self.batch_range
+        if batch is not None and b:
+            top = float(np.max(batch))
+            if not b[0] <= top <= b[1]:
+                out.append(f"batch {top:g} is outside the fitted {b[0]:g}-{b[1]:g}")
+        return tuple(out)
+
+    def draw_calibrations(self) -> tuple:
+        """Each bootstrap draw as a :class:`Calibration` (empty without draws)."""
+        cached = self.__dict__.get("_draw_cals")
+        if cached is None:
+            cached = tuple(dataclasses.replace(self, draws=(), **_draw_fields(d)) for d in self.draws)
+            object.__setattr__(self, "_draw_cals", cached)
+        return cached
+
     def to_json(self) -> dict:
-        return {"model": self.model, "fitted_on": list(self.fitted_on), "source": self.source,
-                "batch_range": list(self.batch_range), "roofline_factor": self.roofline_factor,
-                "fixed_s": self.fixed_s, "per_sequence_s": self.per_sequence_s,
-                "compute_factor": self.compute_factor, "per_position_s": self.per_position_s,
-                "per_draft_pass_s": self.per_draft_pass_s, "prefill_factor": self.prefill_factor,
-                "label": self.label, **({"per_position_by_vendor": self.per_position_by_vendor}
-                                        if self.per_position_by_vendor else {})}
+        out = {"model": self.model, "fitted_on": list(self.fitted_on), "source": self.source,
+               "batch_range": list(self.batch_range), "roofline_factor": self.roofline_factor,
+               "fixed_s": self.fixed_s, "per_sequence_s": self.per_sequence_s,
+               "compute_factor": self.compute_factor, "per_position_s": self.per_position_s,
+               "per_draft_pass_s": self.per_draft_pass_s, "prefill_factor": self.prefill_factor,
+               "label": self.label}
+        for name in ("per_position_by_vendor", "extra_flops_by_vendor", "shared_engines", "vendor_factor",
+                     "vendor_fixed_s", "seen"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
+        if self.fixed_layers_ref:
+            out["fixed_layers_ref"] = self.fixed_layers_ref
+        if self.draws:
+            out["residual_sd"] = self.residual_sd
+            out["draws"] = list(self.draws)
+        return out
 
     @classmethod
     def from_json(cls, data: dict) -> "Calibration":
-        return cls(roofline_factor={k: float(v) for k, v in data["roofline_factor"].items()},
-                   fixed_s={chip: {e: float(v) for e, v in by.items()} for chip, by in data["fixed_s"].items()},
+        floats = lambda d: {k: float(v) for k, v in d.items()}  # noqa: E731
+        return cls(roofline_factor=floats(data["roofline_factor"]),
+                   fixed_s={chip: floats(by) for chip, by in data["fixed_s"].items()},
                    per_sequence_s=float(data["per_sequence_s"]), model=data.get("model", ""),
                    fitted_on=tuple(data.get("fitted_on", ())), source=data.get("source", ""),
                    batch_range=tuple(int(b) for b in data.get("batch_range", ())),
@@ -146,7 +258,87 @@ class Calibration:
                    per_position_s=float(data.get("per_position_s", 0.0)),
                    per_draft_pass_s=float(data.get("per_draft_pass_s", 0.0)),
                    prefill_factor=float(data.get("prefill_factor", 1.0)), label=str(data.get("label", "")),
-                   per_position_by_vendor={k: float(v) for k, v in data.get("per_position_by_vendor", {}).items()})
+                   per_position_by_vendor=floats(data.get("per_position_by_vendor", {})),
+                   extra_flops_by_vendor=floats(data.get("extra_flops_by_vendor", {})),
+                   fixed_layers_ref=float(data.get("fixed_layers_ref", 0.0)),
+                   shared_engines=dict(data.get("shared_engines", {})),
+                   vendor_factor=floats(data.get("vendor_factor", {})),
+                   vendor_fixed_s={v: floats(by) for v, by in data.get("vendor_fixed_s", {}).items()},
+                   seen=dict(data.get("seen", {})), draws=tuple(data.get("draws", ())),
+                   residual_sd=float(data.get("residual_sd", 0.0)))
+
+
+def _draw_fields(draw: dict) -> dict:
+    """A draw's constants as :class:`Calibration` fields."""
+    out = {}
+    for name in DRAW_FIELDS:
+        if name not in draw:
+            continue
+        v = draw[name]
+        if name == "fixed_s":
+            out[name] = {chip: {e: float(x) for e, x in by.items()} for chip, by in v.items()}
+        elif name == "vendor_fixed_s":
+            out[name] = {vendor: {e: float(x) for e, x in by.items()} for vendor, by in v.items()}
+        elif isinstance(v, dict):
+            out[name] = {k: float(x) for k, x in v.items()}
+        else:
+            out[name] = float(v)
+    return out
+
+
+#: The level of a calibrated prediction's interval.
+INTERVAL_LEVEL = 0.8
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A calibrated prediction and its interval: ``value`` (the fit on every
+    run), ``lo`` and ``hi`` (the central :data:`INTERVAL_LEVEL` of the
+    bootstrap draws, each spread by the held-out residual); numbers or arrays."""
+
+    value: object
+    lo: object
+    hi: object
+
+    def straddles(self, x: float = 1.0):
+        """Where the interval holds ``x`` (for a speed-up, 1x: where speculating
+        is as likely to lose as to gain)."""
+        return (np.asarray(self.lo) < x) & (np.asarray(self.hi) > x)
+
+    def __str__(self) -> str:
+        if np.ndim(self.value):
+            return repr(self)
+        return f"{float(self.value):.2f}\u00d7 [{float(self.lo):.2f}\u2013{float(self.hi):.2f}]"
+
+
+_NORMAL = {}
+
+
+def interval_of(values, residual_sd: float, level: float = INTERVAL_LEVEL) -> tuple:
+    """The central ``level`` interval of a prediction whose bootstrap draws
+    are ``values`` (along axis 0), each draw spread by a log-normal of
+    ``residual_sd``, at 41 fixed normal quantiles (deterministic): (lo, hi),
+    each shaped like one draw."""
+    if "z" not in _NORMAL:
+        from statistics import NormalDist
+
+        _NORMAL["z"] = np.array([NormalDist().inv_cdf((j + 0.5) / 41) for j in range(41)])
+    z = _NORMAL["z"]
+    logs = np.log(np.asarray(values, dtype=float))
+    samples = (logs[:, None] + residual_sd * z.reshape((1, -1) + (1,) * (logs.ndim - 1))).reshape(
+        (-1,) + logs.shape[1:])
+    q = (1.0 - level) / 2.0
+    return np.exp(np.quantile(samples, q, axis=0)), np.exp(np.quantile(samples, 1.0 - q, axis=0))
+
+
+def draws_of(step_time) -> tuple:
+    """The bootstrap draws (as calibrations) of a checked ``step_time``: a
+    ValueError where it has none (the roofline, a fit without draws)."""
+    calibration = calibration_of(step_time)
+    if calibration is None or not calibration.draws:
+        raise ValueError("interval=True needs a calibrated step with bootstrap draws (step_time='calibrated'); "
+                         f"got step_time={step_time if isinstance(step_time, str) else str(step_time)!r}")
+    return calibration.draw_calibrations()
 
 
 #: Where the shipped calibration lives, inside the package.
@@ -162,7 +354,7 @@ def shipped_calibration() -> Calibration:
 
 class CalibratedStepModel:
     """A :class:`StepModel` of one GPU's share of a step over ``tp`` GPUs,
-    calibrated: ``mu * roofline / tp + a + d * B`` (see the module notes)."""
+    calibrated: ``mu * roofline / tp + a + d * B + ...`` (see the module notes)."""
 
     roofline = "calibrated"
 
@@ -175,9 +367,12 @@ class CalibratedStepModel:
         self.tp = int(tp)
         self.engine = checked_choice("engine", engine, ENGINES)
         self.calibration = calibration or shipped_calibration()
-        self.factor, self.fixed, self.per_sequence = self.calibration.constants(hardware, self.engine)
+        self.factor, _, self.per_sequence = self.calibration.constants(hardware, self.engine)
+        a = self.architecture
+        self.fixed = self.calibration.fixed(hardware, self.engine, a.attention_layers + a.linear_layers)
         self.compute_factor = self.calibration.compute_factor
         self.per_position = self.calibration.per_position(hardware)
+        self.extra_flops_factor = self.calibration.extra_flops(hardware)
         self.per_draft_pass = self.calibration.per_draft_pass_s
 
     def scaled(self, seconds):
@@ -199,6 +394,8 @@ class CalibratedStepModel:
                                                                        - self.extra_positions(B, T))
         if self.per_position:
             parts["per extra position"] = self.extra_positions(B, T)
+        if self.extra_flops_factor:
+            parts["extra positions' work"] = self.extra_flops_factor * self.extra_work(B, T, S, F)
         return parts
 
     def compute(self, B, T, S, F=nf):
@@ -206,6 +403,13 @@ class CalibratedStepModel:
         if not self.compute_factor:
             return 0.0 * B
         return self.compute_factor * self.step_model.flop_time(B, T, S, F) / self.tp
+
+    def extra_work(self, B, T, S, F=nf):
+        """t_x: the FLOPs the T - 1 extra positions add, at peak, this GPU's
+        share (:data:`speclib.formulas.step.extra_positions_time_expr`)."""
+        if not self.extra_flops_factor:
+            return 0.0 * B * T
+        return (self.step_model.flop_time(B, T, S, F) - self.step_model.flop_time(B, 1.0 + 0.0 * T, S, F)) / self.tp
 
     def extra_positions(self, B, T):
         """e x B x (T - 1): each verified position past the first."""
@@ -215,7 +419,8 @@ class CalibratedStepModel:
         """Seconds of the step (``F``: see :meth:`speclib.core.step.StepModel.experts_touched`);
         :data:`speclib.formulas.step.engine_step_expr`."""
         return F.engine_step(self.scaled(self.step_model.time(B, T, S, F)), self.compute(B, T, S, F), self.fixed,
-                             self.per_sequence * (T if self.per_token else 1.0), self.per_position, B, T)
+                             self.per_sequence * (T if self.per_token else 1.0), self.per_position, B, T,
+                             self.extra_flops_factor, self.extra_work(B, T, S, F))
 
 
 class ScaledDrafter:
@@ -276,7 +481,8 @@ class CalibratedLedger:
         self.layers = float(layers)
         self.engine = checked_choice("engine", engine, ENGINES)
         self.calibration = calibration or shipped_calibration()
-        self.factor, self.fixed, self.per_sequence = self.calibration.constants(self.hardware, self.engine)
+        self.factor, _, self.per_sequence = self.calibration.constants(self.hardware, self.engine)
+        self.fixed = self.calibration.fixed(self.hardware, self.engine, self.layers)
         self._seconds = self.factor * self.layers / self.hardware.memory_bandwidth
 
     def decode(self, batch, context):

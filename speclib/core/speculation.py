@@ -33,6 +33,7 @@ import numpy as np
 from .._checks import checked_int, scalar_or_array
 from ..presets import resolve
 from . import acceptance as _acc
+from . import calibrated as _cal
 from . import drafters as _draft
 from . import moe as _moe
 from . import step as _step
@@ -51,7 +52,7 @@ def _checked_gamma(gamma, acceptance, priced):
     return _draft.check_gamma_for_drafter(acceptance.checked_gamma(gamma), priced.drafter)
 
 
-def speedup(alpha, gamma, B, S, c_draft=None, model=None, hardware=None, *, deployment=None):
+def speedup(alpha, gamma, B, S, c_draft=None, model=None, hardware=None, *, deployment=None, interval=False):
     """Throughput of speculative decoding with draft length ``gamma`` relative to
     plain decoding, at batch ``B`` sequences and context ``S``; broadcasts.
 
@@ -66,12 +67,31 @@ def speedup(alpha, gamma, B, S, c_draft=None, model=None, hardware=None, *, depl
     (a drafter preset, the composition rule, a calibrated step, ``tp``,
     routing, a cost model, ...); ``model`` and ``hardware`` instead price
     the default deployment of that model on that chip.
+
+    ``interval=True`` (a calibrated step): an
+    :class:`~speclib.core.calibrated.Interval`, the speedup with its 80 %
+    interval over the calibration's bootstrap draws.
     """
     B_arr, S_arr = check_batch(B), check_context(S)
-    priced = deployment_of(deployment, model, hardware).pricing(c_draft)
+    dep = deployment_of(deployment, model, hardware)
+    priced = dep.pricing(c_draft)
     acceptance = _acc.Acceptance.of(alpha, priced)
     gamma_arr = _checked_gamma(gamma, acceptance, priced)
-    return scalar_or_array(priced.speedup(acceptance.committed(gamma_arr), gamma_arr, B_arr, S_arr))
+    value = scalar_or_array(priced.speedup(acceptance.committed(gamma_arr), gamma_arr, B_arr, S_arr))
+    if not interval:
+        return value
+    return _interval(dep, c_draft, acceptance, gamma_arr, B_arr, S_arr, value)
+
+
+def _interval(dep, c_draft, acceptance, gamma, B, S, value):
+    """``value`` (the speedup of ``gamma``) with its interval over the
+    deployment's calibration draws."""
+    draws = np.array([np.broadcast_to(dep.replace(step_time=c).pricing(c_draft).speedup(
+        acceptance.committed(gamma), gamma, B, S), np.shape(value)) for c in _cal.draws_of(dep.step_time)])
+    lo, hi = _cal.interval_of(draws, _cal.calibration_of(dep.step_time).residual_sd)
+    plain = np.broadcast_to(np.asarray(gamma) == 0, np.shape(value))  # no draft: exactly plain decoding
+    lo, hi = np.where(plain, value, lo), np.where(plain, value, hi)
+    return _cal.Interval(value, scalar_or_array(lo), scalar_or_array(hi))
 
 
 def speedup_table(priced, acceptance, B, S, top: int):
@@ -107,7 +127,8 @@ def best_gamma(priced, acceptance, B, S, gamma_max: int = 64):
     return best, best_speedup
 
 
-def optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_max: int = 64, *, deployment=None):
+def optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_max: int = 64, *, deployment=None,
+                  interval=False):
     """The draft length gamma* in {0, ..., gamma_max} with the highest speedup,
     and that speedup; arrays broadcast over ``alpha``, ``B``, ``S``, ``c_draft``.
 
@@ -118,12 +139,21 @@ def optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_ma
     (speedup exactly 1). Ties go to the shorter draft. With a drafter priced
     by its roofline this is the sequel's priced policy: at a fixed batch the
     highest speedup is the highest throughput (:func:`throughput`). The other
-    arguments are :func:`speedup`'s.
+    arguments are :func:`speedup`'s; with ``interval=True`` the speedup is
+    an :class:`~speclib.core.calibrated.Interval` (gamma* is the fit's).
     """
     B_arr, S_arr = check_batch(B), check_context(S)
     gamma_max = checked_int("gamma_max", gamma_max, lo=0, hi=4096)
-    priced = deployment_of(deployment, model, hardware).pricing(c_draft)
-    return best_gamma(priced, _acc.Acceptance.of(alpha, priced), B_arr, S_arr, gamma_max)
+    dep = deployment_of(deployment, model, hardware)
+    priced = dep.pricing(c_draft)
+    acceptance = _acc.Acceptance.of(alpha, priced)
+    best, value = best_gamma(priced, acceptance, B_arr, S_arr, gamma_max)
+    if not interval:
+        return best, value
+    gamma = np.asarray(best, dtype=float)
+    if acceptance.curve is None:
+        acceptance = _acc.Acceptance(alpha=np.broadcast_to(acceptance.alpha, np.shape(value)))
+    return best, _interval(dep, c_draft, acceptance, gamma, B_arr, S_arr, value)
 
 
 def zero_gamma_bands(batches, gamma_star):

@@ -49,6 +49,7 @@ from .._checks import checked_choice
 from ..core import acceptance as _acc
 from ..core import calibrated as _cal
 from ..core import step as _step
+from .. import presets as _presets
 from ..presets import hardware as hardware_preset
 from ..presets import resolve
 from . import engines as _eng
@@ -59,7 +60,7 @@ from . import validation as _val
 #: ``compute`` (kappa, FLOPs at peak not hidden under the memory stream),
 #: ``per_position`` (e, each verified position past the first),
 #: ``per_draft_pass`` (a_d), ``prefill`` (the prefill's FLOPs at peak, scaled).
-TERMS = ("factor", "fixed", "per_sequence", "compute", "per_position", "per_draft_pass", "prefill")
+TERMS = ("factor", "fixed", "per_sequence", "compute", "per_position", "extra_flops", "per_draft_pass", "prefill")
 #: Terms that may be dropped to test whether the data need them.
 CANDIDATES = ("compute", "per_position", "per_draft_pass", "prefill", "per_sequence")
 #: The terms of the shipped fit: those whose removal worsens the held-out
@@ -126,6 +127,10 @@ class SpecRun:
     #: measured throughput or latency then includes the arriving requests'
     #: prefill, which speculation does not speed up
     prefill_lengths: tuple = ()
+    #: the model's family (:attr:`speclib.presets.Model.family`) and the
+    #: source the run was published in: the groups held out together
+    family: str = ""
+    source: str = ""
 
     def committed(self, gamma) -> float:
         if int(gamma) in self.accept:
@@ -173,7 +178,8 @@ def _from_measurements(r: _eng.EngineRun):
     return SpecRun(id=r.id, label=r.label, url=r.url, engine=r.engine, model=r.model, chip=r.hardware, gpus=r.gpus,
                    expert_parallel=r.expert_parallel, context=r.context, alpha=r.alpha, accept=accept,
                    draft_share=r.c_draft, drafter=drafter, verify_tokens=0, quantity=quantity, points=points,
-                   assumed=r.assumed, acceptance_reported=r.acceptance_reported, prefill_lengths=lengths)
+                   assumed=r.assumed, acceptance_reported=r.acceptance_reported, prefill_lengths=lengths,
+                   family=resolve(r.model, None)[0].family, source=source_of(r.url))
 
 
 def _from_sweep(s: _eng.SweepRun):
@@ -214,7 +220,13 @@ def _from_sweep(s: _eng.SweepRun):
                    acceptance_reported=bool(accept) or "accept_length" in acc or "measured_rate" in acc
                    or ("alpha" in acc and not acc.get("assumed")),
                    prefill_lengths=(float(w["input"]), float(w["output"])) if w.get("input") and w.get("output")
-                   else ())
+                   else (), family=resolve(preset, None)[0].family, source=source_of(s.source["url"]))
+
+
+def source_of(url: str) -> str:
+    """The source a run was published in: its address without a fragment
+    or a query (two runs from one pull request, blog post or paper share it)."""
+    return str(url).split("#")[0].split("?")[0].rstrip("/")
 
 
 @lru_cache(maxsize=1)
@@ -245,11 +257,52 @@ def _per_position_key(vendor: str, chip: str):
     return {"vendor": ("per_position", vendor), "chip": ("per_position", chip), "all": "per_position"}[PER_POSITION_BY]
 
 
+#: How the fixed time per step may scale: "chip" (a per chip and engine,
+#: the same for every model) or "layers" (a per chip and engine, measured on
+#: the decode runs' model, times L / L_ref for a model of L layers).
+FIXED_SCALINGS = ("chip", "layers")
+
+
+@dataclass(frozen=True)
+class Form:
+    """The shape of a fitted step: its ``terms`` (of :data:`TERMS`) and how
+    its fixed time scales (``fixed``, one of :data:`FIXED_SCALINGS`). The
+    candidates a fit is chosen from are forms (:data:`CANDIDATE_FORMS`)."""
+
+    terms: tuple = DEFAULT_TERMS
+    fixed: str = "chip"
+
+    def __post_init__(self):
+        object.__setattr__(self, "terms", tuple(checked_choice("terms", t, TERMS) for t in self.terms))
+        checked_choice("fixed", self.fixed, FIXED_SCALINGS)
+
+    @property
+    def label(self) -> str:
+        per_token = {("per_position",): "e per position", ("extra_flops",): "the extra positions' FLOPs",
+                     ("per_position", "extra_flops"): "e and the extra positions' FLOPs"}
+        key = tuple(t for t in ("per_position", "extra_flops") if t in self.terms)
+        return (per_token.get(key, "no per-position term")
+                + (", fixed time by layers" if self.fixed == "layers" else "")
+                + (", kappa" if "compute" in self.terms else "")
+                + (", a_d" if "per_draft_pass" in self.terms else ""))
+
+
+def as_form(terms) -> Form:
+    """``terms`` as a :class:`Form` (a tuple of terms: the chip's fixed time)."""
+    return terms if isinstance(terms, Form) else Form(tuple(terms))
+
+
+def _layers_ref() -> float:
+    """L_ref: the layers of the model the decode runs measured."""
+    return float(resolve(_val.MEASURED_MODEL, None)[0].n_layers)
+
+
 class _Steps:
     """Feature vectors of one speculative run's steps."""
 
-    def __init__(self, run: SpecRun):
+    def __init__(self, run: SpecRun, form: Form = None):
         self.run = run
+        self.form = form or Form()
         model, hw = resolve(run.model, run.chip)
         self.chip = _chip(run.chip)
         self.engine = ENGINE_KEYS.get(run.engine, "vLLM")
@@ -259,6 +312,7 @@ class _Steps:
             self.seconds = model.n_layers / hw.memory_bandwidth
         self.tp = 1 if run.expert_parallel else run.gpus
         self.vendor = hw.vendor
+        self.fixed = model.n_layers / _layers_ref() if self.form.fixed == "layers" else 1.0
 
     def step(self, B, T) -> dict:
         S = np.float64(self.run.context)
@@ -267,9 +321,12 @@ class _Steps:
             roof = self.seconds * (self.ledger.decode(B, S) if T == 1 else self.ledger.verify(B, T, S))
         else:
             roof = self.step_model.time(B, T, S) / self.tp
-        return {("factor", self.chip): float(roof), "compute": float(self.step_model.flop_time(B, T, S) / self.tp),
-                ("fixed", self.chip, self.engine): 1.0, "per_sequence": float(B),
-                _per_position_key(self.vendor, self.chip): float(B * (T - 1))}
+        flops = self.step_model.flop_time(B, T, S) / self.tp
+        extra = flops - self.step_model.flop_time(B, np.float64(1.0), S) / self.tp
+        return {("factor", self.chip): float(roof), "compute": float(flops),
+                ("fixed", self.chip, self.engine): self.fixed, "per_sequence": float(B),
+                _per_position_key(self.vendor, self.chip): float(B * (T - 1)),
+                ("extra_flops", self.vendor): float(extra)}
 
     def prefill(self, B) -> float:
         """Seconds of prompt work a plain step of B sequences carries in the
@@ -345,13 +402,14 @@ def _decode_rows():
 _ROWS: dict = {}
 
 
-def _rows(run: SpecRun) -> list:
-    """The fit's rows of ``run`` (computed once per run and acceptance):
-    (kind, batch, gamma, measured, numerator features, denominator
+def _rows(run: SpecRun, form: Form = None) -> list:
+    """The fit's rows of ``run`` (computed once per run, acceptance and
+    form): (kind, batch, gamma, measured, numerator features, denominator
     features, committed tokens (ratio for a sweep), reference gamma)."""
-    key = (run.id, run.alpha, DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY)
+    form = form or Form()
+    key = (run.id, run.alpha, DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY, form.fixed)
     if key not in _ROWS:
-        steps = _Steps(run)
+        steps = _Steps(run, form)
         rows = []
         for b, gv in _by_batch(run).items():
             if run.quantity == "speedup":
@@ -415,7 +473,7 @@ def fit_alpha(f: "Fit", run: SpecRun) -> float:
     """The acceptance that best explains ``run``'s smallest batch (its
     speed-ups, or its throughput ratios over draft lengths) under the
     constants of ``f``."""
-    steps = _Steps(run)
+    steps = _Steps(run, f.form)
     b = min(_by_batch(run))
     gv = [(g, v) for g, v in _by_batch(run)[b] if (b, g) not in run_inconsistent(run)]
     g = np.array([x for x, _ in gv], dtype=float)
@@ -468,13 +526,18 @@ def _nnls(A, b):
 
 @dataclass(frozen=True)
 class Fit:
-    """Fitted constants by feature name, the terms used and what was fitted."""
+    """Fitted constants by feature name, the form fitted and what it was fitted on."""
 
     theta: dict
     terms: tuple
     runs: tuple  # speculative run ids fitted
     workloads: tuple  # decode workloads fitted
     alphas: dict = dataclasses.field(default_factory=dict)  # acceptances fitted to a run's smallest batch
+    fixed: str = "chip"  # how the fixed time scales (Form.fixed)
+
+    @property
+    def form(self) -> Form:
+        return Form(tuple(t for t in self.terms if t in TERMS), self.fixed)
 
     def time(self, feat: dict) -> float:
         return sum(self.theta.get(k, self._fallback(k)) * v for k, v in feat.items())
@@ -482,10 +545,13 @@ class Fit:
     def _fallback(self, k):
         if isinstance(k, tuple) and k[0] == "per_position":  # a calibration with one e for every chip
             return self.theta.get("per_position", 0.0)
-        if isinstance(k, tuple) and k[0] == "fixed":  # an engine not fitted on this chip: the chip's vLLM time
-            return self.theta.get(("fixed", k[1], "vLLM"), 0.0)
+        if isinstance(k, tuple) and k[0] == "fixed":  # an engine or chip not fitted: the vendor's, else vLLM's
+            own = self.theta.get(("fixed", k[1], "vLLM"))
+            return own if own is not None else self.theta.get(("vendor_fixed", _VENDOR.get(k[1], ""), k[2]), 0.0)
         if isinstance(k, tuple) and k[0] == "factor":
-            return 1.0
+            return self.theta.get(("vendor_factor", _VENDOR.get(k[1], "")), 1.0)
+        if isinstance(k, tuple) and k[0] == "extra_flops":  # a vendor without its own: the larger
+            return max((v for n, v in self.theta.items() if _term(n) == "extra_flops"), default=0.0)
         if k == "prefill" and "prefill" not in self.terms:  # not fitted: at peak, as the decode runs charge it
             return 1.0
         return 0.0
@@ -500,9 +566,16 @@ class Fit:
                       "per_position": calibration.per_position_s, "per_draft_pass": calibration.per_draft_pass_s,
                       "prefill": calibration.prefill_factor})
         theta.update({("per_position", v): e for v, e in calibration.per_position_by_vendor.items()})
-        return cls(theta=theta, terms=TERMS, runs=(), workloads=calibration.fitted_on)
+        theta.update({("extra_flops", v): x for v, x in calibration.extra_flops_by_vendor.items()})
+        theta.update({("vendor_factor", v): x for v, x in calibration.vendor_factor.items()})
+        theta.update({("vendor_fixed", v, e): x for v, by in calibration.vendor_fixed_s.items() for e, x in by.items()})
+        return cls(theta=theta, terms=TERMS, runs=(), workloads=calibration.fitted_on,
+                   fixed="layers" if calibration.fixed_layers_ref else "chip")
 
     def calibration(self) -> _cal.Calibration:
+        """These constants as a :class:`~speclib.core.calibrated.Calibration`,
+        with each vendor's median chip for chips the fit did not see and
+        what the fit has seen."""
         factor = {k[1]: v for k, v in self.theta.items() if _term(k) == "factor"}
         fixed = {}
         for k, v in self.theta.items():
@@ -512,68 +585,145 @@ class Fit:
                      if PER_POSITION_BY == "vendor" else {})
         # a chip of no fitted vendor takes the larger e: the step that speculates less
         per_position = self.theta.get("per_position", max(by_vendor.values(), default=0.0))
+        extra = {k[1]: v for k, v in self.theta.items() if _term(k) == "extra_flops"}
+        vendor_factor, vendor_fixed = _vendor_medians(factor, fixed)
+        runs = [spec_run(r) for r in self.runs]
+        seen = {}
+        if runs:
+            models = [resolve(r.model, None)[0] for r in runs]
+            seen = {"active_params": [float(min(m.active_params() for m in models)),
+                                      float(max(m.active_params() for m in models))],
+                    "vendors": sorted({hardware_preset(r.chip).vendor for r in runs}),
+                    "engines": sorted({_cal_engine(r.engine) for r in runs}),
+                    "batch": [1, int(max(max(r.batches) for r in runs))]}
         return _cal.Calibration(
             roofline_factor=factor, fixed_s=fixed, per_sequence_s=self.theta.get("per_sequence", 0.0),
             compute_factor=self.theta.get("compute", 0.0), per_position_s=per_position,
-            per_position_by_vendor=by_vendor,
+            per_position_by_vendor=by_vendor, extra_flops_by_vendor=extra,
+            fixed_layers_ref=_layers_ref() if self.fixed == "layers" else 0.0,
+            shared_engines=dict(SHARED_ENGINES), vendor_factor=vendor_factor, vendor_fixed_s=vendor_fixed, seen=seen,
             per_draft_pass_s=self.theta.get("per_draft_pass", 0.0), prefill_factor=self.theta.get("prefill", 0.0),
             model=_val.MEASURED_MODEL + " decoding, and measured speculative runs", fitted_on=self.workloads,
             batch_range=(1, 128),
             source="speclib.evidence.step_fit.fit on the InferenceMAX Llama-3.3-70B decoding runs and "
-                   f"{len(self.runs)} measured speculative runs (data/engine-speculation), terms {', '.join(self.terms)}")
+                   f"{len(self.runs)} measured speculative runs (data/engine-speculation), form: {self.form.label}")
+
+
+#: Engines with no decode runs, and the engine whose fixed time they share.
+SHARED_ENGINES = {"SGLang": "vLLM"}
+
+
+def _cal_engine(engine: str) -> str:
+    """A run's engine as :data:`speclib.core.calibrated.ENGINES` names it."""
+    return {"TensorRT-LLM": "TRT"}.get(engine, engine)
+
+
+#: Each calibrated chip's vendor (for a chip the fit did not see).
+_VENDOR = {_chip(h.name): h.vendor for h in _presets._HARDWARE}
+
+
+def _vendor_medians(factor: dict, fixed: dict) -> tuple:
+    """({vendor: median mu}, {vendor: {engine: median a}}) over the fitted chips."""
+    vf, va = {}, {}
+    for chip, mu in factor.items():
+        vf.setdefault(_VENDOR.get(chip, ""), []).append(mu)
+    for chip, by in fixed.items():
+        for engine, a in by.items():
+            va.setdefault(_VENDOR.get(chip, ""), {}).setdefault(engine, []).append(a)
+    return ({v: float(np.median(x)) for v, x in vf.items() if v},
+            {v: {e: float(np.median(x)) for e, x in by.items()} for v, by in va.items() if v})
+
+
+def _decode_matrix():
+    """The decode runs' features over every feature name (computed once)."""
+    dec_feats, *_, names = _problem()
+    index = {n: i for i, n in enumerate(names)}
+    key = ("decode",)
+    if key not in _MATRICES:
+        _MATRICES[key] = np.stack([_vec(f, index) for f in dec_feats])
+    return _MATRICES[key]
+
+
+def _spec_matrix(run: SpecRun, form: Form):
+    """``run``'s fit rows over every feature name, as (P, Q): each row's
+    committed tokens times its numerator's features, and its measured value
+    times its denominator's (computed once per run, acceptance and form)."""
+    key = (run.id, run.alpha, DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY, form.fixed)
+    if key not in _MATRICES:
+        *_, names = _problem()
+        index = {n: i for i, n in enumerate(names)}
+        rows = _rows(run, form)
+        P = np.array([n * _vec(num, index) for _, _, _, _, num, _, n, _ in rows]).reshape(-1, len(names))
+        Q = np.array([value * _vec(den, index) for _, _, _, value, _, den, _, _ in rows]).reshape(-1, len(names))
+        _MATRICES[key] = (P, Q)
+    return _MATRICES[key]
+
+
+_MATRICES: dict = {}
 
 
 def fit(terms=DEFAULT_TERMS, *, exclude_runs=(), workloads=None, run_weights=None, decode_weights=None,
-        iterations: int = 8, alphas=None) -> Fit:
-    """Fit the constants of ``terms`` on every decode run (of ``workloads``)
-    and every speculative run not in ``exclude_runs`` (see the module notes).
-    ``run_weights``/``decode_weights``: multiplicities (the bootstrap's)."""
-    terms = tuple(checked_choice("terms", t, TERMS) for t in terms)
-    dec_feats, dec_y, dec_wl, _, names = _problem()
-    names = [n for n in names if _term(n) in terms]
-    index = {n: i for i, n in enumerate(names)}
+        iterations: int = 8, alphas=None, decode: bool = True) -> Fit:
+    """Fit the constants of ``terms`` (a tuple of :data:`TERMS` or a
+    :class:`Form`) on every decode run (of ``workloads``; none with
+    ``decode=False``) and every speculative run not in ``exclude_runs`` (see
+    the module notes). ``run_weights``/``decode_weights``: multiplicities
+    (the bootstrap's). Without decode runs nothing sets the chips' factors,
+    so they stay at the datasheet's 1 and the speculative runs fit the
+    fixed times too: a speed-up fixes every term only relative to the
+    roofline, which is all the prediction of another speed-up needs."""
+    form = as_form(terms)
+    terms = form.terms
+    dec_feats, dec_y, dec_wl, _, all_names = _problem()
+    cols = np.array([_term(n) in terms for n in all_names], dtype=bool)
+    names = [n for n, c in zip(all_names, cols) if c]
+    prefill_col = [i for i, n in enumerate(all_names) if n == "prefill"]
+    factor_all = np.array([_term(n) == "factor" for n in all_names], dtype=bool)
     keep_dec = np.ones(len(dec_y), dtype=bool) if workloads is None else np.isin(dec_wl, list(workloads))
     dw = np.ones(len(dec_y)) if decode_weights is None else np.asarray(decode_weights, dtype=float)
-    keep_dec &= dw > 0
-    Xd = np.stack([_vec(f, index) for f in dec_feats])[keep_dec]
+    keep_dec &= (dw > 0) & bool(decode)
+    X_all = _decode_matrix()
     offset = np.zeros(len(dec_y))
     if "prefill" not in terms:  # the prefill at peak, not fitted
-        offset = np.array([f["prefill"] for f in dec_feats])
+        offset = X_all[:, prefill_col].sum(axis=1)
     if "factor" not in terms:
-        offset = offset + np.array([sum(v for k, v in f.items() if _term(k) == "factor") for f in dec_feats])
+        offset = offset + X_all[:, factor_all].sum(axis=1)
+    Xd = X_all[keep_dec][:, cols]
     yd, od, wd = dec_y[keep_dec], offset[keep_dec], np.sqrt(dw[keep_dec])
     alphas = dict(alphas or {})
     runs = [r for r in spec_runs() if r.id not in exclude_runs and (run_weights is None or run_weights.get(r.id, 0))]
     if any(alpha_fitted(r) and r.id not in alphas for r in runs):
         # first without the runs whose acceptance is unknown, then each one's
         # acceptance from its smallest batch, then everything
-        first = fit(terms, exclude_runs=tuple(exclude_runs) + tuple(r.id for r in runs if alpha_fitted(r)),
+        first = fit(form, exclude_runs=tuple(exclude_runs) + tuple(r.id for r in runs if alpha_fitted(r)),
                     workloads=workloads, run_weights=run_weights, decode_weights=decode_weights,
-                    iterations=iterations, alphas=alphas)
+                    iterations=iterations, alphas=alphas, decode=decode)
         alphas.update({r.id: fit_alpha(first, r) for r in runs if alpha_fitted(r) and r.id not in alphas})
     runs = [dataclasses.replace(r, alpha=alphas[r.id]) if r.id in alphas else r for r in runs]
-    spec_runs_used = [(run, _rows(run)) for run in runs if _rows(run)]
-    n_spec_rows = sum(len(rows) for _, rows in spec_runs_used)
-    balance = np.sqrt(keep_dec.sum() / max(n_spec_rows, 1))
-    mean_rows = n_spec_rows / max(len(spec_runs_used), 1)
-    P, Q, W, O = [], [], [], []  # spec rows: numerator and denominator vectors, weight, unfitted prefill
-    for run, rows in spec_runs_used:
-        m = 1.0 if run_weights is None else run_weights[run.id]
-        w = balance * np.sqrt(m * mean_rows / len(rows))
-        for kind, b, g, value, num, den, n, _ in rows:
-            P.append(n * _vec(num, index))
-            Q.append(value * _vec(den, index))
-            W.append(w)
-            O.append(0.0 if "prefill" in terms else n * num.get("prefill", 0.0) - value * den.get("prefill", 0.0))
-    P, Q, W, O = (np.array(P).reshape(-1, len(names)), np.array(Q).reshape(-1, len(names)), np.array(W),
-                  np.array(O))
-    Ad, bd = Xd * (wd / yd)[:, None], wd * (1 - od / yd)
-    theta = _nnls(Ad, bd)
-    if len(P):
+    used = [(run, _spec_matrix(run, form)) for run in runs]
+    used = [(run, pq) for run, pq in used if len(pq[0])]
+    n_spec_rows = sum(len(pq[0]) for _, pq in used)
+    balance = np.sqrt(keep_dec.sum() / max(n_spec_rows, 1)) if keep_dec.any() else 1.0
+    mean_rows = n_spec_rows / max(len(used), 1)
+    P = np.concatenate([pq[0] for _, pq in used]) if used else np.zeros((0, len(all_names)))
+    Q = np.concatenate([pq[1] for _, pq in used]) if used else np.zeros((0, len(all_names)))
+    W = np.concatenate([np.full(len(pq[0]), balance * np.sqrt((1.0 if run_weights is None else run_weights[run.id])
+                                                               * mean_rows / len(pq[0]))) for run, pq in used]) \
+        if used else np.zeros(0)
+    O = np.zeros(len(P)) if "prefill" in terms else (P - Q)[:, prefill_col].sum(axis=1)
+    P, Q = P[:, cols], Q[:, cols]
+    factor = np.array([_term(n) == "factor" for n in names], dtype=bool)
+    if keep_dec.any():
+        Ad, bd = Xd * (wd / yd)[:, None], wd * (1 - od / yd)
+        theta = _nnls(Ad, bd)
         # The chip's factor and the engine's fixed time are the decode runs' to
         # set (a property of the chip and the engine, measured on every chip);
         # the speculative runs fit the rest with them held.
-        held = np.array([_term(n) in ("factor", "fixed") for n in names])
+        held = np.array([_term(n) in ("factor", "fixed") for n in names], dtype=bool)
+    else:  # the chips at the datasheet's speed, everything else from the speculative runs
+        Ad, bd = np.zeros((0, len(names))), np.zeros(0)
+        theta, held = factor.astype(float), factor
+    if len(P):
         for _ in range(iterations):
             scale = np.maximum(Q @ theta, 1e-9)
             A = np.vstack([Ad, (P - Q) * (W / scale)[:, None]])
@@ -581,8 +731,8 @@ def fit(terms=DEFAULT_TERMS, *, exclude_runs=(), workloads=None, run_weights=Non
             theta = theta.copy()
             theta[~held] = _nnls(A[:, ~held], b)
     return Fit(theta={n: float(v) for n, v in zip(names, theta)}, terms=terms,
-               runs=tuple(r.id for r, _ in spec_runs_used), alphas=alphas,
-               workloads=tuple(sorted(set(dec_wl[keep_dec]))))
+               runs=tuple(r.id for r, _ in used), alphas=alphas,
+               workloads=tuple(sorted(set(dec_wl[keep_dec]))), fixed=form.fixed)
 
 
 # --- predictions ----------------------------------------------------------------------------
@@ -591,8 +741,9 @@ def fit(terms=DEFAULT_TERMS, *, exclude_runs=(), workloads=None, run_weights=Non
 @dataclass(frozen=True)
 class RunPrediction:
     """A run's points: measured and predicted (speed-ups, or ratios to the
-    smallest draft length at the same batch), and the best draft length
-    per batch where several were measured."""
+    smallest draft length at the same batch), the best draft length per
+    batch where several were measured, and, where draws were given, each
+    point's interval (``lo``, ``hi``; NaN without)."""
 
     run: SpecRun
     batch: np.ndarray
@@ -601,61 +752,118 @@ class RunPrediction:
     predicted: np.ndarray
     best: dict  # batch -> (measured gamma*, predicted gamma*)
     scored: np.ndarray  # False where the point set the run's acceptance or contradicts itself
+    lo: np.ndarray = None
+    hi: np.ndarray = None
 
     @property
     def error(self) -> np.ndarray:
         return self.predicted / self.measured - 1.0
 
+    @property
+    def is_speedup(self) -> bool:
+        """Whether the points are speed-ups over plain decoding (else ratios between draft lengths)."""
+        return self.run.quantity == "speedup"
 
-def predict_run(f: Fit, run: SpecRun) -> RunPrediction:
-    """``run``'s points under ``f``. A run whose acceptance is fitted
-    (:func:`alpha_fitted`) takes it from its smallest batch under ``f``;
-    those points, and any the data contradict (:func:`run_inconsistent`),
-    are not scored."""
+
+def _theta_vector(f: Fit) -> np.ndarray:
+    """``f``'s constants over every feature name (its fallbacks where it has none)."""
+    *_, names = _problem()
+    return np.array([f.theta[n] if n in f.theta else f._fallback(n) for n in names])
+
+
+class _Points:
+    """Every point of one run (all its batches and draft lengths) as feature
+    rows over every feature name, to price under any constants at once."""
+
+    def __init__(self, run: SpecRun, form: Form):
+        *_, names = _problem()
+        index = {n: i for i, n in enumerate(names)}
+        steps = _Steps(run, form)
+        self.by_batch = _by_batch(run)
+        self.plain = {b: _vec(steps.plain(b), index) for b in self.by_batch}
+        self.spec = {(b, g): _vec(steps.spec(b, g), index) for b, gv in self.by_batch.items() for g, _ in gv}
+
+
+_POINTS: dict = {}
+
+
+def _points(run: SpecRun, form: Form) -> _Points:
+    key = (run.id, run.alpha, DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY, form.fixed)
+    if key not in _POINTS:
+        _POINTS[key] = _Points(run, form)
+    return _POINTS[key]
+
+
+def _predict_values(f: Fit, run: SpecRun):
+    """(run with its acceptance, fitted-at batch, rows of (batch, gamma,
+    measured, predicted), {batch: rate by gamma}) of ``run`` under ``f``."""
     fitted_at = None
     if alpha_fitted(run):
         run = dataclasses.replace(run, alpha=f.alphas.get(run.id) or fit_alpha(f, run))
         fitted_at = min(run.batches)
-    bad = run_inconsistent(run)
-    steps = _Steps(run)
-    batch, gamma, meas, pred, scored = [], [], [], [], []
-    best = {}
-    for b, gv in _by_batch(run).items():
-        rate = {g: run.committed(g) / f.time(steps.spec(b, g)) for g, _ in gv}
+    pts = _points(run, f.form)
+    theta = _theta_vector(f)
+    rows, rates = [], {}
+    for b, gv in pts.by_batch.items():
+        rate = {g: run.committed(g) / float(pts.spec[(b, g)] @ theta) for g, _ in gv}
+        rates[b] = rate
         if run.quantity == "speedup":
-            plain = 1.0 / f.time(steps.plain(b))
-            rows = [(g, v, rate[g] / plain) for g, v in gv]
+            plain = 1.0 / float(pts.plain[b] @ theta)
+            rows += [(b, g, v, rate[g] / plain) for g, v in gv]
         else:
             g0, v0 = gv[0]
-            rows = [(g, v / v0, rate[g] / rate[g0]) for g, v in gv[1:]]
-        for g, v, q in rows:
-            batch.append(b), gamma.append(g), meas.append(v), pred.append(q)
-            scored.append(b != fitted_at and (b, g) not in bad)
+            rows += [(b, g, v / v0, rate[g] / rate[g0]) for g, v in gv[1:]]
+    return run, fitted_at, rows, rates
+
+
+def predict_run(f: Fit, run: SpecRun, draws=(), residual_sd: float = 0.0) -> RunPrediction:
+    """``run``'s points under ``f``, with each point's interval over the
+    fits ``draws`` (a bootstrap's) spread by ``residual_sd`` when given. A
+    run whose acceptance is fitted (:func:`alpha_fitted`) takes it from its
+    smallest batch under each fit; those points, and any the data
+    contradict (:func:`run_inconsistent`), are not scored."""
+    run_a, fitted_at, rows, rates = _predict_values(f, run)
+    bad = run_inconsistent(run_a)
+    batch = np.array([r[0] for r in rows])
+    gamma = np.array([r[1] for r in rows])
+    best = {}
+    for b, gv in _by_batch(run_a).items():
         if len(gv) > 1 and b != fitted_at:
-            best[b] = (max(gv, key=lambda t: t[1])[0], max(rate, key=rate.get))
-    return RunPrediction(run, np.array(batch), np.array(gamma), np.array(meas), np.array(pred), best,
-                         np.array(scored, dtype=bool))
+            best[b] = (max(gv, key=lambda t: t[1])[0], max(rates[b], key=rates[b].get))
+    lo = hi = np.full(len(rows), np.nan)
+    if draws:
+        values = np.array([[r[3] for r in _predict_values(d, run)[2]] for d in draws])
+        lo, hi = _cal.interval_of(values, residual_sd)
+    return RunPrediction(run_a, batch, gamma, np.array([r[2] for r in rows]), np.array([r[3] for r in rows]), best,
+                         np.array([b != fitted_at and (b, g) not in bad for b, g in zip(batch, gamma)], dtype=bool),
+                         lo, hi)
 
 
 def predict_decode(f: Fit) -> np.ndarray:
     """Predicted TPOT (s) of every decoding run under ``f``."""
     dec_feats, *_ = _problem()
-    return np.array([f.time({k: v for k, v in d.items() if k != "prefill"})
-                     + d["prefill"] * (f.theta.get("prefill", 0.0) if "prefill" in f.terms else 1.0)
-                     for d in dec_feats])
+    X = _decode_matrix()
+    *_, names = _problem()
+    theta = _theta_vector(f)
+    pre = np.array([n == "prefill" for n in names])
+    prefill = f.theta.get("prefill", 0.0) if "prefill" in f.terms else 1.0
+    return X[:, ~pre] @ theta[~pre] + X[:, pre].sum(axis=1) * prefill
 
 
 @dataclass(frozen=True)
 class HeldOut:
-    """Every speculative run predicted without itself, every decode sweep
-    without itself, and the targets the engines chapter prints."""
+    """Every speculative run predicted by constants fitted without its group
+    (``by``: the run, its model family or its source), the decode runs
+    likewise where they were held out, and the forms fitted in each fold."""
 
     runs: tuple  # RunPrediction per run
     decode_measured: np.ndarray
-    decode_predicted: np.ndarray
+    decode_predicted: np.ndarray  # NaN where a decode run was not held out
     decode_concurrency: np.ndarray
     decode_workload: np.ndarray
     terms: tuple
+    by: str = "run"
+    forms: dict = dataclasses.field(default_factory=dict)  # group -> Form fitted without it
 
     def speedup_errors(self) -> np.ndarray:
         return np.concatenate([p.error[p.scored] for p in self.runs]) if self.runs else np.zeros(0)
@@ -666,22 +874,46 @@ class HeldOut:
         return sum(abs(m - q) <= 1 for m, q in pairs), len(pairs)
 
     def decode_errors(self) -> np.ndarray:
-        return self.decode_predicted / self.decode_measured - 1.0
+        e = self.decode_predicted / self.decode_measured - 1.0
+        return e[np.isfinite(e)]
 
     def decode_by_concurrency(self) -> list:
         """(concurrency, runs, median signed error) rows."""
-        e = self.decode_errors()
-        return [(int(c), int((self.decode_concurrency == c).sum()), float(np.median(e[self.decode_concurrency == c])))
-                for c in np.unique(self.decode_concurrency)]
+        e = self.decode_predicted / self.decode_measured - 1.0
+        ok = np.isfinite(e)
+        return [(int(c), int((ok & (self.decode_concurrency == c)).sum()),
+                 float(np.median(e[ok & (self.decode_concurrency == c)])))
+                for c in np.unique(self.decode_concurrency[ok])]
+
+    def run_medians(self) -> list:
+        """(run id, median |error| of its scored points) for each run with one."""
+        return [(p.run.id, float(np.median(np.abs(p.error[p.scored])))) for p in self.runs if p.scored.any()]
+
+    def sign_right(self) -> float:
+        """The fraction of scored speed-up points (over plain decoding)
+        predicted on the same side of 1x as measured."""
+        m = np.concatenate([p.measured[p.scored] for p in self.runs if p.is_speedup])
+        q = np.concatenate([p.predicted[p.scored] for p in self.runs if p.is_speedup])
+        return float(np.mean((m > 1.0) == (q > 1.0))) if m.size else float("nan")
+
+    def interval_coverage(self) -> float:
+        """The fraction of scored points inside their interval (NaN without intervals)."""
+        inside = [((p.measured >= p.lo) & (p.measured <= p.hi))[p.scored] for p in self.runs
+                  if p.lo is not None and np.isfinite(p.lo).all()]
+        return float(np.mean(np.concatenate(inside))) if inside else float("nan")
 
     def summary(self) -> dict:
         e = np.abs(self.speedup_errors())
         hit, n = self.best_hits()
         d = np.abs(self.decode_errors())
+        by_conc = self.decode_by_concurrency()
         return {"runs": len(self.runs), "points": int(e.size), "median_abs_error": float(np.median(e)),
-                "max_abs_error": float(np.max(e)), "best_gamma_within_1": hit, "best_gamma_points": n,
-                "decode_runs": int(d.size), "decode_median_abs_error": float(np.median(d)),
-                "decode_worst_median_signed": max((abs(m) for _, _, m in self.decode_by_concurrency()), default=0.0)}
+                "p90_abs_error": float(np.percentile(e, 90)), "max_abs_error": float(np.max(e)),
+                "run_median_abs_error": float(np.median([m for _, m in self.run_medians()])),
+                "sign_right": self.sign_right(), "interval_coverage": self.interval_coverage(),
+                "best_gamma_within_1": hit, "best_gamma_points": n,
+                "decode_runs": int(d.size), "decode_median_abs_error": float(np.median(d)) if d.size else float("nan"),
+                "decode_worst_median_signed": max((abs(m) for _, _, m in by_conc), default=float("nan"))}
 
     def run(self, run_id: str) -> RunPrediction:
         for p in self.runs:
@@ -690,17 +922,162 @@ class HeldOut:
         raise ValueError(f"run_id must be one of {', '.join(p.run.id for p in self.runs)}; got {run_id!r}")
 
 
-def leave_one_run_out(terms=DEFAULT_TERMS) -> HeldOut:
-    """Each speculative run predicted by constants fitted without it; each
-    decode sweep (:func:`decode_groups`) likewise."""
-    preds = tuple(predict_run(fit(terms, exclude_runs=(r.id,)), r) for r in spec_runs())
+#: How runs are grouped when held out: one run, a model family, a source.
+GROUPINGS = ("run", "model", "source")
+#: The decode runs' source (one benchmark), and their family is their model's.
+DECODE_SOURCE = "InferenceMAX"
+
+
+def group_of(run: SpecRun, by: str) -> str:
+    """The group ``run`` is held out with."""
+    return {"run": run.id, "model": run.family, "source": run.source}[checked_choice("by", by, GROUPINGS)]
+
+
+def _decode_group(by: str) -> str:
+    """The group the decode runs belong to (None: held out sweep by sweep)."""
+    return {"run": None, "model": resolve(_val.MEASURED_MODEL, None)[0].family, "source": DECODE_SOURCE}[by]
+
+
+def groups(by: str) -> dict:
+    """{group: run ids} of the speculative runs, ``by`` one of :data:`GROUPINGS`."""
+    out = {}
+    for r in spec_runs():
+        out.setdefault(group_of(r, by), []).append(r.id)
+    return {g: tuple(ids) for g, ids in out.items()}
+
+
+#: The forms a fitted step is chosen from (simplest first: a tie goes to the
+#: earlier): the time per extra verified position as a constant per vendor,
+#: as the extra positions' FLOPs at a fitted fraction of the vendor's peak,
+#: or both; the fixed time per step the same for every model or scaled by
+#: its layers.
+_NO_E = tuple(t for t in DEFAULT_TERMS if t != "per_position")
+CANDIDATE_FORMS = (
+    Form(DEFAULT_TERMS),
+    Form(_NO_E + ("extra_flops",)),
+    Form(DEFAULT_TERMS + ("extra_flops",)),
+    Form(DEFAULT_TERMS, "layers"),
+    Form(_NO_E + ("extra_flops",), "layers"),
+    Form(DEFAULT_TERMS + ("extra_flops",), "layers"),
+)
+#: How a choice between forms is scored: the median over runs of each run's
+#: median |error|, held out by model family (each run counts once).
+CHOICE_GROUPING = "model"
+
+
+def _fold(by: str, group: str, exclude=()) -> tuple:
+    """(runs to exclude, whether the decode runs stay in) when ``group`` is held out."""
+    ids = tuple(exclude) + tuple(r.id for r in spec_runs() if group_of(r, by) == group and r.id not in exclude)
+    return ids, not (by != "run" and group == _decode_group(by))
+
+
+def _predict_group(form: Form, by: str, exclude=()) -> list:
+    """Each run not in ``exclude`` predicted by ``form`` fitted without its ``by`` group (and ``exclude``)."""
+    out = []
+    for g in sorted({group_of(r, by) for r in spec_runs() if r.id not in exclude}):
+        ids, decode = _fold(by, g, exclude)
+        f = fit(form, exclude_runs=ids, decode=decode)
+        out += [predict_run(f, r) for r in spec_runs() if r.id in ids and r.id not in exclude]
+    return out
+
+
+def choice_score(preds) -> float:
+    """The median over runs of each run's median |error| (lower is better)."""
+    meds = [float(np.median(np.abs(p.error[p.scored]))) for p in preds if p.scored.any()]
+    return float(np.median(meds)) if meds else float("inf")
+
+
+def choose_form(exclude=(), candidates=CANDIDATE_FORMS) -> tuple:
+    """(the form with the best :func:`choice_score` held out by model
+    family on the runs not in ``exclude``, {form: score})."""
+    scores = {form: choice_score(_predict_group(form, CHOICE_GROUPING, exclude)) for form in candidates}
+    best = min(candidates, key=lambda form: scores[form])  # min keeps the first of equals
+    return best, scores
+
+
+def bootstrap_fits(form: Form = None, *, exclude=(), decode: bool = True, samples: int = 100,
+                   seed: int = 0) -> list:
+    """Fits of ``form`` to ``samples`` resamplings of the runs not in
+    ``exclude``: the model families drawn with replacement (a family's runs
+    together, since a prediction for a new deployment is a prediction for a
+    family the fit has not seen), and the decode runs with replacement."""
+    form = form or SHIPPED_FORM
+    rng = np.random.default_rng(seed)
+    runs = [r for r in spec_runs() if r.id not in exclude]
+    families = sorted({r.family for r in runs})
+    _, dec_y, *_ = _problem()
+    out = []
+    for _ in range(samples):
+        pick = rng.integers(0, len(families), len(families))
+        count = {fam: float((pick == i).sum()) for i, fam in enumerate(families)}
+        weights = {r.id: count[r.family] for r in runs}
+        dw = np.bincount(rng.integers(0, len(dec_y), len(dec_y)), minlength=len(dec_y)).astype(float)
+        out.append(fit(form, exclude_runs=exclude, run_weights=weights, decode_weights=dw, decode=decode))
+    return out
+
+
+def residual_sd(form: Form = None, *, exclude=()) -> float:
+    """The spread (a robust standard deviation) of the log error of points
+    held out by model family on the runs not in ``exclude``: what a
+    prediction for an unseen family misses beyond its constants."""
+    preds = _predict_group(form or SHIPPED_FORM, CHOICE_GROUPING, exclude)
+    e = np.concatenate([np.log(p.predicted[p.scored] / p.measured[p.scored]) for p in preds])
+    return float(1.4826 * np.median(np.abs(e - np.median(e)))) if e.size else 0.0
+
+
+#: Draws the intervals are taken over.
+INTERVAL_DRAWS = 100
+
+
+def held_out(by: str = "run", terms=None, *, choose: bool = False, intervals: bool = False,
+             samples: int = INTERVAL_DRAWS) -> HeldOut:
+    """Every speculative run predicted by a step fitted without its group:
+    ``by`` ``"run"`` (the run alone), ``"model"`` (its model family: every
+    run of, say, the DeepSeek models at once) or ``"source"`` (every run of
+    its source). The decode runs are one model (Llama-3.3-70B) and one
+    source (InferenceMAX): with ``"run"`` each decode sweep is held out in
+    turn; otherwise they stay in the fit except in the fold that holds out
+    their family or source, where the chips' factors fall back to the
+    datasheet and the speculative runs alone set the rest.
+
+    ``terms``: the form fitted (default: the shipped one). ``choose``: in
+    each fold the form is chosen among :data:`CANDIDATE_FORMS` by its own
+    held-out score on the runs left in (:func:`choose_form`), so that the
+    score reported is not the one the form was chosen on. ``intervals``:
+    each point gets its interval from ``samples`` bootstrap fits to the runs
+    left in, spread by their held-out residual (:func:`residual_sd`)."""
+    by = checked_choice("by", by, GROUPINGS)
+    base = as_form(terms) if terms is not None else SHIPPED_FORM
+    preds, forms = {}, {}
+    for g in sorted({group_of(r, by) for r in spec_runs()}):
+        ids, decode = _fold(by, g)
+        form = choose_form(ids)[0] if choose else base
+        forms[g] = form
+        f = fit(form, exclude_runs=ids, decode=decode)
+        draws, sd = (), 0.0
+        if intervals:
+            draws = bootstrap_fits(form, exclude=ids, decode=decode, samples=samples)
+            sd = residual_sd(form, exclude=ids)
+        for r in spec_runs():
+            if r.id in ids:
+                preds[r.id] = predict_run(f, r, draws, sd)
     _, dec_y, dec_wl, dec_conc, *_ = _problem()
-    groups = decode_groups()
-    predicted = np.empty(len(dec_y))
-    for g in np.unique(groups):
-        out = groups == g
-        predicted[out] = predict_decode(fit(terms, decode_weights=(~out).astype(float)))[out]
-    return HeldOut(preds, dec_y, predicted, dec_conc, dec_wl, tuple(terms))
+    predicted = np.full(len(dec_y), np.nan)
+    if by == "run":
+        sweeps = decode_groups()
+        for s in np.unique(sweeps):
+            out = sweeps == s
+            predicted[out] = predict_decode(fit(base, decode_weights=(~out).astype(float)))[out]
+    else:
+        ids, _ = _fold(by, _decode_group(by))
+        predicted = predict_decode(fit(forms.get(_decode_group(by), base), exclude_runs=ids, decode=False))
+    return HeldOut(tuple(preds[r.id] for r in spec_runs()), dec_y, predicted, dec_conc, dec_wl, base.terms, by, forms)
+
+
+def leave_one_run_out(terms=None) -> HeldOut:
+    """Each speculative run predicted by constants fitted without it; each
+    decode sweep (:func:`decode_groups`) likewise (:func:`held_out` by run)."""
+    return held_out("run", terms)
 
 
 def decode_groups() -> np.ndarray:
@@ -710,18 +1087,27 @@ def decode_groups() -> np.ndarray:
     return np.array([f"{r.workload} {r.chip} {r.framework} {r.precision} TP{r.tp}" for r in runs.records])
 
 
-def bootstrap(terms=DEFAULT_TERMS, samples: int = 200, seed: int = 0) -> dict:
-    """{constant: (5th, 50th, 95th percentile)} over fits to resampled data:
-    the speculative runs drawn with replacement, the decode runs likewise."""
-    rng = np.random.default_rng(seed)
-    runs = [r.id for r in spec_runs()]
-    _, dec_y, *_ = _problem()
+def held_out_workloads(terms=None) -> list:
+    """Decode TPOT fitted on one workload's decode runs (and every
+    speculative run) and predicted on each other workload: (train, test,
+    runs, median |error|, worst median signed error by concurrency)."""
+    form = as_form(terms) if terms is not None else SHIPPED_FORM
+    _, dec_y, dec_wl, dec_conc, *_ = _problem()
+    rows = []
+    for train in sorted(set(dec_wl)):
+        pred = predict_decode(fit(form, workloads=(train,)))
+        for test in sorted(set(dec_wl) - {train}):
+            m = dec_wl == test
+            e = pred[m] / dec_y[m] - 1.0
+            worst = max(abs(float(np.median(e[dec_conc[m] == c]))) for c in np.unique(dec_conc[m]))
+            rows.append((train, test, int(m.sum()), float(np.median(np.abs(e))), worst))
+    return rows
+
+
+def bootstrap(terms=None, samples: int = 200, seed: int = 0) -> dict:
+    """{constant: (5th, 50th, 95th percentile)} over :func:`bootstrap_fits`."""
     draws = {}
-    for _ in range(samples):
-        pick = rng.integers(0, len(runs), len(runs))
-        weights = {r: float((pick == i).sum()) for i, r in enumerate(runs)}
-        dw = np.bincount(rng.integers(0, len(dec_y), len(dec_y)), minlength=len(dec_y)).astype(float)
-        f = fit(terms, run_weights=weights, decode_weights=dw)
+    for f in bootstrap_fits(as_form(terms) if terms is not None else SHIPPED_FORM, samples=samples, seed=seed):
         for k, v in f.theta.items():
             draws.setdefault(k, []).append(v)
     return {k: tuple(float(np.percentile(v, q)) for q in (5, 50, 95)) for k, v in draws.items()}
@@ -735,32 +1121,49 @@ def against(calibration: _cal.Calibration) -> HeldOut:
     return HeldOut(tuple(predict_run(f, r) for r in spec_runs()), dec_y, predict_decode(f), dec_conc, dec_wl, TERMS)
 
 
-def ablation(terms=DEFAULT_TERMS) -> list:
-    """(term dropped or "none", held-out summary) for the full model and
-    without each candidate term."""
-    out = [("none", leave_one_run_out(terms).summary())]
-    for t in CANDIDATES:
-        if t in terms:
-            out.append((f"without {t}", leave_one_run_out(tuple(x for x in terms if x != t)).summary()))
-        else:
-            out.append((f"with {t}", leave_one_run_out(tuple(terms) + (t,)).summary()))
-    global DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY
+def ablation(terms=None, by: str = "run") -> list:
+    """(variant, held-out summary) for the shipped form and each candidate
+    form (:data:`CANDIDATE_FORMS`), then the drafter and e grouped other ways."""
+    base = as_form(terms) if terms is not None else SHIPPED_FORM
+    out = [("the shipped form: " + base.label, held_out(by, base).summary())]
+    out += [(form.label, held_out(by, form).summary()) for form in CANDIDATE_FORMS if form != base]
+    global DRAFTER_PRICING, PER_POSITION_BY
     try:
         DRAFTER_PRICING = "share"
         _problem.cache_clear()
-        out.append(("drafter as a share of a step", leave_one_run_out(terms).summary()))
-        DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE = "roofline", True
-        _problem.cache_clear()
-        out.append(("a_d per engine", leave_one_run_out(tuple(terms) + ("per_draft_pass",)).summary()))
-        DRAFT_PASS_BY_ENGINE = False
+        out.append(("drafter as a share of a step", held_out(by, base).summary()))
+        DRAFTER_PRICING = "roofline"
         for group, label in (("all", "one e for every chip"), ("chip", "e per chip")):
             PER_POSITION_BY = group
             _problem.cache_clear()
-            out.append((label, leave_one_run_out(terms).summary()))
+            out.append((label, held_out(by, base).summary()))
     finally:
-        DRAFTER_PRICING, DRAFT_PASS_BY_ENGINE, PER_POSITION_BY = "roofline", False, "vendor"
+        DRAFTER_PRICING, PER_POSITION_BY = "roofline", "vendor"
         _problem.cache_clear()
     return out
+
+
+#: The form of the shipped calibration: the one :func:`choose_form` picks on every run.
+SHIPPED_FORM = CANDIDATE_FORMS[0]
+
+
+def shipped_fit(samples: int = INTERVAL_DRAWS) -> _cal.Calibration:
+    """The calibration to ship: :data:`SHIPPED_FORM` fitted on every run, with
+    ``samples`` bootstrap draws (:func:`bootstrap_fits`) and the held-out
+    residual spread (:func:`residual_sd`) that its intervals are taken over."""
+    cal = fit(SHIPPED_FORM).calibration()
+    draws = []
+    for f in bootstrap_fits(SHIPPED_FORM, samples=samples):
+        c = f.calibration().to_json()
+        draws.append({k: _rounded(c[k]) for k in _cal.DRAW_FIELDS if k in c})
+    return dataclasses.replace(cal, draws=tuple(draws), residual_sd=residual_sd(SHIPPED_FORM))
+
+
+def _rounded(value):
+    """A constant to 6 significant digits (the draws' spread is far wider)."""
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return float(f"{value:.6g}")
 
 
 def write_calibration(path=None) -> dict:
@@ -768,11 +1171,11 @@ def write_calibration(path=None) -> dict:
     ``data/calibration/step_time.json`` (what ``step_time="calibrated"`` prices with)."""
     from pathlib import Path
 
-    f = fit()
     data = {"about": "Calibrated step time (speclib.core.calibrated): the shipped constants, fitted by "
-                     "speclib.evidence.step_fit on measured decoding and measured speculative runs. Written by `python -m speclib.evidence.step_fit "
+                     "speclib.evidence.step_fit on measured decoding and measured speculative runs, with bootstrap "
+                     "draws (model families resampled) for intervals. Written by `python -m speclib.evidence.step_fit "
                      "--write-calibration`; tests/test_step_fit.py refits and compares.",
-            **f.calibration().to_json()}
+            **shipped_fit().to_json()}
     target = Path(path) if path is not None else Path(__file__).resolve().parents[1].joinpath(*_cal.CALIBRATION_FILE)
     target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return data

@@ -131,8 +131,11 @@ NUMERIC = (
     # --- a whole model's step in seconds (speclib.formulas.step) ---
     Formula("roofline_time", _s.roofline_time_expr, (_s.F, _s.Q, _s.peak, _s.M),
             "time of work F moving Q bytes on a chip of peak P and bandwidth M"),
-    Formula("engine_step", _s.engine_step_expr, (_s.t_k, _s.t_c, _s.a, _s.d, _s.e, _s.B, _s.T),
-            "the calibrated engine step: kernels, compute not hidden, fixed, per sequence, per extra position"),
+    Formula("engine_step", _s.engine_step_expr, (_s.t_k, _s.t_c, _s.a, _s.d, _s.e, _s.B, _s.T, _s.chi, _s.t_x),
+            "the calibrated engine step: kernels, compute not hidden, fixed, per sequence, per extra position, "
+            "the extra positions' work below peak"),
+    Formula("fixed_by_layers", _s.fixed_by_layers_expr, (_s.a_0, _s.L, _s.L_ref),
+            "a fixed time per step measured on a model of L_ref layers, for a model of L"),
     Formula("attended_context", _s.attended_context_expr, (_s.S, _s.T),
             "context the T verified positions attend over, on average"),
     Formula("experts_touched", _m.numeric_form(_s.experts_touched_expr), (_s.B, _s.T, _m.k, _m.E),

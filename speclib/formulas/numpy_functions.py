@@ -55,7 +55,8 @@ ARGUMENTS = {
     'priced_speedup': ('N', 'C_0', 'C_gamma'),
     'throughput': ('B', 'N', 'C_gamma'),
     'roofline_time': ('F', 'Q', 'P', 'M'),
-    'engine_step': ('t_k', 't_c', 'a', 'd', 'e', 'B', 'T'),
+    'engine_step': ('t_k', 't_c', 'a', 'd', 'e', 'B', 'T', 'chi', 't_x'),
+    'fixed_by_layers': ('a_0', 'L', 'L_ref'),
     'attended_context': ('S', 'T'),
     'experts_touched': ('B', 'T', 'k', 'E'),
     'experts_touched_slots': ('B', 'T', 'k', 'E'),
@@ -447,12 +448,20 @@ def roofline_time(F, Q, P, M):
     return functools.reduce(numpy.maximum, [F/P, Q/M])
 
 
-def engine_step(t_k, t_c, a, d, e, B, T):
-    """the calibrated engine step: kernels, compute not hidden, fixed, per sequence, per extra position:
+def engine_step(t_k, t_c, a, d, e, B, T, chi, t_x):
+    """the calibrated engine step: kernels, compute not hidden, fixed, per sequence, per extra position, the extra positions' work below peak:
 
-    B*d + B*e*(T - 1) + a + t_c + t_k
+    B*d + B*e*(T - 1) + a + chi*t_x + t_c + t_k
     """
-    return B*d + B*e*(T - 1) + a + t_c + t_k
+    return B*d + B*e*(T - 1) + a + chi*t_x + t_c + t_k
+
+
+def fixed_by_layers(a_0, L, L_ref):
+    """a fixed time per step measured on a model of L_ref layers, for a model of L:
+
+    L*a_0/L_ref
+    """
+    return L*a_0/L_ref
 
 
 def attended_context(S, T):

@@ -97,10 +97,35 @@ a = sp.Symbol("a", nonnegative=True)  # fixed time per engine step (chip, engine
 d = sp.Symbol("d", nonnegative=True)  # time per sequence in the step
 e = sp.Symbol("e", nonnegative=True)  # time per verified position past the first, per sequence
 
+t_x = sp.Symbol("t_x", nonnegative=True)  # the extra verified positions' FLOPs at peak / tp (seconds)
+chi = sp.Symbol("chi", nonnegative=True)  # seconds per second of those FLOPs at peak: 1 / eta
+
 #: One engine step of B sequences of T positions: the kernels' time, the
-#: compute they do not hide, a fixed time, a time per sequence and a time per
+#: compute they do not hide, a fixed time, a time per sequence, a time per
 #: extra verified position (sampling, rejection, the rejected positions' KV
-#: writes). A drafter's pass adds its priced work and a_d per pass
-#: (:data:`speclib.formulas.drafters.mtp_draft_time_expr` with t_pass = a_d
-#: counts the passes of a chained drafter, the DFlash form those of a block).
-engine_step_expr = t_k + t_c + a + d * B + e * B * (T - 1)
+#: writes) and the extra positions' own work, their FLOPs at a fraction
+#: eta = 1/chi of the chip's peak. A drafter's pass adds its priced work and
+#: a_d per pass (:data:`speclib.formulas.drafters.mtp_draft_time_expr` with
+#: t_pass = a_d counts the passes of a chained drafter, the DFlash form those
+#: of a block).
+engine_step_expr = t_k + t_c + a + d * B + e * B * (T - 1) + chi * t_x
+
+#: FLOPs of a step of B sequences of T positions, the whole model: two per
+#: active weight per position (dense and the k + n_s experts each is routed
+#: to) and attention over the context each position sees, full and linear.
+step_flops_expr = dense_flops_expr + expert_flops_expr + attention_flops_expr
+
+n_tp = sp.Symbol("n_tp", positive=True)  # GPUs the model is split over (tensor parallelism)
+P_c = sp.Symbol("P_c", positive=True)  # the chip's peak FLOP/s at the precision of the work
+#: Seconds of the work the T - 1 extra verified positions add to a plain
+#: step, at the chip's peak over n_tp GPUs: the t_x that 1/eta scales (the
+#: code prices each component at its own precision's peak).
+extra_positions_time_expr = (step_flops_expr - step_flops_expr.subs(T, 1)) / (n_tp * P_c)
+
+L = sp.Symbol("L", positive=True)  # the model's layers
+L_ref = sp.Symbol("L_ref", positive=True)  # the layers of the model the fixed time was measured on
+a_0 = sp.Symbol("a_0", nonnegative=True)  # the fixed time per step measured on that model
+#: A fixed time per step that scales with the layers (kernels launched per
+#: layer, each with a floor on its duration): a_0 measured on a model of
+#: L_ref layers, for a model of L.
+fixed_by_layers_expr = a_0 * L / L_ref

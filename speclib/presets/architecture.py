@@ -6,6 +6,8 @@ of :mod:`speclib.formulas` printed to numpy; the presets themselves are data
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Optional, Union
@@ -448,6 +450,14 @@ class Model:
             raise ValueError(f"model {self.name!r}: compress_ratios may only hold 0, 1, the CSA ratio "
                              f"{attn.csa_ratio:g} and the HCA ratio {attn.hca_ratio:g}")
         return {"full": full, "linear": linear, "csa": csa, "hca": hca, "window": window}
+
+    @property
+    def family(self) -> str:
+        """The model's family: the letters its name starts with ("DeepSeek"
+        for DeepSeek-V3 and V4, "Llama" for Llama 3 and 4, "Qwen", "GLM",
+        "gpt" for gpt-oss, ...). A fitted step is held out a family at a time."""
+        match = re.match(r"[A-Za-z]+", self.name)
+        return match.group(0) if match else self.name
 
     def step_architecture(self) -> "StepArchitecture":
         """What one forward step of the whole model touches (every layer and
