@@ -21,6 +21,15 @@ DATASHEET = {
     ("MI355X", "bf16"): (2.5 * P, 8 * TB),
     ("MI355X", "fp8"): (5.0 * P, 8 * TB),
     ("MI355X", "fp4"): (10.0 * P, 8 * TB),
+    # MI350X: ~2.3 / ~4.6 / ~9.2 PFLOPS dense at 8 TB/s (the MI355X die at 2.2 GHz)
+    ("MI350X", "bf16"): (2.3 * P, 8 * TB),
+    ("MI350X", "fp8"): (4.6 * P, 8 * TB),
+    ("MI350X", "fp4"): (9.2 * P, 8 * TB),
+    # DGX B300, 8 GPUs: 72 PF FP8 and 36 PF BF16 with sparsity; FP4 144 PF with
+    # sparsity, dense at the GB300 NVL72 sheet's dense/sparse ratio (1,080/1,440)
+    ("B300", "fp8"): (72 * P / 8 / 2, 576 * TB / 72),
+    ("B300", "bf16"): (36 * P / 8 / 2, 576 * TB / 72),
+    ("B300", "fp4"): (144 * P / 8 * 1080 / 1440, 576 * TB / 72),
     # GB300 NVL72 rack: 1,080 PF dense FP4; 720 PF FP8 and 360 PF BF16 with
     # sparsity; 576 TB/s; 72 GPUs.
     ("GB300", "fp4"): (1080 * P / 72, 576 * TB / 72),
@@ -30,7 +39,7 @@ DATASHEET = {
 
 # The MI355X sheet prints two significant figures; the preset carries the
 # exact CU x clock x rate product, 0.66 % above the rounded 2.5/5/10.
-ROUNDING = {"MI355X": 0.01}
+ROUNDING = {"MI355X": 0.01, "MI350X": 0.01}
 
 
 @pytest.mark.parametrize("chip, precision", sorted(DATASHEET))
@@ -51,6 +60,26 @@ def test_mi355x_peaks_are_cu_times_clock_times_rate():
     assert presets.MI355X.peak_flops("fp8") == pytest.approx(fp8)
     assert presets.MI355X.peak_flops("bf16") == pytest.approx(fp8 / 2)
     assert presets.MI355X.peak_flops("fp4") == pytest.approx(fp8 * 2)
+
+
+def test_mi350x_peaks_are_cu_times_clock_times_rate():
+    # the MI355X's 256 CUs and 8,192 dense FP8 FLOP per clock per CU at 2.2 GHz
+    fp8 = 8 * 32 * 2.2e9 * 8192
+    assert presets.hardware("MI350X").peak_flops("fp8") == pytest.approx(fp8)
+    assert presets.hardware("MI350X").peak_flops("bf16") == pytest.approx(fp8 / 2)
+    assert presets.hardware("MI350X").peak_flops("fp4") == pytest.approx(fp8 * 2)
+    # the same die at 2.2 instead of 2.4 GHz
+    assert presets.hardware("MI350X").peak_flops("fp8") / presets.MI355X.peak_flops("fp8") == pytest.approx(2.2 / 2.4)
+
+
+def test_b300_is_an_eight_gpu_blackwell_ultra():
+    b300 = presets.hardware("B300")
+    assert presets.hardware("hgx-b300") is b300 and b300.vendor == "NVIDIA" and b300.interconnect == "NVLink5"
+    # 2.3 TB of HBM3e over 8 GPUs, 288 GB each (printed as 2.3 TB: within its rounding)
+    assert abs(8 * b300.hbm_capacity - 2.3e12) <= 0.05e12 and b300.hbm_capacity == 288e9
+    # the same GPU as GB300's at lower clocks: below it at every precision, same bandwidth
+    assert all(b300.peak_flops(p) < presets.GB300.peak_flops(p) for p in ("bf16", "fp8", "fp4"))
+    assert b300.memory_bandwidth == presets.GB300.memory_bandwidth
 
 
 @pytest.mark.parametrize("chip", ["H100-SXM", "H200", "MI300X", "MI325X"])

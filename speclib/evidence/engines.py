@@ -288,6 +288,11 @@ def gamma_sweep(run_id: str = "sglang-autospec") -> dict:
 SWEEP_QUANTITIES = ("speedup", "throughput", "tpot_ms", "latency_ms")
 #: What a sweep's ``batch`` counts.
 SWEEP_BATCH_KINDS = ("batch", "concurrency", "max_batch")
+#: Other measures a point may carry beside its run's ``quantity`` (in its
+#: ``also`` object): each a pair with and without speculation, in the units
+#: of :data:`SWEEP_QUANTITIES` (``ttft_ms``: median or mean time to first
+#: token, ms, as the source says in the run's ``metric``).
+SWEEP_ALSO = ("throughput", "tpot_ms", "ttft_ms", "latency_ms")
 _SWEEP_FIELDS = ("id", "label", "source", "engine", "model", "hardware", "parallelism", "drafter", "acceptance",
                  "workload", "batch_kind", "quantity", "metric", "points", "assumed")
 _SOURCE_FIELDS = ("url", "title", "date", "where")
@@ -318,6 +323,16 @@ class SweepRun:
     spec: np.ndarray
     base: np.ndarray
     printed: np.ndarray
+    #: committed tokens per verify at each point, where the source prints it per point (NaN elsewhere)
+    accept_length: np.ndarray = None
+    #: {quantity: (spec, base)} arrays over the points of the other measures the source prints (NaN where absent)
+    also: dict = None
+
+    @property
+    def passes(self):
+        """Sequential drafter passes per speculative step as the record states
+        them (``drafter.passes``), or None where it does not."""
+        return self.drafter.get("passes")
 
     @property
     def speedup(self) -> np.ndarray:
@@ -359,12 +374,17 @@ def _sweep(r: dict, where: str) -> SweepRun:
             raise ValueError(f"{where}: missing field model.{key}")
     if not r["hardware"].get("chip") or "count" not in r["hardware"]:
         raise ValueError(f"{where}: hardware needs chip and count")
+    passes = r["drafter"].get("passes")
+    if passes is not None and (isinstance(passes, bool) or not isinstance(passes, int) or passes < 0):
+        raise ValueError(f"{where}: drafter.passes must be an integer >= 0 (sequential drafter passes per step); "
+                         f"got {passes!r}")
     checked_choice(f"{where}: quantity", r["quantity"], SWEEP_QUANTITIES)
     checked_choice(f"{where}: batch_kind", r["batch_kind"], SWEEP_BATCH_KINDS)
     if not isinstance(r["points"], list) or not r["points"]:
         raise ValueError(f"{where}: points must be a non-empty list")
     value_key = "speedup" if r["quantity"] == "speedup" else "spec"
-    cols = {k: [] for k in ("batch", "gamma", "spec", "base", "printed")}
+    cols = {k: [] for k in ("batch", "gamma", "spec", "base", "printed", "accept_length")}
+    also = {}
     for i, p in enumerate(r["points"]):
         at = f"{where}: points[{i}]"
         for key in ("batch", "gamma", value_key):
@@ -381,13 +401,45 @@ def _sweep(r: dict, where: str) -> SweepRun:
         if r["quantity"] == "latency_ms" and "base" not in p:
             # a request's latency alone says nothing of speculation's gain
             raise ValueError(f"{at}: a latency_ms run needs base (the latency without speculation) at every point")
+        cols["accept_length"].append(_accept_length(at, p["accept_length"]) if "accept_length" in p else np.nan)
+        for key, pair in _also(p, at, r["quantity"]).items():
+            also.setdefault(key, {"spec": [np.nan] * i, "base": [np.nan] * i})
+            for side in ("spec", "base"):
+                also[key][side].append(pair.get(side, np.nan))
+        for key in also:
+            for side in ("spec", "base"):
+                if len(also[key][side]) < i + 1:
+                    also[key][side].append(np.nan)
     return SweepRun(
         id=r["id"], label=r["label"], source=dict(r["source"]), engine=dict(r["engine"]), model=dict(r["model"]),
         hardware=dict(r["hardware"]), parallelism=dict(r["parallelism"]), drafter=dict(r["drafter"]),
         acceptance=dict(r["acceptance"]), workload=dict(r["workload"]), batch_kind=r["batch_kind"],
         quantity=r["quantity"], metric=r["metric"], assumed=r["assumed"],
         **{k: np.asarray(v, dtype=float) for k, v in cols.items()},
+        also={k: (np.asarray(v["spec"], dtype=float), np.asarray(v["base"], dtype=float)) for k, v in also.items()},
     )
+
+
+def _accept_length(at: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 1:
+        raise ValueError(f"{at}: accept_length must be a number >= 1 (committed tokens per verify); got {value!r}")
+    return float(value)
+
+
+def _also(p: dict, at: str, quantity: str) -> dict:
+    """A point's ``also`` object, checked: {measure: {"spec": x, "base": y}}."""
+    also = p.get("also", {})
+    if not isinstance(also, dict):
+        raise ValueError(f"{at}: also must be an object of measures ({', '.join(SWEEP_ALSO)})")
+    out = {}
+    for key, pair in also.items():
+        if key not in SWEEP_ALSO or key == quantity:
+            allowed = ", ".join(k for k in SWEEP_ALSO if k != quantity)
+            raise ValueError(f"{at}: also.{key} is not a measure a point may add; allowed: {allowed}")
+        if not isinstance(pair, dict) or "spec" not in pair or not set(pair) <= {"spec", "base"}:
+            raise ValueError(f"{at}: also.{key} must be an object with spec and, optionally, base")
+        out[key] = {side: _number(at, f"also.{key}.{side}", v) for side, v in pair.items()}
+    return out
 
 
 def read_sweeps(path) -> tuple:

@@ -134,6 +134,9 @@ class MLAAttention(_AttentionConstants):
     indexer_heads: Optional[int] = None
     indexer_head_dim: Optional[int] = None
     indexer_key_bytes: float = 1.0
+    # Kimi (gated MLA): a per-head sigmoid gate on the attention output,
+    # sigma(W_g x) with W_g of n_heads * o_head_dim rows, before the output projection
+    output_gate: bool = False
 
     kind = "mla"
     _FORMULAS = ("mla_context_bytes", "mla_query_bytes", "mla_flops_per_pair")
@@ -154,7 +157,8 @@ class MLAAttention(_AttentionConstants):
             o = o_in * self.o_lora_rank + self.o_groups * self.o_lora_rank * hidden
         else:
             o = o_in * hidden
-        return int(q + kv + o)
+        gate = o_in * hidden if self.output_gate else 0
+        return int(q + kv + o + gate)
 
     @cached_property
     def _indexer_constants(self) -> tuple:
@@ -223,6 +227,10 @@ class GatedDeltaNet:
     value_head_dim: int
     conv_kernel: int
     state_bytes_per_element: float = 2.0
+    # Kimi Delta Attention: a per-channel decay gate through a low-rank
+    # bottleneck (hidden -> rank -> value channels) in place of GatedDeltaNet's
+    # one decay per value head; None for GatedDeltaNet
+    decay_gate_rank: Optional[int] = None
 
     kind = "gdn"
 
@@ -230,6 +238,8 @@ class GatedDeltaNet:
         for name in ("n_key_heads", "n_value_heads", "key_head_dim", "value_head_dim", "conv_kernel"):
             checked_int(name, getattr(self, name), lo=1)
         checked_array("state_bytes_per_element", self.state_bytes_per_element, lo=0, lo_open=True)
+        if self.decay_gate_rank is not None:
+            checked_int("decay_gate_rank", self.decay_gate_rank, lo=1)
 
     def architecture(self) -> dict:
         """The layout's numbers under the names of :mod:`speclib.formulas.attention`."""
@@ -252,18 +262,33 @@ class GatedDeltaNet:
 
     def projection_params(self, hidden: int) -> int:
         """Weights of one layer: the input projection to queries, keys, values
-        and the output gate, the per-head decay and update gates, the short
+        and the output gate, the per-head decay and update gates (with
+        ``decay_gate_rank``: a per-head update gate and a per-channel decay
+        gate through a rank-``decay_gate_rank`` bottleneck), the short
         convolution, and the output projection."""
         key_dim = self.n_key_heads * self.key_head_dim
         value_dim = self.n_value_heads * self.value_head_dim
-        in_proj = hidden * (2 * key_dim + 2 * value_dim) + hidden * 2 * self.n_value_heads
+        if self.decay_gate_rank is None:
+            gates = hidden * 2 * self.n_value_heads
+        else:
+            gates = hidden * self.n_value_heads + self.decay_gate_rank * (hidden + value_dim)
+        in_proj = hidden * (2 * key_dim + 2 * value_dim) + gates
         conv = (2 * key_dim + value_dim) * self.conv_kernel
         return int(in_proj + conv + value_dim * hidden)
 
 
 @dataclass(frozen=True)
 class MoEFFN:
-    """Routed experts (top-k of E) plus always-on shared experts."""
+    """Routed experts (top-k of E) plus always-on shared experts.
+
+    A latent MoE (Kimi-K3) projects each token from the hidden width down to
+    ``latent_size`` before its routed experts and back up after them, so an
+    expert's projections are ``latent_size`` wide. ``dense_params``: weights
+    per MoE layer that every token uses outside the routed experts and that
+    are stored and multiplied like the attention projections (a latent MoE's
+    down and up projections, and shared experts the checkpoint keeps
+    unquantised at the full hidden width); 0 for other models, whose shared
+    experts are ``n_shared`` experts of the routed shape."""
 
     n_routed: int
     top_k: int
@@ -271,6 +296,8 @@ class MoEFFN:
     expert_width: int  # intermediate size of one expert
     weight_bytes: float  # bytes per parameter as stored (MXFP4: 0.53)
     precision: str = "fp4"  # the GEMM precision the experts run in
+    latent_size: Optional[int] = None  # width the routed experts work in (None: the hidden width)
+    dense_params: int = 0  # per MoE layer, at the projections' bytes and precision
 
     is_moe = True
 
@@ -283,10 +310,14 @@ class MoEFFN:
         checked_int("expert_width", self.expert_width, lo=1)
         checked_array("weight_bytes", self.weight_bytes, lo=0, lo_open=True)
         checked_choice("precision", self.precision, PRECISIONS)
+        if self.latent_size is not None:
+            checked_int("latent_size", self.latent_size, lo=1)
+        checked_int("dense_params", self.dense_params, lo=0)
 
     def expert_params(self, hidden: int) -> int:
-        """W_E: gate, up and down projections of one expert."""
-        return 3 * hidden * self.expert_width
+        """W_E: gate, up and down projections of one expert (in the latent
+        width for a latent MoE)."""
+        return 3 * (self.latent_size or hidden) * self.expert_width
 
 
 @dataclass(frozen=True)
@@ -391,7 +422,7 @@ class Model:
         attention = self._attention_params(n_layers)
         if self.ffn.is_moe:
             router = self.hidden_size * self.ffn.n_routed
-            ffn = n_ffn_layers * (experts_per_layer * self.expert_params + router)
+            ffn = n_ffn_layers * (experts_per_layer * self.expert_params + router + self.ffn.dense_params)
             if n_dense:
                 ffn += n_dense * 3 * self.hidden_size * self.dense_ffn_width
         else:
@@ -421,6 +452,7 @@ class Model:
             experts = n_ffn_layers * (ffn.n_routed + ffn.n_shared) * self.expert_params
             routers = n_ffn_layers * h * ffn.n_routed
             projections += n_dense * 3 * h * self.dense_ffn_width if n_dense else 0
+            projections += n_ffn_layers * ffn.dense_params
         else:
             experts, routers = n_layers * self.expert_params, 0
         return {"ffn": int(experts), "projections": int(projections), "bf16": int(embeddings + routers)}
@@ -550,7 +582,7 @@ def _step_architecture(model: "Model") -> StepArchitecture:
     ffn = model.ffn
     dense = model._attention_params(n_layers) + model.vocab_size * h  # the output head
     if ffn.is_moe:
-        dense += n_ffn_layers * h * ffn.n_routed  # routers
+        dense += n_ffn_layers * (h * ffn.n_routed + ffn.dense_params)  # routers, a latent MoE's dense part
         if n_dense:
             dense += n_dense * 3 * h * model.dense_ffn_width
         experts = dict(ffn_params=float(n_ffn_layers * model.expert_params), n_routed=ffn.n_routed,

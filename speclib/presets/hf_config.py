@@ -133,6 +133,11 @@ def _weight_formats(r: _ConfigReader, extra: Mapping):
             proj = ffn = (1.0, "fp8")
         elif method == "mxfp4":
             ffn = (MXFP4_BYTES, "fp4")  # the experts only; attention stays unquantised
+        elif method == "compressed-tensors" and "mxfp4" in str(quant.get("format", "")).lower():
+            # Kimi-K3's recipe: the routed experts in MXFP4; attention, shared
+            # experts, dense FFNs and the output head in its "ignore" list stay
+            # unquantised
+            ffn = (MXFP4_BYTES, "fp4")
         elif method in ("awq", "gptq"):
             bits = quant.get("bits")
             if not isinstance(bits, int) or bits not in (2, 3, 4, 8):
@@ -141,7 +146,8 @@ def _weight_formats(r: _ConfigReader, extra: Mapping):
             proj = ffn = (bits / 8, "bf16")
         else:
             raise r.error(
-                "quantization_config.quant_method must be one of 'fp8', 'mxfp4', 'awq', 'gptq' "
+                "quantization_config.quant_method must be one of 'fp8', 'mxfp4', 'awq', 'gptq', "
+                "'compressed-tensors' with an mxfp4 format "
                 f"(or describe the weights in the \"speclib\" block); got {quant.get('quant_method')!r}"
             )
     if "weight_bytes" in extra:
@@ -192,6 +198,7 @@ def _mla_attention(r: _ConfigReader, extra: Mapping, kv_bytes: float, query_byte
             mha_v_dim=int(extra.get("mha_v_dim", v_dim)),
             kv_bytes=kv_bytes,
             query_bytes=query_bytes,
+            output_gate=_flag(r, "mla_use_output_gate"),
         )
     # DeepSeek-V4: one head_dim-wide latent per token serves as key and value,
     # queries come out head_dim wide, and the output projection is grouped and
@@ -230,6 +237,13 @@ def _mla_attention(r: _ConfigReader, extra: Mapping, kv_bytes: float, query_byte
     )
 
 
+def _flag(r: _ConfigReader, key: str) -> bool:
+    value = r.cfg.get(key, False)
+    if not isinstance(value, bool):
+        raise r.error(f"{key} must be true or false; got {value!r}")
+    return value
+
+
 def _gqa_attention(r: _ConfigReader, hidden: int, kv_bytes: float, query_bytes: float):
     heads = r.integer("num_attention_heads")
     kv_heads = r.integer("num_key_value_heads", heads)
@@ -256,7 +270,11 @@ def _linear_layers(r: _ConfigReader, n_layers: Optional[int], state_bytes: float
     """(GatedDeltaNet layout, how many layers use it) of a hybrid
     (Qwen3-Next, Qwen3.5/3.6), or (None, 0). The layer kinds come from
     ``layer_types`` or, failing that, ``full_attention_interval`` (every
-    interval-th layer full); both given must agree."""
+    interval-th layer full); both given must agree. Kimi's
+    ``linear_attn_config`` (Kimi Delta Attention) is read by
+    :func:`_kimi_linear_layers`."""
+    if isinstance(r.cfg.get("linear_attn_config"), Mapping):
+        return _kimi_linear_layers(r, n_layers, state_bytes)
     if not r.present("linear_num_value_heads"):
         return None, 0
     if n_layers is None:
@@ -285,6 +303,40 @@ def _linear_layers(r: _ConfigReader, n_layers: Optional[int], state_bytes: float
         state_bytes_per_element=state_bytes,
     )
     return layout, counted
+
+
+def _kimi_linear_layers(r: _ConfigReader, n_layers: Optional[int], state_bytes: float):
+    """Kimi Linear / Kimi-K3's ``linear_attn_config``: ``kda_layers`` and
+    ``full_attn_layers`` (1-based, together every layer once), ``num_heads``
+    heads of ``head_dim`` for queries, keys and values alike, a short
+    convolution of ``short_conv_kernel_size``. Kimi Delta Attention is
+    GatedDeltaNet's layout with a per-channel decay gate; with
+    ``use_full_rank_gate`` that gate goes through a ``head_dim``-wide
+    bottleneck (the checkpoint's f_a_proj [head_dim, hidden] and f_b_proj
+    [heads x head_dim, head_dim])."""
+    lin = _ConfigReader(r.cfg["linear_attn_config"], f"{r.where}: linear_attn_config")
+    if n_layers is None:
+        raise r.error("a hybrid model needs num_hidden_layers (to count its linear-attention layers)")
+    kda, full = lin.cfg.get("kda_layers"), lin.cfg.get("full_attn_layers")
+    for key, layers in (("kda_layers", kda), ("full_attn_layers", full)):
+        if not isinstance(layers, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in layers):
+            raise lin.error(f"{key} must be a list of 1-based layer numbers")
+    if sorted(kda + full) != list(range(1, n_layers + 1)):
+        raise lin.error(f"kda_layers and full_attn_layers must together list every layer 1..{n_layers} once")
+    heads, head_dim = lin.integer("num_heads"), lin.integer("head_dim")
+    full_rank = lin.cfg.get("use_full_rank_gate", False)
+    if not isinstance(full_rank, bool):
+        raise lin.error(f"use_full_rank_gate must be true or false; got {full_rank!r}")
+    layout = GatedDeltaNet(
+        n_key_heads=heads,
+        n_value_heads=heads,
+        key_head_dim=head_dim,
+        value_head_dim=head_dim,
+        conv_kernel=lin.integer("short_conv_kernel_size"),
+        state_bytes_per_element=state_bytes,
+        decay_gate_rank=head_dim if full_rank else None,
+    )
+    return layout, len(kda)
 
 
 def _moe_layers(r: _ConfigReader, n_layers: Optional[int]) -> Optional[int]:
@@ -318,12 +370,25 @@ def _ffn(r: _ConfigReader, n_layers, ffn_bytes: float, ffn_precision: str):
     n_routed = r.integer(experts_key, lo=0) if experts_key else 0
     if n_routed <= 1:
         return DenseFFN(width=r.integer("intermediate_size"), weight_bytes=ffn_bytes, precision=ffn_precision), 0, None
-    top_k = r.integer("num_experts_per_tok")
+    top_k_key = "num_experts_per_token" if r.present("num_experts_per_token") else "num_experts_per_tok"  # Kimi
+    top_k = r.integer(top_k_key)
     if top_k > n_routed:
-        raise r.error(f"num_experts_per_tok ({top_k}) must be at most {experts_key} ({n_routed})")
+        raise r.error(f"{top_k_key} ({top_k}) must be at most {experts_key} ({n_routed})")
     width_key = "moe_intermediate_size" if r.present("moe_intermediate_size") else "intermediate_size"
     width = r.integer(width_key)
-    n_shared = r.integer("n_shared_experts", 0, lo=0)
+    shared_key = "num_shared_experts" if r.present("num_shared_experts") else "n_shared_experts"  # Kimi
+    n_shared = r.integer(shared_key, 0, lo=0)
+    latent, dense_params = None, 0
+    if r.present("routed_expert_hidden_size"):
+        # Kimi-K3's latent MoE: tokens go down to this width before the routed
+        # experts and back up after them (two hidden x latent projections per
+        # MoE layer); its shared experts work at the full hidden width and,
+        # like the projections, are kept unquantised, so both count as the
+        # layer's dense part rather than as experts of the routed shape.
+        hidden = r.integer("hidden_size")
+        latent = r.integer("routed_expert_hidden_size")
+        dense_params = 2 * hidden * latent + n_shared * 3 * hidden * width
+        n_shared = 0
     if str(r.cfg.get("model_type", "")).startswith("llama4"):
         # Llama-4 (Scout, Maverick): every MoE layer also has one shared expert
         # of the routed width; the config implies it rather than counting it.
@@ -337,7 +402,8 @@ def _ffn(r: _ConfigReader, n_layers, ffn_bytes: float, ffn_precision: str):
             )
         n_shared = shared_width // width
     ffn = MoEFFN(
-        n_routed=n_routed, top_k=top_k, n_shared=n_shared, expert_width=width, weight_bytes=ffn_bytes, precision=ffn_precision
+        n_routed=n_routed, top_k=top_k, n_shared=n_shared, expert_width=width, weight_bytes=ffn_bytes,
+        precision=ffn_precision, latent_size=latent, dense_params=dense_params,
     )
     n_moe = _moe_layers(r, n_layers)
     n_dense = 0 if n_moe is None else n_layers - n_moe
@@ -360,8 +426,11 @@ def from_hf_config(config, *, name: Optional[str] = None) -> Model:
     ``decoder_sparse_step``), Llama (dense ``intermediate_size``, GQA
     ``num_key_value_heads``), Llama-4 (``interleave_moe_layer_step`` or
     ``moe_layers``, dense width ``intermediate_size_mlp``, one shared expert
-    implied by ``model_type`` llama4) and gpt-oss (``num_local_experts``,
-    MXFP4 experts) families; ``torch_dtype`` and
+    implied by ``model_type`` llama4), gpt-oss (``num_local_experts``,
+    MXFP4 experts) and Kimi-K3 (``num_experts_per_token``,
+    ``num_shared_experts``, the latent MoE's ``routed_expert_hidden_size``,
+    gated MLA ``mla_use_output_gate``, Kimi Delta Attention layers in
+    ``linear_attn_config``, MXFP4 experts by ``compressed-tensors``) families; ``torch_dtype`` and
     ``quantization_config`` (``fp8``, ``mxfp4``, ``awq``/``gptq``) set the
     bytes per weight. An optional ``"speclib"`` object supplies what such
     configs do not say (see :data:`SPECLIB_KEYS`), e.g. MXFP4 experts
