@@ -1,5 +1,6 @@
 """The calibrated step time: the fit, its held-out errors, the shipped
 constants, and how it prices a speculative step (verify and drafter)."""
+import dataclasses
 import json
 
 import numpy as np
@@ -23,13 +24,13 @@ def test_shipped_calibration_is_fitted_on_every_decoding_run_and_the_speculative
     from speclib.evidence import step_fit
 
     shipped = cal.shipped_calibration()
-    fit = step_fit.fit().calibration()
+    fit = step_fit.fit(step_fit.SHIPPED_FORM).calibration()
     assert shipped.roofline_factor == pytest.approx(fit.roofline_factor, rel=1e-9)
     assert shipped.per_sequence_s == pytest.approx(fit.per_sequence_s, rel=1e-9)
     assert shipped.per_position_s == pytest.approx(fit.per_position_s, rel=1e-9) and shipped.per_position_s > 0
     for chip, engines in fit.fixed_s.items():
         assert shipped.fixed_s[chip] == pytest.approx(engines, rel=1e-9)
-    assert set(shipped.fitted_on) == {"1k1k", "1k8k"} and len(step_fit.fit().runs) == len(step_fit.spec_runs()) >= 19
+    assert set(shipped.fitted_on) == {"1k1k", "1k8k"} and len(step_fit.fit().runs) == len(step_fit.spec_runs()) >= 26
 
 
 def test_constants_are_physical():
@@ -90,7 +91,7 @@ def test_calibrated_prediction_matches_the_fit_on_every_run():
     from speclib.evidence import step_fit
 
     runs = validation.decoding_runs()
-    predicted = step_fit.predict_decode(step_fit.fit())
+    predicted = step_fit.predict_decode(step_fit.fit(step_fit.SHIPPED_FORM))
     for i in range(0, len(runs), 37):
         r = runs.records[i]
         hw = presets.hardware(r.chip)
@@ -123,6 +124,9 @@ def test_calibrated_tpot_prices_the_deployments_own_calibration():
 def test_calibrated_pricing_prices_verify_and_drafter_with_the_calibrated_step():
     c = cal.shipped_calibration()
     mu, a, d = c.roofline_factor["B200"], c.fixed_s["B200"]["vLLM"], c.per_sequence_s
+    if c.fixed_layers_ref:  # the fixed time of a model of L layers: a x L / L_ref, L_ref the decode runs' model's
+        assert c.fixed_layers_ref == presets.LLAMA_3_70B.n_layers
+        a = a * presets.model("qwen3.6").n_layers / presets.LLAMA_3_70B.n_layers
     e, a_d = c.per_position(presets.B200), c.per_draft_pass_s
     priced = spec.Deployment("qwen3.6", "B200", drafter="qwen3.6-mtp", step_time="calibrated", tp=2).pricing()
     roof = _step.step_model("qwen3.6", "B200")
@@ -180,9 +184,8 @@ def test_step_time_flows_through_throughput():
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(step_time="measured"), r"^step_time must be one of 'roofline', 'calibrated'"),
-    (dict(step_time="calibrated", hardware="GB300"), r"hardware 'GB300' has no calibrated step time"),
     (dict(step_time="calibrated", hardware="MI300X", engine="TRT"), r"engine 'TRT' was not measured on MI300X"),
-    (dict(step_time="calibrated", engine="sglang"), r"^engine must be one of 'vLLM', 'TRT'"),
+    (dict(step_time="calibrated", engine="tgi"), r"^engine must be one of 'vLLM', 'TRT', 'SGLang'"),
     (dict(tp=0), r"^tp must be an integer in \[1, 1024\]"),
     (dict(tp=2.5), r"^tp must be an integer"),
 ])
@@ -205,6 +208,8 @@ def test_a_calibrated_ledger_is_layers_times_the_layer_in_seconds_plus_overheads
     cm = parallel.expert_parallel_cost_model("deepseek-v3", "H200", G=8)
     c = cal.shipped_calibration()
     mu, a, d = c.roofline_factor["H200"], c.fixed_s["H200"]["vLLM"], c.per_sequence_s
+    if c.fixed_layers_ref:  # DeepSeek-V3's 61 layers against the decode runs' model's 80
+        a = a * 61 / presets.LLAMA_3_70B.n_layers
     priced = spec.Deployment(cost_model=cm, step_time="calibrated", c_draft=0.05).pricing()
     B, S = np.array(16.0), np.array(8192.0)
     seconds = mu * 61 / presets.H200.memory_bandwidth
@@ -219,3 +224,63 @@ def test_calibration_file_is_valid_json_with_its_provenance():
 
     data = json.loads(resources.files("speclib").joinpath(*cal.CALIBRATION_FILE).read_text())
     assert data["model"].startswith("Llama-3.3-70B") and "write-calibration" in data["about"]
+
+
+# --- chips, engines and models the fit has not seen; intervals ----------------------------------
+
+
+def _chip(vendor):
+    return dataclasses.replace(presets.hardware("GB300"), name=f"a {vendor} chip", aliases=(), vendor=vendor)
+
+
+def test_a_chip_the_fit_did_not_see_takes_its_vendors_median_and_says_so():
+    c = cal.shipped_calibration()
+    gb300 = presets.hardware("GB300")
+    assert c._chip(gb300) is None
+    nvidia = [chip for chip in c.roofline_factor if presets.hardware(chip).vendor == "NVIDIA"]
+    mu, a, d = c.constants(gb300, "vLLM")
+    assert mu == pytest.approx(float(np.median([c.roofline_factor[k] for k in nvidia])))
+    assert a == pytest.approx(float(np.median([c.fixed_s[k]["vLLM"] for k in nvidia])))
+    assert d == c.per_sequence_s
+    notes = c.notes(presets.model("llama-3-70b"), gb300, "vLLM", 64)
+    assert any("GB300 is not in the fit" in n for n in notes)
+    with pytest.raises(ValueError, match=r"^hardware 'a Intel chip' has no calibrated step time: its vendor "
+                                         r"'Intel' has no fitted constants") as info:
+        spec.Deployment("llama-3-70b", _chip("Intel"), step_time="calibrated")
+    assert "\n" not in str(info.value)
+
+
+def test_sglang_shares_vllms_fixed_time_and_says_so():
+    c = cal.shipped_calibration()
+    assert c.engine_for("SGLang") == "vLLM"
+    assert c.constants(presets.H200, "SGLang") == c.constants(presets.H200, "vLLM")
+    assert any("SGLang has no fixed time of its own" in n for n in c.notes(engine="SGLang"))
+    sg = spec.Deployment("deepseek-v3", "H200", tp=8, engine="SGLang", step_time="calibrated")
+    vl = spec.Deployment("deepseek-v3", "H200", tp=8, engine="vLLM", step_time="calibrated")
+    assert spec.speedup(0.7, 2, 16, 2048, 0.05, deployment=sg) == spec.speedup(0.7, 2, 16, 2048, 0.05, deployment=vl)
+
+
+def test_a_speedups_interval_is_the_quantiles_over_the_draws():
+    c = cal.shipped_calibration()
+    no_spread = dataclasses.replace(c, residual_sd=0.0)
+    dep = spec.Deployment("qwen3-235b-a22b", "H200", tp=8, step_time=no_spread)
+    B = np.array([1.0, 16, 64])
+    got = spec.speedup(0.75, 3, B, 2048, 0.05, deployment=dep, interval=True)
+    np.testing.assert_allclose(got.value, spec.speedup(0.75, 3, B, 2048, 0.05, deployment=dep))
+    # each draw rebuilt from the file's own record, priced without the interval machinery
+    base = c.to_json()
+    per_draw = np.array([spec.speedup(0.75, 3, B, 2048, 0.05, deployment=dep.replace(
+        step_time=cal.Calibration.from_json({**base, **draw, "draws": []}))) for draw in c.draws])
+    np.testing.assert_allclose(got.lo, np.quantile(per_draw, 0.1, axis=0), rtol=1e-3)
+    np.testing.assert_allclose(got.hi, np.quantile(per_draw, 0.9, axis=0), rtol=1e-3)
+    # no draft is plain decoding, exactly
+    gamma, at = spec.optimal_gamma(0.75, 4096, 1024, 0.05, deployment=spec.Deployment(
+        "llama-3-70b", "H200", tp=8, step_time="calibrated"), interval=True)
+    assert gamma == 0 and (at.value, at.lo, at.hi) == (1.0, 1.0, 1.0)
+    assert str(spec.speedup(0.75, 3, 16, 2048, 0.05, deployment=dep, interval=True)).endswith("]")
+
+
+def test_an_interval_needs_a_calibrated_step():
+    with pytest.raises(ValueError, match=r"^interval=True needs a calibrated step with bootstrap draws") as info:
+        spec.speedup(0.75, 3, 16, 2048, 0.05, interval=True)
+    assert "\n" not in str(info.value)

@@ -9,7 +9,7 @@ import pytest
 
 from speclib.core import capacity
 from speclib.core import acceptance
-from speclib.evidence import engines
+from speclib.evidence import engines, step_fit
 
 BIB = (Path(__file__).resolve().parents[1] / "references.bib").read_text(encoding="utf-8")
 
@@ -55,7 +55,7 @@ def test_roofline_predicts_a_gutter_where_engines_gain():
     assert all(p > 1.15 for p in vllm.measured["speedup"])
     docs = engines.run("sglang-docs")
     assert engines.speedup(docs, "roofline", 1) < 1 < docs.measured["speedup"][0]
-    assert engines.speedup(docs, "calibrated", 1) == pytest.approx(docs.measured["speedup"][0], abs=0.1)
+    assert engines.speedup(docs, "calibrated", 1) == pytest.approx(docs.measured["speedup"][0], rel=0.1)
 
 
 def test_roofline_refuses_speculation_at_large_scale_where_the_engine_gained():
@@ -107,8 +107,12 @@ def test_v4_pro_on_mi355x_loses_at_32_more_than_any_pricing_predicts():
     measured = r.measured["speedup"][2]
     assert measured < 1
     assert engines.speedup(r, "roofline", 32) > 1
-    for how in ("calibrated", "per_token"):  # ROCm's own time per position: a loss, but not that large a one
-        assert measured < engines.speedup(r, how, 32) < 1
+    # no step whose cost grows at most in proportion to the positions it verifies reaches it ...
+    floor = [row for row in step_fit.below_floor() if row[0] == r.id and row[1] == 32]
+    assert floor and floor[0][3] == pytest.approx(measured) < floor[0][4]
+    # ... and the fitted step, which also sees DeepSeek-V4-Flash gaining up to 128 on AMD, predicts a gain
+    for how in ("calibrated", "per_token"):
+        assert measured < 1 < engines.speedup(r, how, 32)
     assert engines.speedup(r, "roofline", 8) < 1 < r.measured["speedup"][1]
 
 

@@ -483,6 +483,9 @@ class CalibratedLedger:
         self.calibration = calibration or shipped_calibration()
         self.factor, _, self.per_sequence = self.calibration.constants(self.hardware, self.engine)
         self.fixed = self.calibration.fixed(self.hardware, self.engine, self.layers)
+        if self.calibration.extra_flops(self.hardware):
+            raise ValueError("step_time: this calibration charges the extra verified positions' FLOPs, which the "
+                             "per-layer ledger does not count; give the model and hardware instead of cost_model")
         self._seconds = self.factor * self.layers / self.hardware.memory_bandwidth
 
     def decode(self, batch, context):

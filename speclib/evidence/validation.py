@@ -512,7 +512,8 @@ def calibrated_tpot(batch, context, deployment=None, *, precision="fp8", kv_prec
         raise ValueError(f"deployment must be a speclib.Deployment of a model and a chip; got {deployment!r}")
     cal = _cal.calibration_of(deployment.step_time) or _cal.shipped_calibration()
     model, hw, tp = deployment.model, deployment.hardware, deployment.tp
-    mu, a, d = cal.constants(hw, deployment.engine)
+    mu, _, d = cal.constants(hw, deployment.engine)
+    a = cal.fixed(hw, deployment.engine, model.n_layers)
     B = checked_array("batch", batch, lo=0, lo_open=True)
     roof = predicted_tpot(model, hw, B, context, tp, precision, kv_precision=kv_precision)
     out = mu * roof + a + d * B
