@@ -373,3 +373,13 @@ def test_the_whole_path_on_the_samples(capsys, tmp_path):
     per_batch = {b: k for lo, hi, k in config["num_speculative_tokens_per_batch_size"] for b in range(lo, hi + 1)}
     assert [per_batch[b] for b in range(1, sched.max_batch + 1)] == [int(g) for g in sched.gamma_star]
     assert max(per_batch.values()) <= 4  # the curve has 4 positions
+
+
+def test_run_line_splits_and_expands_as_a_shell_does(tmp_path, monkeypatch):
+    monkeypatch.chdir(SAMPLES)
+    status, text = cli.run_line("speclib acceptance 'vllm-metrics-after.prom' --before vllm-metrics-b*.prom")
+    assert status == 0 and "the counts between two scrapes (vllm-metrics-before.prom -> vllm-metrics-after.prom)" in text
+    status, text = cli.run_line("speclib acceptance sglang-decode.log")
+    assert status == 2 and text.startswith("speclib acceptance: error:")
+    with pytest.raises(ValueError, match="speclib command"):
+        cli.run_line("rm -rf /")

@@ -1245,6 +1245,32 @@ def _report(message: str) -> int:
     return EXIT_USAGE
 
 
+def run_line(line: str) -> tuple:
+    """Run one ``speclib ...`` command line as a shell would (words split as
+    the shell splits them, a word with ``*`` or ``?`` expanded to the sorted
+    files it matches) and return (exit status, everything it printed, standard
+    output and error together): how the book shows a command and its output."""
+    import contextlib
+    import glob
+    import io
+    import shlex
+
+    words = shlex.split(line)
+    if not words or words[0] != "speclib":
+        raise ValueError(f"line must be a speclib command (starting with 'speclib'); got {line!r}")
+    argv = []
+    for word in words[1:]:
+        matches = sorted(glob.glob(word)) if any(c in word for c in "*?") else []
+        argv.extend(matches or [word])
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        try:
+            status = main(argv)
+        except SystemExit as exc:  # --help and --version exit through argparse
+            status = exc.code or 0
+    return status, printed.getvalue()
+
+
 def main(argv=None) -> int:
     """Entry point of ``speclib`` and ``python -m speclib``; returns the exit status."""
     parser = build_parser()
