@@ -409,7 +409,7 @@ def _sglang_log(text, path, gamma) -> EngineAcceptance:
         raise ValueError(f"{path}: no 'Decode batch' line with 'accept len:' (speculative decoding off?)")
     if gamma is None:
         raise ValueError(f"{path}: gamma: SGLang logs the mean accept length only; give the draft length the server "
-                         "ran (speculative_num_steps)")
+                         "ran (speculative_num_steps), as 'speclib acceptance FILE --gamma K'")
     w = np.asarray(weights, dtype=float)
     length = float(np.asarray(lengths) @ w / w.sum())
     result = _implied("sglang-log", (str(path),), length, int(gamma), path)

@@ -315,7 +315,8 @@ def run_gamma(args, out) -> int:
     rows.append(("total", f"{costs['total']:.3f}", "1.000"))
     lines = [
         f"{model.name} on {chip.name}",
-        f"  batch {_exact(args.batch)}, context {_exact(args.seq)} tokens, {_acceptance_label(args, priced)}, "
+        f"  batch {_exact(args.batch)}, context {_exact(args.seq)} tokens, "
+        f"{f'acceptance {args.alpha:g}' if curve is None else _acceptance_label(args, priced)}, "
         f"drafter {c_draft:g} x a step",
         "",
         f"  gamma*   {gamma_star}   ({verdict}; searched 0..{searched})",
