@@ -7,7 +7,7 @@ needs.
 
 Built without build isolation (with the pinned ``build``, ``setuptools`` and
 ``wheel`` of requirements.txt) and installed with pip's cache, so the only
-network it may use is the package registry, for numpy and PyYAML.
+network it may use is the package registry, for numpy, PyYAML and prometheus_client.
 """
 from __future__ import annotations
 
@@ -32,6 +32,9 @@ PACKAGE_DATA = (
     "speclib/presets/interconnects.json", "speclib/data/calibration/step_time.json",
     "speclib/data/acceptance/survival.json", "speclib/data/engine-speculation/measurements.json",
     "speclib/presentation/web/static/speclib_live.js",
+    "speclib/data/samples/vllm-metrics-before.prom", "speclib/data/samples/vllm-metrics-after.prom",
+    "speclib/data/samples/vllm-spec-decode.log", "speclib/data/samples/sglang-decode.log",
+    "speclib/data/samples/h20.yaml", "speclib/data/samples/README.md",
 )
 PACKAGE_DATA_GLOBS = ("speclib/presets/models/", "speclib/data/decode-benchmarks/", "speclib/data/serving-simulation/", "speclib/data/expert-routing/")
 
@@ -79,7 +82,7 @@ def test_the_wheel_carries_the_package_data_and_one_version(dists):
     assert meta["Name"] == "speclib" and meta["Version"] == speclib.__version__
     requires = meta.get_all("Requires-Dist")
     lean_deps = sorted(r.split(">")[0].split("=")[0].strip() for r in requires if "extra ==" not in r)
-    assert lean_deps == ["PyYAML", "numpy"]
+    assert lean_deps == ["PyYAML", "numpy", "prometheus_client"]
     book = [r for r in requires if "extra == \"book\"" in r]
     assert sorted(r.split(">")[0] for r in book) == ["ipywidgets", "matplotlib", "sympy"]
     # what a `twine check` reads: a long description in a content type PyPI renders
@@ -123,6 +126,29 @@ def test_the_lean_install_fits_a_calibration_and_prices_with_it(lean, tmp_path):
     gamma = run(speclib_cmd, "gamma", "--model", "deepseek-v3", "--hardware", "h200", "--tp", "8", "--calibration",
                 out, "--alpha", "0.7", "--batch", "8", "--seq", "1500", "--json")
     assert json.loads(gamma.stdout)["step_time"].startswith("calibrated")
+
+
+def test_the_lean_install_runs_a_deployments_own_path_on_the_shipped_samples(lean, tmp_path):
+    """acceptance -> fit -> schedule, on the samples inside the installed package."""
+    speclib_cmd = lean / "bin" / "speclib"
+    where = run(lean / "bin" / "python", "-c", "import importlib.resources as r; print(r.files('speclib'))",
+                cwd=tmp_path)  # not the checkout: python -c puts the working directory on sys.path
+    package = Path(where.stdout.strip())
+    assert not str(package).startswith(str(REPO)), "the lean venv must use the installed package"
+    samples, config = package / "data" / "samples", package / "presets" / "models" / "qwen3-30b-a3b.json"
+    curve, fitted = tmp_path / "curve.json", tmp_path / "h20.json"
+    accepted = run(speclib_cmd, "acceptance", samples / "vllm-metrics-after.prom", "--before",
+                   samples / "vllm-metrics-before.prom", "--output", curve, cwd=tmp_path)
+    assert "0.6200" in accepted.stdout
+    assert json.loads(curve.read_text())["survival"] == [0.8, 0.62, 0.47, 0.35]
+    run(speclib_cmd, "fit", *sorted(samples.glob("base-c*.json")), *sorted(samples.glob("spec-k4-c*.json")),
+        "--model-config", config, "--hardware-config", samples / "h20.yaml", "--output", fitted, cwd=tmp_path)
+    assert json.loads(fitted.read_text())["per_sequence_s"] > 0
+    schedule = run(speclib_cmd, "schedule", "--model-config", config, "--hardware-config", samples / "h20.yaml",
+                   "--calibration", fitted, "--acceptance", curve, "--draft-cost", "0.05", "--seq", "2048",
+                   "--max-batch", "64", "--engine", "vllm", cwd=tmp_path)
+    document = json.loads(schedule.stdout[schedule.stdout.index("{"):])
+    assert document["num_speculative_tokens_per_batch_size"][0][0] == 1
 
 
 def test_a_part_that_needs_the_book_extra_says_so_in_one_line(lean):

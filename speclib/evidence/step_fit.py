@@ -1354,7 +1354,10 @@ def fit_measurements(records, model, hardware, *, tp: int = 1, engine: str = _ca
     if not records:
         raise ValueError("records: no measurements to fit")
     shipped = _cal.shipped_calibration()
-    chip = _chip(hw.name)
+    try:
+        chip = _chip(hw.name)
+    except ValueError:  # a chip from a hardware config, not a preset: its own name, and the roofline's speed
+        chip = hw.name
     mu = shipped.roofline_factor.get(chip, 1.0)
     sm = _step.step_model(m, hw)
     rows, ys, plain_b, spec_b = [], [], set(), set()

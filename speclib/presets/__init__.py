@@ -5,7 +5,8 @@ The presets are data (:mod:`.catalog` reads ``hardware.json``,
 ``interconnects.json`` and the model configs in ``models/``); what a chip or
 a model *is*, and every quantity derived from its numbers, is in
 :mod:`.architecture`; :func:`from_hf_config` builds a model from any Hugging
-Face style ``config.json``.
+Face style ``config.json``, and :func:`from_hardware_config` a chip from a
+small JSON or YAML file of its numbers.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from .architecture import (
     MoEFFN,
     StepArchitecture,
 )
+from .hardware_config import from_hardware_config
 from .hf_config import MXFP4_BYTES, SPECLIB_KEYS, from_hf_config
 
 TB = 1e12

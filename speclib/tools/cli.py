@@ -12,7 +12,15 @@ Three subcommands, each with examples in its ``--help``:
 * ``speclib schedule``: gamma* for every batch size 1..N as the table a serving
   engine reads (vLLM, TensorRT-LLM, SGLang), from the model or from measured
   step costs (:mod:`speclib.tools.schedule`, :mod:`speclib.tools.engines`);
-* ``speclib profile``: the model's own step costs in the measured-cost CSV format.
+* ``speclib profile``: the model's own step costs in the measured-cost CSV format;
+* ``speclib fit``: the calibrated step fitted to a deployment's own benchmark results;
+* ``speclib acceptance``: the survival curve a serving engine reports (vLLM's
+  /metrics scrape or log, SGLang's log; :mod:`speclib.evidence.engine_metrics`),
+  which ``--acceptance`` reads.
+
+A model that is not a preset comes from its Hugging Face ``config.json``
+(``--model-config``), a chip that is not a preset from a small JSON or YAML file
+of its numbers (``--hardware-config``, :func:`speclib.presets.from_hardware_config`).
 
 Every number comes from :func:`speclib.optimal_gamma`,
 :func:`speclib.marginal_cost` and :func:`speclib.core.cost.cost_shares`; this module
@@ -196,6 +204,14 @@ def _drafters(args) -> list:
 
 
 def _hardware(args) -> list:
+    config = getattr(args, "hardware_config", None)
+    if config is not None:
+        if args.hardware is not None:
+            raise UsageError("--hardware-config: give either --hardware or --hardware-config, not both")
+        try:
+            return [presets.from_hardware_config(config)]
+        except ValueError as exc:
+            raise UsageError(f"--hardware-config: {exc}") from None
     try:
         return [presets.hardware(name) for name in _split_names(args.hardware or presets.DEFAULT_HARDWARE.name)]
     except ValueError as exc:
@@ -263,8 +279,10 @@ def run_gamma(args, out) -> int:
         if isinstance(priced, _spec.StepPricing):
             return _gamma_whole_step(args, out, model, chip, priced, memory)
         c_draft = float(priced.drafter.c)
-        alpha = _required_alpha(args)
-        gamma_star, speedup = optimal_gamma(alpha, args.batch, args.seq, gamma_max=args.gamma_max,
+        curve = args.acceptance_curve
+        alpha = curve if curve is not None else _required_alpha(args)
+        searched = args.gamma_max if curve is None else min(args.gamma_max, len(curve))
+        gamma_star, speedup = optimal_gamma(alpha, args.batch, args.seq, gamma_max=searched,
                                             deployment=deployment)
         costs = marginal_cost(args.batch, args.seq, c_draft, model, chip, query_bytes=args.query_bytes)
         shares = cost_shares(args.batch, args.seq, model, chip, query_bytes=args.query_bytes)
@@ -278,8 +296,9 @@ def run_gamma(args, out) -> int:
             "batch": args.batch,
             "seq": args.seq,
             "alpha": args.alpha,
+            "acceptance": "i.i.d." if curve is None else [float(x) for x in curve.values],
             "draft_cost": c_draft,
-            "gamma_max": args.gamma_max,
+            "gamma_max": searched,
             "query_bytes": args.query_bytes,
             "gamma_star": gamma_star,
             "speedup": speedup,
@@ -296,10 +315,11 @@ def run_gamma(args, out) -> int:
     rows.append(("total", f"{costs['total']:.3f}", "1.000"))
     lines = [
         f"{model.name} on {chip.name}",
-        f"  batch {_exact(args.batch)}, context {_exact(args.seq)} tokens, acceptance {args.alpha:g}, "
+        f"  batch {_exact(args.batch)}, context {_exact(args.seq)} tokens, "
+        f"{f'acceptance {args.alpha:g}' if curve is None else _acceptance_label(args, priced)}, "
         f"drafter {c_draft:g} x a step",
         "",
-        f"  gamma*   {gamma_star}   ({verdict}; searched 0..{args.gamma_max})",
+        f"  gamma*   {gamma_star}   ({verdict}; searched 0..{searched})",
         f"  speedup  {speedup:.4f}x over plain decoding",
         "",
         "  marginal cost of one speculated token, x a token already in the batch",
@@ -347,6 +367,9 @@ def _required_alpha(args):
 def _acceptance_label(args, priced) -> str:
     if args.alpha is not None:
         return f"acceptance {args.alpha:g} (i.i.d.)"
+    curve = getattr(args, "acceptance_curve", None)
+    if curve is not None:
+        return f"acceptance: the survival curve of {args.acceptance} ({len(curve)} positions)"
     return f"acceptance: {priced.drafter.name}'s measured survival curve"
 
 
@@ -355,7 +378,8 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
     roofline, the aggregate rule, or a hybrid model."""
     B, S = _spec.check_batch(args.batch), _spec.check_context(args.seq)  # checked by run_gamma already
     try:
-        acceptance = Acceptance.of(args.alpha, priced)
+        curve = args.acceptance_curve
+        acceptance = Acceptance.of(curve if curve is not None else args.alpha, priced)
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
     gamma_star, speedup = _spec.best_gamma(priced, acceptance, B, S, args.gamma_max)
@@ -370,7 +394,8 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
     if args.json:
         record = {
             "model": model.name, "hardware": chip.name, "batch": args.batch, "seq": args.seq,
-            "alpha": args.alpha, "acceptance": "i.i.d." if args.alpha is not None else "measured",
+            "alpha": args.alpha, "acceptance": ("i.i.d." if args.alpha is not None else "measured" if curve is None
+                                                else [float(x) for x in curve.values]),
             "drafter": priced.drafter.name, "roofline": args.roofline, "step_time": str(args.step_time), "tp": args.tp,
             "gamma_max": searched,
             "gamma_star": gamma_star, "speedup": speedup,
@@ -465,7 +490,8 @@ def capacity_cells(rows, tp=1, reserve=_capacity.DEFAULT_RESERVE) -> list:
     for m, h, b, s, *_ in rows:
         key = (m, h, s)
         if key not in limits:
-            model, chip = presets.resolve(m if not isinstance(m, str) else _model_by_name(m), h)
+            model, chip = presets.resolve(m if not isinstance(m, str) else _model_by_name(m),
+                                          h if not isinstance(h, str) else _chip_by_name(h))
             try:
                 limits[key] = _capacity.max_batch(model, chip, s, tp, reserve=reserve)
             except ValueError:
@@ -476,10 +502,15 @@ def capacity_cells(rows, tp=1, reserve=_capacity.DEFAULT_RESERVE) -> list:
 
 
 _SWEEP_MODELS: dict = {}
+_SWEEP_CHIPS: dict = {}
 
 
 def _model_by_name(name):
     return _SWEEP_MODELS.get(name) or presets.model(name)
+
+
+def _chip_by_name(name):
+    return _SWEEP_CHIPS.get(name) or presets.hardware(name)
 
 
 def run_sweep(args, out) -> int:
@@ -497,6 +528,8 @@ def run_sweep(args, out) -> int:
     models, chips = _models(args), _hardware(args)
     _SWEEP_MODELS.clear()
     _SWEEP_MODELS.update({m.name: m for m in models})
+    _SWEEP_CHIPS.clear()
+    _SWEEP_CHIPS.update({h.name: h for h in chips})
     rows = sweep_records(models, chips, batch, seq, alpha, draft_cost, drafters=drafters, gamma_max=args.gamma_max,
                          deployment=_deployment(args, models[0], chips[0]))
     try:
@@ -553,7 +586,13 @@ def run_presets(args, out) -> int:
         except ValueError as exc:
             raise UsageError(f"--model-config: {exc}") from None
     model_info = [presets.describe_model(m) for m in models]
-    hardware_info = [presets.describe_hardware(h) for h in presets.all_hardware()]
+    chips = list(presets.all_hardware())
+    if args.hardware_config is not None:
+        try:
+            chips.append(presets.from_hardware_config(args.hardware_config))
+        except ValueError as exc:
+            raise UsageError(f"--hardware-config: {exc}") from None
+    hardware_info = [presets.describe_hardware(h) for h in chips]
     if args.json:
         record = {}
         if show_models:
@@ -654,20 +693,12 @@ def run_schedule(args, out) -> int:
     from . import schedule as _schedule
 
     model, chip, drafter = _one_model(args)
-    if args.alpha is not None and args.acceptance is not None:
-        raise UsageError("--acceptance: give either --alpha (i.i.d. acceptance) or --acceptance (a survival curve), "
-                         "not both")
     if args.step_costs is not None and args.seq is not None and "," in args.seq:
         raise UsageError("--seq: measured step costs (--step-costs) are at one context length; give one --seq")
     if args.step_costs is not None and args.draft_cost is not None:
         raise UsageError("--draft-cost: measured step costs (--step-costs) already include drafting")
     seq = _seq_list(args)
-    acceptance = None
-    if args.acceptance is not None:
-        try:
-            acceptance = _schedule.read_acceptance(args.acceptance)
-        except ValueError as exc:
-            raise UsageError(f"--acceptance: {exc}") from None
+    acceptance = args.acceptance_curve
     step_costs = None
     if args.step_costs is not None:
         try:
@@ -706,9 +737,11 @@ def run_profile(args, out) -> int:
         raise UsageError("--max-batch: give either --max-batch N (every batch 1..N) or --batch GRID")
     batches = None if args.batch is None else parse_grid("--batch", args.batch, counts=True)
     deployment = _deployment(args, model, chip, drafter)
+    # a measured curve: no draft is longer than the positions it measured
+    top = args.gamma_max if args.acceptance_curve is None else min(args.gamma_max, len(args.acceptance_curve))
     try:
         costs = _schedule.profile(seq=seq[0], batches=batches, max_batch=args.max_batch or 1,
-                                  gamma_max=args.gamma_max, deployment=deployment)
+                                  gamma_max=top, deployment=deployment)
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
     buffer = io.StringIO()
@@ -725,6 +758,8 @@ examples:
   speclib gamma --model-config path/to/config.json --hardware h200 --batch 32 --seq 8192 --alpha 0.7
   speclib schedule --model deepseek-v4-flash --alpha 0.75 --draft-cost 0.1 --max-batch 4096 --engine vllm
   speclib profile --model llama-3-70b --seq 4096 --max-batch 512 --output steps.csv
+  speclib acceptance after.prom --before before.prom --output curve.json
+  speclib schedule --model-config config.json --hardware-config my-gpu.yaml --acceptance curve.json --max-batch 256
 
 Each subcommand has its own --help. Bad input exits with status 2.
 """
@@ -823,6 +858,9 @@ def _add_model_options(parser, *, several: bool, calibration_engine: bool = True
     parser.add_argument("--model", help=f"model preset {noun} (default {presets.DEFAULT_MODEL.name}; see 'speclib presets')")
     parser.add_argument("--model-config", metavar="PATH", help="a Hugging Face style config.json to build the model from, instead of --model")
     parser.add_argument("--hardware", help=f"hardware preset {noun} (default {presets.DEFAULT_HARDWARE.name})")
+    parser.add_argument("--hardware-config", metavar="PATH", help="a chip that is not a preset: a JSON or YAML file "
+                        "of its numbers (vendor, memory_bandwidth_TBps, hbm_capacity_GB, bf16_TFLOPS, fp8_TFLOPS, "
+                        "fp4_TFLOPS), instead of --hardware")
     parser.add_argument("--gamma-max", type=_typed("--gamma-max", int), default=64, metavar="N", help="longest draft length searched, 0..4096 (default 64)")
     parser.add_argument(
         "--drafter", metavar="NAME" + (",..." if several else ""),
@@ -860,6 +898,94 @@ def _add_model_options(parser, *, several: bool, calibration_engine: bool = True
                         "vLLM's default)")
 
 
+ACCEPTANCE_HELP = ("a survival curve instead of --alpha: what 'speclib acceptance --output' writes, a JSON list, a "
+                   "JSON object's 'survival' (or FILE#KEY), numbers separated by commas, or vLLM's /metrics scrape "
+                   "or log itself")
+
+ACCEPTANCE_EPILOG = """\
+formats (told apart by their content, or --format):
+  vllm-prometheus  a scrape of vLLM's /metrics: position j's accepted count
+                   (vllm:spec_decode_num_accepted_tokens_per_pos_total{position="j"}, j from 0)
+                   over the drafts (vllm:spec_decode_num_drafts_total) is the probability that
+                   draft position j + 1 survives. With --before, an earlier scrape of the same
+                   server: the counts between the two (one run's own).
+  vllm-log         vLLM's "SpecDecoding metrics:" log lines (per-position acceptance rate,
+                   mean acceptance length), combined over the lines weighted by their drafts.
+  sglang-log       SGLang's "Decode batch" log lines (accept len, the bonus token included),
+                   combined weighted by #running-req; SGLang gives no per-position rate, so
+                   --gamma (the server's speculative_num_steps) is needed and the curve is the
+                   i.i.d. one that mean length implies, labelled as such.
+
+examples:
+  curl -s localhost:8000/metrics > before.prom; <run the benchmark>; curl -s localhost:8000/metrics > after.prom
+  speclib acceptance after.prom --before before.prom --output curve.json
+  speclib acceptance vllm.log
+  speclib acceptance sglang.log --gamma 3
+  speclib schedule --model-config config.json --acceptance curve.json --max-batch 256 --engine vllm
+"""
+
+
+def run_acceptance(args, out) -> int:
+    from ..evidence import engine_metrics
+
+    try:
+        read = engine_metrics.read_engine_metrics(args.file, args.before, gamma=args.gamma, format=args.format)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    record = read.to_json()
+    text = json.dumps(record, indent=1) + "\n"
+    if args.json:
+        out.write(text)
+    else:
+        out.write(_acceptance_text(read) + "\n")
+    if args.output is not None:
+        _write_output(argparse.Namespace(output=args.output), text, out)
+    return 0
+
+
+def _acceptance_text(read) -> str:
+    """What ``speclib acceptance`` prints."""
+    from ..evidence.engine_metrics import FORMAT_NAMES
+
+    span = (f"the counts between two scrapes ({read.sources[0]} -> {read.sources[1]})" if len(read.sources) == 2
+            else f"{read.sources[0]}")
+    lines = [f"{FORMAT_NAMES[read.format]}: {span}" + (f", model {read.model}" if read.model else "")]
+    counted = [f"{_grouped(v)} {what}" for v, what in ((read.drafts, "drafts"), (read.draft_tokens, "draft tokens"),
+                                                      (read.accepted_tokens, "accepted")) if v is not None]
+    if counted:
+        lines.append("  " + ", ".join(counted))
+    lines += ["  " + note for note in read.notes]
+    lines.append("")
+    values = read.survival.values
+    conditional = read.survival.conditional_acceptance
+    if read.measured:
+        bounds = read.interval()
+        rows = [(str(d), str(d - 1), f"{s:.4f}", f"{c:.4f}") for d, (s, c) in enumerate(zip(values, conditional), 1)]
+        if bounds is not None:
+            rows = [row + (f"{lo:.4f}-{hi:.4f}",) for row, lo, hi in zip(rows, bounds[0].values, bounds[1].values)]
+        headers = ("draft position d", "vLLM position", "survives s(d)", "given d-1") + (("95% interval",)
+                                                                                         if bounds else ())
+        table = format_table(headers, rows)
+        lines += ["  per-position acceptance: the survival curve (vLLM numbers positions from 0)"]
+        if bounds is not None:
+            lines.append("  (interval: Wilson, each draft an independent trial; drafts of one request are not, so "
+                         "the true one is wider)")
+        lines.append("")
+    else:
+        rows = [(str(d), f"{s:.4f}", f"{c:.4f}") for d, (s, c) in enumerate(zip(values, conditional), 1)]
+        table = format_table(("draft position d", "survives s(d)", "given d-1"), rows)
+        lines += [f"  IMPLIED, not measured: the engine gives the mean length only, so this is the i.i.d. curve "
+                  f"alpha**d with alpha = {read.alpha:.4f}, the alpha whose expected length at {read.gamma} drafted "
+                  "tokens matches it", ""]
+    lines += ["  " + line for line in table.splitlines()]
+    lines += ["", f"  mean acceptance length  {read.accept_length:.4f} tokens per verify step (the bonus token "
+              f"included: 1 + {read.accept_length - 1:.4f} accepted drafts)"]
+    if read.measured:
+        lines.append(f"  the i.i.d. alpha with that mean length at {read.gamma} drafts: {read.alpha:.4f} (for "
+                     "comparison; the curve above is what the model prices)")
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="speclib",
@@ -871,8 +997,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"speclib {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{gamma,sweep,presets,schedule,profile,fit}", parser_class=_Parser,
-                                required=True)
+    sub = parser.add_subparsers(dest="command", metavar="{gamma,sweep,presets,schedule,profile,fit,acceptance}",
+                                parser_class=_Parser, required=True)
 
     gamma = sub.add_parser(
         "gamma", help="gamma*, the speedup and the marginal cost at one operating point",
@@ -884,6 +1010,7 @@ def build_parser() -> argparse.ArgumentParser:
     gamma.add_argument("--seq", type=_typed("--seq", float), required=True, metavar="S", help="average context length in tokens (> 0)")
     gamma.add_argument("--alpha", type=_typed("--alpha", float), metavar="A", help="per-token acceptance probability, 0..1 (required unless --drafter brings a measured survival curve)")
     gamma.add_argument("--draft-cost", type=_typed("--draft-cost", float), metavar="C", help="the paper's drafter cost per drafted token, x a decode step (>= 0, default 0.1)")
+    gamma.add_argument("--acceptance", metavar="FILE", help=ACCEPTANCE_HELP)
     _add_model_options(gamma, several=False)
     gamma.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     gamma.set_defaults(handler=run_gamma)
@@ -915,6 +1042,8 @@ def build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(kind="all")
     listing.add_argument("--sources", action="store_true", help="also print where each preset's numbers come from")
     listing.add_argument("--model-config", metavar="PATH", help="also list the model built from this config.json")
+    listing.add_argument("--hardware-config", metavar="PATH", help="also list the chip this hardware config "
+                         "(JSON or YAML) describes")
     listing.add_argument("--json", action="store_true", help="print JSON instead of tables")
     listing.set_defaults(handler=run_presets)
 
@@ -931,8 +1060,7 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("--seq", metavar="S[,S...]", help="context length(s) in tokens (default 4096); the first is "
                        "the reference of the batch-only tables, several add vLLM's proposed context axis")
     sched.add_argument("--alpha", type=_typed("--alpha", float), metavar="A", help="per-token acceptance, 0..1")
-    sched.add_argument("--acceptance", metavar="FILE", help="a survival curve instead of --alpha: a JSON list, a "
-                       "JSON object's 'survival' (or FILE#KEY), or numbers separated by commas")
+    sched.add_argument("--acceptance", metavar="FILE", help=ACCEPTANCE_HELP)
     sched.add_argument("--draft-cost", type=_typed("--draft-cost", float), metavar="C",
                        help="the paper's drafter cost per drafted token, x a decode step (default 0.1)")
     sched.add_argument("--step-costs", metavar="FILE.csv", help="measured step costs (batch_size,num_draft_tokens,"
@@ -959,6 +1087,8 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--seq", metavar="S", help="context length in tokens (default 4096)")
     prof.add_argument("--draft-cost", type=_typed("--draft-cost", float), metavar="C",
                       help="the paper's drafter cost per drafted token, x a decode step (default 0.1)")
+    prof.add_argument("--acceptance", metavar="FILE", help="a survival curve (as for schedule): no draft longer "
+                      "than its positions is profiled")
     _add_model_options(prof, several=False)
     prof.set_defaults(gamma_max=16)
     for action in prof._actions:
@@ -976,8 +1106,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=FIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     fitp.add_argument("files", nargs="+", metavar="FILE", help="benchmark result files")
-    fitp.add_argument("--model", required=True, help="model preset name (see 'speclib presets')")
-    fitp.add_argument("--hardware", required=True, help="hardware preset name")
+    fitp.add_argument("--model", help="model preset name (see 'speclib presets'); or --model-config")
+    fitp.add_argument("--model-config", metavar="PATH", help="a Hugging Face style config.json to build the model "
+                      "from, instead of --model")
+    fitp.add_argument("--hardware", help="hardware preset name; or --hardware-config")
+    fitp.add_argument("--hardware-config", metavar="PATH", help="a chip that is not a preset (JSON or YAML), "
+                      "instead of --hardware")
     fitp.add_argument("--tp", type=_typed("--tp", int), default=1, metavar="N", help="GPUs the model is split over")
     fitp.add_argument("--engine", choices=_cal.ENGINES, default=_cal.DEFAULT_ENGINE,
                       help="the engine name the fitted fixed time is stored under (default vLLM)")
@@ -988,12 +1122,31 @@ def build_parser() -> argparse.ArgumentParser:
     fitp.add_argument("--output", metavar="FILE", required=True, help="the calibration JSON to write (written only "
                       "when the fit succeeded)")
     fitp.set_defaults(handler=run_fit)
+
+    acc = sub.add_parser(
+        "acceptance", help="per-position acceptance (the survival curve) from vLLM's metrics or log, or SGLang's log",
+        description="The survival curve and the mean acceptance length a serving engine reports: vLLM's Prometheus "
+        "metrics (one scrape, or two around a run), vLLM's 'SpecDecoding metrics' log lines, or SGLang's "
+        "'Decode batch' log lines. --output writes the curve as JSON for --acceptance.",
+        epilog=ACCEPTANCE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    acc.add_argument("file", metavar="FILE", help="a /metrics scrape (after the run), a vLLM log or an SGLang log")
+    acc.add_argument("--before", metavar="FILE", help="an earlier /metrics scrape of the same server: read the "
+                     "counts between the two")
+    acc.add_argument("--format", choices=("vllm-prometheus", "vllm-log", "sglang-log"),
+                     help="the file's format (default: told by its content)")
+    acc.add_argument("--gamma", type=_typed("--max-k", int), metavar="K", help="the draft length the engine ran "
+                     "(needed for an SGLang log: speculative_num_steps)")
+    acc.add_argument("--json", action="store_true", help="print the JSON that --output writes")
+    acc.add_argument("--output", metavar="FILE", help="write the curve as JSON (written only when it was read)")
+    acc.set_defaults(handler=run_acceptance)
     return parser
 
 
 FIT_EPILOG = """examples:
   speclib fit base-c1.json base-c8.json base-c32.json mtp-c1.json mtp-c8.json mtp-c32.json \\
       --model deepseek-v3 --hardware h200 --tp 8 --output my-h200.json
+  speclib fit base-*.json spec-*.json --model-config config.json --hardware-config my-gpu.yaml --output mine.json
   speclib schedule --model deepseek-v3 --hardware h200 --tp 8 --calibration my-h200.json --alpha 0.7 --max-batch 64
 """
 
@@ -1001,11 +1154,19 @@ FIT_EPILOG = """examples:
 def run_fit(args, out) -> int:
     from ..evidence import bench_results, step_fit
 
+    if args.model is None and args.model_config is None:
+        raise UsageError("--model: required (a model preset name), or --model-config PATH")
+    if args.hardware is None and args.hardware_config is None:
+        raise UsageError("--hardware: required (a hardware preset name), or --hardware-config PATH")
+    models, chips = _models(args), _hardware(args)
+    if len(models) != 1 or len(chips) != 1:
+        raise UsageError("--model/--hardware: fit takes one model and one chip")
+    model, chip = models[0], chips[0]
     records = []
     try:
         for path in args.files:
             records.extend(bench_results.read_results(path, format=args.format, gamma=args.gamma, tp=args.tp))
-        fitted = step_fit.fit_measurements(records, args.model, args.hardware, tp=args.tp, engine=args.engine,
+        fitted = step_fit.fit_measurements(records, model, chip, tp=args.tp, engine=args.engine,
                                            label=os.path.basename(args.output))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -1043,9 +1204,72 @@ def _apply_calibration(args) -> None:
             raise UsageError(f"--calibration {exc}") from None
 
 
+def read_acceptance_file(path):
+    """The survival curve ``--acceptance`` names: a curve file (a JSON list,
+    a JSON object's ``survival`` or ``FILE#KEY``, numbers separated by commas;
+    what ``speclib acceptance --output`` writes) or an engine's own file (a
+    vLLM /metrics scrape or log line, read by
+    :func:`speclib.evidence.engine_metrics.read_engine_metrics`)."""
+    from ..evidence import engine_metrics
+    from . import schedule as _schedule
+
+    text_path = str(path).partition("#")[0]
+    try:
+        with open(text_path, encoding="utf-8") as stream:
+            text = stream.read()
+        json.loads(text)
+    except (OSError, UnicodeDecodeError):
+        text = ""  # the curve reader says what is wrong with the file
+    except ValueError:  # not JSON: an engine's file, or numbers separated by commas
+        if engine_metrics.sniff(text):
+            return engine_metrics.read_engine_metrics(text_path).survival
+    return _schedule.read_acceptance(path)
+
+
+def _apply_acceptance(args) -> None:
+    """--acceptance FILE: the survival curve, read once (``args.acceptance_curve``)."""
+    path = getattr(args, "acceptance", None)
+    args.acceptance_curve = None
+    if path is None or args.command == "acceptance":
+        return
+    if getattr(args, "alpha", None) is not None:
+        raise UsageError("--acceptance: give either --alpha (i.i.d. acceptance) or --acceptance (a survival curve), "
+                         "not both")
+    try:
+        args.acceptance_curve = read_acceptance_file(path)
+    except ValueError as exc:
+        raise UsageError(f"--acceptance: {exc}") from None
+
+
 def _report(message: str) -> int:
     print(" ".join(message.split()), file=sys.stderr)
     return EXIT_USAGE
+
+
+def run_line(line: str) -> tuple:
+    """Run one ``speclib ...`` command line as a shell would (words split as
+    the shell splits them, a word with ``*`` or ``?`` expanded to the sorted
+    files it matches) and return (exit status, everything it printed, standard
+    output and error together): how the book shows a command and its output."""
+    import contextlib
+    import glob
+    import io
+    import shlex
+
+    words = shlex.split(line)
+    if not words or words[0] != "speclib":
+        raise ValueError(f"line must be a speclib command (starting with 'speclib'); got {line!r}")
+    argv = []
+    for word in words[1:]:
+        matches = sorted(glob.glob(word)) if any(c in word for c in "*?") else []
+        argv.extend(matches or [word])
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        try:
+            status = main(argv)
+        except SystemExit as exc:  # --help and --version exit through argparse
+            status = exc.code or 0
+    return status, printed.getvalue()
 
 
 def main(argv=None) -> int:
@@ -1057,6 +1281,7 @@ def main(argv=None) -> int:
         return _report(str(exc))
     try:
         _apply_calibration(args)
+        _apply_acceptance(args)
         return args.handler(args, sys.stdout)
     except UsageError as exc:
         return _report(f"speclib {args.command}: error: {exc}")
