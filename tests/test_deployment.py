@@ -268,11 +268,13 @@ REFUSED = [
     (lambda: dict(routing=np.full(8, 1 / 8)), r"^routing must be a vector of 256 expert shares"),
     (lambda: dict(tp=0), r"^tp must be an integer in \[1, 1024\]"),
     (lambda: dict(tp=2.5), r"^tp must be an integer"),
-    (lambda: dict(engine="sglang"), r"^engine must be one of 'vLLM', 'TRT'"),
+    (lambda: dict(engine="tgi"), r"^engine must be one of 'vLLM', 'TRT', 'SGLang'"),
     (lambda: dict(step_time="measured"), r"^step_time must be one of 'roofline', 'calibrated'"),
     (lambda: dict(roofline="max"), r"^roofline must be one of 'per-component', 'aggregate'"),
     (lambda: dict(reserve=1.0), r"^reserve must be a number in \[0, 1\)"),
-    (lambda: dict(step_time="calibrated", hardware="GB300"), r"^hardware 'GB300' has no calibrated step time"),
+    (lambda: dict(step_time="calibrated", hardware=dataclasses.replace(presets.hardware("GB300"), name="X1", aliases=(),
+                                                                       vendor="Intel")),
+     r"^hardware 'X1' has no calibrated step time: its vendor 'Intel' has no fitted constants"),
     (lambda: dict(step_time="calibrated", hardware="MI300X", engine="TRT"), r"^engine 'TRT' was not measured"),
 ]
 

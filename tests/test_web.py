@@ -55,6 +55,8 @@ RANGES = {
     # the calibrated engine step: kernel and unhidden-FLOP seconds, fixed and per-position seconds
     "t_k": (1e-4, 1e-1), "t_c": (1e-6, 1e-2), "a": (1e-5, 1e-2), "e": (1e-6, 1e-3),
     "t_0": (1e-4, 1e-1),
+    # the extra positions' work below peak, and a fixed time scaled by layers
+    "chi": (0, 50), "t_x": (1e-6, 1e-2), "a_0": (1e-4, 1e-2), "L": (1, 128), "L_ref": (1, 128),
 }
 INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d", "L_f", "L_csa", "L_hca", "L_w", "n"}
 

@@ -277,7 +277,7 @@ def run_gamma(args, out) -> int:
         priced = deployment.pricing()
         memory = _memory_check(args, model, chip)
         if isinstance(priced, _spec.StepPricing):
-            return _gamma_whole_step(args, out, model, chip, priced, memory)
+            return _gamma_whole_step(args, out, model, chip, priced, memory, deployment)
         c_draft = float(priced.drafter.c)
         curve = args.acceptance_curve
         alpha = curve if curve is not None else _required_alpha(args)
@@ -373,9 +373,10 @@ def _acceptance_label(args, priced) -> str:
     return f"acceptance: {priced.drafter.name}'s measured survival curve"
 
 
-def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
+def _gamma_whole_step(args, out, model, chip, priced, memory=None, deployment=None) -> int:
     """gamma with the whole model's step in seconds: a drafter priced by its
-    roofline, the aggregate rule, or a hybrid model."""
+    roofline, the aggregate rule, a hybrid model or a calibrated step (its
+    80 % interval and what it extrapolates printed with it)."""
     B, S = _spec.check_batch(args.batch), _spec.check_context(args.seq)  # checked by run_gamma already
     try:
         curve = args.acceptance_curve
@@ -383,6 +384,13 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
     gamma_star, speedup = _spec.best_gamma(priced, acceptance, B, S, args.gamma_max)
+    calibration = _cal.calibration_of(deployment.step_time) if deployment is not None else None
+    interval, notes = None, ()
+    if calibration is not None:
+        notes = calibration.notes(model, chip, deployment.engine, B)
+        if calibration.draws:
+            interval = _spec.speedup(curve if curve is not None else args.alpha, gamma_star, B, S,
+                                     deployment=deployment, interval=True)
     g = np.asarray(float(gamma_star))
     plain_s = float(priced.plain(B, S))
     verify = {name: float(t) for name, t in priced.step_model.component_times(B, g + 1.0, S).items()}
@@ -399,6 +407,8 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
             "drafter": priced.drafter.name, "roofline": args.roofline, "step_time": str(args.step_time), "tp": args.tp,
             "gamma_max": searched,
             "gamma_star": gamma_star, "speedup": speedup,
+            **({"speedup_interval_80": [float(interval.lo), float(interval.hi)]} if interval is not None else {}),
+            **({"extrapolates": list(notes)} if calibration is not None else {}),
             "step_seconds": {"plain": plain_s, "verify": verify_s, "verify_components": verify, "draft": draft_s},
             "throughput": {"speculative": tokens, "plain": plain_tokens},
             "memory": _memory_record(memory),
@@ -421,7 +431,11 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
         f"  batch {_exact(args.batch)}, context {_exact(args.seq)} tokens, {_acceptance_label(args, priced)}",
         "",
         f"  gamma*      {gamma_star}   ({verdict}; searched 0..{searched})",
-        f"  speedup     {speedup:.4f}x over plain decoding",
+        f"  speedup     {speedup:.4f}x over plain decoding" + (
+            f"; 80 % interval {float(interval.lo):.2f}\u2013{float(interval.hi):.2f}x (the fit's bootstrap over "
+            "model families"
+            + ("; it holds 1x: gamma = 0 is as likely as not)" if gamma_star and interval.straddles() else ")")
+            if interval is not None else ""),
         f"  throughput  {tokens:,.0f} committed tokens/s ({plain_tokens:,.0f} plain)",
         "",
         f"  one step at gamma* = {gamma_star}, microseconds",
@@ -429,6 +443,7 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None) -> int:
         "\n".join("  " + line for line in format_table(("part", "time (us)"), rows).splitlines()),
     ]
     lines += _memory_lines(memory)
+    lines += [f"  note: extrapolates: {note}" for note in notes]
     out.write("\n".join(lines) + "\n")
     return 0
 

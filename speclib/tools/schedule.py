@@ -42,6 +42,7 @@ import numpy as np
 
 from .._checks import checked_int
 from ..core import acceptance as _acc
+from ..core import calibrated as _cal
 from ..core import capacity as _capacity
 from ..core import speculation as _spec
 from ..core.deployment import deployment_of as _deployment_of
@@ -238,6 +239,11 @@ class Schedule:
     max_k: int | None = None
     first_is_max: bool = False
     memory: str = ""  # what the memory check did to the batch range, for the header
+    #: under a calibrated step with bootstrap draws: (lo, hi) of the 80 % interval, per batch 1..N at the
+    #: reference context, of the speed-up of the best draft length of at least one (None: no interval)
+    interval: tuple | None = None
+    #: one line for each thing the prediction extrapolates beyond the fit (a calibrated step)
+    notes: tuple = ()
 
     # --- the per-batch optimum ---------------------------------------------------
     @property
@@ -267,6 +273,21 @@ class Schedule:
     def ranges(self) -> tuple:
         """The per-batch optimum with adjacent equal gamma* merged."""
         return tuple(ranges_from_lookup(self.gamma_star))
+
+    @property
+    def uncertain(self) -> np.ndarray:
+        """Per batch 1..N: whether the interval of speculating's best gain
+        holds 1x, so that gamma = 0 is as likely as not (all False without an interval)."""
+        if self.interval is None:
+            return np.zeros(self.max_batch, dtype=bool)
+        lo, hi = self.interval
+        return (lo < 1.0) & (hi > 1.0)
+
+    def uncertain_ranges(self) -> list:
+        """(first, last) batch of each run of :attr:`uncertain` batches."""
+        u = np.concatenate([[0], self.uncertain.astype(np.int8), [0]])
+        edges = np.flatnonzero(np.diff(u))
+        return [(int(a) + 1, int(b)) for a, b in zip(edges[::2], edges[1::2])]
 
     def relative(self, c: int = 0) -> np.ndarray:
         """throughput(B, gamma) / throughput(B, gamma*(B)) per draft length and batch."""
@@ -569,6 +590,7 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         tables = np.stack([_spec.speedup_table(priced, accepted, B, np.full_like(B, s), top) for s in contexts])
         source = f"{dep.roofline} roofline" if dep.step_time == "roofline" else (
             f"{dep.step_time} step time ({dep.engine} per-step costs, {dep.roofline} roofline, tp {dep.tp})")
+        interval, notes = _calibrated_interval(dep, c_draft, accepted, tables[0], B, contexts[0])
     else:
         step_costs.check_batches(1, max_batch)
         keep = step_costs.gammas <= top
@@ -577,11 +599,29 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         n = accepted.committed(gammas.astype(float)[:, None])
         tables = nf.priced_speedup(n, seconds[0][None, :], seconds)[None]
         source = f"measured step costs ({step_costs.path})"
+        interval, notes = None, ()
     return Schedule(
         model=m.name, hardware=hw.name, contexts=contexts, acceptance=accepted.describe(),
         drafter=priced.drafter.name, roofline=dep.roofline, source=source, gammas=np.asarray(gammas),
-        speedups=np.asarray(tables, dtype=float), memory=memory,
+        speedups=np.asarray(tables, dtype=float), memory=memory, interval=interval, notes=notes,
     )
+
+
+def _calibrated_interval(dep, c_draft, accepted, table, B, S):
+    """(the 80 % interval per batch of the best draft length of at least one,
+    the calibration's notes) under a calibrated step with draws; (None, ()) otherwise."""
+    calibration = _cal.calibration_of(dep.step_time)
+    if calibration is None:
+        return None, ()
+    notes = calibration.notes(dep.model, dep.hardware, dep.engine, B)
+    if not calibration.draws or table.shape[0] < 2:
+        return None, notes
+    g = (1 + np.argmax(table[1:], axis=0)).astype(float)  # the best draft length that speculates
+    S = np.full_like(B, S)
+    n = accepted.committed(g)
+    draws = np.array([dep.replace(step_time=c).pricing(c_draft).speedup(n, g, B, S)
+                      for c in calibration.draw_calibrations()])
+    return _cal.interval_of(draws, calibration.residual_sd), notes
 
 
 def _model_deployment(deployment, model, hardware):
@@ -659,12 +699,20 @@ def _worst(tab) -> str:
 
 def _header(sched: Schedule) -> list:
     contexts = ", ".join(f"{s:g}" for s in sched.contexts)
-    return [
+    lines = [
         f"{sched.model} on {sched.hardware}; context {contexts} tokens; {sched.acceptance}; "
         f"drafter {sched.drafter}; cost: {sched.source}",
         f"batch sizes 1..{sched.max_batch}; draft lengths searched: {_span(sched.gammas)}",
         *([sched.memory] if sched.memory else []),
+        *(f"note: extrapolates: {note}" for note in sched.notes),
     ]
+    if sched.interval is not None:
+        spans = sched.uncertain_ranges()
+        lines.append("80 % interval of speculating's best gain (the fit's bootstrap over model families): "
+                     + ("it holds 1x, so gamma = 0 is as likely as not, at batch sizes "
+                        + ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans) if spans
+                        else "it stays on one side of 1x at every batch size"))
+    return lines
 
 
 def _span(gammas) -> str:
@@ -789,12 +837,20 @@ def _render_sglang(sched, method):
 def _render_table(sched):
     speed = sched.speedup
     rows = []
-    for r in sched.ranges:
+    for r in _split_on(sched.ranges, sched.uncertain):
         lo, hi = float(speed[r.lo - 1:r.hi].min()), float(speed[r.lo - 1:r.hi].max())
         text = f"{lo:.3f}x" if f"{lo:.3f}" == f"{hi:.3f}" else f"{lo:.3f}-{hi:.3f}x"
-        rows.append((f"{r.lo}" if r.lo == r.hi else f"{r.lo}-{r.hi}", str(r.k), text))
+        row = (f"{r.lo}" if r.lo == r.hi else f"{r.lo}-{r.hi}", str(r.k), text)
+        if sched.interval is not None:
+            ilo = float(sched.interval[0][r.lo - 1:r.hi].min())
+            ihi = float(sched.interval[1][r.lo - 1:r.hi].max())
+            row += (f"{ilo:.2f}-{ihi:.2f}x", "?" if sched.uncertain[r.lo - 1] else "")
+        rows.append(row)
     lines = _header(sched) + ["", "gamma* per batch size (the per-batch optimum, adjacent batches merged):", ""]
-    lines += ["  " + line for line in _format_table(("batch sizes", "gamma*", "speedup"), rows)]
+    headers = ("batch sizes", "gamma*", "speedup")
+    if sched.interval is not None:
+        headers += ("80 % interval, best gamma >= 1", "1x inside")
+    lines += ["  " + line for line in _format_table(headers, rows)]
     limit = []
     if sched.max_ranges is not None:
         limit.append(f"at most {sched.max_ranges} ranges")
@@ -823,6 +879,19 @@ def _render_table(sched):
     lines += ["", f"{KEPT_DEFINITION}.",
               "vLLM keeps the last range's K above the table; TensorRT-LLM drafts 0 above its last key."]
     return "\n".join(lines) + "\n"
+
+
+def _split_on(ranges, flag) -> list:
+    """``ranges`` cut where ``flag`` (one per batch) changes, so each piece is all flagged or none."""
+    out = []
+    for r in ranges:
+        start = r.lo
+        for b in range(r.lo + 1, r.hi + 1):
+            if flag[b - 1] != flag[b - 2]:
+                out.append(dataclasses.replace(r, lo=start, hi=b - 1))
+                start = b
+        out.append(dataclasses.replace(r, lo=start, hi=r.hi))
+    return out
 
 
 def _format_table(headers, rows) -> list:
