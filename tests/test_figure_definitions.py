@@ -64,7 +64,8 @@ def test_the_recorded_graph_computes_what_numpy_computes(name):
         expected = f.data(**{**f.live_params, **combo, **point})
         sliders = {c.name: expected["params"][c.name] for c in f.controls if not c.discrete}
         key = combo_key([combo[n] for n in live["discrete"]])
-        got = arrays.evaluate_graph(live["graphs"][key], sliders)
+        g = live["graph_list"][live["graphs"][key]]
+        got = arrays.evaluate_graph({**g, "arrays": [live["array_pool"][i] for i in g["arrays"]]}, sliders)
         assert set(got) == set(expected) - {"params"}
         for out, value in got.items():
             assert _same(value, expected[out]), f"{name} {combo} {point}: output {out!r} differs"

@@ -142,7 +142,7 @@ def test_the_page_computes_what_numpy_computes(name):
     cases = list(_settings(f))
     got = run_generated_script(
         "(" + json.dumps([[combo_key([c[n] for n in spec["discrete"]]), c] for c in cases]) + ").map(([k, p]) => "
-        "live.evaluate(SpeclibModel.figures[" + json.dumps(name) + "].graphs[k], p))", figures=[name])
+        "live.evaluate(live.graph(SpeclibModel.figures[" + json.dumps(name) + "], k), p))", figures=[name])
     for values, out in zip(cases, got):
         expected = f.data(**{**f.live_params, **values})
         assert set(out) == set(expected) - {"params"}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 from types import SimpleNamespace
 from typing import Callable
 
@@ -118,10 +119,25 @@ class Figure:
         p = self.resolve(**self.live_params)
         discrete = [c for c in self.controls if c.discrete]
         graphs, sliders = {}, {c.name: param(c.name) for c in self.controls if not c.discrete}
+        # Stored once each: a graph several combinations record (a menu that changes nothing), and an array
+        # several graphs hold (a graph refers to the figure's pool of arrays by index).
+        unique, index, pool, pooled = [], {}, [], {}
         for combo in itertools.product(*(c.values() for c in discrete)):
             values = {**p, **dict(zip((c.name for c in discrete), combo)), **sliders}
-            out = self.compute(SimpleNamespace(**values), Tracer())
-            graphs[combo_key(combo)] = graph(out)
+            out = graph(self.compute(SimpleNamespace(**values), Tracer()))
+            refs = []
+            for array in out["arrays"]:
+                text = json.dumps(array, sort_keys=True, separators=(",", ":"))
+                if text not in pooled:
+                    pooled[text] = len(pool)
+                    pool.append(array)
+                refs.append(pooled[text])
+            out = {**out, "arrays": refs}
+            text = json.dumps(out, sort_keys=True, separators=(",", ":"))
+            if text not in index:
+                index[text] = len(unique)
+                unique.append(out)
+            graphs[combo_key(combo)] = index[text]
         return {
             "name": self.name,
             "title": self.title,
@@ -131,7 +147,9 @@ class Figure:
             "panels": [_panel_spec(panel) for panel in self.panels],
             "size": list(self.size),
             "columns": self.columns or len(self.panels),
-            "graphs": graphs,
+            "graphs": graphs,  # combination key -> index into graph_list
+            "graph_list": unique,
+            "array_pool": pool,
         }
 
 

@@ -217,6 +217,10 @@
   };
 
   // Evaluate a recorded graph (speclib.presentation.arrays.graph) at the sliders' values.
+  function graphOf(spec, k) {  // a combination's graph; its arrays are indices into the figure's shared pool
+    var g = spec.graph_list[spec.graphs[k]];
+    return {nodes: g.nodes, outputs: g.outputs, arrays: g.arrays.map(function (i) { return spec.array_pool[i]; })};
+  }
   function evaluate(g, params) {
     var arrays = g.arrays.map(function (a) { return nd(a.shape, Float64Array.from(a.data.map(num))); }), values = [];
     function arg(a) {
@@ -618,7 +622,7 @@
         instance.params[c.name] = ctl.value();
         if (ctl.output) { ctl.output.textContent = format(instance.params[c.name], c.format); }
       });
-      var graph = spec.graphs[key(spec.discrete.map(function (n) { return instance.params[n]; }))];
+      var graph = graphOf(spec, key(spec.discrete.map(function (n) { return instance.params[n]; })));
       var out = instance.data = evaluate(graph, instance.params), items = [];
       var heading = fill(spec.title, out, instance.params).split("\n");
       title.textContent = "";
@@ -665,6 +669,7 @@
 
   var live = root.speclibLive = root.speclibLive || {instances: []};
   live.evaluate = evaluate;
+  live.graph = graphOf;
   live.fill = fill;
   if (typeof document === "undefined") { return; }
   function mountAll() {
