@@ -63,7 +63,11 @@ class Deployment:
     ``cost_model``: a per-layer ledger in place of the model's (e.g.
     :func:`speclib.core.parallel.expert_parallel_cost_model`).
     ``reserve``: the fraction of each GPU's HBM a schedule's memory check
-    keeps free (None: no check).
+    keeps free (None: no check). ``rollback``: how a hybrid model's
+    linear-attention state is rolled back past a rejected draft
+    (:data:`speclib.core.step.ROLLBACKS`): by default a snapshot per verified
+    position, as vLLM and SGLang do (:data:`speclib.core.step.DEFAULT_ROLLBACK`);
+    ``"none"`` leaves it out, as the sequel's simulator does.
 
     A drafter preset, the aggregate rule, a hybrid model, a calibrated step
     or a routing price the whole model's step (:attr:`whole_step`).
@@ -82,10 +86,12 @@ class Deployment:
     query_bytes: bool = False
     cost_model: object = None
     reserve: float | None = _capacity.DEFAULT_RESERVE
+    rollback: str = _step.DEFAULT_ROLLBACK
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen
         put("roofline", _step.check_roofline(self.roofline))
+        put("rollback", _step.check_rollback(self.rollback))
         put("step_time", _cal.check_step_time(self.step_time))
         put("tp", checked_int("tp", self.tp, lo=1, hi=_capacity.MAX_TP))
         put("engine", checked_choice("engine", self.engine, _cal.ENGINES))
@@ -193,7 +199,7 @@ class Deployment:
         if self.query_bytes:
             raise ValueError("query_bytes is an option of the paper's per-layer ledger; throughput prices the "
                              "whole model's step, which leaves the query bytes out")
-        base = _step.step_model(m, hw, roofline=self.roofline, routing=self.routing)
+        base = _step.step_model(m, hw, roofline=self.roofline, routing=self.routing, rollback=self.rollback)
         calibration = _cal.calibration_of(self.step_time)
         if calibration is not None:
             target = _cal.CalibratedStepModel(base, hw, tp=self.tp, engine=self.engine, calibration=calibration)

@@ -561,8 +561,7 @@ def _sequel_grid():
     yield _ours("sequel.dflash_survival_sum", curves["dflash"].values.sum())
     moves, losses = [], []
     for key, name in _simulator.DRAFTERS.items():
-        priced = Deployment(_simulator.simulated_model(), _simulator.HARDWARE, drafter=name,
-                            roofline="aggregate").pricing()
+        priced = _simulator.deployment(key).pricing()
         curve = priced.measured_acceptance()
         measured = curves[key]
         iid = acceptance.geometric_survival(measured.first_position_acceptance, len(measured)).values

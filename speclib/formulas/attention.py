@@ -112,3 +112,20 @@ linear_flops_per_position_expr = 8 * n_v * d_k * d_v
 #: a little less for the convolution's bytes. Full attention's tends to
 #: f T / m_c (8T for GQA with 8 query heads per KV head in bf16).
 linear_intensity_expr = T * linear_flops_per_position_expr / linear_state_bytes_expr
+
+# --- rolling back a rejected draft ---------------------------------------------
+# A recurrent state cannot be un-applied: once a verify pass has run the
+# delta rule over a draft position, the state before it is gone. An engine
+# that verifies gamma + 1 positions has two ways to end the step at the last
+# accepted one (speclib.core.step prices both):
+#
+# * snapshot (what vLLM and SGLang do): keep the whole state after every
+#   verified position, sigma bytes each, and carry on from the one the
+#   rejection sampler accepts;
+# * recompute (replay): keep only the state before the step and each
+#   position's inputs, and re-run the accepted positions from it. A replay
+#   needs, per position, what enters the short convolution (queries, keys and
+#   values) and the decay and update gates:
+
+#: Bytes of one position's inputs a replay keeps, per GatedDeltaNet layer.
+linear_replay_bytes_expr = (linear_conv_channels_expr + 2 * n_v) * b_s

@@ -151,6 +151,12 @@ NUMERIC = (
             "bytes of state one sequence keeps in one GatedDeltaNet layer"),
     Formula("linear_flops_per_position", _a.linear_flops_per_position_expr, (_a.n_v, _a.d_k, _a.d_v),
             "FLOPs per position per GatedDeltaNet layer"),
+    Formula("linear_replay_bytes", _a.linear_replay_bytes_expr, (_a.n_k, _a.n_v, _a.d_k, _a.d_v, _a.b_s),
+            "bytes of one position's inputs a replay of one GatedDeltaNet layer keeps"),
+    Formula("rollback_bytes", _s.rollback_bytes_expr, (_s.B, _s.T, _s.L_l, _s.rho),
+            "bytes a step moves to roll the linear layers back past a rejected draft"),
+    Formula("rollback_flops", _s.rollback_flops_expr, (_s.B, _s.T, _s.L_l, _s.psi),
+            "FLOPs a step spends to roll the linear layers back past a rejected draft"),
     Formula("linear_intensity", _a.linear_intensity_expr, (_a.T, _a.n_k, _a.n_v, _a.d_k, _a.d_v, _a.K_conv, _a.b_s),
             "GatedDeltaNet arithmetic intensity of T positions per sequence"),
     # --- drafting (speclib.formulas.drafters) ---

@@ -67,6 +67,9 @@ ARGUMENTS = {
     'attention_bytes': ('B', 'T', 'S', 'L_a', 'm_c', 'L_l', 'sigma'),
     'linear_state_bytes': ('n_k', 'n_v', 'd_k', 'd_v', 'K_conv', 'b_s'),
     'linear_flops_per_position': ('n_v', 'd_k', 'd_v'),
+    'linear_replay_bytes': ('n_k', 'n_v', 'd_k', 'd_v', 'b_s'),
+    'rollback_bytes': ('B', 'T', 'L_l', 'rho'),
+    'rollback_flops': ('B', 'T', 'L_l', 'psi'),
     'linear_intensity': ('T', 'n_k', 'n_v', 'd_k', 'd_v', 'K_conv', 'b_s'),
     'constant_draft_time': ('c', 'gamma', 't_0'),
     'mtp_draft_time': ('gamma', 't_pass'),
@@ -541,6 +544,30 @@ def linear_flops_per_position(n_v, d_k, d_v):
     8*d_k*d_v*n_v
     """
     return 8*d_k*d_v*n_v
+
+
+def linear_replay_bytes(n_k, n_v, d_k, d_v, b_s):
+    """bytes of one position's inputs a replay of one GatedDeltaNet layer keeps:
+
+    b_s*(2*d_k*n_k + d_v*n_v + 2*n_v)
+    """
+    return b_s*(2*d_k*n_k + d_v*n_v + 2*n_v)
+
+
+def rollback_bytes(B, T, L_l, rho):
+    """bytes a step moves to roll the linear layers back past a rejected draft:
+
+    B*L_l*rho*(T - 1)
+    """
+    return B*L_l*rho*(T - 1)
+
+
+def rollback_flops(B, T, L_l, psi):
+    """FLOPs a step spends to roll the linear layers back past a rejected draft:
+
+    B*L_l*psi*(T - 1)
+    """
+    return B*L_l*psi*(T - 1)
 
 
 def linear_intensity(T, n_k, n_v, d_k, d_v, K_conv, b_s):
