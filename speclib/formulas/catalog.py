@@ -121,6 +121,13 @@ NUMERIC = (
     Formula("comm_slope", _par.comm_slope_expr, _par.COMM_ARGS, "its log-slope in tokens"),
     Formula("link_bytes_per_token", _par.link_bytes_per_token_expr, (_m.k, _par.G, _par.h, _par.b_d, _par.b_c),
             "link bytes one token moves per MoE layer"),
+    Formula("comm_latency_cost", _par.comm_latency_cost_expr, (_par.n_m, _par.l, _par.M),
+            "the all-to-all's latency per MoE layer per step, HBM byte-equivalents"),
+    Formula("comm_total_slope", _par.comm_total_slope_expr, _par.COMM_TOTAL_ARGS,
+            "log-slope in tokens of the all-to-all priced whole, latency plus bytes over bandwidth"),
+    Formula("comm_latency_crossover", _par.comm_latency_crossover_expr,
+            (_m.k, _par.G, _par.h, _par.b_d, _par.b_c, _par.L, _par.n_m, _par.l),
+            "tokens per GPU at which the all-to-all's bandwidth term equals its latency"),
     # --- speculation (speclib.formulas.speculation) ---
     Formula("speedup", _spec.speedup_expr, (_spec.N, _spec.C_0, _spec.C_v, _spec.c, _spec.gamma),
             "throughput of a draft length over plain decoding"),

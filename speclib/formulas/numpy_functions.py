@@ -51,6 +51,9 @@ ARGUMENTS = {
     'comm_cost': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L'),
     'comm_slope': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L'),
     'link_bytes_per_token': ('k', 'G', 'h', 'b_d', 'b_c'),
+    'comm_latency_cost': ('n_m', 'l', 'M'),
+    'comm_total_slope': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L', 'n_m', 'l'),
+    'comm_latency_crossover': ('k', 'G', 'h', 'b_d', 'b_c', 'L', 'n_m', 'l'),
     'speedup': ('N', 'C_0', 'C_v', 'c', 'gamma'),
     'priced_speedup': ('N', 'C_0', 'C_gamma'),
     'throughput': ('B', 'N', 'C_gamma'),
@@ -416,6 +419,30 @@ def link_bytes_per_token(k, G, h, b_d, b_c):
     2*h*k*(G - 1)*(b_c + b_d)/G
     """
     return 2*h*k*(G - 1)*(b_c + b_d)/G
+
+
+def comm_latency_cost(n_m, l, M):
+    """the all-to-all's latency per MoE layer per step, HBM byte-equivalents:
+
+    M*l*n_m
+    """
+    return M*l*n_m
+
+
+def comm_total_slope(t, k, G, h, b_d, b_c, M, L, n_m, l):
+    """log-slope in tokens of the all-to-all priced whole, latency plus bytes over bandwidth:
+
+    2*h*k*t*(G - 1)*(b_c + b_d)/(G*L*l*n_m + 2*h*k*t*(G - 1)*(b_c + b_d))
+    """
+    return 2*h*k*t*(G - 1)*(b_c + b_d)/(G*L*l*n_m + 2*h*k*t*(G - 1)*(b_c + b_d))
+
+
+def comm_latency_crossover(k, G, h, b_d, b_c, L, n_m, l):
+    """tokens per GPU at which the all-to-all's bandwidth term equals its latency:
+
+    G*L*l*n_m/(2*h*k*(G*b_c + G*b_d - b_c - b_d))
+    """
+    return (1/2)*G*L*l*n_m/(h*k*(G*b_c + G*b_d - b_c - b_d))
 
 
 def speedup(N, C_0, C_v, c, gamma):

@@ -483,7 +483,11 @@ class Interconnect:
 
     ``bandwidth``: bytes/s per GPU with both directions counted (half of it
     each way). ``domain_size``: the most GPUs it joins into one all-to-all
-    domain (None for a scale-out network with no such limit).
+    domain (None for a scale-out network with no such limit). ``latency``:
+    seconds of one all-to-all message on a step's critical path, what a
+    dispatch or a combine that moves next to nothing takes (None: not known,
+    so the all-to-all can only be priced by bandwidth), with its
+    ``latency_source``.
     """
 
     name: str
@@ -491,6 +495,12 @@ class Interconnect:
     domain_size: Optional[int]
     source: str
     aliases: tuple = ()
+    latency: Optional[float] = None
+    latency_source: str = ""
+
+    def __post_init__(self):
+        if self.latency is not None:
+            checked_array("latency", self.latency, lo=0, lo_open=True)
 
 
 @dataclass(frozen=True)
