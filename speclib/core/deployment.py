@@ -67,7 +67,11 @@ class Deployment:
     linear-attention state is rolled back past a rejected draft
     (:data:`speclib.core.step.ROLLBACKS`): by default a snapshot per verified
     position, as vLLM and SGLang do (:data:`speclib.core.step.DEFAULT_ROLLBACK`);
-    ``"none"`` leaves it out, as the sequel's simulator does.
+    ``"none"`` leaves it out, as the sequel's simulator does. ``attention``:
+    how the paper's ledger prices DeepSeek-V4's attention
+    (:data:`speclib.core.cost.ATTENTIONS`): ``"paper"``, every layer as MLA
+    over the whole context, or ``"served"``, compressed as the published
+    config serves it.
 
     A drafter preset, the aggregate rule, a hybrid model, a calibrated step
     or a routing price the whole model's step (:attr:`whole_step`).
@@ -87,11 +91,13 @@ class Deployment:
     cost_model: object = None
     reserve: float | None = _capacity.DEFAULT_RESERVE
     rollback: str = _step.DEFAULT_ROLLBACK
+    attention: str = "paper"
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen
         put("roofline", _step.check_roofline(self.roofline))
         put("rollback", _step.check_rollback(self.rollback))
+        put("attention", _cost.check_attention(self.attention))
         put("step_time", _cal.check_step_time(self.step_time))
         put("tp", checked_int("tp", self.tp, lo=1, hi=_capacity.MAX_TP))
         put("engine", checked_choice("engine", self.engine, _cal.ENGINES))
@@ -128,6 +134,11 @@ class Deployment:
             if self.query_bytes and self.whole_step:
                 raise ValueError("query_bytes is an option of the paper's per-layer ledger; the whole-model step "
                                  "leaves the query bytes out, as the sequel does")
+            if self.attention != "paper" and self.whole_step:
+                raise ValueError("attention='served' is an option of the paper's per-layer ledger; the whole-model "
+                                 "step prices every layer's attention over the whole context")
+            if self.attention != "paper":
+                _cost.served_attention_constants(model, hardware)  # its compression ratios, checked now
         # What only the pricing's parts can check: a chip or an engine without
         # a calibration, a ledger without a layer count. (The pricing itself
         # is built on first use.)
@@ -153,6 +164,9 @@ class Deployment:
         if self.query_bytes:
             raise ValueError("query_bytes must be False with cost_model (the cost model already fixes whether the "
                              "query bytes count)")
+        if self.attention != "paper":
+            raise ValueError("attention must be 'paper' with cost_model (the cost model already fixes how it prices "
+                             "attention)")
 
     # --- what it prices ---------------------------------------------------------------
     @property
@@ -195,10 +209,14 @@ class Deployment:
             return LedgerPricing(cost_model, _draft.resolve_drafter(None, c, None))
         m, hw = self.model, self.hardware
         if not (whole_step or self.whole_step):
-            return LedgerPricing(_cost.cost_model(m, hw, self.query_bytes), _draft.resolve_drafter(None, c, hw))
+            return LedgerPricing(_cost.cost_model(m, hw, self.query_bytes, self.attention),
+                                 _draft.resolve_drafter(None, c, hw))
         if self.query_bytes:
             raise ValueError("query_bytes is an option of the paper's per-layer ledger; throughput prices the "
                              "whole model's step, which leaves the query bytes out")
+        if self.attention != "paper":
+            raise ValueError("attention='served' is an option of the paper's per-layer ledger; throughput prices the "
+                             "whole model's step, every layer's attention over the whole context")
         base = _step.step_model(m, hw, roofline=self.roofline, routing=self.routing, rollback=self.rollback)
         calibration = _cal.calibration_of(self.step_time)
         if calibration is not None:

@@ -87,6 +87,14 @@ csa_context_expr = sp.Min(S / c_csa, K_csa)
 #: CSA's indexer scores every lightly compressed position.
 indexer_context_expr = S / c_csa
 
+#: As served, every DeepSeek-V4 layer also attends over the last W tokens
+#: uncompressed (its sliding window); a layer with no compression ratio (0 in
+#: the config) attends over that window alone.
+W_win = sp.Symbol("W_win", nonnegative=True)  # sliding window, tokens
+window_context_expr = sp.Min(S, W_win)
+served_hca_context_expr = hca_context_expr + window_context_expr
+served_csa_context_expr = csa_context_expr + window_context_expr
+
 # --- GatedDeltaNet (linear attention): a fixed state per sequence -------------
 n_k = sp.Symbol("n_k", positive=True)  # key heads
 n_v = sp.Symbol("n_v", positive=True)  # value heads

@@ -57,6 +57,8 @@ def _rooflines():
         (_cost.ROOFLINE_FORMS["gemm"], "roofline of a dense GEMM (attention projections, dense FFN)"),
         (_cost.ROOFLINE_FORMS["moe"], "roofline of the MoE experts"),
         (_cost.ROOFLINE_FORMS["attn"], "roofline of attention over B sequences of q queries"),
+        (_cost.ROOFLINE_FORMS["served_attn"], "roofline of DeepSeek-V4's attention as served, averaged over its "
+                                              "layers (full, sliding window, CSA and its indexer, HCA)"),
         (_par.EP_MOE_FORM, "roofline of one GPU's share of expert-parallel MoE experts"),
     )
     for form, doc in forms:
@@ -93,6 +95,7 @@ NUMERIC = (
     Formula("hca_context", _a.hca_context_expr, (_a.S, _a.c_hca), "context HCA attends over"),
     Formula("csa_context", _a.csa_context_expr, (_a.S, _a.c_csa, _a.K_csa), "context CSA's main attention attends over"),
     Formula("indexer_context", _a.indexer_context_expr, (_a.S, _a.c_csa), "context CSA's indexer scores"),
+    Formula("window_context", _a.window_context_expr, (_a.S, _a.W_win), "context a sliding window attends over"),
     Formula("compute_bound_width", _a.compute_bound_width_expr, (_a.m_c, _a.f, _a.R),
             "verify width at which long-context attention reaches the ridge"),
     Formula("mha_form_crossover", _a.mha_form_crossover_expr, (_a.d_c, _a.d_r, _a.d_n, _a.d_v),

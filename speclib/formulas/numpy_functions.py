@@ -24,6 +24,7 @@ ARGUMENTS = {
     'hca_context': ('S', 'c_HCA'),
     'csa_context': ('S', 'c_CSA', 'K_CSA'),
     'indexer_context': ('S', 'c_CSA'),
+    'window_context': ('S', 'W_win'),
     'compute_bound_width': ('m_c', 'f', 'R'),
     'mha_form_crossover': ('d_c', 'd_r', 'd_n', 'd_v'),
     'mla_context_bytes': ('d_c', 'd_r', 'b_kv'),
@@ -45,6 +46,8 @@ ARGUMENTS = {
     'moe_slope': ('t', 'k', 'E', 'n_s', 'W_E', 'b', 'R'),
     'attn_cost': ('B', 'q', 'S', 'm_c', 'm_q', 'f', 'R'),
     'attn_slope': ('B', 'q', 'S', 'm_c', 'm_q', 'f', 'R'),
+    'served_attn_cost': ('B', 'q', 'S', 'm_c', 'm_q', 'f', 'R', 'm_ci', 'm_qi', 'f_i', 'c_CSA', 'c_HCA', 'K_CSA', 'W_win', 'n_f', 'n_w', 'n_c', 'n_h'),
+    'served_attn_slope': ('B', 'q', 'S', 'm_c', 'm_q', 'f', 'R', 'm_ci', 'm_qi', 'f_i', 'c_CSA', 'c_HCA', 'K_CSA', 'W_win', 'n_f', 'n_w', 'n_c', 'n_h'),
     'ep_moe_cost': ('t', 'k', 'E', 'n_s', 'W_E', 'b', 'R', 'G'),
     'ep_moe_slope': ('t', 'k', 'E', 'n_s', 'W_E', 'b', 'R', 'G'),
     'local_experts': ('t', 'k', 'E', 'G'),
@@ -203,6 +206,14 @@ def indexer_context(S, c_CSA):
     S/c_CSA
     """
     return S/c_CSA
+
+
+def window_context(S, W_win):
+    """context a sliding window attends over:
+
+    Min(S, W_win)
+    """
+    return functools.reduce(numpy.minimum, [S, W_win])
 
 
 def compute_bound_width(m_c, f, R):
@@ -371,6 +382,22 @@ def attn_slope(B, q, S, m_c, m_q, f, R):
     Piecewise((1, B*S*f*q/R >= B*(S*m_c + m_q*q)), (m_q*q/(S*m_c + m_q*q), True))
     """
     return numpy.select([numpy.greater_equal(B*S*f*q/R, B*(S*m_c + m_q*q)),True], [1,m_q*q/(S*m_c + m_q*q)], default=numpy.nan)
+
+
+def served_attn_cost(B, q, S, m_c, m_q, f, R, m_ci, m_qi, f_i, c_CSA, c_HCA, K_CSA, W_win, n_f, n_w, n_c, n_h):
+    """roofline of DeepSeek-V4's attention as served, averaged over its layers (full, sliding window, CSA and its indexer, HCA): step cost:
+
+    (n_c*Max(B*(m_c*(Min(K_CSA, S/c_CSA) + Min(S, W_win)) + m_q*q), B*f*q*(Min(K_CSA, S/c_CSA) + Min(S, W_win))/R) + n_c*Max(B*(S*m_ci/c_CSA + m_qi*q), B*S*f_i*q/(R*c_CSA)) + n_f*Max(B*(S*m_c + m_q*q), B*S*f*q/R) + n_h*Max(B*(m_c*(S/c_HCA + Min(S, W_win)) + m_q*q), B*f*q*(S/c_HCA + Min(S, W_win))/R) + n_w*Max(B*(m_c*Min(S, W_win) + m_q*q), B*f*q*Min(S, W_win)/R))/(n_c + n_f + n_h + n_w)
+    """
+    return (n_c*functools.reduce(numpy.maximum, [B*f*q*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)]) + n_c*functools.reduce(numpy.maximum, [B*S*f_i*q/(R*c_CSA), B*(S*m_ci/c_CSA + m_qi*q)]) + n_f*functools.reduce(numpy.maximum, [B*S*f*q/R, B*(S*m_c + m_q*q)]) + n_h*functools.reduce(numpy.maximum, [B*f*q*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)]) + n_w*functools.reduce(numpy.maximum, [B*f*q*functools.reduce(numpy.minimum, [S, W_win])/R, B*(m_c*functools.reduce(numpy.minimum, [S, W_win]) + m_q*q)]))/(n_c + n_f + n_h + n_w)
+
+
+def served_attn_slope(B, q, S, m_c, m_q, f, R, m_ci, m_qi, f_i, c_CSA, c_HCA, K_CSA, W_win, n_f, n_w, n_c, n_h):
+    """roofline of DeepSeek-V4's attention as served, averaged over its layers (full, sliding window, CSA and its indexer, HCA): its log-slope d log C / d log (tokens):
+
+    (n_c*Piecewise((1, B*f*q*(Min(K_CSA, S/c_CSA) + Min(S, W_win))/R >= B*(m_c*(Min(K_CSA, S/c_CSA) + Min(S, W_win)) + m_q*q)), (m_q*q/(m_c*(Min(K_CSA, S/c_CSA) + Min(S, W_win)) + m_q*q), True))*Max(B*(m_c*(Min(K_CSA, S/c_CSA) + Min(S, W_win)) + m_q*q), B*f*q*(Min(K_CSA, S/c_CSA) + Min(S, W_win))/R) + n_c*Piecewise((1, B*S*f_i*q/(R*c_CSA) >= B*(S*m_ci/c_CSA + m_qi*q)), (m_qi*q/(S*m_ci/c_CSA + m_qi*q), True))*Max(B*(S*m_ci/c_CSA + m_qi*q), B*S*f_i*q/(R*c_CSA)) + n_f*Piecewise((1, B*S*f*q/R >= B*(S*m_c + m_q*q)), (m_q*q/(S*m_c + m_q*q), True))*Max(B*(S*m_c + m_q*q), B*S*f*q/R) + n_h*Piecewise((1, B*f*q*(S/c_HCA + Min(S, W_win))/R >= B*(m_c*(S/c_HCA + Min(S, W_win)) + m_q*q)), (m_q*q/(m_c*(S/c_HCA + Min(S, W_win)) + m_q*q), True))*Max(B*(m_c*(S/c_HCA + Min(S, W_win)) + m_q*q), B*f*q*(S/c_HCA + Min(S, W_win))/R) + n_w*Piecewise((1, B*f*q*Min(S, W_win)/R >= B*(m_c*Min(S, W_win) + m_q*q)), (m_q*q/(m_c*Min(S, W_win) + m_q*q), True))*Max(B*(m_c*Min(S, W_win) + m_q*q), B*f*q*Min(S, W_win)/R))/(n_c*Max(B*(m_c*(Min(K_CSA, S/c_CSA) + Min(S, W_win)) + m_q*q), B*f*q*(Min(K_CSA, S/c_CSA) + Min(S, W_win))/R) + n_c*Max(B*(S*m_ci/c_CSA + m_qi*q), B*S*f_i*q/(R*c_CSA)) + n_f*Max(B*(S*m_c + m_q*q), B*S*f*q/R) + n_h*Max(B*(m_c*(S/c_HCA + Min(S, W_win)) + m_q*q), B*f*q*(S/c_HCA + Min(S, W_win))/R) + n_w*Max(B*(m_c*Min(S, W_win) + m_q*q), B*f*q*Min(S, W_win)/R))
+    """
+    return (n_c*numpy.select([numpy.greater_equal(B*f*q*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)),True], [1,m_q*q/(m_c*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)], default=numpy.nan)*functools.reduce(numpy.maximum, [B*f*q*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)]) + n_c*numpy.select([numpy.greater_equal(B*S*f_i*q/(R*c_CSA), B*(S*m_ci/c_CSA + m_qi*q)),True], [1,m_qi*q/(S*m_ci/c_CSA + m_qi*q)], default=numpy.nan)*functools.reduce(numpy.maximum, [B*S*f_i*q/(R*c_CSA), B*(S*m_ci/c_CSA + m_qi*q)]) + n_f*numpy.select([numpy.greater_equal(B*S*f*q/R, B*(S*m_c + m_q*q)),True], [1,m_q*q/(S*m_c + m_q*q)], default=numpy.nan)*functools.reduce(numpy.maximum, [B*S*f*q/R, B*(S*m_c + m_q*q)]) + n_h*numpy.select([numpy.greater_equal(B*f*q*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)),True], [1,m_q*q/(m_c*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)], default=numpy.nan)*functools.reduce(numpy.maximum, [B*f*q*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)]) + n_w*numpy.select([numpy.greater_equal(B*f*q*functools.reduce(numpy.minimum, [S, W_win])/R, B*(m_c*functools.reduce(numpy.minimum, [S, W_win]) + m_q*q)),True], [1,m_q*q/(m_c*functools.reduce(numpy.minimum, [S, W_win]) + m_q*q)], default=numpy.nan)*functools.reduce(numpy.maximum, [B*f*q*functools.reduce(numpy.minimum, [S, W_win])/R, B*(m_c*functools.reduce(numpy.minimum, [S, W_win]) + m_q*q)]))/(n_c*functools.reduce(numpy.maximum, [B*f*q*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)]) + n_c*functools.reduce(numpy.maximum, [B*S*f_i*q/(R*c_CSA), B*(S*m_ci/c_CSA + m_qi*q)]) + n_f*functools.reduce(numpy.maximum, [B*S*f*q/R, B*(S*m_c + m_q*q)]) + n_h*functools.reduce(numpy.maximum, [B*f*q*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)]) + n_w*functools.reduce(numpy.maximum, [B*f*q*functools.reduce(numpy.minimum, [S, W_win])/R, B*(m_c*functools.reduce(numpy.minimum, [S, W_win]) + m_q*q)]))
 
 
 def ep_moe_cost(t, k, E, n_s, W_E, b, R, G):
