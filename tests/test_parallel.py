@@ -332,3 +332,25 @@ def test_the_summary_over_a_free_network_loses_nothing_to_the_all_to_all():
     assert [row[lost] for row in table.rows] == ["0.0%", "0.0%"]
     assert [row[added] for row in table.rows] == ["0.0%", "0.0%"]
     assert [row[changed] for row in table.rows] == ["0", "0"]
+
+
+def test_a_deployment_chooses_the_latency_of_its_expert_parallel_cost_model():
+    B = np.array([1.0, 64.0])
+    with_latency = parallel.expert_parallel_cost_model(G=64)
+    bandwidth = parallel.expert_parallel_cost_model(G=64, latency=False)
+    for cm in (with_latency, bandwidth):
+        for flag, want in ((True, with_latency), (False, bandwidth)):
+            d = speclib.Deployment(cost_model=cm, comm_latency=flag)
+            assert d.cost_model is want
+            np.testing.assert_array_equal(
+                speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=d)[1],
+                speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=speclib.Deployment(cost_model=want))[1])
+        assert speclib.Deployment(cost_model=cm).cost_model is cm  # None: the cost model's own choice
+    with pytest.raises(ValueError, match=r"^comm_latency is an option of an expert-parallel cost model") as info:
+        speclib.Deployment(comm_latency=True)
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match=r"^comm_latency must be True, False or None"):
+        speclib.Deployment(cost_model=with_latency, comm_latency="on")
+    with pytest.raises(ValueError, match=r"^interconnect 'InfinityFabric-MI300' has no latency"):
+        speclib.Deployment(cost_model=parallel.expert_parallel_cost_model(hardware="MI300X", G=8, latency=False),
+                           comm_latency=True)

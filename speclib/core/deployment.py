@@ -71,7 +71,10 @@ class Deployment:
     how the paper's ledger prices DeepSeek-V4's attention
     (:data:`speclib.core.cost.ATTENTIONS`): ``"paper"``, every layer as MLA
     over the whole context, or ``"served"``, compressed as the published
-    config serves it.
+    config serves it. ``comm_latency``: with an expert-parallel
+    ``cost_model`` (:func:`speclib.core.parallel.expert_parallel_cost_model`),
+    price its all-to-all with its interconnect's latency (True) or by
+    bandwidth alone (False); None keeps the cost model's own choice.
 
     A drafter preset, the aggregate rule, a hybrid model, a calibrated step
     or a routing price the whole model's step (:attr:`whole_step`).
@@ -92,6 +95,7 @@ class Deployment:
     reserve: float | None = _capacity.DEFAULT_RESERVE
     rollback: str = _step.DEFAULT_ROLLBACK
     attention: str = "paper"
+    comm_latency: bool | None = None
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen
@@ -120,6 +124,15 @@ class Deployment:
             if self.c_draft is not None:
                 raise ValueError("give either c_draft (the paper's constant drafter cost) or drafter (a drafter "
                                  "priced by its own roofline), not both")
+        if self.comm_latency is not None:
+            if not isinstance(self.comm_latency, (bool, np.bool_)):
+                raise ValueError(f"comm_latency must be True, False or None; got {self.comm_latency!r}")
+            if not hasattr(self.cost_model, "with_latency"):
+                raise ValueError("comm_latency is an option of an expert-parallel cost model "
+                                 "(cost_model=speclib.core.parallel.expert_parallel_cost_model(...)); this deployment "
+                                 "has none")
+            put("comm_latency", bool(self.comm_latency))
+            put("cost_model", self.cost_model.with_latency(self.comm_latency))
         if self.cost_model is not None:
             self._check_cost_model()
         else:

@@ -137,6 +137,15 @@ class ExpertParallelCostModel(CostModel):
         self._latency_args = (float(MESSAGES_PER_LAYER), interconnect_preset.latency) if self.latency \
             else None
 
+    def with_latency(self, latency: bool) -> "ExpertParallelCostModel":
+        """The same cost model with its all-to-all's latency priced (True) or
+        left out (False)."""
+        if bool(latency) == self.latency or not self.include_comm or self.G == 1:
+            return self
+        return expert_parallel_cost_model(self.model, self.hardware, self.G, self.interconnect,
+                                          query_bytes=self.query_bytes, dispatch_bytes=self.dispatch_bytes,
+                                          combine_bytes=self.combine_bytes, latency=latency)
+
     # costs -------------------------------------------------------------------
     def comm_latency(self, tokens=0.0):
         """The all-to-all's latency per step in HBM byte-equivalents, the same
