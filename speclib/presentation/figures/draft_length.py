@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core import capacity as _capacity
+from ...core import speculation as _spec
+from ...core.deployment import Deployment
 from ...presets import resolve
 from ..definition import Axis, Bands, Figure, Heatmap, HLine, Line, Panel, Text
+from ..tables import NumberTable
 from . import common
 
 GAMMA_AXIS_LABEL = "optimal draft length \u03b3*"
@@ -138,3 +142,40 @@ gamma_map = Figure(
 
 #: The capacity chapter's map: DeepSeek-V4-Flash split over eight B200s.
 gamma_map_tp8 = gamma_map.variant("gamma_map_tp8", tp=8)
+
+
+def _runs(pairs) -> str:
+    return ", ".join(f"{lo:,.0f}\u2013{hi:,.0f}" for lo, hi in pairs) or "none"
+
+
+def _last(batch) -> str:
+    if batch is None:
+        return "none"
+    return f"{batch:,.0f}" + (" (every batch)" if batch == common.BATCH_RANGE[1] else "")
+
+
+def served_attention_edges(contexts=(512, 4096, 32768, 131072), model=None, hardware=None, *, alpha=0.75,
+                           c_draft=0.10) -> NumberTable:
+    """Figure 3's features at each context in ``contexts``, with the attention
+    priced as the paper prices it and as served
+    (:data:`speclib.core.cost.ATTENTIONS`): the gutter (gamma* = 0 between
+    batches where speculation pays) and the last batch with gamma* > 0, on
+    every whole batch from 1 to 30,000; and the largest batch whose weights
+    and KV cache fit on one chip with either cache."""
+    m, hw = resolve(model, hardware)
+    rows = []
+    for S in contexts:
+        regions = {a: _spec.gamma_regions(alpha, S, c_draft, deployment=Deployment(m, hw, attention=a))
+                   for a in ("paper", "served")}
+        last = {a: _last(r["last_speculating"]) for a, r in regions.items()}
+        rows.append((f"{S:,.0f}", _runs(regions["paper"]["gutters"]), _runs(regions["served"]["gutters"]),
+                     last["paper"], last["served"],
+                     f"{_capacity.max_batch(m, hw, S, attention='paper'):,}", f"{_capacity.max_batch(m, hw, S):,}"))
+    head = ("context S", "gutter: the paper's attention", "gutter: as served",
+            "last batch with \u03b3* > 0: the paper's", "last batch with \u03b3* > 0: as served",
+            "largest batch that fits: the paper's cache", "largest batch that fits: the cache as served")
+    caption = (f"{m.name} on one {hw.name}, \u03b1 = {alpha:.2f}, drafter {c_draft:.0%} of a step; batches 1 to "
+               f"{common.BATCH_RANGE[1]:,}. The paper's attention: every layer MLA over the whole context, and a "
+               "full MLA cache in every layer; as served: each layer over the context its compression ratio "
+               "leaves it, and the compressed cache (10% of HBM kept free)")
+    return NumberTable(head, tuple(rows), caption=caption, align="l")
