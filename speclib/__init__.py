@@ -7,7 +7,8 @@ are a shorthand for ``deployment=Deployment(model, hardware)``)::
 
     Deployment(model=None, hardware=None, *, tp=1, engine="vLLM", step_time="roofline",
                roofline="per-component", drafter=None, c_draft=None, routing=None,
-               query_bytes=False, cost_model=None, reserve=0.1)
+               query_bytes=False, cost_model=None, reserve=0.1, rollback="snapshot",
+               attention="paper", comm_latency=None)
                                                       what a step is priced on, checked once
     experts_activated(B, k, E, routing=None)          the experts a batch touches
     expected_committed(alpha, gamma)                  tokens committed per verify pass

@@ -129,7 +129,7 @@ def test_calibrated_pricing_prices_verify_and_drafter_with_the_calibrated_step()
         a = a * presets.model("qwen3.6").n_layers / presets.LLAMA_3_70B.n_layers
     e, a_d = c.per_position(presets.B200), c.per_draft_pass_s
     priced = spec.Deployment("qwen3.6", "B200", drafter="qwen3.6-mtp", step_time="calibrated", tp=2).pricing()
-    roof = _step.step_model("qwen3.6", "B200")
+    roof = _step.step_model("qwen3.6", "B200", rollback=_step.DEFAULT_ROLLBACK)  # the deployment's default
     B, S, g = np.array(32.0), np.array(512.0), np.array(3.0)
     assert priced.plain(B, S) == pytest.approx(mu * roof.time(B, 1.0, S) / 2 + a + d * B)
     raw_draft = spec.resolve_drafter("qwen3.6-mtp", None, presets.B200).time(g, B)

@@ -332,6 +332,8 @@ REQUIRED_IDS = (
     "mla.mha_form_crossover", "attention.gqa_slope", "attention.mha_slope",
     # Figure 3
     "fig3.gutter", "fig3.large_batch_zero",
+    # expert parallelism
+    "ep.tax_shrinks", "ep.comm_does_not_amortise",
     # older articles
     "older.tokens_per_pass", "older.speedup_alpha60", "older.speedup_alpha80",
     "older.plain_decoding_wins_above_64", "older.kv_traffic_ratio",
@@ -408,6 +410,32 @@ def test_figure3_gutter_by_brute_force():
     assert gamma_star(30_000) == 0
     runs = claims.zero_runs(np.arange(1, 9), [1, 0, 0, 2, 3, 0, 1, 0])
     assert runs == [(2, 3), (6, 6), (8, 8)]
+
+
+def test_figure3_with_the_attention_as_served_by_brute_force():
+    """The large-batch edge the fig3 notes give for the attention as served,
+    found by looping over gamma with speedup()."""
+    from speclib import Deployment, speedup
+
+    served = Deployment(attention="served")
+
+    def gamma_star(B):
+        return int(np.argmax([speedup(0.75, g, B, 4096, 0.1, deployment=served) for g in range(65)]))
+
+    note = BY_ID["fig3.large_batch_zero"].note
+    first = int(note.split("With the attention as served, from B = ")[1].rstrip(".").replace(",", ""))
+    assert gamma_star(first - 1) > 0 and gamma_star(first) == 0
+
+
+def test_the_expert_parallel_claims_by_hand():
+    from speclib.core import parallel
+    # the bandwidth term is linear in tokens: doubling the tokens doubles it
+    cm = parallel.expert_parallel_cost_model(G=64, latency=False)
+    assert float(cm.comm(2.0)) == pytest.approx(2 * float(cm.comm(1.0)), rel=1e-14)
+    # priced with its latency, the slope at one token is the bandwidth term's share of the whole
+    with_latency = parallel.expert_parallel_cost_model(G=64)
+    share = float(cm.comm(1.0)) / float(with_latency.comm(1.0))
+    assert f"its slope is {share:.3f} at one sequence per GPU" in BY_ID["ep.comm_does_not_amortise"].note
 
 
 def test_kv_ratio_and_step_bytes_by_sympy():

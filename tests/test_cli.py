@@ -250,8 +250,10 @@ def test_gamma_with_a_drafter_is_the_priced_policy(capsys, drafter):
         float(speclib.core.speculation.throughput(64, 0, 512, **point)), rel=1e-12)
     assert record["throughput"]["speculative"] / record["throughput"]["plain"] == pytest.approx(record["speedup"])
     parts = record["step_seconds"]
-    assert parts["verify"] == pytest.approx(speclib.core.step.step_time(64, g + 1, 512, "Qwen3.6-35B-A3B",
-                                                                       roofline="aggregate"), rel=1e-12)
+    # the deployment's default: the linear layers' state kept at every verified position
+    assert parts["verify"] == pytest.approx(speclib.core.step.step_time(
+        64, g + 1, 512, "Qwen3.6-35B-A3B", roofline="aggregate", rollback=speclib.core.step.DEFAULT_ROLLBACK),
+        rel=1e-12)
     assert parts["draft"] == pytest.approx(speclib.core.drafters.draft_time(g, 64, drafter, roofline="aggregate"),
                                            rel=1e-12)
     assert record["acceptance"] == "measured"

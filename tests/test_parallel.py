@@ -113,7 +113,7 @@ def test_comm_bytes_hand_count():
 
 
 def test_comm_cost_is_link_time_in_hbm_bytes_and_linear_in_tokens():
-    ep = parallel.expert_parallel_cost_model(G=8)
+    ep = parallel.expert_parallel_cost_model(G=8, latency=False)  # by bandwidth alone
     b200 = presets.hardware("B200")
     link = 18 * 100e9  # NVLink 5: 18 links x 100 GB/s
     per_token_seconds = parallel.comm_bytes_per_token(FLASH, 8) / link
@@ -121,6 +121,78 @@ def test_comm_cost_is_link_time_in_hbm_bytes_and_linear_in_tokens():
     np.testing.assert_allclose(ep.comm(tokens), tokens * per_token_seconds * b200.memory_bandwidth, rtol=1e-12)
     np.testing.assert_allclose(ep.comm(2 * tokens), 2 * ep.comm(tokens), rtol=1e-14)
     np.testing.assert_array_equal(ep.comm_slope(tokens), np.ones(3))
+
+
+# pplx-kernels' README, one token per GPU on H100s: NVLink (EP8) dispatch 41.6 us and
+# combine 41.7 us; InfiniBand (IBGDA, EP64) dispatch 121.0 us and combine 58.6 us.
+PPLX_LATENCY = {"NVLink4": (41.6e-6 + 41.7e-6) / 2, "NVLink5": (41.6e-6 + 41.7e-6) / 2,
+                "InfiniBand-NDR": (121.0e-6 + 58.6e-6) / 2}
+
+
+@pytest.mark.parametrize("net", sorted(PPLX_LATENCY))
+def test_the_latency_is_a_dispatch_and_a_combine_per_layer_whatever_the_tokens(net):
+    G = 8 if net != "InfiniBand-NDR" else 64
+    hw = "H100" if net == "NVLink4" else "B200"
+    with_latency = parallel.expert_parallel_cost_model(hardware=hw, G=G, interconnect=net)
+    bandwidth = parallel.expert_parallel_cost_model(hardware=hw, G=G, interconnect=net, latency=False)
+    M = presets.hardware(hw).memory_bandwidth
+    tokens = np.array([1.0, 10.0, 1000.0])
+    # two messages (a dispatch, a combine) of the measured latency each, in HBM byte-equivalents
+    np.testing.assert_allclose(with_latency.comm(tokens) - bandwidth.comm(tokens),
+                               np.full(3, 2 * PPLX_LATENCY[net] * M), rtol=1e-12)
+    # the slope is the bandwidth term's share, and the crossover is where the two terms are equal
+    np.testing.assert_allclose(with_latency.comm_slope(tokens), bandwidth.comm(tokens) / with_latency.comm(tokens),
+                               rtol=1e-12)
+    t_x = with_latency.latency_crossover()
+    assert float(bandwidth.comm(t_x)) == pytest.approx(2 * PPLX_LATENCY[net] * M, rel=1e-12)
+    assert float(with_latency.comm_slope(t_x)) == pytest.approx(0.5, rel=1e-12)
+    # a verify pays it once, like a plain step
+    verify = with_latency.verify(BATCHES, 4.0, 4096.0) - bandwidth.verify(BATCHES, 4.0, 4096.0)
+    np.testing.assert_allclose(verify, with_latency.decode(BATCHES, 4096.0) - bandwidth.decode(BATCHES, 4096.0),
+                               rtol=1e-9)
+
+
+def test_one_gpu_sends_no_message():
+    np.testing.assert_array_equal(parallel.expert_parallel_cost_model(G=1).comm(BATCHES), np.zeros_like(BATCHES))
+    assert parallel.expert_parallel_cost_model(G=1).latency_crossover() == float("inf")
+
+
+def test_an_interconnect_without_a_latency_is_refused_naming_the_field():
+    with pytest.raises(ValueError, match=r"^interconnect 'InfinityFabric-MI300' has no latency \(latency_us") as info:
+        parallel.expert_parallel_cost_model(hardware="MI300X", G=8)
+    assert "\n" not in str(info.value)
+    parallel.expert_parallel_cost_model(hardware="MI300X", G=8, latency=False)  # by bandwidth it can be priced
+    with pytest.raises(ValueError, match=r"^latency must be True or False"):
+        parallel.expert_parallel_cost_model(G=8, latency="yes")
+
+
+def test_a_preset_file_without_a_latency_is_refused_naming_the_field(tmp_path, monkeypatch):
+    import json
+    from speclib.presets import catalog
+    data = json.loads((catalog.DATA_DIR / "interconnects.json").read_text())
+    del data["interconnects"][0]["latency_us"]
+    (tmp_path / "interconnects.json").write_text(json.dumps(data))
+    monkeypatch.setattr(catalog, "DATA_DIR", tmp_path)
+    with pytest.raises(ValueError, match=r"^interconnects.json: interconnects\[0\] \(NVLink4\): missing fields "
+                                         r"\['latency_us'\]") as info:
+        catalog.read_table("interconnects")
+    assert "\n" not in str(info.value)
+
+
+def test_the_latency_raises_the_speedup_where_it_dominates():
+    """Paid by a plain step and a verify alike, the latency makes a speculated
+    token cheaper against the step: at one sequence per GPU the speedup is
+    higher with it than by bandwidth alone, and higher than over a free
+    network."""
+    B = np.array([1.0, 4.0, 16.0])
+    for G in (8, 64):
+        _, s_lat = speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=speclib.Deployment(
+            cost_model=parallel.expert_parallel_cost_model(G=G)))
+        _, s_bw = speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=speclib.Deployment(
+            cost_model=parallel.expert_parallel_cost_model(G=G, latency=False)))
+        _, s_free = speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=speclib.Deployment(
+            cost_model=parallel.expert_parallel_cost_model(G=G, interconnect="free")))
+        assert np.all(s_lat > s_bw) and np.all(s_lat > s_free)
 
 
 def test_verify_adds_comm_to_the_free_network_cost():
@@ -143,9 +215,15 @@ def test_a_free_network_prices_no_link_and_has_no_domain():
 
 
 def test_ledger_comm_share_and_slope():
+    bandwidth = parallel.ledger(parallel.expert_parallel_cost_model(G=64, latency=False), BATCHES, 4096, 0.1)
+    assert np.all(bandwidth["comm"] == 1.0)
     ledger = parallel.marginal_cost(BATCHES, 4096, 0.1, G=64)
-    assert np.all(ledger["comm"] == 1.0)
     assert np.all((ledger["comm_share"] > 0) & (ledger["comm_share"] < 1))
+    # with its latency the all-to-all amortises: below the crossover a token pays under half of it
+    t_x = parallel.expert_parallel_cost_model(G=64).latency_crossover()
+    assert np.all(ledger["comm"][BATCHES < t_x] < 0.5) and np.all(ledger["comm"][BATCHES > t_x] > 0.5)
+    with pytest.raises(ValueError, match=r"^cost_model must be an ExpertParallelCostModel"):
+        parallel.ledger(cost.cost_model(), BATCHES, 4096)
 
 
 # --- interconnect presets -----------------------------------------------------------
@@ -199,8 +277,24 @@ def test_unknown_interconnect():
 def test_derivation_numbers_match_the_cost_model():
     d = derivations.expert_parallelism(G=64)
     assert d["value_link"].value == parallel.comm_bytes_per_token(FLASH, 64)
-    ep = parallel.expert_parallel_cost_model(G=64)
+    ep = parallel.expert_parallel_cost_model(G=64, latency=False)
     assert d["value_hbm"].value == pytest.approx(float(ep.comm(1.0)), rel=1e-12)
+    with_latency = parallel.expert_parallel_cost_model(G=64)
+    assert d["value_latency"].value == pytest.approx(float(with_latency.comm_latency()), rel=1e-12)
+    assert d["value_crossover"].value == pytest.approx(with_latency.latency_crossover(), rel=1e-12)
+
+
+def test_the_latency_table_agrees_with_the_cost_models():
+    B = np.unique(np.round(np.geomspace(1, 4096, 40)))
+    table = expert_parallelism.all_to_all_latency(cases=((64, "InfiniBand-NDR"),), B=B)
+    row = table.rows[0]
+    cm = parallel.expert_parallel_cost_model(G=64, interconnect="InfiniBand-NDR")
+    assert row[2] == f"{cm.latency_crossover():,.0f}"
+    for lat, cells in ((False, row[4:6]), (True, row[6:8])):
+        g, s = speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=speclib.Deployment(
+            cost_model=parallel.expert_parallel_cost_model(G=64, interconnect="InfiniBand-NDR", latency=lat)))
+        assert cells[0] == f"{g[0]} / {s[0]:.3f}"
+        assert cells[1] == f"{s.max():.3f} at {B[int(np.argmax(s))]:,.0f}"
 
 
 def test_summary_agrees_with_optimal_gamma():
@@ -210,7 +304,7 @@ def test_summary_agrees_with_optimal_gamma():
         g, s = parallel.optimal_gamma(0.75, B, 4096, 0.1, G=int(row[0]))
         assert row[2] == str(g.max())
         assert row[3] == f"{s.max():.3f}"
-    assert table.rows[0][5] == "0.0%"  # G = 1 sends nothing
+    assert table.rows[0][5] == table.rows[0][6] == "0.0%"  # G = 1 sends nothing
     assert repr(table) == repr(expert_parallelism.expert_parallel_summary(B=B)) and "<table" in table._repr_html_()
 
 
@@ -221,8 +315,11 @@ def test_the_chapter_figures_draw_the_expert_parallel_model():
         np.testing.assert_array_equal(d[f"gamma_G{G}"], g)
         ledger = parallel.marginal_cost(d["B"], 4096, 0.10, G=G)
         np.testing.assert_allclose(d[f"total_G{G}"], ledger["total"])
-    # A free network can only help: without the all-to-all the speedup is at least as high.
-    assert np.all(d["free_speedup_G64"] >= d["speedup_G64"] - 1e-12)
+    # By bandwidth alone a free network can only help: without the all-to-all the speedup is at least as high.
+    bw = expert_parallelism.ep_gamma_star_bandwidth.data(points=40)
+    assert np.all(bw["free_speedup_G64"] >= bw["speedup_G64"] - 1e-12)
+    # With its latency it can help speculation: at one sequence per GPU the all-to-all raises the speedup.
+    assert d["speedup_G64"][0] > d["free_speedup_G64"][0]
     assert len(expert_parallelism.ep_gamma_star().axes) == 2
 
 
@@ -231,5 +328,29 @@ def test_the_summary_over_a_free_network_loses_nothing_to_the_all_to_all():
     assert "a free network" in table.caption
     head = list(table.columns)
     lost, changed = head.index("speedup lost to all-to-all (max)"), head.index("batches where comm changes gamma*")
+    added = head.index("speedup added by its latency (max)")
     assert [row[lost] for row in table.rows] == ["0.0%", "0.0%"]
+    assert [row[added] for row in table.rows] == ["0.0%", "0.0%"]
     assert [row[changed] for row in table.rows] == ["0", "0"]
+
+
+def test_a_deployment_chooses_the_latency_of_its_expert_parallel_cost_model():
+    B = np.array([1.0, 64.0])
+    with_latency = parallel.expert_parallel_cost_model(G=64)
+    bandwidth = parallel.expert_parallel_cost_model(G=64, latency=False)
+    for cm in (with_latency, bandwidth):
+        for flag, want in ((True, with_latency), (False, bandwidth)):
+            d = speclib.Deployment(cost_model=cm, comm_latency=flag)
+            assert d.cost_model is want
+            np.testing.assert_array_equal(
+                speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=d)[1],
+                speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=speclib.Deployment(cost_model=want))[1])
+        assert speclib.Deployment(cost_model=cm).cost_model is cm  # None: the cost model's own choice
+    with pytest.raises(ValueError, match=r"^comm_latency is an option of an expert-parallel cost model") as info:
+        speclib.Deployment(comm_latency=True)
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match=r"^comm_latency must be True, False or None"):
+        speclib.Deployment(cost_model=with_latency, comm_latency="on")
+    with pytest.raises(ValueError, match=r"^interconnect 'InfinityFabric-MI300' has no latency"):
+        speclib.Deployment(cost_model=parallel.expert_parallel_cost_model(hardware="MI300X", G=8, latency=False),
+                           comm_latency=True)

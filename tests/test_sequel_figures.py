@@ -151,7 +151,7 @@ def test_concurrency_gamma_lines_are_the_priced_policy(roofline):
     for key in sequel.DRAFTER_KEYS:
         g = d[f"gamma_{key}"]
         want, _ = speculation.optimal_gamma(None, B, sequel.context(), deployment=speculation.Deployment(
-            sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key], roofline=roofline))
+            sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key], roofline=roofline, rollback="none"))
         np.testing.assert_array_equal(g, want)
         # at the simulated concurrencies, the policy sequel.compare reports
         at = np.searchsorted(B, sequel.load_grid().concurrency)
@@ -178,7 +178,7 @@ def test_concurrency_throughput_is_the_compared_prediction(compared):
         rows = grid.drafters[key]
         for i, g in enumerate(rows.gammas):
             deployment = speculation.Deployment(sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key],
-                                                roofline="aggregate")
+                                                roofline="aggregate", rollback="none")
             np.testing.assert_allclose(d[f"{key}_y"][i], speculation.throughput(
                 B, g, sequel.context(), deployment=deployment), rtol=RTOL)
         np.testing.assert_array_equal(d[f"{key}_sim_y"], rows.goodput)

@@ -50,15 +50,20 @@ RANGES = {
     "L_f": (0, 128), "L_csa": (0, 64), "c_csa": (1, 16), "m_i": (1, 512),
     "L_hca": (0, 64), "c_hca": (8, 256), "L_w": (0, 128), "W_win": (1, 4096), "C": (8e10, 3e11), "r": (0.01, 0.5),
     "n": (1, 64), "m": (1e5, 1e9),
-    # DeepSeek-V4's compressed attention
+    # DeepSeek-V4's compressed attention (and as served: the indexer's constants, layers of each kind)
     "c_HCA": (8, 512), "c_CSA": (1, 16), "K_CSA": (128, 4096),
+    "m_ci": (1, 512), "m_qi": (0, 1e5), "f_i": (1e3, 1e5), "n_f": (0, 8), "n_w": (0, 8), "n_c": (1, 32),
+    "n_h": (0, 32),
+    # rolling back linear attention; the all-to-all's latency
+    "rho": (0, 1e7), "psi": (0, 1e7), "n_m": (0, 4), "l": (1e-6, 1e-3),
     # the calibrated engine step: kernel and unhidden-FLOP seconds, fixed and per-position seconds
     "t_k": (1e-4, 1e-1), "t_c": (1e-6, 1e-2), "a": (1e-5, 1e-2), "e": (1e-6, 1e-3),
     "t_0": (1e-4, 1e-1),
     # the extra positions' work below peak, and a fixed time scaled by layers
     "chi": (0, 50), "t_x": (1e-6, 1e-2), "a_0": (1e-4, 1e-2), "L": (1, 128), "L_ref": (1, 128),
 }
-INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d", "L_f", "L_csa", "L_hca", "L_w", "n"}
+INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d", "L_f", "L_csa", "L_hca", "L_w", "n", "n_f", "n_w",
+           "n_c", "n_h", "n_m"}
 
 
 def sample_arguments(formula, rng, n):

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import checked_array, checked_int, scalar_or_array
+from .._checks import checked_array, checked_choice, checked_int, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
 
@@ -77,11 +77,23 @@ def weight_bytes(model=None) -> float:
                                  g["bf16"]))
 
 
-def layout_arguments(model) -> tuple:
+#: Which KV cache a sequence keeps: ``"served"``, the cache as the model
+#: serves it (DeepSeek-V4's compressed, the default: what memory holds), or
+#: ``"paper"``, a full-context cache in every attention layer, the cache the
+#: paper's ledger prices the reads of (:data:`speclib.core.cost.ATTENTIONS`).
+#: A model without compressed layers keeps the same cache either way.
+KV_MODELS = ("served", "paper")
+
+
+def layout_arguments(model, attention: str = "served") -> tuple:
     """The arguments of the printed ``sequence_bytes`` after S, for ``model``
-    (a preset or its name): layer counts, bytes and ratios of its caches."""
+    (a preset or its name): layer counts, bytes and ratios of its caches,
+    as served or as the paper prices them (:data:`KV_MODELS`)."""
     m, _ = resolve(model, None)
     lay = m.cache_layout()
+    if checked_choice("attention", attention, KV_MODELS) == "paper":
+        n_layers = m._layer_counts()[0]
+        lay = {"full": n_layers - lay["linear"], "linear": lay["linear"], "csa": 0, "hca": 0, "window": 0}
     attn = m.attention
     linear = m.linear_attention.state_bytes if m.is_hybrid else 0.0
     compressed = lay["csa"] or lay["hca"]
@@ -93,12 +105,13 @@ def layout_arguments(model) -> tuple:
             lay["window"], window)
 
 
-def sequence_bytes(context, model=None):
+def sequence_bytes(context, model=None, *, attention: str = "served"):
     """Bytes one sequence keeps at ``context`` cached tokens, over all layers
-    (caches and states; see the module notes); broadcasts."""
+    (caches and states; see the module notes), as served or as the paper
+    prices its cache (:data:`KV_MODELS`); broadcasts."""
     m, _ = resolve(model, None)
     S = check_context(context)
-    return scalar_or_array(nf.sequence_bytes(S, *layout_arguments(m)))
+    return scalar_or_array(nf.sequence_bytes(S, *layout_arguments(m, attention)))
 
 
 def memory_per_gpu(batch, context, model=None, tp=1):
@@ -109,14 +122,16 @@ def memory_per_gpu(batch, context, model=None, tp=1):
     return scalar_or_array(nf.memory_per_gpu(weight_bytes(m), B, nf.sequence_bytes(S, *layout_arguments(m)), n))
 
 
-def max_batch(model=None, hardware=None, context=4096, tp=1, *, reserve=DEFAULT_RESERVE):
+def max_batch(model=None, hardware=None, context=4096, tp=1, *, reserve=DEFAULT_RESERVE, attention="served"):
     """The largest batch of sequences at ``context`` cached tokens whose
     weights plus caches fit in ``tp`` GPUs of ``hardware``, with a fraction
     ``reserve`` of each GPU's HBM kept free; 0 when the weights alone do not
-    fit. An int, or an int array broadcast over ``context`` and ``tp``."""
+    fit. An int, or an int array broadcast over ``context`` and ``tp``.
+    ``attention``: the cache as served (the default) or as the paper prices
+    it (:data:`KV_MODELS`)."""
     m, hw = resolve(model, hardware)
     S, n, r = check_context(context), check_tp(tp), check_reserve(reserve)
-    per_sequence = nf.sequence_bytes(S, *layout_arguments(m))
+    per_sequence = nf.sequence_bytes(S, *layout_arguments(m, attention))
     with np.errstate(divide="ignore", invalid="ignore"):  # nothing cached (S = 0): no batch limit but the weights
         out = nf.max_batch(_capacity_of(hw), r, n, weight_bytes(m), per_sequence)
     weights_fit = weight_bytes(m) <= (1 - r) * _capacity_of(hw) * n

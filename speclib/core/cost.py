@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import checked_array, scalar_or_array
+from .._checks import checked_array, checked_choice, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
 
@@ -56,7 +56,50 @@ class Roofline:
 
 
 #: The three roofline families of a layer, keyed by name.
-ROOFLINES = {"gemm": Roofline("gemm", 1), "moe": Roofline("moe", 1), "attn": Roofline("attn", 3)}
+ROOFLINES = {"gemm": Roofline("gemm", 1), "moe": Roofline("moe", 1), "attn": Roofline("attn", 3),
+             "served_attn": Roofline("served_attn", 3)}
+
+#: How the ledger prices DeepSeek-V4's attention: ``"paper"``, every layer as
+#: MLA over the whole context, as the paper does (the default, so that its
+#: numbers reproduce); ``"served"``, each layer over the context its
+#: compression ratio in the published config leaves it
+#: (:data:`speclib.formulas.cost.served_attn_cost_expr`). A model without
+#: compressed layers is priced the same either way.
+ATTENTIONS = ("paper", "served")
+
+
+def check_attention(value) -> str:
+    return checked_choice("attention", value, ATTENTIONS)
+
+
+def served_attention_constants(model, hardware, query_bytes: bool = False):
+    """The constants of :data:`speclib.formulas.cost.served_attn_cost_expr`
+    after (B, q, S) for ``model`` on ``hardware``: its MLA's and its
+    indexer's (m_c, m_q, f), the ridge, the CSA and HCA ratios, CSA's top-k,
+    the sliding window, and how many layers of each kind (full, window only,
+    CSA, HCA) the config's ``compress_ratios`` list. None for a model whose
+    attention nothing compresses (it is priced as the paper prices it).
+    A compression ratio keeps 1/ratio of the context; one that would keep
+    more than all of it, or nothing, is refused naming the field."""
+    attn = model.attention
+    if getattr(attn, "hca_ratio", None) is None:
+        return None
+    for name in ("csa_ratio", "hca_ratio"):
+        ratio = getattr(attn, name)
+        if not (isinstance(ratio, (int, float, np.integer, np.floating)) and np.isfinite(ratio) and ratio >= 1):
+            raise ValueError(f"{name}: a compression ratio keeps 1/ratio of the context, a fraction that must be in "
+                             f"(0, 1]; {model.name} has {name} = {ratio!r}")
+    layout = model.cache_layout()
+    if layout["csa"] + layout["hca"] == 0:  # no per-layer ratios: every layer full attention
+        return None
+    n_layers = model._layer_counts()[0]
+    window_only = n_layers - layout["full"] - layout["csa"] - layout["hca"]
+    m_ci, m_qi, f_i, _ = attn.variant_constants("indexer", 1.0)
+    keep_q = 1.0 if query_bytes else 0.0
+    return (model.context_bytes, model.query_bytes * keep_q, model.flops_per_pair,
+            hardware.ridge(model.attention_precision), m_ci, m_qi * keep_q, f_i, float(attn.csa_ratio),
+            float(attn.hca_ratio), float(attn.csa_top_k), float(model.sliding_window or 0), float(layout["full"]),
+            float(window_only), float(layout["csa"]), float(layout["hca"]))
 
 
 @dataclass(frozen=True)
@@ -83,16 +126,18 @@ COMPONENTS = ("attn_proj", "moe", "attention")
 class CostModel:
     """The per-component rooflines of one model on one chip, as numpy functions.
 
-    Built once per (model, hardware, query_bytes); every method takes arrays
-    that are assumed already checked and broadcasts them. ``rooflines`` maps
-    each of :data:`COMPONENTS` to its :class:`BoundRoofline` (the FFN's key
-    is ``moe`` for dense models too).
+    Built once per (model, hardware, query_bytes, attention); every method
+    takes arrays that are assumed already checked and broadcasts them.
+    ``rooflines`` maps each of :data:`COMPONENTS` to its
+    :class:`BoundRoofline` (the FFN's key is ``moe`` for dense models too).
+    ``attention``: :data:`ATTENTIONS`.
     """
 
-    def __init__(self, model, hardware, query_bytes: bool = False):
+    def __init__(self, model, hardware, query_bytes: bool = False, attention: str = "paper"):
         self.model = model
         self.hardware = hardware
         self.query_bytes = query_bytes
+        self.attention_kind = check_attention(attention)
         ffn = model.ffn
         proj = (float(model.attn_proj_params), model.proj_weight_bytes, hardware.ridge(model.proj_precision))
         ridge_ffn = hardware.ridge(ffn.precision)
@@ -116,10 +161,12 @@ class CostModel:
             model.flops_per_pair,
             hardware.ridge(model.attention_precision),
         )
+        served = served_attention_constants(model, hardware, query_bytes) if self.attention_kind == "served" else None
         self.rooflines = {
             "attn_proj": BoundRoofline(ROOFLINES["gemm"], proj),
             "moe": ffn_roofline,
-            "attention": BoundRoofline(ROOFLINES["attn"], attn),
+            "attention": (BoundRoofline(ROOFLINES["attn"], attn) if served is None
+                          else BoundRoofline(ROOFLINES["served_attn"], served)),
         }
 
     # costs -----------------------------------------------------------------
@@ -155,12 +202,13 @@ class CostModel:
 _cache: dict = {}
 
 
-def cost_model(model=None, hardware=None, query_bytes: bool = False) -> CostModel:
-    """The (cached) :class:`CostModel` for a model/hardware pair."""
+def cost_model(model=None, hardware=None, query_bytes: bool = False, attention: str = "paper") -> CostModel:
+    """The (cached) :class:`CostModel` for a model/hardware pair;
+    ``attention``: :data:`ATTENTIONS`."""
     model, hardware = resolve(model, hardware)
-    key = (model, hardware, bool(query_bytes))
+    key = (model, hardware, bool(query_bytes), check_attention(attention))
     if key not in _cache:
-        _cache[key] = CostModel(model, hardware, query_bytes)
+        _cache[key] = CostModel(model, hardware, query_bytes, attention)
     return _cache[key]
 
 
@@ -176,10 +224,10 @@ def check_draft_cost(c_value):
     return checked_array("c_draft", c_value, lo=0)
 
 
-def _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width):
+def _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width, attention="paper"):
     B_arr, S_arr, c_arr = check_batch(B), check_context(S), check_draft_cost(c_draft)
     width = checked_array("verify_width", verify_width, lo=1)
-    cm = cost_model(model, hardware, query_bytes)
+    cm = cost_model(model, hardware, query_bytes, attention)
     B_arr, S_arr, c_arr = np.broadcast_arrays(B_arr, S_arr, c_arr)
     costs = {
         "attn_proj": cm.proj(B_arr),
@@ -198,7 +246,8 @@ def _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width):
     return slopes, shares, c_arr
 
 
-def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, query_bytes: bool = False, verify_width=2):
+def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, query_bytes: bool = False, verify_width=2,
+                  attention: str = "paper"):
     """Cost of one speculated token as a multiple of a token already in the batch.
 
     Returns a dict of arrays (broadcast over ``B``, ``S``, ``c_draft``):
@@ -208,16 +257,18 @@ def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, query_bytes: 
     token); ``drafter`` is ``c_draft``; ``total`` is the slopes blended by each
     component's share of a plain decode step's cost, plus the drafter.
     The FFN key is ``moe`` for dense models too. ``query_bytes=False`` follows
-    the paper's ledger, which leaves the query bytes out of attention's cost.
+    the paper's ledger, which leaves the query bytes out of attention's cost;
+    ``attention="served"`` prices DeepSeek-V4's attention as served
+    (:data:`ATTENTIONS`).
     """
-    slopes, shares, c_arr = _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width)
+    slopes, shares, c_arr = _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width, attention)
     out = {name: scalar_or_array(slopes[name]) for name in COMPONENTS}
     out["drafter"] = scalar_or_array(c_arr)
     out["total"] = scalar_or_array(sum(slopes[n] * shares[n] for n in COMPONENTS) + c_arr)
     return out
 
 
-def cost_shares(B, S, model=None, hardware=None, *, query_bytes: bool = False):
+def cost_shares(B, S, model=None, hardware=None, *, query_bytes: bool = False, attention: str = "paper"):
     """Each component's share of a plain decode step's cost (sums to 1)."""
-    _, shares, _ = _ledger(B, S, 0.0, model, hardware, query_bytes, 2)
+    _, shares, _ = _ledger(B, S, 0.0, model, hardware, query_bytes, 2, attention)
     return {name: scalar_or_array(v) for name, v in shares.items()}

@@ -63,7 +63,18 @@ class Deployment:
     ``cost_model``: a per-layer ledger in place of the model's (e.g.
     :func:`speclib.core.parallel.expert_parallel_cost_model`).
     ``reserve``: the fraction of each GPU's HBM a schedule's memory check
-    keeps free (None: no check).
+    keeps free (None: no check). ``rollback``: how a hybrid model's
+    linear-attention state is rolled back past a rejected draft
+    (:data:`speclib.core.step.ROLLBACKS`): by default a snapshot per verified
+    position, as vLLM and SGLang do (:data:`speclib.core.step.DEFAULT_ROLLBACK`);
+    ``"none"`` leaves it out, as the sequel's simulator does. ``attention``:
+    how the paper's ledger prices DeepSeek-V4's attention
+    (:data:`speclib.core.cost.ATTENTIONS`): ``"paper"``, every layer as MLA
+    over the whole context, or ``"served"``, compressed as the published
+    config serves it. ``comm_latency``: with an expert-parallel
+    ``cost_model`` (:func:`speclib.core.parallel.expert_parallel_cost_model`),
+    price its all-to-all with its interconnect's latency (True) or by
+    bandwidth alone (False); None keeps the cost model's own choice.
 
     A drafter preset, the aggregate rule, a hybrid model, a calibrated step
     or a routing price the whole model's step (:attr:`whole_step`).
@@ -82,10 +93,15 @@ class Deployment:
     query_bytes: bool = False
     cost_model: object = None
     reserve: float | None = _capacity.DEFAULT_RESERVE
+    rollback: str = _step.DEFAULT_ROLLBACK
+    attention: str = "paper"
+    comm_latency: bool | None = None
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen
         put("roofline", _step.check_roofline(self.roofline))
+        put("rollback", _step.check_rollback(self.rollback))
+        put("attention", _cost.check_attention(self.attention))
         put("step_time", _cal.check_step_time(self.step_time))
         put("tp", checked_int("tp", self.tp, lo=1, hi=_capacity.MAX_TP))
         put("engine", checked_choice("engine", self.engine, _cal.ENGINES))
@@ -108,6 +124,15 @@ class Deployment:
             if self.c_draft is not None:
                 raise ValueError("give either c_draft (the paper's constant drafter cost) or drafter (a drafter "
                                  "priced by its own roofline), not both")
+        if self.comm_latency is not None:
+            if not isinstance(self.comm_latency, (bool, np.bool_)):
+                raise ValueError(f"comm_latency must be True, False or None; got {self.comm_latency!r}")
+            if not hasattr(self.cost_model, "with_latency"):
+                raise ValueError("comm_latency is an option of an expert-parallel cost model "
+                                 "(cost_model=speclib.core.parallel.expert_parallel_cost_model(...)); this deployment "
+                                 "has none")
+            put("comm_latency", bool(self.comm_latency))
+            put("cost_model", self.cost_model.with_latency(self.comm_latency))
         if self.cost_model is not None:
             self._check_cost_model()
         else:
@@ -122,6 +147,11 @@ class Deployment:
             if self.query_bytes and self.whole_step:
                 raise ValueError("query_bytes is an option of the paper's per-layer ledger; the whole-model step "
                                  "leaves the query bytes out, as the sequel does")
+            if self.attention != "paper" and self.whole_step:
+                raise ValueError("attention='served' is an option of the paper's per-layer ledger; the whole-model "
+                                 "step prices every layer's attention over the whole context")
+            if self.attention != "paper":
+                _cost.served_attention_constants(model, hardware)  # its compression ratios, checked now
         # What only the pricing's parts can check: a chip or an engine without
         # a calibration, a ledger without a layer count. (The pricing itself
         # is built on first use.)
@@ -147,6 +177,9 @@ class Deployment:
         if self.query_bytes:
             raise ValueError("query_bytes must be False with cost_model (the cost model already fixes whether the "
                              "query bytes count)")
+        if self.attention != "paper":
+            raise ValueError("attention must be 'paper' with cost_model (the cost model already fixes how it prices "
+                             "attention)")
 
     # --- what it prices ---------------------------------------------------------------
     @property
@@ -189,11 +222,15 @@ class Deployment:
             return LedgerPricing(cost_model, _draft.resolve_drafter(None, c, None))
         m, hw = self.model, self.hardware
         if not (whole_step or self.whole_step):
-            return LedgerPricing(_cost.cost_model(m, hw, self.query_bytes), _draft.resolve_drafter(None, c, hw))
+            return LedgerPricing(_cost.cost_model(m, hw, self.query_bytes, self.attention),
+                                 _draft.resolve_drafter(None, c, hw))
         if self.query_bytes:
             raise ValueError("query_bytes is an option of the paper's per-layer ledger; throughput prices the "
                              "whole model's step, which leaves the query bytes out")
-        base = _step.step_model(m, hw, roofline=self.roofline, routing=self.routing)
+        if self.attention != "paper":
+            raise ValueError("attention='served' is an option of the paper's per-layer ledger; throughput prices the "
+                             "whole model's step, every layer's attention over the whole context")
+        base = _step.step_model(m, hw, roofline=self.roofline, routing=self.routing, rollback=self.rollback)
         calibration = _cal.calibration_of(self.step_time)
         if calibration is not None:
             target = _cal.CalibratedStepModel(base, hw, tp=self.tp, engine=self.engine, calibration=calibration)

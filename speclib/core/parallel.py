@@ -28,10 +28,20 @@ for them):
   (bytes sent + bytes received) / bandwidth. It is expressed in HBM
   byte-equivalents, bytes x (HBM bandwidth / link bandwidth), so it adds to
   the roofline costs of :mod:`speclib.core.cost` directly.
+* **Latency.** Each MoE layer's all-to-all also waits for
+  :data:`MESSAGES_PER_LAYER` message latencies per step, a dispatch and a combine, whatever the tokens: DeepEP's low-latency
+  kernels send one message per token and routed pick and one count per
+  expert, all in flight at once, so a phase costs one latency, not one per
+  message or per peer. The latency is the interconnect preset's (the time a
+  dispatch or a combine that moves next to nothing takes, measured);
+  ``latency=False`` prices the all-to-all by bandwidth alone, as this model
+  did before. The latency is paid by a plain step and a verify step alike,
+  so it makes a speculated token cheaper relative to the step; the bandwidth
+  charges every token.
 * **No overlap.** The communication time adds to the compute/memory time.
   Overlapping it with other work (two micro-batches, as DeepSeek's serving
   stack does) would hide it up to the size of the other work; this model
-  leaves that out, so it is the pessimistic end.
+  leaves that out.
 * **One flat network.** All G GPUs share one interconnect preset; a G larger
   than the preset's domain (8 GPUs on an HGX board, 72 in an NVL72 rack) is
   refused rather than silently mixing two networks.
@@ -56,6 +66,16 @@ from .deployment import Deployment
 
 interconnect_preset = interconnect  # for functions whose argument ``interconnect`` shadows it
 
+#: Messages on the critical path of one MoE layer's all-to-all in a step. In
+#: DeepEP's low-latency mode (``csrc/kernels/internode_ll.cu``) the dispatch
+#: sends one message per token and routed pick (not merged per destination
+#: GPU) and then one count message per expert, each from its own warp, all in
+#: flight at once; each receiver waits for the counts of every peer, and the
+#: combine does the same on the way back. The messages overlap, so a phase
+#: costs one message latency whatever the number of peers: a dispatch and a
+#: combine, two per MoE layer.
+MESSAGES_PER_LAYER = 2
+
 #: The local MoE roofline, its arguments those of the single-GPU one plus G.
 EP_MOE_ROOFLINE = _cost.Roofline("ep_moe", 1)
 
@@ -69,14 +89,16 @@ class ExpertParallelCostModel(CostModel):
     an all-to-all communication term; ``B`` is sequences per GPU.
 
     ``ffn`` is the local MoE roofline (A_local distinct experts), ``comm``
-    the link time in HBM byte-equivalents, and ``verify`` adds ``comm`` to the
-    single-GPU sum of projections, FFN and attention. With no interconnect
-    (``interconnect=FREE_NETWORK`` in the functions below) the communication
-    term is zero, which isolates what spreading the experts does to the MoE tax.
+    the all-to-all's time in HBM byte-equivalents (its latency, unless
+    ``latency=False``, plus its bytes over the link bandwidth), and
+    ``verify`` adds ``comm`` to the single-GPU sum of projections, FFN and
+    attention. With no interconnect (``interconnect=FREE_NETWORK`` in the
+    functions below) the communication term is zero, which isolates what
+    spreading the experts does to the MoE tax.
     """
 
     def __init__(self, model, hardware, G: int, interconnect_preset, query_bytes: bool = False,
-                 *, dispatch_bytes: float = 1.0, combine_bytes: float = 2.0):
+                 *, dispatch_bytes: float = 1.0, combine_bytes: float = 2.0, latency: bool = True):
         if not model.ffn.is_moe:
             raise ValueError(f"expert parallelism needs a mixture-of-experts model; {model.name} has a dense FFN")
         super().__init__(model, hardware, query_bytes)
@@ -102,14 +124,52 @@ class ExpertParallelCostModel(CostModel):
             ffn.top_k, float(self.G), model.hidden_size, self.dispatch_bytes, self.combine_bytes,
             hardware.memory_bandwidth, interconnect_preset.bandwidth,
         )
+        if not isinstance(latency, (bool, np.bool_)):
+            raise ValueError(f"latency must be True or False; got {latency!r}")
+        #: Whether the all-to-all waits for its messages' latency (always
+        #: False without communication, or at G = 1, where nothing is sent).
+        self.latency = bool(latency) and self.include_comm and self.G > 1
+        if self.latency and interconnect_preset.latency is None:
+            raise ValueError(f"interconnect {interconnect_preset.name!r} has no latency (latency_us in its preset: "
+                             "no published measurement); pass latency=False to price its all-to-all by bandwidth "
+                             "alone")
+        #: (messages per MoE layer per step, seconds each)
+        self._latency_args = (float(MESSAGES_PER_LAYER), interconnect_preset.latency) if self.latency \
+            else None
+
+    def with_latency(self, latency: bool) -> "ExpertParallelCostModel":
+        """The same cost model with its all-to-all's latency priced (True) or
+        left out (False)."""
+        if bool(latency) == self.latency or not self.include_comm or self.G == 1:
+            return self
+        return expert_parallel_cost_model(self.model, self.hardware, self.G, self.interconnect,
+                                          query_bytes=self.query_bytes, dispatch_bytes=self.dispatch_bytes,
+                                          combine_bytes=self.combine_bytes, latency=latency)
 
     # costs -------------------------------------------------------------------
+    def comm_latency(self, tokens=0.0):
+        """The all-to-all's latency per step in HBM byte-equivalents, the same
+        for any number of tokens (zero when it is left out)."""
+        if self._latency_args is None:
+            return 0.0 * np.asarray(tokens, dtype=float)
+        return nf.comm_latency_cost(*self._latency_args, self.hardware.memory_bandwidth) + 0.0 * np.asarray(
+            tokens, dtype=float)
+
     def comm(self, tokens):
         """All-to-all time of a step of ``tokens`` tokens per GPU, in HBM
-        byte-equivalents (zero at G = 1 or without communication)."""
+        byte-equivalents: its latency plus its bytes over the link bandwidth
+        (zero at G = 1 or without communication)."""
         if not self.include_comm:
             return 0.0 * np.asarray(tokens, dtype=float)
-        return nf.comm_cost(tokens, *self._comm_args)
+        return nf.comm_cost(tokens, *self._comm_args) + self.comm_latency(tokens)
+
+    def latency_crossover(self) -> float:
+        """Tokens per GPU at which the all-to-all's bandwidth term equals its
+        latency (the latency dominates below it); inf without latency or traffic."""
+        if self._latency_args is None:
+            return float("inf")
+        k, G, h, b_d, b_c, _, L = self._comm_args
+        return float(nf.comm_latency_crossover(k, G, h, b_d, b_c, L, *self._latency_args))
 
     def verify(self, batch, width, context):
         return super().verify(batch, width, context) + self.comm(batch * width)
@@ -120,8 +180,13 @@ class ExpertParallelCostModel(CostModel):
 
     # slopes ------------------------------------------------------------------
     def comm_slope(self, tokens):
+        """d log C_comm / d log tokens: 1 by bandwidth alone, the bandwidth
+        term's share of the all-to-all with its latency."""
         if not self.include_comm or self.G == 1:
             return 0.0 * np.asarray(tokens, dtype=float)
+        if self._latency_args is not None:
+            return nf.comm_total_slope(tokens, *self._comm_args, *self._latency_args) + 0 * np.asarray(tokens,
+                                                                                                       dtype=float)
         return nf.comm_slope(tokens, *self._comm_args) + 0 * np.asarray(tokens, dtype=float)
 
 
@@ -145,19 +210,23 @@ def network(hardware, interconnect):
 
 
 def expert_parallel_cost_model(model=None, hardware=None, G: int = 8, interconnect=None, *, query_bytes: bool = False,
-                               dispatch_bytes: float = 1.0, combine_bytes: float = 2.0) -> ExpertParallelCostModel:
+                               dispatch_bytes: float = 1.0, combine_bytes: float = 2.0,
+                               latency: bool = True) -> ExpertParallelCostModel:
     """The (cached) :class:`ExpertParallelCostModel` of ``model`` on
     ``hardware`` with experts over ``G`` GPUs joined by ``interconnect``: a
     preset or its name, :data:`FREE_NETWORK` for no link cost, or None for the
     scale-up network the chip preset names (:func:`speclib.presets.default_interconnect`).
-    Pass it as ``Deployment(cost_model=...)`` to :func:`speclib.speedup` and
-    the rest for what the wrappers below leave out (``query_bytes``)."""
+    ``latency``: price the all-to-all with its messages' latency (the
+    interconnect preset's; refused, naming the field, for one without) or,
+    False, by bandwidth alone. Pass it as ``Deployment(cost_model=...)`` to
+    :func:`speclib.speedup` and the rest for what the wrappers below leave
+    out (``query_bytes``, ``latency``)."""
     model, hardware = resolve(model, hardware)
     net = network(hardware, interconnect)
-    key = (model, hardware, G, net, bool(query_bytes), dispatch_bytes, combine_bytes)
+    key = (model, hardware, G, net, bool(query_bytes), dispatch_bytes, combine_bytes, latency)
     if key not in _cache:
-        _cache[key] = ExpertParallelCostModel(model, hardware, G, net, query_bytes,
-                                              dispatch_bytes=dispatch_bytes, combine_bytes=combine_bytes)
+        _cache[key] = ExpertParallelCostModel(model, hardware, G, net, query_bytes, dispatch_bytes=dispatch_bytes,
+                                              combine_bytes=combine_bytes, latency=latency)
     return _cache[key]
 
 
@@ -208,11 +277,23 @@ COMPONENTS = ("attn_proj", "moe", "attention", "comm")
 def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, G: int = 8, interconnect=None, verify_width=2):
     """The paper's ledger (:func:`speclib.marginal_cost`) with expert
     parallelism: each component's slope r, the communication term's slope
-    (1 whenever there is traffic), and ``total`` = the slopes blended by each
-    component's share of a plain decode step, plus ``c_draft``."""
+    (1 by bandwidth alone, below 1 where its latency dominates), and
+    ``total`` = the slopes blended by each component's share of a plain
+    decode step, plus ``c_draft`` (:func:`ledger` of the cost model the other
+    arguments name)."""
+    cm = expert_parallel_cost_model(model, hardware, G, interconnect)
+    return ledger(cm, B, S, c_draft, verify_width=verify_width)
+
+
+def ledger(cost_model: ExpertParallelCostModel, B, S, c_draft=0.1, *, verify_width=2):
+    """:func:`marginal_cost` of an :class:`ExpertParallelCostModel` (any
+    network, with or without the all-to-all's latency); ``comm_share`` is
+    the all-to-all's share of a plain step's cost."""
     B_arr, S_arr, c_arr = check_batch(B), check_context(S), check_draft_cost(c_draft)
     width = checked_array("verify_width", verify_width, lo=1)
-    cm = expert_parallel_cost_model(model, hardware, G, interconnect)
+    cm = cost_model
+    if not isinstance(cm, ExpertParallelCostModel):
+        raise ValueError(f"cost_model must be an ExpertParallelCostModel (expert_parallel_cost_model); got {cm!r}")
     B_arr, S_arr, c_arr = np.broadcast_arrays(B_arr, S_arr, c_arr)
     costs = {
         "attn_proj": cm.proj(B_arr),

@@ -169,9 +169,11 @@ def zero_gamma_bands(batches, gamma_star):
             for a, b in zip(edges[::2], edges[1::2])]
 
 
-def gamma_regions(alpha=0.75, S=4096, c_draft=0.10, model=None, hardware=None, batches=None, gamma_max=64):
+def gamma_regions(alpha=0.75, S=4096, c_draft=0.10, model=None, hardware=None, batches=None, gamma_max=64, *,
+                  deployment=None):
     """Where speculation pays along a batch axis (default every whole batch
-    from 1 to 30,000, Figure 3's): ``bands`` (the runs with gamma* = 0, as
+    from 1 to 30,000, Figure 3's), for ``model`` on ``hardware`` or as
+    ``deployment`` prices it: ``bands`` (the runs with gamma* = 0, as
     from :func:`zero_gamma_bands`), ``gutters`` (those with speculation paying
     on both sides, as (first, last)), ``low_edge`` / ``high_edge`` (the run at
     the smallest / largest batch, or None; a run over every batch is the low
@@ -179,7 +181,7 @@ def gamma_regions(alpha=0.75, S=4096, c_draft=0.10, model=None, hardware=None, b
     batch reaching it), ``last_speculating`` (the largest batch with gamma* >
     0, None if there is none)."""
     B = np.arange(1.0, 30_001.0) if batches is None else np.asarray(batches, float)
-    g, _ = optimal_gamma(alpha, B, S, c_draft, model, hardware, gamma_max)
+    g, _ = optimal_gamma(alpha, B, S, c_draft, model, hardware, gamma_max, deployment=deployment)
     bands = zero_gamma_bands(B, g)
     edges = [(lo, hi) for lo, hi, kind in bands if kind == "edge"]
     positive = np.flatnonzero(g > 0)

@@ -22,10 +22,57 @@ ROOFLINES = ("per-component", "aggregate")
 EXPERT_COUNTS = ("top-k", "slots")
 #: The components of a step, as :mod:`speclib.formulas.step` names them.
 COMPONENTS = ("dense", "ffn", "attention")
+#: How the linear-attention layers' state is rolled back past a rejected
+#: draft (:data:`speclib.formulas.step.rollback_bytes_expr`): ``"none"``
+#: leaves it out, as the sequel's simulator does; ``"snapshot"`` keeps the
+#: whole state after every verified position; ``"recompute"`` keeps each
+#: position's inputs and replays the accepted ones.
+ROLLBACKS = ("none", "snapshot", "recompute")
+#: What vLLM and SGLang do for GatedDeltaNet and Mamba layers under
+#: speculative decoding, and so the default of a
+#: :class:`speclib.core.deployment.Deployment`: a snapshot per verified
+#: position. vLLM's ``fused_recurrent_gated_delta_rule`` kernel
+#: (``vllm/model_executor/layers/fla/ops/fused_recurrent.py``) stores the
+#: state after each of a sequence's verified positions in its own cache slot
+#: (``ssm_state_indices[sequence, position]``, laid out by
+#: ``vllm/v1/attention/backends/gdn_attn.py`` with ``num_speculative_tokens
+#: + 1`` slots per sequence) and starts the next step from slot
+#: ``num_accepted_tokens - 1``; SGLang's ``MambaPool`` keeps an
+#: ``intermediate_ssm_state_cache`` and an ``intermediate_conv_window_cache``
+#: with one entry per draft token and copies the accepted one into the
+#: sequence's state after the verify (``update_mamba_state_after_mtp_verify``).
+#: Replaying instead is TensorRT-LLM's method for Mamba-2 (NVIDIA/TensorRT-LLM
+#: pull request 13453) and is proposed for vLLM (ReplaySSM, vllm-project/vllm
+#: issue 47572, pull requests 49847 and 49887).
+DEFAULT_ROLLBACK = "snapshot"
 
 
 def check_roofline(value) -> str:
     return checked_choice("roofline", value, ROOFLINES)
+
+
+def check_rollback(value) -> str:
+    return checked_choice("rollback", value, ROLLBACKS)
+
+
+def rollback_constants(architecture: StepArchitecture, rollback: str) -> tuple:
+    """(rho, psi) of ``rollback`` for ``architecture``'s linear layers: the
+    bytes and FLOPs each verified position past the first costs per sequence
+    and layer (:data:`speclib.formulas.step.rollback_bytes_expr`). A hybrid
+    architecture without the numbers a rollback needs is refused, naming the
+    field."""
+    a = architecture
+    rollback = check_rollback(rollback)
+    if rollback == "none" or a.linear_layers == 0:
+        return 0.0, 0.0
+    needs = {"snapshot": ("state_bytes",), "recompute": ("replay_bytes", "linear_flops")}[rollback]
+    for field in needs:
+        if not getattr(a, field) > 0:
+            raise ValueError(f"rollback={rollback!r} needs {field} of the linear-attention layers; {a.name} has "
+                             f"{a.linear_layers} of them with {field} = {getattr(a, field)!r}")
+    if rollback == "snapshot":
+        return float(a.state_bytes), 0.0
+    return 2.0 * float(a.replay_bytes), float(a.linear_flops)
 
 
 class StepModel:
@@ -39,14 +86,21 @@ class StepModel:
     measured popularity (one share per routed expert, summing to 1) in place
     of uniform routing (:func:`speclib.core.moe.experts_activated`).
     ``linear_attention_flops``: the sequel's simulator charges none for
-    linear attention; True charges its FLOPs too.
+    linear attention; True charges its FLOPs too. ``rollback``: how the
+    linear layers' state is rolled back past a rejected draft
+    (:data:`ROLLBACKS`; ``"none"`` here, as the simulator has it; a
+    :class:`~speclib.core.deployment.Deployment` defaults to what the engines
+    do, :data:`DEFAULT_ROLLBACK`), priced with the attention component.
     """
 
     def __init__(self, architecture: StepArchitecture, hardware, *, roofline: str = "per-component",
-                 expert_count: str = "top-k", linear_attention_flops: bool = False, routing=None):
+                 expert_count: str = "top-k", linear_attention_flops: bool = False, routing=None,
+                 rollback: str = "none"):
         self.architecture = architecture
         self.hardware = hardware
         self.roofline = check_roofline(roofline)
+        self.rollback = check_rollback(rollback)
+        self._rollback = rollback_constants(architecture, self.rollback)
         self.expert_count = checked_choice("expert_count", expert_count, EXPERT_COUNTS)
         self.linear_attention_flops = bool(linear_attention_flops)
         self.routing = None if routing is None else _moe.check_routing(routing, architecture.n_routed,
@@ -75,13 +129,18 @@ class StepModel:
         """{component: (FLOPs, bytes)} of one step."""
         a = self.architecture
         phi = a.linear_flops if self.linear_attention_flops else 0.0
+        attention_flops = F.attention_flops(B, T, S, a.attention_layers, a.flops_per_pair, a.linear_layers, phi)
+        attention_bytes = F.attention_bytes(B, T, S, a.attention_layers, a.context_bytes, a.linear_layers,
+                                            a.state_bytes)
+        if self.rollback != "none" and a.linear_layers:
+            rho, psi = self._rollback
+            attention_bytes = attention_bytes + F.rollback_bytes(B, T, a.linear_layers, rho)
+            attention_flops = attention_flops + F.rollback_flops(B, T, a.linear_layers, psi)
         return {
             "dense": (F.dense_flops(a.dense_params, B, T), F.dense_bytes(a.dense_params, a.dense_bytes)),
             "ffn": (F.expert_flops(a.ffn_params, a.top_k, a.n_shared, B, T),
                     F.expert_bytes(a.ffn_params, a.ffn_bytes, a.n_shared, self.experts_touched(B, T, F))),
-            "attention": (F.attention_flops(B, T, S, a.attention_layers, a.flops_per_pair, a.linear_layers, phi),
-                          F.attention_bytes(B, T, S, a.attention_layers, a.context_bytes, a.linear_layers,
-                                            a.state_bytes)),
+            "attention": (attention_flops, attention_bytes),
         }
 
     def flop_time(self, B, T, S, F=nf, precision=None):
@@ -117,7 +176,7 @@ _cache: dict = {}
 
 
 def step_model(model=None, hardware=None, *, roofline: str = "per-component", expert_count: str = "top-k",
-               linear_attention_flops: bool = False, routing=None) -> StepModel:
+               linear_attention_flops: bool = False, routing=None, rollback: str = "none") -> StepModel:
     """The (cached) :class:`StepModel` of a whole ``model`` on ``hardware``."""
     model, hardware = resolve(model, hardware)
     shares = None
@@ -126,21 +185,22 @@ def step_model(model=None, hardware=None, *, roofline: str = "per-component", ex
             raise ValueError(f"routing is for mixture-of-experts models; {model.name} is dense")
         shares = _moe.check_routing(routing, model.ffn.n_routed, model.ffn.top_k)
     key = (model, hardware, check_roofline(roofline), checked_choice("expert_count", expert_count, EXPERT_COUNTS),
-           bool(linear_attention_flops), None if shares is None else shares.tobytes())
+           bool(linear_attention_flops), None if shares is None else shares.tobytes(), check_rollback(rollback))
     if key not in _cache:
         _cache[key] = StepModel(model.step_architecture(), hardware, roofline=roofline, expert_count=expert_count,
-                                linear_attention_flops=linear_attention_flops, routing=shares)
+                                linear_attention_flops=linear_attention_flops, routing=shares, rollback=rollback)
     return _cache[key]
 
 
 def step_time(B, T, S, model=None, hardware=None, *, roofline: str = "per-component", expert_count: str = "top-k",
-              routing=None):
+              routing=None, rollback: str = "none"):
     """Seconds of one forward step of the whole ``model`` over ``B`` sequences
     of ``T`` positions each at context ``S``; broadcasts. ``routing``: a
-    measured expert popularity instead of uniform routing."""
+    measured expert popularity instead of uniform routing. ``rollback``: see
+    :data:`ROLLBACKS`."""
     B_arr = checked_array("B", B, lo=0, lo_open=True)
     T_arr = checked_array("T", T, lo=1, integer=True)
     S_arr = checked_array("S", S, lo=0)
-    out = step_model(model, hardware, roofline=roofline, expert_count=expert_count, routing=routing).time(
-        B_arr, T_arr, S_arr)
+    out = step_model(model, hardware, roofline=roofline, expert_count=expert_count, routing=routing,
+                     rollback=rollback).time(B_arr, T_arr, S_arr)
     return float(out) if np.ndim(out) == 0 else out

@@ -41,6 +41,7 @@ How tolerances are chosen (the printed-precision rule)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import html
 import math
 
@@ -56,7 +57,9 @@ from .. import presets
 from ..formulas import attention as attention_forms
 from ..formulas import cost as cost_forms
 from ..formulas import moe as moe_forms
+from ..formulas import parallel as parallel_forms
 from ..core import acceptance, attention, cost, drafters, moe
+from ..core import parallel as _parallel
 from ..core import speculation as _spec
 from ..core import step as _step
 from ..core.deployment import Deployment
@@ -241,10 +244,13 @@ def zero_runs(batches, gamma_star):
     return [(int(a), int(b)) for a, b, _ in _spec.zero_gamma_bands(batches, gamma_star)]
 
 
-def figure3_zero_runs(query_bytes=False, context=FIG3_CONTEXT, alpha=FIG3_ACCEPTANCE, c_draft=FIG3_DRAFT_COST):
-    """gamma* = 0 runs over every integer batch 1..30,000 at Figure 3's defaults."""
+def figure3_zero_runs(query_bytes=False, context=FIG3_CONTEXT, alpha=FIG3_ACCEPTANCE, c_draft=FIG3_DRAFT_COST, *,
+                      attention="paper"):
+    """gamma* = 0 runs over every integer batch 1..30,000 at Figure 3's
+    defaults, the attention priced as the paper does or as served."""
     batches = np.arange(1.0, FIG3_MAX_BATCH + 1.0)
-    gamma_star, _ = optimal_gamma(alpha, batches, context, c_draft, deployment=Deployment(query_bytes=query_bytes))
+    gamma_star, _ = optimal_gamma(alpha, batches, context, c_draft,
+                                  deployment=Deployment(query_bytes=query_bytes, attention=attention))
     return zero_runs(batches, gamma_star)
 
 
@@ -411,7 +417,8 @@ def _ledger():
     contexts = np.array([512.0, 8192.0, 131072.0])[None, :]
     r_attn = cost.marginal_cost(B, contexts, 0.0, m, hw)["attention"]
     r_attn_q = cost.marginal_cost(B, contexts, 0.0, m, hw, query_bytes=True)["attention"]
-    yield _holds("ledger.first_speculated_full_price", bool(np.all(r_attn == 1) and np.all(r_attn_q == 1)))
+    yield _holds("ledger.first_speculated_full_price", bool(np.all(r_attn == 1) and np.all(r_attn_q == 1)),
+                 r_attn_served=lambda: float(cost.marginal_cost(1.0, 8192.0, 0.0, m, hw, attention="served")["attention"]))
 
 
 def _describe_runs(runs) -> str:
@@ -425,10 +432,31 @@ def _figure3():
     gutters = [r for r in runs if r[1] < last]
     tail = [r for r in runs if r[1] == last and r[0] > 1]
     setting = dict(context=FIG3_CONTEXT, alpha=FIG3_ACCEPTANCE, c_draft=FIG3_DRAFT_COST, max_batch=last)
+    served = figure3_zero_runs(attention="served")
+    served_tail = [r for r in served if r[1] == last and r[0] > 1]
     yield _holds("fig3.gutter", bool(gutters) and gutters[0][0] < 1000, gutters=_describe_runs(gutters),
-                 gutters_with_query_bytes=_describe_runs([r for r in runs_q if r[1] < last]), **setting)
+                 gutters_with_query_bytes=_describe_runs([r for r in runs_q if r[1] < last]),
+                 gutters_served=_describe_runs([r for r in served if r[1] < last]), **setting)
     yield _holds("fig3.large_batch_zero", bool(tail), first=lambda: tail[0][0],
-                 first_with_query_bytes=lambda: [r for r in runs_q if r[1] == last][0][0], **setting)
+                 first_with_query_bytes=lambda: [r for r in runs_q if r[1] == last][0][0],
+                 first_served=f"{served_tail[0][0]:,}" if served_tail else "nowhere in the range", **setting)
+
+
+#: The expert-parallel setting of the post's paragraph, checked at Figure 3's
+#: defaults: the experts over 64 GPUs of an NVLink 5 rack.
+EP_GPUS = 64
+EP_BATCH = 8
+
+
+def _expert_parallelism():
+    m, hw = presets.DEEPSEEK_V4_FLASH, presets.B200
+    one = _parallel.marginal_cost(EP_BATCH, FIG3_CONTEXT, 0.0, m, hw, G=1)["moe"]
+    spread = _parallel.marginal_cost(EP_BATCH, FIG3_CONTEXT, 0.0, m, hw, G=EP_GPUS)["moe"]
+    yield _holds("ep.tax_shrinks", spread < one, batch=EP_BATCH, gpus=EP_GPUS, r_one=one, r_spread=spread)
+    cm = _parallel.expert_parallel_cost_model(m, hw, EP_GPUS)
+    yield _holds("ep.comm_does_not_amortise", parallel_forms.comm_slope_expr == 1, gpus=EP_GPUS,
+                 network=cm.interconnect.name, latency_us=cm.interconnect.latency * 1e6,
+                 slope_one=float(cm.comm_slope(1.0)), crossover=cm.latency_crossover())
 
 
 def _older_articles():
@@ -536,7 +564,10 @@ def _sequel_grid():
         yield _ours(f"sequel.fit_median_{key}", 100 * comparison[key].median_error,
                     median_slots=lambda key=key: 100 * _simulator.compare(expert_count="slots")[key].median_error)
     yield _ours("sequel.fit_max", 100 * max(c.max_error for c in comparison.values()))
-    yield _ours("sequel.best_gamma_agreement", sum(int(c.best_gamma_agrees.sum()) for c in comparison.values()))
+    snapshots = functools.lru_cache(maxsize=None)(lambda: _simulator.compare(rollback="snapshot"))
+    yield _ours("sequel.best_gamma_agreement", sum(int(c.best_gamma_agrees.sum()) for c in comparison.values()),
+                snapshot_agree=lambda: sum(int(c.best_gamma_agrees.sum()) for c in snapshots().values()),
+                snapshot_max=lambda: 100 * max(c.max_error for c in snapshots().values()))
     # "the same step": the verify step priced per component, the drafters as the simulator prices them
     per = _simulator.compare(roofline="per-component", drafter_roofline="aggregate")
     for key, _ in _SEQUEL_DRAFTER_LABELS:
@@ -561,8 +592,7 @@ def _sequel_grid():
     yield _ours("sequel.dflash_survival_sum", curves["dflash"].values.sum())
     moves, losses = [], []
     for key, name in _simulator.DRAFTERS.items():
-        priced = Deployment(_simulator.simulated_model(), _simulator.HARDWARE, drafter=name,
-                            roofline="aggregate").pricing()
+        priced = _simulator.deployment(key).pricing()
         curve = priced.measured_acceptance()
         measured = curves[key]
         iid = acceptance.geometric_survival(measured.first_position_acceptance, len(measured)).values
@@ -607,8 +637,8 @@ def _sequel_headline():
                  mtp=gains["mtp"][top], dflash=gains["dflash"][top])
 
 
-_SECTIONS = (_constants_and_ridges, _table1, _expert_tax, _attention_context, _hca, _csa, _ledger, _figure3, _older_articles,
-             _sequel_step, _sequel_attention, _sequel_grid, _sequel_headline)
+_SECTIONS = (_constants_and_ridges, _table1, _expert_tax, _attention_context, _hca, _csa, _ledger, _figure3,
+             _expert_parallelism, _older_articles, _sequel_step, _sequel_attention, _sequel_grid, _sequel_headline)
 
 
 def computed() -> dict:

@@ -43,6 +43,7 @@ from ..formulas import parallel as _par
 from ..formulas import workload as _work
 from ..presets import LLAMA_3_70B, GQAAttention, MLAAttention, default_interconnect, resolve
 from ..presets import interconnect as presets_interconnect
+from ..core import parallel as _parallel_core
 from . import validation as _val
 
 # --------------------------------------------------------------------------
@@ -976,14 +977,32 @@ def expert_parallelism(model=None, hardware=None, G: int = 64, interconnect=None
         Step("bytes", "Link bytes per token (dispatch + combine, each remote pick, sent and received)",
              (sp.Symbol("bytes_link"), _par.link_bytes_per_token_expr)),
         Step("comm", "Communication cost of a step, in HBM byte-equivalents", (C_comm, _par.comm_cost_expr)),
-        Step("slope", "Its log-slope in tokens: every token pays in full", (r_comm, _par.comm_slope_expr)),
+        Step("slope", "Its log-slope in tokens: every token pays the bandwidth term in full",
+             (r_comm, _par.comm_slope_expr)),
         Step("value_link", f"{model.name}, G = {G}: link bytes per token per MoE layer",
              (sp.Symbol("bytes_link"), per_token_link), approx=None),
         Step("value_hbm", f"... as HBM byte-equivalents on {hardware.name} + {net.name}",
              (C_comm / _par.t, per_token_hbm), approx=None if per_token_hbm.is_Integer else per_token_hbm),
         Step("value_compute", "for scale: the MoE compute per token, in the same units",
              (sp.Symbol("C_MoE_compute") / _par.t, moe_compute_per_token), approx=moe_compute_per_token),
+        Step("latency", "The all-to-all's latency: n_m messages a step waits for whatever its tokens, in the same "
+             "units", (sp.Symbol("C_lat"), _par.comm_latency_cost_expr)),
+        Step("total_slope", "The all-to-all priced whole, latency plus bandwidth: its log-slope is the bandwidth "
+             "term's share", (sp.Symbol("r_comm_total"), _par.comm_total_slope_expr)),
+        Step("crossover", "The two terms are equal at (sympy.solve), tokens per GPU",
+             (sp.Symbol("t_x"), _par.comm_latency_crossover_expr)),
     )
+    if net.latency is not None:
+        lat = {**values, _par.n_m: _parallel_core.MESSAGES_PER_LAYER, _par.l: sp.nsimplify(net.latency)}
+        latency_hbm = _par.comm_latency_cost_expr.subs(lat)
+        crossover = _par.comm_latency_crossover_expr.subs(lat)
+        steps += (
+            Step("value_latency", f"{net.name}: {_parallel_core.MESSAGES_PER_LAYER} messages of "
+                 f"{net.latency * 1e6:g} us per MoE layer, as HBM byte-equivalents on {hardware.name}",
+                 (sp.Symbol("C_lat"), latency_hbm), approx=None if latency_hbm.is_Integer else latency_hbm),
+            Step("value_crossover", f"... equal to the bandwidth term at G = {G}",
+                 (sp.Symbol("t_x"), crossover), approx=crossover),
+        )
     return Derivation(f"Expert parallelism: local experts and the all-to-all ({model.name})", steps)
 
 

@@ -139,10 +139,12 @@ def alpha_from_accept_length(accept_length: float, gamma: int) -> float:
 
 
 def _ledger(r: EngineRun):
-    """The per-GPU ledger of the run's deployment."""
+    """The per-GPU ledger of the run's deployment. Its all-to-all is priced
+    by bandwidth alone: the calibrated step fitted on these runs adds a fixed
+    time per step of its own, which takes up the all-to-all's latency too."""
     if r.expert_parallel:
         return _par.expert_parallel_cost_model(r.model, r.hardware, G=r.gpus,
-                                               interconnect=r.deployment["interconnect"])
+                                               interconnect=r.deployment["interconnect"], latency=False)
     return _cost.cost_model(*resolve(r.model, r.hardware), False)
 
 

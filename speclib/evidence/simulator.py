@@ -21,7 +21,11 @@ What the closed form takes from the simulator, and why:
   :func:`speclib.evidence.validation.mean_decode_context` of 1 input and 1,024
   output tokens (512.5; the sequel rounds it to 512);
 * acceptance is the drafter's measured survival curve; DFlash's block has 16
-  positions but 15 are measured, so the 16th counts as never surviving.
+  positions but 15 are measured, so the 16th counts as never surviving;
+* the linear layers' state is not rolled back past a rejected draft
+  (:data:`ROLLBACK`): the simulator reads each sequence's state once per step
+  whatever the draft length, where vLLM and SGLang write a snapshot of it at
+  every verified position (:data:`speclib.core.step.DEFAULT_ROLLBACK`).
 
 Two differences remain and are reported, not hidden: experts are counted
 the paper's way (each position picks k distinct experts) rather than the
@@ -59,6 +63,11 @@ ACCEPTANCES = ("measured", "geometric")
 #: Tokens the simulator's scheduler admits into one step: at most
 #: floor(16384 / (gamma + 1)) sequences verify together.
 SCHEDULER_TOKEN_CAP = 16_384
+#: How the simulator rolls the linear layers back past a rejected draft: it
+#: does not (its step reads each sequence's state once, whatever the draft
+#: length), so the closed form matches it with rollback "none"; the engines
+#: keep a snapshot per verified position (speclib.core.step.DEFAULT_ROLLBACK).
+ROLLBACK = "none"
 #: The targets the book holds the closed form to (issue 11).
 TARGET_MEDIAN_ERROR = 0.01
 TARGET_MAX_ERROR = 0.035
@@ -210,11 +219,13 @@ class DrafterComparison:
 
 
 def compare(*, roofline: str = "aggregate", expert_count: str = "top-k", output_gate: bool = False,
-            linear_attention_flops: bool = False, drafter_roofline=None) -> dict:
+            linear_attention_flops: bool = False, drafter_roofline=None, rollback: str = ROLLBACK) -> dict:
     """{drafter key: :class:`DrafterComparison`} over the whole grid. The
     keywords undo one of the choices in the module notes at a time, to show
     what each is worth; ``drafter_roofline`` prices the drafter's passes by
-    another rule than the target's step (default: the same)."""
+    another rule than the target's step (default: the same); ``rollback``
+    prices the linear layers' rollback past a rejected draft, which the
+    simulator leaves out (:data:`speclib.core.step.ROLLBACKS`)."""
     grid = load_grid()
     model = simulated_model(output_gate)
     hw = presets.hardware(HARDWARE)
@@ -222,7 +233,7 @@ def compare(*, roofline: str = "aggregate", expert_count: str = "top-k", output_
     out = {}
     for key, rows in grid.drafters.items():
         step = _spec.step_model(model, hw, roofline=roofline, expert_count=expert_count,
-                                linear_attention_flops=linear_attention_flops)
+                                linear_attention_flops=linear_attention_flops, rollback=rollback)
         drafter = _spec.resolve_drafter(DRAFTERS[key], None, hw, roofline=drafter_roofline or roofline,
                                         expert_count=expert_count)
         priced = _spec.StepPricing(step, drafter)
@@ -239,11 +250,14 @@ def compare(*, roofline: str = "aggregate", expert_count: str = "top-k", output_
 # --- the priced policy at any batch, against the grid -----------------------------------
 
 
-def deployment(drafter, roofline: str = "aggregate") -> Deployment:
+def deployment(drafter, roofline: str = "aggregate", rollback: str = ROLLBACK) -> Deployment:
     """The simulated model on the simulated chip with ``drafter`` (a key of
-    :data:`DRAFTERS`), its step priced by ``roofline``."""
+    :data:`DRAFTERS`), its step priced by ``roofline``, the linear layers
+    rolled back by ``rollback`` (:data:`ROLLBACK` by default: the simulator
+    prices no rollback, where a :class:`~speclib.core.deployment.Deployment`
+    defaults to the engines' snapshots)."""
     key = checked_choice("drafter", drafter, DRAFTER_KEYS)
-    return Deployment(simulated_model(), HARDWARE, drafter=DRAFTERS[key], roofline=roofline)
+    return Deployment(simulated_model(), HARDWARE, drafter=DRAFTERS[key], roofline=roofline, rollback=rollback)
 
 
 def acceptance_curve(drafter="dflash", acceptance="measured"):
@@ -261,20 +275,21 @@ def _acceptance_curve(drafter, acceptance):
     return curve if acceptance == "measured" else curve.iid()
 
 
-def policy(drafter, B, *, roofline="aggregate", acceptance="measured"):
+def policy(drafter, B, *, roofline="aggregate", acceptance="measured", rollback=ROLLBACK):
     """The priced policy of ``drafter`` at each batch ``B``: gamma* (up to
     the grid's longest draft) and the committed tokens per second it
     reaches, at the simulated context."""
-    curve, d = acceptance_curve(drafter, acceptance), deployment(drafter, roofline)
+    curve, d = acceptance_curve(drafter, acceptance), deployment(drafter, roofline, rollback)
     g, _ = _spec.optimal_gamma(curve, B, context(), gamma_max=load_grid().drafters[drafter].gamma_max, deployment=d)
     g = np.asarray(g)
     return g, np.asarray(_spec.throughput(B, g, context(), acceptance=curve, deployment=d))
 
 
-def fixed_throughput(drafter, B, gammas, *, roofline="aggregate", acceptance="measured") -> np.ndarray:
+def fixed_throughput(drafter, B, gammas, *, roofline="aggregate", acceptance="measured",
+                     rollback=ROLLBACK) -> np.ndarray:
     """Committed tokens per second at each fixed draft length in ``gammas``
     (rows) and batch in ``B`` (columns); gamma = 0 is plain decoding."""
-    curve, d = acceptance_curve(drafter, acceptance), deployment(drafter, roofline)
+    curve, d = acceptance_curve(drafter, acceptance), deployment(drafter, roofline, rollback)
     return np.asarray(_spec.throughput(np.asarray(B, dtype=float)[None, :], np.asarray(gammas, dtype=float)[:, None],
                                        context(), acceptance=curve, deployment=d))
 

@@ -87,6 +87,14 @@ csa_context_expr = sp.Min(S / c_csa, K_csa)
 #: CSA's indexer scores every lightly compressed position.
 indexer_context_expr = S / c_csa
 
+#: As served, every DeepSeek-V4 layer also attends over the last W tokens
+#: uncompressed (its sliding window); a layer with no compression ratio (0 in
+#: the config) attends over that window alone.
+W_win = sp.Symbol("W_win", nonnegative=True)  # sliding window, tokens
+window_context_expr = sp.Min(S, W_win)
+served_hca_context_expr = hca_context_expr + window_context_expr
+served_csa_context_expr = csa_context_expr + window_context_expr
+
 # --- GatedDeltaNet (linear attention): a fixed state per sequence -------------
 n_k = sp.Symbol("n_k", positive=True)  # key heads
 n_v = sp.Symbol("n_v", positive=True)  # value heads
@@ -112,3 +120,20 @@ linear_flops_per_position_expr = 8 * n_v * d_k * d_v
 #: a little less for the convolution's bytes. Full attention's tends to
 #: f T / m_c (8T for GQA with 8 query heads per KV head in bf16).
 linear_intensity_expr = T * linear_flops_per_position_expr / linear_state_bytes_expr
+
+# --- rolling back a rejected draft ---------------------------------------------
+# A recurrent state cannot be un-applied: once a verify pass has run the
+# delta rule over a draft position, the state before it is gone. An engine
+# that verifies gamma + 1 positions has two ways to end the step at the last
+# accepted one (speclib.core.step prices both):
+#
+# * snapshot (what vLLM and SGLang do): keep the whole state after every
+#   verified position, sigma bytes each, and carry on from the one the
+#   rejection sampler accepts;
+# * recompute (replay): keep only the state before the step and each
+#   position's inputs, and re-run the accepted positions from it. A replay
+#   needs, per position, what enters the short convolution (queries, keys and
+#   values) and the decay and update gates:
+
+#: Bytes of one position's inputs a replay keeps, per GatedDeltaNet layer.
+linear_replay_bytes_expr = (linear_conv_channels_expr + 2 * n_v) * b_s

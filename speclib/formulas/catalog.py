@@ -57,6 +57,8 @@ def _rooflines():
         (_cost.ROOFLINE_FORMS["gemm"], "roofline of a dense GEMM (attention projections, dense FFN)"),
         (_cost.ROOFLINE_FORMS["moe"], "roofline of the MoE experts"),
         (_cost.ROOFLINE_FORMS["attn"], "roofline of attention over B sequences of q queries"),
+        (_cost.ROOFLINE_FORMS["served_attn"], "roofline of DeepSeek-V4's attention as served, averaged over its "
+                                              "layers (full, sliding window, CSA and its indexer, HCA)"),
         (_par.EP_MOE_FORM, "roofline of one GPU's share of expert-parallel MoE experts"),
     )
     for form, doc in forms:
@@ -93,6 +95,7 @@ NUMERIC = (
     Formula("hca_context", _a.hca_context_expr, (_a.S, _a.c_hca), "context HCA attends over"),
     Formula("csa_context", _a.csa_context_expr, (_a.S, _a.c_csa, _a.K_csa), "context CSA's main attention attends over"),
     Formula("indexer_context", _a.indexer_context_expr, (_a.S, _a.c_csa), "context CSA's indexer scores"),
+    Formula("window_context", _a.window_context_expr, (_a.S, _a.W_win), "context a sliding window attends over"),
     Formula("compute_bound_width", _a.compute_bound_width_expr, (_a.m_c, _a.f, _a.R),
             "verify width at which long-context attention reaches the ridge"),
     Formula("mha_form_crossover", _a.mha_form_crossover_expr, (_a.d_c, _a.d_r, _a.d_n, _a.d_v),
@@ -121,6 +124,13 @@ NUMERIC = (
     Formula("comm_slope", _par.comm_slope_expr, _par.COMM_ARGS, "its log-slope in tokens"),
     Formula("link_bytes_per_token", _par.link_bytes_per_token_expr, (_m.k, _par.G, _par.h, _par.b_d, _par.b_c),
             "link bytes one token moves per MoE layer"),
+    Formula("comm_latency_cost", _par.comm_latency_cost_expr, (_par.n_m, _par.l, _par.M),
+            "the all-to-all's latency per MoE layer per step, HBM byte-equivalents"),
+    Formula("comm_total_slope", _par.comm_total_slope_expr, _par.COMM_TOTAL_ARGS,
+            "log-slope in tokens of the all-to-all priced whole, latency plus bytes over bandwidth"),
+    Formula("comm_latency_crossover", _par.comm_latency_crossover_expr,
+            (_m.k, _par.G, _par.h, _par.b_d, _par.b_c, _par.L, _par.n_m, _par.l),
+            "tokens per GPU at which the all-to-all's bandwidth term equals its latency"),
     # --- speculation (speclib.formulas.speculation) ---
     Formula("speedup", _spec.speedup_expr, (_spec.N, _spec.C_0, _spec.C_v, _spec.c, _spec.gamma),
             "throughput of a draft length over plain decoding"),
@@ -154,6 +164,12 @@ NUMERIC = (
             "bytes of state one sequence keeps in one GatedDeltaNet layer"),
     Formula("linear_flops_per_position", _a.linear_flops_per_position_expr, (_a.n_v, _a.d_k, _a.d_v),
             "FLOPs per position per GatedDeltaNet layer"),
+    Formula("linear_replay_bytes", _a.linear_replay_bytes_expr, (_a.n_k, _a.n_v, _a.d_k, _a.d_v, _a.b_s),
+            "bytes of one position's inputs a replay of one GatedDeltaNet layer keeps"),
+    Formula("rollback_bytes", _s.rollback_bytes_expr, (_s.B, _s.T, _s.L_l, _s.rho),
+            "bytes a step moves to roll the linear layers back past a rejected draft"),
+    Formula("rollback_flops", _s.rollback_flops_expr, (_s.B, _s.T, _s.L_l, _s.psi),
+            "FLOPs a step spends to roll the linear layers back past a rejected draft"),
     Formula("linear_intensity", _a.linear_intensity_expr, (_a.T, _a.n_k, _a.n_v, _a.d_k, _a.d_v, _a.K_conv, _a.b_s),
             "GatedDeltaNet arithmetic intensity of T positions per sequence"),
     # --- drafting (speclib.formulas.drafters) ---

@@ -74,6 +74,40 @@ moe_slope_expr = roofline_slope(moe_compute_expr, moe_memory_expr, t)
 attn_slope_expr = roofline_slope(attn_compute_expr, attn_memory_expr, q)
 
 
+# --- DeepSeek-V4's attention as served -----------------------------------------------
+# The paper prices every layer of DeepSeek-V4 as MLA over the whole context
+# (attn_cost_expr). As served, the config's compress_ratios give each layer
+# its own context: n_f layers of full MLA, n_w of the sliding window alone,
+# n_c CSA layers (MLA over the top K of S / c_CSA compressed positions plus
+# the window, and an indexer scoring all S / c_CSA of them, with its own
+# constants m_ci, m_qi, f_i) and n_h HCA layers (MLA over S / c_HCA
+# compressed positions plus the window). The representative layer the ledger
+# prices is their average, each part its own roofline, as the paper adds its
+# components'.
+def _served_attention():
+    from . import attention as a
+    m_ci, m_qi, f_i = sp.symbols("m_ci m_qi f_i", positive=True)
+    n_f, n_w, n_c, n_h = sp.symbols("n_f n_w n_c n_h", nonnegative=True)
+
+    def part(context, mc=m_c, mq=m_q, ff=f):
+        values = {S: context, m_c: mc, m_q: mq, f: ff}
+        return (attn_cost_expr.subs(values, simultaneous=True),
+                roofline_slope(attn_compute_expr, attn_memory_expr, q).subs(values, simultaneous=True))
+
+    parts = ((n_f, part(S)), (n_w, part(a.window_context_expr)), (n_c, part(a.served_csa_context_expr)),
+             (n_c, part(a.indexer_context_expr, m_ci, m_qi, f_i)), (n_h, part(a.served_hca_context_expr)))
+    layers = n_f + n_w + n_c + n_h
+    cost = sum(n * c for n, (c, _) in parts) / layers
+    slope = sum(n * c * r for n, (c, r) in parts) / sum(n * c for n, (c, _) in parts)
+    args = (B, q, S, m_c, m_q, f, R, m_ci, m_qi, f_i, a.c_csa, a.c_hca, a.K_csa, a.W_win, n_f, n_w, n_c, n_h)
+    return cost, slope, args
+
+
+#: The served attention of one representative layer, and its log-slope in q
+#: (each part's slope weighted by its share of the cost).
+served_attn_cost_expr, served_attn_slope_expr, SERVED_ATTN_ARGS = _served_attention()
+
+
 @dataclass(frozen=True)
 class RooflineForm:
     """One family of rooflines as sympy: its cost and slope expressions and
@@ -112,4 +146,5 @@ ROOFLINE_FORMS = {
     "gemm": RooflineForm("gemm", gemm_cost_expr, gemm_slope_expr, (t, W, b_w, R), 1),
     "moe": RooflineForm("moe", moe_cost_expr, moe_slope_expr, (t, k, E, n_s, W_E, b, R), 1),
     "attn": RooflineForm("attn", attn_cost_expr, attn_slope_expr, (B, q, S, m_c, m_q, f, R), 3),
+    "served_attn": RooflineForm("served_attn", served_attn_cost_expr, served_attn_slope_expr, SERVED_ATTN_ARGS, 3),
 }

@@ -24,6 +24,7 @@ ARGUMENTS = {
     'hca_context': ('S', 'c_HCA'),
     'csa_context': ('S', 'c_CSA', 'K_CSA'),
     'indexer_context': ('S', 'c_CSA'),
+    'window_context': ('S', 'W_win'),
     'compute_bound_width': ('m_c', 'f', 'R'),
     'mha_form_crossover': ('d_c', 'd_r', 'd_n', 'd_v'),
     'mla_context_bytes': ('d_c', 'd_r', 'b_kv'),
@@ -45,12 +46,17 @@ ARGUMENTS = {
     'moe_slope': ('t', 'k', 'E', 'n_s', 'W_E', 'b', 'R'),
     'attn_cost': ('B', 'q', 'S', 'm_c', 'm_q', 'f', 'R'),
     'attn_slope': ('B', 'q', 'S', 'm_c', 'm_q', 'f', 'R'),
+    'served_attn_cost': ('B', 'q', 'S', 'm_c', 'm_q', 'f', 'R', 'm_ci', 'm_qi', 'f_i', 'c_CSA', 'c_HCA', 'K_CSA', 'W_win', 'n_f', 'n_w', 'n_c', 'n_h'),
+    'served_attn_slope': ('B', 'q', 'S', 'm_c', 'm_q', 'f', 'R', 'm_ci', 'm_qi', 'f_i', 'c_CSA', 'c_HCA', 'K_CSA', 'W_win', 'n_f', 'n_w', 'n_c', 'n_h'),
     'ep_moe_cost': ('t', 'k', 'E', 'n_s', 'W_E', 'b', 'R', 'G'),
     'ep_moe_slope': ('t', 'k', 'E', 'n_s', 'W_E', 'b', 'R', 'G'),
     'local_experts': ('t', 'k', 'E', 'G'),
     'comm_cost': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L'),
     'comm_slope': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L'),
     'link_bytes_per_token': ('k', 'G', 'h', 'b_d', 'b_c'),
+    'comm_latency_cost': ('n_m', 'l', 'M'),
+    'comm_total_slope': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L', 'n_m', 'l'),
+    'comm_latency_crossover': ('k', 'G', 'h', 'b_d', 'b_c', 'L', 'n_m', 'l'),
     'speedup': ('N', 'C_0', 'C_v', 'c', 'gamma'),
     'priced_speedup': ('N', 'C_0', 'C_gamma'),
     'throughput': ('B', 'N', 'C_gamma'),
@@ -68,6 +74,9 @@ ARGUMENTS = {
     'attention_bytes': ('B', 'T', 'S', 'L_a', 'm_c', 'L_l', 'sigma'),
     'linear_state_bytes': ('n_k', 'n_v', 'd_k', 'd_v', 'K_conv', 'b_s'),
     'linear_flops_per_position': ('n_v', 'd_k', 'd_v'),
+    'linear_replay_bytes': ('n_k', 'n_v', 'd_k', 'd_v', 'b_s'),
+    'rollback_bytes': ('B', 'T', 'L_l', 'rho'),
+    'rollback_flops': ('B', 'T', 'L_l', 'psi'),
     'linear_intensity': ('T', 'n_k', 'n_v', 'd_k', 'd_v', 'K_conv', 'b_s'),
     'constant_draft_time': ('c', 'gamma', 't_0'),
     'mtp_draft_time': ('gamma', 't_pass'),
@@ -198,6 +207,14 @@ def indexer_context(S, c_CSA):
     S/c_CSA
     """
     return S/c_CSA
+
+
+def window_context(S, W_win):
+    """context a sliding window attends over:
+
+    Min(S, W_win)
+    """
+    return functools.reduce(numpy.minimum, [S, W_win])
 
 
 def compute_bound_width(m_c, f, R):
@@ -368,6 +385,22 @@ def attn_slope(B, q, S, m_c, m_q, f, R):
     return numpy.select([numpy.greater_equal(B*S*f*q/R, B*(S*m_c + m_q*q)),True], [1,m_q*q/(S*m_c + m_q*q)], default=numpy.nan)
 
 
+def served_attn_cost(B, q, S, m_c, m_q, f, R, m_ci, m_qi, f_i, c_CSA, c_HCA, K_CSA, W_win, n_f, n_w, n_c, n_h):
+    """roofline of DeepSeek-V4's attention as served, averaged over its layers (full, sliding window, CSA and its indexer, HCA): step cost:
+
+    (n_c*Max(B*(m_c*(Min(K_CSA, S/c_CSA) + Min(S, W_win)) + m_q*q), B*f*q*(Min(K_CSA, S/c_CSA) + Min(S, W_win))/R) + n_c*Max(B*(S*m_ci/c_CSA + m_qi*q), B*S*f_i*q/(R*c_CSA)) + n_f*Max(B*(S*m_c + m_q*q), B*S*f*q/R) + n_h*Max(B*(m_c*(S/c_HCA + Min(S, W_win)) + m_q*q), B*f*q*(S/c_HCA + Min(S, W_win))/R) + n_w*Max(B*(m_c*Min(S, W_win) + m_q*q), B*f*q*Min(S, W_win)/R))/(n_c + n_f + n_h + n_w)
+    """
+    return (n_c*functools.reduce(numpy.maximum, [B*f*q*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)]) + n_c*functools.reduce(numpy.maximum, [B*S*f_i*q/(R*c_CSA), B*(S*m_ci/c_CSA + m_qi*q)]) + n_f*functools.reduce(numpy.maximum, [B*S*f*q/R, B*(S*m_c + m_q*q)]) + n_h*functools.reduce(numpy.maximum, [B*f*q*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)]) + n_w*functools.reduce(numpy.maximum, [B*f*q*functools.reduce(numpy.minimum, [S, W_win])/R, B*(m_c*functools.reduce(numpy.minimum, [S, W_win]) + m_q*q)]))/(n_c + n_f + n_h + n_w)
+
+
+def served_attn_slope(B, q, S, m_c, m_q, f, R, m_ci, m_qi, f_i, c_CSA, c_HCA, K_CSA, W_win, n_f, n_w, n_c, n_h):
+    """roofline of DeepSeek-V4's attention as served, averaged over its layers (full, sliding window, CSA and its indexer, HCA): its log-slope d log C / d log (tokens):
+
+    (n_c*Piecewise((1, B*f*q*(Min(K_CSA, S/c_CSA) + Min(S, W_win))/R >= B*(m_c*(Min(K_CSA, S/c_CSA) + Min(S, W_win)) + m_q*q)), (m_q*q/(m_c*(Min(K_CSA, S/c_CSA) + Min(S, W_win)) + m_q*q), True))*Max(B*(m_c*(Min(K_CSA, S/c_CSA) + Min(S, W_win)) + m_q*q), B*f*q*(Min(K_CSA, S/c_CSA) + Min(S, W_win))/R) + n_c*Piecewise((1, B*S*f_i*q/(R*c_CSA) >= B*(S*m_ci/c_CSA + m_qi*q)), (m_qi*q/(S*m_ci/c_CSA + m_qi*q), True))*Max(B*(S*m_ci/c_CSA + m_qi*q), B*S*f_i*q/(R*c_CSA)) + n_f*Piecewise((1, B*S*f*q/R >= B*(S*m_c + m_q*q)), (m_q*q/(S*m_c + m_q*q), True))*Max(B*(S*m_c + m_q*q), B*S*f*q/R) + n_h*Piecewise((1, B*f*q*(S/c_HCA + Min(S, W_win))/R >= B*(m_c*(S/c_HCA + Min(S, W_win)) + m_q*q)), (m_q*q/(m_c*(S/c_HCA + Min(S, W_win)) + m_q*q), True))*Max(B*(m_c*(S/c_HCA + Min(S, W_win)) + m_q*q), B*f*q*(S/c_HCA + Min(S, W_win))/R) + n_w*Piecewise((1, B*f*q*Min(S, W_win)/R >= B*(m_c*Min(S, W_win) + m_q*q)), (m_q*q/(m_c*Min(S, W_win) + m_q*q), True))*Max(B*(m_c*Min(S, W_win) + m_q*q), B*f*q*Min(S, W_win)/R))/(n_c*Max(B*(m_c*(Min(K_CSA, S/c_CSA) + Min(S, W_win)) + m_q*q), B*f*q*(Min(K_CSA, S/c_CSA) + Min(S, W_win))/R) + n_c*Max(B*(S*m_ci/c_CSA + m_qi*q), B*S*f_i*q/(R*c_CSA)) + n_f*Max(B*(S*m_c + m_q*q), B*S*f*q/R) + n_h*Max(B*(m_c*(S/c_HCA + Min(S, W_win)) + m_q*q), B*f*q*(S/c_HCA + Min(S, W_win))/R) + n_w*Max(B*(m_c*Min(S, W_win) + m_q*q), B*f*q*Min(S, W_win)/R))
+    """
+    return (n_c*numpy.select([numpy.greater_equal(B*f*q*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)),True], [1,m_q*q/(m_c*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)], default=numpy.nan)*functools.reduce(numpy.maximum, [B*f*q*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)]) + n_c*numpy.select([numpy.greater_equal(B*S*f_i*q/(R*c_CSA), B*(S*m_ci/c_CSA + m_qi*q)),True], [1,m_qi*q/(S*m_ci/c_CSA + m_qi*q)], default=numpy.nan)*functools.reduce(numpy.maximum, [B*S*f_i*q/(R*c_CSA), B*(S*m_ci/c_CSA + m_qi*q)]) + n_f*numpy.select([numpy.greater_equal(B*S*f*q/R, B*(S*m_c + m_q*q)),True], [1,m_q*q/(S*m_c + m_q*q)], default=numpy.nan)*functools.reduce(numpy.maximum, [B*S*f*q/R, B*(S*m_c + m_q*q)]) + n_h*numpy.select([numpy.greater_equal(B*f*q*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)),True], [1,m_q*q/(m_c*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)], default=numpy.nan)*functools.reduce(numpy.maximum, [B*f*q*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)]) + n_w*numpy.select([numpy.greater_equal(B*f*q*functools.reduce(numpy.minimum, [S, W_win])/R, B*(m_c*functools.reduce(numpy.minimum, [S, W_win]) + m_q*q)),True], [1,m_q*q/(m_c*functools.reduce(numpy.minimum, [S, W_win]) + m_q*q)], default=numpy.nan)*functools.reduce(numpy.maximum, [B*f*q*functools.reduce(numpy.minimum, [S, W_win])/R, B*(m_c*functools.reduce(numpy.minimum, [S, W_win]) + m_q*q)]))/(n_c*functools.reduce(numpy.maximum, [B*f*q*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(functools.reduce(numpy.minimum, [K_CSA, S/c_CSA]) + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)]) + n_c*functools.reduce(numpy.maximum, [B*S*f_i*q/(R*c_CSA), B*(S*m_ci/c_CSA + m_qi*q)]) + n_f*functools.reduce(numpy.maximum, [B*S*f*q/R, B*(S*m_c + m_q*q)]) + n_h*functools.reduce(numpy.maximum, [B*f*q*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win]))/R, B*(m_c*(S/c_HCA + functools.reduce(numpy.minimum, [S, W_win])) + m_q*q)]) + n_w*functools.reduce(numpy.maximum, [B*f*q*functools.reduce(numpy.minimum, [S, W_win])/R, B*(m_c*functools.reduce(numpy.minimum, [S, W_win]) + m_q*q)]))
+
+
 def ep_moe_cost(t, k, E, n_s, W_E, b, R, G):
     """roofline of one GPU's share of expert-parallel MoE experts: step cost:
 
@@ -414,6 +447,30 @@ def link_bytes_per_token(k, G, h, b_d, b_c):
     2*h*k*(G - 1)*(b_c + b_d)/G
     """
     return 2*h*k*(G - 1)*(b_c + b_d)/G
+
+
+def comm_latency_cost(n_m, l, M):
+    """the all-to-all's latency per MoE layer per step, HBM byte-equivalents:
+
+    M*l*n_m
+    """
+    return M*l*n_m
+
+
+def comm_total_slope(t, k, G, h, b_d, b_c, M, L, n_m, l):
+    """log-slope in tokens of the all-to-all priced whole, latency plus bytes over bandwidth:
+
+    2*h*k*t*(G - 1)*(b_c + b_d)/(G*L*l*n_m + 2*h*k*t*(G - 1)*(b_c + b_d))
+    """
+    return 2*h*k*t*(G - 1)*(b_c + b_d)/(G*L*l*n_m + 2*h*k*t*(G - 1)*(b_c + b_d))
+
+
+def comm_latency_crossover(k, G, h, b_d, b_c, L, n_m, l):
+    """tokens per GPU at which the all-to-all's bandwidth term equals its latency:
+
+    G*L*l*n_m/(2*h*k*(G*b_c + G*b_d - b_c - b_d))
+    """
+    return (1/2)*G*L*l*n_m/(h*k*(G*b_c + G*b_d - b_c - b_d))
 
 
 def speedup(N, C_0, C_v, c, gamma):
@@ -550,6 +607,30 @@ def linear_flops_per_position(n_v, d_k, d_v):
     8*d_k*d_v*n_v
     """
     return 8*d_k*d_v*n_v
+
+
+def linear_replay_bytes(n_k, n_v, d_k, d_v, b_s):
+    """bytes of one position's inputs a replay of one GatedDeltaNet layer keeps:
+
+    b_s*(2*d_k*n_k + d_v*n_v + 2*n_v)
+    """
+    return b_s*(2*d_k*n_k + d_v*n_v + 2*n_v)
+
+
+def rollback_bytes(B, T, L_l, rho):
+    """bytes a step moves to roll the linear layers back past a rejected draft:
+
+    B*L_l*rho*(T - 1)
+    """
+    return B*L_l*rho*(T - 1)
+
+
+def rollback_flops(B, T, L_l, psi):
+    """FLOPs a step spends to roll the linear layers back past a rejected draft:
+
+    B*L_l*psi*(T - 1)
+    """
+    return B*L_l*psi*(T - 1)
 
 
 def linear_intensity(T, n_k, n_v, d_k, d_v, K_conv, b_s):

@@ -2,7 +2,7 @@
 layer spread over G GPUs (the local coupon count, the local MoE roofline) and
 the all-to-all traffic that spreading costs. The assumptions behind each
 expression (batch per GPU, uniform routing, dispatch and combine bytes, link
-accounting, no overlap) are set out in :mod:`speclib.core.parallel`, the
+accounting, the messages a step waits for, no overlap) are set out in :mod:`speclib.core.parallel`, the
 numeric side.
 """
 from __future__ import annotations
@@ -69,8 +69,34 @@ comm_cost_expr = t * link_bytes_per_token_expr * M / L
 #: at every batch - the communication tax never amortises.
 comm_slope_expr = sp.simplify(_cost.elasticity(comm_cost_expr, t))
 
+# --- the all-to-all's latency ---------------------------------------------------------
+
+l = sp.Symbol("l", positive=True)  # latency of one all-to-all message on a step's critical path, seconds
+n_m = sp.Symbol("n_m", nonnegative=True)  # such messages per MoE layer per step
+
+#: What a step's MoE layer waits for whatever it sends: n_m message latencies
+#: (a dispatch, then a combine: n_m = 2,
+#: :data:`speclib.core.parallel.MESSAGES_PER_LAYER` says why), in HBM
+#: byte-equivalents like the bandwidth term. A token more or less moves no
+#: latency: it is paid once per step.
+comm_latency_cost_expr = n_m * l * M
+
+#: The all-to-all priced whole: latency plus bytes over bandwidth.
+comm_total_cost_expr = comm_cost_expr + comm_latency_cost_expr
+
+#: Its log-slope in tokens: the bandwidth term's share of it, below 1 where
+#: the latency dominates (a speculated token shares the step's latency) and
+#: tending to 1 as the traffic grows.
+comm_total_slope_expr = sp.simplify(_cost.elasticity(comm_total_cost_expr, t))
+
+#: Tokens per GPU at which the bandwidth term equals the latency: below it the
+#: all-to-all's time is mostly latency.
+comm_latency_crossover_expr = sp.solve(sp.Eq(comm_cost_expr, comm_latency_cost_expr), t)[0]
+
 #: The local MoE roofline, its arguments those of the single-GPU one plus G.
 EP_MOE_FORM = _cost.RooflineForm("ep_moe", ep_moe_cost_expr, ep_moe_slope_expr, (t, k, E, n_s, W_E, b, R, G), 1)
 
 #: Arguments of the communication cost and slope.
 COMM_ARGS = (t, k, G, h, b_d, b_c, M, L)
+#: ... and of the whole all-to-all's slope, latency included.
+COMM_TOTAL_ARGS = COMM_ARGS + (n_m, l)

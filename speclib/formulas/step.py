@@ -85,6 +85,19 @@ expert_bytes_expr = b_e * w * (n_s + A)
 attention_flops_expr = B * T * (L_a * f * attended_context_expr + L_l * phi)
 attention_bytes_expr = B * (L_a * m_c * attended_context_expr + L_l * sigma)
 
+#: Rolling back the linear layers' state past a rejected draft
+#: (:mod:`speclib.formulas.attention` describes the two ways). Each verified
+#: position past the first costs, per sequence and linear layer, ``rho``
+#: bytes moved and ``psi`` FLOPs: a snapshot writes the whole state
+#: (rho = sigma, psi = 0); a replay writes that position's inputs and reads
+#: them back, and runs the delta rule over it once more (rho = 2 x its input
+#: bytes, psi = phi). Nothing at T = 1: a plain step updates its state in
+#: place, as the step above already prices it.
+rho = sp.Symbol("rho", nonnegative=True)  # bytes per extra verified position per sequence per linear layer
+psi = sp.Symbol("psi", nonnegative=True)  # FLOPs per extra verified position per sequence per linear layer
+rollback_bytes_expr = B * L_l * rho * (T - 1)
+rollback_flops_expr = B * L_l * psi * (T - 1)
+
 #: A component's arithmetic intensity (FLOP per byte), for the chapter that
 #: holds full attention and linear attention against the ridge.
 intensity_expr = F / Q

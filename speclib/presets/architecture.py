@@ -248,7 +248,8 @@ class GatedDeltaNet:
 
     @cached_property
     def _constants(self) -> tuple:
-        return _evaluate(("linear_state_bytes", "linear_flops_per_position"), self.architecture())
+        return _evaluate(("linear_state_bytes", "linear_flops_per_position", "linear_replay_bytes"),
+                         self.architecture())
 
     @property
     def state_bytes(self) -> float:
@@ -259,6 +260,13 @@ class GatedDeltaNet:
     def flops_per_position(self) -> float:
         """phi: FLOPs per position per layer of the gated delta rule."""
         return self._constants[1]
+
+    @property
+    def replay_bytes(self) -> float:
+        """Bytes of one position's inputs (queries, keys, values before the
+        short convolution, and the two gates) that a replay of one layer
+        keeps to roll its state back (:mod:`speclib.core.step`)."""
+        return self._constants[2]
 
     def projection_params(self, hidden: int) -> int:
         """Weights of one layer: the input projection to queries, keys, values
@@ -517,7 +525,11 @@ class Interconnect:
 
     ``bandwidth``: bytes/s per GPU with both directions counted (half of it
     each way). ``domain_size``: the most GPUs it joins into one all-to-all
-    domain (None for a scale-out network with no such limit).
+    domain (None for a scale-out network with no such limit). ``latency``:
+    seconds of one all-to-all message on a step's critical path, what a
+    dispatch or a combine that moves next to nothing takes (None: not known,
+    so the all-to-all can only be priced by bandwidth), with its
+    ``latency_source``.
     """
 
     name: str
@@ -525,6 +537,12 @@ class Interconnect:
     domain_size: Optional[int]
     source: str
     aliases: tuple = ()
+    latency: Optional[float] = None
+    latency_source: str = ""
+
+    def __post_init__(self):
+        if self.latency is not None:
+            checked_array("latency", self.latency, lo=0, lo_open=True)
 
 
 @dataclass(frozen=True)
@@ -537,7 +555,9 @@ class StepArchitecture:
     with no routed ones), and the attention (``attention_layers`` with m_c
     bytes per cached token and f FLOPs per pair; ``linear_layers`` with a
     fixed state of ``state_bytes`` per sequence and ``linear_flops`` per
-    position). Built by :meth:`Model.step_architecture` and by drafter presets.
+    position; ``replay_bytes`` of one position's inputs a replay keeps to roll
+    that state back). Built by :meth:`Model.step_architecture` and by drafter
+    presets.
     """
 
     name: str
@@ -557,6 +577,7 @@ class StepArchitecture:
     linear_layers: int = 0
     state_bytes: float = 0.0
     linear_flops: float = 0.0
+    replay_bytes: float = 0.0
 
     def __post_init__(self):
         checked_array("dense_params", self.dense_params, lo=0)
@@ -605,6 +626,7 @@ def _step_architecture(model: "Model") -> StepArchitecture:
         linear_layers=model.n_linear_layers if linear else 0,
         state_bytes=linear.state_bytes if linear else 0.0,
         linear_flops=linear.flops_per_position if linear else 0.0,
+        replay_bytes=linear.replay_bytes if linear else 0.0,
     )
 
 

@@ -69,6 +69,8 @@ _TABLES = {
         "bandwidth_GBps": ("bandwidth", _scaled(_GIGA)),
         "domain_size": ("domain_size", _same),
         "source": ("source", str),
+        "latency_us": ("latency", _scaled(1e-6)),
+        "latency_source": ("latency_source", str),
     }),
     "drafters": ("drafters.json", _drafter, {
         "name": ("name", str),

@@ -9,6 +9,8 @@ functions printed to JavaScript.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ...core import capacity as _capacity
@@ -71,8 +73,21 @@ def cost(bound, xp, *variables, of="cost"):
     return getattr(xp.F, f"{bound.roofline.name}_{of}")(*variables, *bound.constants)
 
 
-def cost_model(model, hardware, query_bytes=False):
-    return _cost.cost_model(model, hardware, bool(query_bytes))
+def cost_model(model, hardware, query_bytes=False, attention="paper"):
+    return _cost.cost_model(model, hardware, bool(query_bytes), attention)
+
+
+def attention_choice(value="paper", label="attention priced") -> Choice:
+    """How the ledger prices DeepSeek-V4's attention (:data:`speclib.core.cost.ATTENTIONS`)."""
+    return Choice("attention", label, (("the paper's: full MLA in every layer", "paper"),
+                                       ("as served: compressed, per the config", "served")), value)
+
+
+def memory_label(model) -> str:
+    """The legend of the batches that cannot fit, naming the KV cache they are sized with."""
+    compressed = getattr(model.attention, "hca_ratio", None) is not None and any(model.compress_ratios)
+    return ("does not fit in HBM (compressed cache as served)" if compressed
+            else "does not fit in HBM (weights + KV cache)")
 
 
 def verify_cost(cm, xp, B, width, S):
@@ -137,12 +152,13 @@ def nice_ceiling(xp, x):
 
 
 def fits(model, hardware, xp, S, tp=1):
-    """The largest batch whose weights and KV caches fit at context ``S`` (may
-    be traced), from the catalogue's ``max_batch`` and ``sequence_bytes``; None
-    when the model or chip lacks what the check needs."""
+    """The largest batch whose weights and KV caches (as served: what memory
+    holds) fit at context ``S`` (may be traced), from the catalogue's
+    ``max_batch`` and ``sequence_bytes``; None when the model or chip lacks
+    what the check needs."""
     try:
         weights = _capacity.weight_bytes(model)
-        layout = _capacity.layout_arguments(model)
+        layout = _capacity.layout_arguments(model, "served")
         reserve = _capacity.check_reserve(_capacity.DEFAULT_RESERVE)
     except ValueError:
         return None
@@ -155,6 +171,9 @@ def fits(model, hardware, xp, S, tp=1):
 #: The batches (the output ``no_fit``) that cannot fit in HBM, hatched, with their legend label.
 MEMORY_BANDS = Bands("B", "no_fit", label="does not fit in HBM (weights + KV cache)", color="memory", alpha=0.22,
                      hatch="///", gid="memory_band")
+#: The same, its legend naming the KV cache the batches are sized with (the output ``memory_label``,
+#: :func:`memory_label`).
+LABELLED_MEMORY_BANDS = dataclasses.replace(MEMORY_BANDS, label="{memory_label}")
 
 
 def bisect(xp, above, lo, hi, steps=48):

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core import capacity as _capacity
+from ...core import speculation as _spec
+from ...core.deployment import Deployment
 from ...presets import resolve
 from ..definition import Axis, Bands, Figure, Heatmap, HLine, Line, Panel, Text
+from ..tables import NumberTable
 from . import common
 
 GAMMA_AXIS_LABEL = "optimal draft length \u03b3*"
@@ -19,12 +23,13 @@ def integer_batches(lo=common.BATCH_RANGE[0], hi=common.BATCH_RANGE[1], n=600):
 
 def _optimal_gamma(p, xp):
     model, hw = resolve(p.model, p.hardware)
-    cm = common.cost_model(model, hw, p.query_bytes)
+    cm = common.cost_model(model, hw, p.query_bytes, p.attention)
     B = xp.asarray(integer_batches(n=p.points))
     gammas = xp.arange(0, p.gamma_max + 1)[:, None]
     g, best = common.best(xp, common.speedups(cm, xp, p.alpha, gammas, B, p.S, p.c_draft))
     out = {"B": B, "gamma_star": g, "speedup": best, "zero": g == 0, "model": model.name, "hardware": hw.name,
-           "y_top": xp.maximum(6, 4 * xp.ceil((xp.max(g) + 2) / 4))}
+           "y_top": xp.maximum(6, 4 * xp.ceil((xp.max(g) + 2) / 4)), "memory_label": common.memory_label(model),
+           "attention_label": _ATTENTION_LABELS[p.attention]}
     limit = common.fits(model, hw, xp, p.S) if p.capacity else None
     if limit is None:
         out.update(no_fit=0 * B > 1, max_batch=np.inf, memory_x=np.nan, memory_y=np.nan)
@@ -37,19 +42,23 @@ def _optimal_gamma(p, xp):
     return out
 
 
+#: How the titles name the attention the ledger prices.
+_ATTENTION_LABELS = {"paper": "", "served": ", attention as served"}
+
 optimal_gamma = Figure(
     name="optimal_gamma",
     title="Optimal draft length: {model} on {hardware}\nS = {S:,.0f}, \u03b1 = {alpha:.0%}, drafter {c_draft:.0%} "
-          "of a step",
+          "of a step{attention_label}",
     compute=_optimal_gamma,
-    controls=(common.seq_slider(4096), common.alpha_slider(0.75), common.draft_cost_slider(0.10)),
+    controls=(common.seq_slider(4096), common.alpha_slider(0.75), common.draft_cost_slider(0.10),
+              common.attention_choice()),
     params={"model": None, "hardware": None, "gamma_max": 64, "query_bytes": False, "points": 600, "capacity": True},
     panels=(Panel(
         x=common.batch_axis(common.BATCH_RANGE[0], common.BATCH_RANGE[1]),
         y=Axis(GAMMA_AXIS_LABEL, lo=0, hi="y_top"),
         series=(Bands("B", "zero", label="\u03b3* = 0: plain decoding wins", text="\u03b3* = 0", inner_text="gutter",
                       color="gutter", alpha=0.12, gid="zero_band"),
-                common.MEMORY_BANDS,
+                common.LABELLED_MEMORY_BANDS,
                 Text("memory_x", "memory_y", "does not fit:\nB > {max_batch:,.0f}", align="center",
                      gid="memory_label"),
                 Line("B", "gamma_star", label="optimal draft length \u03b3*", color="total", step=True,
@@ -96,13 +105,16 @@ speedup_curves = Figure(
 
 def _gamma_map(p, xp):
     model, hw = resolve(p.model, p.hardware)
-    cm = common.cost_model(model, hw, p.query_bytes)
+    cm = common.cost_model(model, hw, p.query_bytes, p.attention)
     B = xp.geomspace(common.BATCH_RANGE[0], common.BATCH_RANGE[1], p.batch_points)
     S = xp.geomspace(common.SEQ_RANGE[0], common.SEQ_RANGE[1], p.context_points)
     gammas = xp.arange(0, p.gamma_max + 1)[:, None, None]
     g, _ = common.best(xp, common.speedups(cm, xp, p.alpha, gammas, B[None, None, :], S[None, :, None], p.c_draft))
     out = {"B": B, "S": S, "gamma_star": g, "vmax": xp.maximum(6, xp.max(g)), "model": model.name,
-           "hardware": hw.name, "tp_label": "" if p.tp == 1 else f" x {p.tp}"}
+           "hardware": hw.name, "tp_label": "" if p.tp == 1 else f" x {p.tp}",
+           "attention_label": _ATTENTION_LABELS[p.attention],
+           "hatch_label": "hatched: does not fit in HBM" + (", cache as served" if "served" in
+                                                            common.memory_label(model) else "")}
     limit = common.fits(model, hw, xp, S, p.tp) if p.capacity else None
     out["no_fit"] = (B[None, :] > limit[:, None]) if limit is not None else (0 * B[None, :] + 0 * S[:, None] > 1)
     return out
@@ -111,9 +123,9 @@ def _gamma_map(p, xp):
 gamma_map = Figure(
     name="gamma_map",
     title="\u03b3* over batch and sequence length: {model} on {hardware}{tp_label}\n\u03b1 = {alpha:.0%}, drafter "
-          "{c_draft:.0%} of a step",
+          "{c_draft:.0%} of a step{attention_label}",
     compute=_gamma_map,
-    controls=(common.alpha_slider(0.75), common.draft_cost_slider(0.10)),
+    controls=(common.alpha_slider(0.75), common.draft_cost_slider(0.10), common.attention_choice()),
     params={"model": None, "hardware": None, "gamma_max": 64, "query_bytes": False, "batch_points": 160,
             "context_points": 90, "capacity": True, "tp": 1},
     # Live, a coarser grid: the argmax over 65 draft lengths per cell is the whole redraw.
@@ -122,8 +134,7 @@ gamma_map = Figure(
         x=common.batch_axis(common.BATCH_RANGE[0], common.BATCH_RANGE[1]),
         y=Axis("average sequence length S (tokens)", "log2", common.SEQ_RANGE[0], common.SEQ_RANGE[1]),
         series=(Heatmap("B", "S", "gamma_star", colors="gamma", vmax="vmax", mask="no_fit",
-                        label="\u03b3* (pink: 0; hatched: does not fit in HBM)",
-                        gid="gamma_map"),),
+                        label="\u03b3* (pink: 0; {hatch_label})", gid="gamma_map"),),
         legend="", grid=False),),
     doc="gamma* over batch and context length at once: Figure 3 for every S, with the cells whose batch "
         "cannot fit in HBM hatched.",
@@ -131,3 +142,40 @@ gamma_map = Figure(
 
 #: The capacity chapter's map: DeepSeek-V4-Flash split over eight B200s.
 gamma_map_tp8 = gamma_map.variant("gamma_map_tp8", tp=8)
+
+
+def _runs(pairs) -> str:
+    return ", ".join(f"{lo:,.0f}\u2013{hi:,.0f}" for lo, hi in pairs) or "none"
+
+
+def _last(batch) -> str:
+    if batch is None:
+        return "none"
+    return f"{batch:,.0f}" + (" (every batch)" if batch == common.BATCH_RANGE[1] else "")
+
+
+def served_attention_edges(contexts=(512, 4096, 32768, 131072), model=None, hardware=None, *, alpha=0.75,
+                           c_draft=0.10) -> NumberTable:
+    """Figure 3's features at each context in ``contexts``, with the attention
+    priced as the paper prices it and as served
+    (:data:`speclib.core.cost.ATTENTIONS`): the gutter (gamma* = 0 between
+    batches where speculation pays) and the last batch with gamma* > 0, on
+    every whole batch from 1 to 30,000; and the largest batch whose weights
+    and KV cache fit on one chip with either cache."""
+    m, hw = resolve(model, hardware)
+    rows = []
+    for S in contexts:
+        regions = {a: _spec.gamma_regions(alpha, S, c_draft, deployment=Deployment(m, hw, attention=a))
+                   for a in ("paper", "served")}
+        last = {a: _last(r["last_speculating"]) for a, r in regions.items()}
+        rows.append((f"{S:,.0f}", _runs(regions["paper"]["gutters"]), _runs(regions["served"]["gutters"]),
+                     last["paper"], last["served"],
+                     f"{_capacity.max_batch(m, hw, S, attention='paper'):,}", f"{_capacity.max_batch(m, hw, S):,}"))
+    head = ("context S", "gutter: the paper's attention", "gutter: as served",
+            "last batch with \u03b3* > 0: the paper's", "last batch with \u03b3* > 0: as served",
+            "largest batch that fits: the paper's cache", "largest batch that fits: the cache as served")
+    caption = (f"{m.name} on one {hw.name}, \u03b1 = {alpha:.2f}, drafter {c_draft:.0%} of a step; batches 1 to "
+               f"{common.BATCH_RANGE[1]:,}. The paper's attention: every layer MLA over the whole context, and a "
+               "full MLA cache in every layer; as served: each layer over the context its compression ratio "
+               "leaves it, and the compressed cache (10% of HBM kept free)")
+    return NumberTable(head, tuple(rows), caption=caption, align="l")

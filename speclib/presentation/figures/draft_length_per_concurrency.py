@@ -24,6 +24,9 @@ MS = 1e3
 ROOFLINE = Choice("roofline", "pricing rule", tuple((f"{r}: {serving.ROOFLINE_LABELS[r]}", r)
                                                     for r in ROOFLINES), "aggregate")
 ACCEPTANCE = Choice("acceptance", "acceptance", sequel.ACCEPTANCES, "measured")
+ROLLBACK = Choice("rollback", "linear attention rolled back", (
+    ("not at all, as the simulator", "none"), ("a snapshot per verified position (vLLM, SGLang)", "snapshot"),
+    ("a replay of the accepted positions", "recompute")), sequel.ROLLBACK)
 MARKERS = {"mtp": "o", "dflash": "s"}
 _VIRIDIS = mpl.colormaps["viridis"]
 
@@ -55,16 +58,18 @@ def _gamma(p, xp):
     out = {"B": B, "C": C, "rule": serving.ROOFLINE_LABELS[p.roofline],
            "model": sequel.simulated_model().name, "hardware": sequel.HARDWARE,
            "y_top": max(rows.gamma_max for rows in sequel.load_grid().drafters.values()) + 4}
+    out["rollback_label"] = "" if p.rollback == sequel.ROLLBACK else f", rollback: {p.rollback}"
     for key in sequel.DRAFTER_KEYS:
-        out[f"gamma_{key}"], _ = sequel.policy(key, B, roofline=p.roofline, acceptance=p.acceptance)
+        out[f"gamma_{key}"], _ = sequel.policy(key, B, roofline=p.roofline, acceptance=p.acceptance,
+                                               rollback=p.rollback)
         out[f"best_{key}"] = sequel.load_grid().drafters[key].best_gamma
     return out
 
 
 concurrency_gamma = Figure(
     name="concurrency_gamma",
-    title="Draft length per concurrency: {model} on {hardware}\n{rule}, {acceptance} acceptance",
-    compute=_gamma, controls=(ROOFLINE, ACCEPTANCE), params={"points": 200},
+    title="Draft length per concurrency: {model} on {hardware}\n{rule}, {acceptance} acceptance{rollback_label}",
+    compute=_gamma, controls=(ROOFLINE, ACCEPTANCE, ROLLBACK), params={"points": 200},
     panels=(Panel(concurrency_axis(), Axis("draft length \u03b3*", lo=0, hi="y_top"),
                   tuple(s for key in sequel.DRAFTER_KEYS for s in (
                       Line("B", f"gamma_{key}", label=f"{serving.DRAFTER_LABELS[key]}: priced policy (ours)",
@@ -223,6 +228,9 @@ MODELLING_CHOICES = (
     ({"output_gate": True}, "the attention output gate of the published config counted"),
     ({"linear_attention_flops": True}, "linear attention's FLOPs charged"),
     ({"expert_count": "slots"}, "experts counted as the simulator counts them, k independent picks per token"),
+    ({"rollback": "snapshot"}, "the linear layers' state kept at every verified position, as vLLM and SGLang roll "
+                               "back a rejected draft (the simulator does not)"),
+    ({"rollback": "recompute"}, "the accepted positions replayed from the state before the step instead"),
 )
 
 

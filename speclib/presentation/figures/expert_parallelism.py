@@ -7,6 +7,8 @@ import numpy as np
 
 from ...core import cost as _cost
 from ...core import parallel as _par
+from ...core import speculation as _spec
+from ...core.deployment import Deployment
 from ...core.speculation import zero_gamma_bands
 from ...presets import resolve
 from ..definition import Axis, Figure, HLine, Key, Line, Panel
@@ -20,21 +22,29 @@ G_COLORS = (COLORS["total"], CYCLE[0], CYCLE[3], CYCLE[2], CYCLE[4])
 EP_BATCHES = (1, 4096)
 
 
-def _network_name(hw, interconnect) -> str:
+def _network_name(hw, interconnect, latency=True) -> str:
     net = _par.network(hw, interconnect)
-    return "a free network" if net is None else net.name
+    if net is None:
+        return "a free network"
+    return net.name if latency else f"{net.name} (bandwidth only)"
+
+
+def _optimal(cost_model, alpha, B, S, c_draft):
+    return _spec.optimal_gamma(alpha, B, S, c_draft, deployment=Deployment(cost_model=cost_model))
 
 
 def _ep(p, xp):
     model, hw = resolve(p.model, p.hardware)
     net = p.interconnect
     B = integer_batches(EP_BATCHES[0], EP_BATCHES[1], p.points)
-    out = {"B": B, "model": model.name, "hardware": hw.name, "network": _network_name(hw, net), "Gs": list(p.Gs)}
+    out = {"B": B, "model": model.name, "hardware": hw.name, "network": _network_name(hw, net, p.latency),
+           "Gs": list(p.Gs)}
     for G in p.Gs:
-        for free, net_G in (("", net), ("free_", _par.FREE_NETWORK)):
-            out[f"{free}gamma_G{G}"], out[f"{free}speedup_G{G}"] = _par.optimal_gamma(
-                p.alpha, B, p.S, p.c_draft, model, hw, G=G, interconnect=net_G)
-        ledger = _par.marginal_cost(B, p.S, p.c_draft, model, hw, G=G, interconnect=net)
+        cm = _par.expert_parallel_cost_model(model, hw, G, net, latency=p.latency)
+        free = _par.expert_parallel_cost_model(model, hw, G, _par.FREE_NETWORK)
+        out[f"gamma_G{G}"], out[f"speedup_G{G}"] = _optimal(cm, p.alpha, B, p.S, p.c_draft)
+        out[f"free_gamma_G{G}"], out[f"free_speedup_G{G}"] = _optimal(free, p.alpha, B, p.S, p.c_draft)
+        ledger = _par.ledger(cm, B, p.S, p.c_draft)
         out[f"total_G{G}"] = ledger["total"]
         out[f"comm_G{G}"] = ledger["comm"] * ledger["comm_share"] if G > 1 else np.zeros_like(B)
         out[f"multi_G{G}"] = G > 1
@@ -57,13 +67,16 @@ def _ep_panels(data):
 
 
 _PARAMS = {"Gs": (1, 8, 64), "model": None, "hardware": None, "S": 4096, "alpha": 0.75, "c_draft": 0.10,
-           "interconnect": None, "points": 300}
+           "interconnect": None, "latency": True, "points": 300}
 
 ep_gamma_star = Figure(
     name="ep_gamma_star", title="", compute=_ep, panels=_ep_panels, columns=1, size=(7.0, 5.6), params=_PARAMS,
     keys=(Key("free network", color=COLORS["ridge"], dash="dashed"),),
     doc="gamma* (top) and the speedup at gamma* (bottom) against the batch per GPU, experts spread over G GPUs; "
-        "solid with the all-to-all tax, dashed with a free network (same G).")
+        "solid with the all-to-all tax (its latency and its bytes), dashed with a free network (same G).")
+
+#: The same by bandwidth alone: the all-to-all's latency left out.
+ep_gamma_star_bandwidth = ep_gamma_star.variant("ep_gamma_star_bandwidth", latency=False)
 
 
 def _ledger_panels(data):
@@ -95,20 +108,55 @@ def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096,
                             interconnect=None, B=None) -> NumberTable:
     """Per G: where speculation pays (gamma* >= 1) against the batch per GPU
     ``B`` (default 1..4,096 sequences per GPU, whole numbers, about 300
-    log-spaced), the best speedup and where, and what the all-to-all costs in
-    speedup."""
+    log-spaced), the best speedup and where, and what the all-to-all (its
+    latency and its bytes) does to the speedup against a free network: the
+    most it takes away and the most it adds (its latency is paid by a plain
+    step too, so it can add)."""
     m, hw = resolve(model, hardware)
     B = _cost.check_batch(integer_batches(EP_BATCHES[0], EP_BATCHES[1], 300) if B is None else B).ravel()
     rows = []
     for G in Gs:
-        g, s = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G, interconnect=interconnect)
-        g0, s0 = _par.optimal_gamma(alpha, B, S, c_draft, m, hw, G=G, interconnect=_par.FREE_NETWORK)
+        g, s = _optimal(_par.expert_parallel_cost_model(m, hw, G, interconnect), alpha, B, S, c_draft)
+        g0, s0 = _optimal(_par.expert_parallel_cost_model(m, hw, G, _par.FREE_NETWORK), alpha, B, S, c_draft)
         best = int(np.argmax(s))
         rows.append((str(G), _zero_runs(B, g), str(g.max()), f"{s[best]:.3f}", f"{B[best]:,.0f}",
-                     f"{np.max(1 - s / s0):.1%}", str(np.count_nonzero(g != g0))))
+                     f"{max(np.max(1 - s / s0), 0.0):.1%}", f"{max(np.max(s / s0 - 1), 0.0):.1%}",
+                     str(np.count_nonzero(g != g0))))
     caption = (f"Expert parallelism, {m.name} on {hw.name} + {_network_name(hw, interconnect)}: S = {float(S):,.0f}, alpha = "
                f"{float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, batch per GPU {B[0]:,.0f} to "
                f"{B[-1]:,.0f}")
     head = ("G", "gamma* = 0 (batch per GPU)", "largest gamma*", "best speedup", "at batch",
-            "speedup lost to all-to-all (max)", "batches where comm changes gamma*")
+            "speedup lost to all-to-all (max)", "speedup added by its latency (max)",
+            "batches where comm changes gamma*")
+    return NumberTable(head, tuple(rows), caption=caption, css_class="speclib-ep-summary", align="rl")
+
+
+def all_to_all_latency(cases=((8, None), (64, None), (64, "InfiniBand-NDR")), model=None, hardware=None, *, S=4096,
+                       alpha=0.75, c_draft=0.1, B=None) -> NumberTable:
+    """The all-to-all priced by bandwidth alone against latency plus
+    bandwidth, per (G, interconnect) in ``cases`` (None: the chip's own
+    network): the tokens per GPU below which its latency outweighs its bytes,
+    the latency's share of a plain step at one sequence per GPU, and gamma*
+    and its speedup at one sequence per GPU, the best speedup and the batch
+    per GPU where it is reached, each way."""
+    m, hw = resolve(model, hardware)
+    B = _cost.check_batch(integer_batches(EP_BATCHES[0], EP_BATCHES[1], 300) if B is None else B).ravel()
+    rows = []
+    for G, net in cases:
+        cms = {lat: _par.expert_parallel_cost_model(m, hw, G, net, latency=lat) for lat in (False, True)}
+        res = {lat: _optimal(cm, alpha, B, S, c_draft) for lat, cm in cms.items()}
+        share = float(cms[True].comm_latency() / cms[True].decode(1.0, float(S)))
+        cells = []
+        for lat in (False, True):
+            g, s = res[lat]
+            best = int(np.argmax(s))
+            cells += [f"{g[0]} / {s[0]:.3f}", f"{s[best]:.3f} at {B[best]:,.0f}"]
+        rows.append((str(G), _network_name(hw, net), f"{cms[True].latency_crossover():,.0f}", f"{share:.0%}", *cells))
+    head = ("G", "network", "latency outweighs the bytes below (tokens per GPU)",
+            "latency's share of a plain step at 1 sequence per GPU",
+            "bandwidth only: γ* / speedup at 1 per GPU", "bandwidth only: best speedup",
+            "with latency: γ* / speedup at 1 per GPU", "with latency: best speedup")
+    caption = (f"The all-to-all by bandwidth alone and with its latency, {m.name} on {hw.name}: S = {float(S):,.0f}, "
+               f"alpha = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, batch per GPU {B[0]:,.0f} to "
+               f"{B[-1]:,.0f}")
     return NumberTable(head, tuple(rows), caption=caption, css_class="speclib-ep-summary", align="rl")

@@ -1,15 +1,19 @@
-"""Figures of the chapter "Attention that stays memory-bound": intensity
-against verify width for MLA, the hybrid's GQA full attention and its
-GatedDeltaNet layers; and the bytes one sequence keeps, KV cache against
-recurrent state."""
+"""Figures and tables of the chapter "Attention that stays memory-bound":
+intensity against verify width for MLA, the hybrid's GQA full attention and
+its GatedDeltaNet layers; the bytes one sequence keeps, KV cache against
+recurrent state; and what rolling that state back past a rejected draft
+does to the priced policy."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...core import attention as _attention
+from ...core import step as _step
+from ...evidence import simulator as sequel
 from ...formulas import numpy_functions as nf
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Text, Toggle
+from ..tables import NumberTable
 from . import common
 from . import simulated_serving as serving
 from .attention import intensity
@@ -106,3 +110,31 @@ kv_state_bytes = Figure(
     doc="Bytes one sequence keeps against context: the hybrid's KV cache, its linear-attention state, their sum, "
         "and the same model with every layer full attention.",
 )
+
+
+# --- rolling the state back past a rejected draft -----------------------------------------
+
+#: How the book names the ways of rolling the linear layers back (speclib.core.step.ROLLBACKS).
+ROLLBACK_LABELS = {"none": "no rollback (the simulator)", "snapshot": "a snapshot per position (vLLM, SGLang)",
+                   "recompute": "a replay of the accepted positions"}
+
+
+def rollback_policy(drafter="mtp", concurrencies=None) -> NumberTable:
+    """The priced policy of ``drafter`` (a key of the sequel's grid) at the
+    simulated setting, a row per concurrency (default the grid's): gamma*
+    and its speedup over plain decoding with each way of rolling the linear
+    layers back (:data:`speclib.core.step.ROLLBACKS`)."""
+    C = sequel.load_grid().concurrency if concurrencies is None else np.asarray(concurrencies, dtype=float)
+    cells = {}
+    for rollback in _step.ROLLBACKS:
+        g, X = sequel.policy(drafter, C, rollback=rollback)
+        plain = sequel.fixed_throughput(drafter, C, [0], rollback=rollback)[0]
+        cells[rollback] = (g, X / plain)
+    rows = tuple((f"{c:,.0f}", *(f"{cells[r][0][j]} / {cells[r][1][j]:.2f}\u00d7" for r in _step.ROLLBACKS))
+                 for j, c in enumerate(C))
+    head = ("concurrency", *(ROLLBACK_LABELS[r] for r in _step.ROLLBACKS))
+    caption = (f"{serving.DRAFTER_LABELS[drafter]} drafting for {sequel.simulated_model().name} on a "
+               f"{sequel.HARDWARE}, at the simulated context ({sequel.context():g} tokens): the priced policy's "
+               "\u03b3* / its speedup over plain decoding, with each way of rolling the linear-attention state back "
+               "past a rejected draft")
+    return NumberTable(head, rows, caption=caption, css_class="speclib-number-table speclib-nowrap")
