@@ -84,6 +84,10 @@ DRAFT_PASS_BY_ENGINE = False
 #: Terms fitted once per chip vendor (its software stack, CUDA or ROCm),
 #: unless a form pools them into one constant for every chip.
 BY_VENDOR = ("per_position", "extra_flops")
+#: How the measured engines roll a hybrid's linear-attention state back past
+#: a rejected draft (:mod:`speclib.core.step`): vLLM and SGLang keep a snapshot
+#: per verified position, and a Deployment prices it so by default.
+ENGINE_ROLLBACK = "snapshot"
 #: Acceptance assumed where a source reports none (labelled in each run).
 ASSUMED_ALPHA = 0.7
 #: Engines named in the speculative data, as the calibration names them;
@@ -316,7 +320,8 @@ class _Steps:
         model, hw = resolve(run.model, run.chip)
         self.chip = _chip(run.chip)
         self.engine = ENGINE_KEYS.get(run.engine, "vLLM")
-        self.step_model = _step.step_model(model, hw)
+        # a hybrid's linear-attention state rolled back as the engines do (a snapshot per verified position)
+        self.step_model = _step.step_model(model, hw, rollback=ENGINE_ROLLBACK)
         if run.expert_parallel:
             self.ledger = _eng._ledger(_eng.run(run.id))
             self.seconds = model.n_layers / hw.memory_bandwidth
@@ -1034,18 +1039,40 @@ def _predict_group(form: Form, by: str, exclude=()) -> list:
     return out
 
 
+def _run_medians(preds) -> np.ndarray:
+    return np.array([float(np.median(np.abs(p.error[p.scored]))) for p in preds if p.scored.any()])
+
+
 def choice_score(preds) -> float:
     """The median over runs of each run's median |error| (lower is better)."""
-    meds = [float(np.median(np.abs(p.error[p.scored]))) for p in preds if p.scored.any()]
-    return float(np.median(meds)) if meds else float("inf")
+    meds = _run_medians(preds)
+    return float(np.median(meds)) if meds.size else float("inf")
+
+
+def _standard_error(preds, samples: int = 200, seed: int = 0) -> float:
+    """The bootstrap standard error of :func:`choice_score` over the runs."""
+    meds = _run_medians(preds)
+    rng = np.random.default_rng(seed)
+    return float(np.std([np.median(rng.choice(meds, meds.size)) for _ in range(samples)])) if meds.size else 0.0
+
+
+def form_size(form: Form) -> int:
+    """How many constants a form fits on every run (its chips' factors and fixed times included)."""
+    *_, names = _problem()
+    return len(_parameters(form, names)[0])
 
 
 def choose_form(exclude=(), candidates=CANDIDATE_FORMS) -> tuple:
-    """(the form with the best :func:`choice_score` held out by model
-    family on the runs not in ``exclude``, {form: score})."""
-    scores = {form: choice_score(_predict_group(form, CHOICE_GROUPING, exclude)) for form in candidates}
-    best = min(candidates, key=lambda form: scores[form])  # min keeps the first of equals
-    return best, scores
+    """(the form chosen on the runs not in ``exclude``, {form: score}): held
+    out by model family, the forms within one standard error of the best
+    :func:`choice_score` are as good as the data can tell, and of those the
+    one with the fewest constants is chosen, the better score between
+    equals (the one-standard-error rule)."""
+    preds = {form: _predict_group(form, CHOICE_GROUPING, exclude) for form in candidates}
+    scores = {form: choice_score(p) for form, p in preds.items()}
+    best = min(candidates, key=lambda form: scores[form])
+    bar = scores[best] + _standard_error(preds[best])
+    return min((f for f in candidates if scores[f] <= bar), key=lambda f: (form_size(f), scores[f])), scores
 
 
 def bootstrap_fits(form: Form = None, *, exclude=(), decode: bool = True, samples: int = 100,
