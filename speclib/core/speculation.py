@@ -34,6 +34,7 @@ from .._checks import checked_int, scalar_or_array
 from ..presets import resolve
 from . import acceptance as _acc
 from . import calibrated as _cal
+from . import capacity as _capacity
 from . import drafters as _draft
 from . import moe as _moe
 from . import step as _step
@@ -154,6 +155,55 @@ def optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_ma
     if acceptance.curve is None:
         acceptance = _acc.Acceptance(alpha=np.broadcast_to(acceptance.alpha, np.shape(value)))
     return best, _interval(dep, c_draft, acceptance, gamma, B_arr, S_arr, value)
+
+
+def draft_interval(dep, c_draft, acceptance, table, B, S):
+    """The 80 % interval, at each batch, of the speed-up of the best draft
+    length of at least one (``table``: :func:`speedup_table`'s, at the
+    checked ``B`` and ``S``), over the deployment's calibration draws: (lo,
+    hi); None without draws (the roofline, a fit without them)."""
+    calibration = _cal.calibration_of(dep.step_time)
+    if calibration is None or not calibration.draws or table.shape[0] < 2:
+        return None
+    g = (1 + np.argmax(table[1:], axis=0)).astype(float)  # the best draft length that speculates
+    n = acceptance.committed(g)
+    draws = np.array([dep.replace(step_time=c).pricing(c_draft).speedup(n, g, B, S)
+                      for c in calibration.draw_calibrations()])
+    return _cal.interval_of(draws, calibration.residual_sd)
+
+
+def stops_paying(alpha, S, c_draft=None, *, deployment, max_batch: int = 4096, gamma_max: int = 64) -> dict:
+    """Where speculation stops paying as batch grows, over the batches that
+    fit in the deployment's memory (:func:`speclib.core.capacity.max_batch`,
+    up to ``max_batch``): ``at``, the smallest batch from which gamma* is 0 at
+    every larger batch (None: it pays at every batch that fits); under a
+    calibrated step with draws, ``may_from``, from which the 80 % interval of
+    the best draft's speed-up reaches below 1x at every larger batch, and
+    ``surely_from``, from which it lies wholly below (None where that never
+    happens); ``max_batch``, the largest batch looked at."""
+    dep = deployment_of(deployment)
+    priced = dep.pricing(c_draft)
+    acceptance = _acc.Acceptance.of(alpha, priced)
+    top_batch = checked_int("max_batch", max_batch, lo=1, hi=1 << 20)
+    if dep.cost_model is None and dep.reserve is not None:
+        top_batch = max(1, min(top_batch, int(_capacity.max_batch(dep.model, dep.hardware, float(S), dep.tp,
+                                                                     reserve=dep.reserve))))
+    B = np.arange(1, top_batch + 1, dtype=float)
+    S_arr = np.full_like(B, float(check_context(S)))
+    top = min(x for x in (gamma_max, acceptance.max_gamma, priced.max_gamma) if x is not None)
+    table = speedup_table(priced, acceptance, B, S_arr, top)
+    gamma = np.argmax(table, axis=0)
+
+    def from_(mask):
+        if not mask[-1]:
+            return None
+        return int(B[np.flatnonzero(~mask)[-1] + 1]) if (~mask).any() else 1
+
+    out = {"at": from_(gamma == 0), "may_from": None, "surely_from": None, "max_batch": int(B[-1])}
+    band = draft_interval(dep, c_draft, acceptance, table, B, S_arr)
+    if band is not None:
+        out["may_from"], out["surely_from"] = from_(band[0] < 1.0), from_(band[1] < 1.0)
+    return out
 
 
 def zero_gamma_bands(batches, gamma_star):

@@ -608,20 +608,14 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
 
 
 def _calibrated_interval(dep, c_draft, accepted, table, B, S):
-    """(the 80 % interval per batch of the best draft length of at least one,
-    the calibration's notes) under a calibrated step with draws; (None, ()) otherwise."""
+    """(the 80 % interval per batch of the best draft length of at least one
+    (:func:`speclib.core.speculation.draft_interval`), the calibration's
+    notes) under a calibrated step; (None, ()) otherwise."""
     calibration = _cal.calibration_of(dep.step_time)
     if calibration is None:
         return None, ()
     notes = calibration.notes(dep.model, dep.hardware, dep.engine, B)
-    if not calibration.draws or table.shape[0] < 2:
-        return None, notes
-    g = (1 + np.argmax(table[1:], axis=0)).astype(float)  # the best draft length that speculates
-    S = np.full_like(B, S)
-    n = accepted.committed(g)
-    draws = np.array([dep.replace(step_time=c).pricing(c_draft).speedup(n, g, B, S)
-                      for c in calibration.draw_calibrations()])
-    return _cal.interval_of(draws, calibration.residual_sd), notes
+    return _spec.draft_interval(dep, c_draft, accepted, table, B, np.full_like(B, S)), notes
 
 
 def _model_deployment(deployment, model, hardware):
