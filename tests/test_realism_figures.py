@@ -13,7 +13,7 @@ from speclib.core import capacity  # noqa: E402
 from speclib.core import moe  # noqa: E402
 from speclib.evidence import validation  # noqa: E402
 from speclib.evidence import engines  # noqa: E402
-from speclib.presentation.figures import (calibrated_step_time, deployment_capacity, draft_length,  # noqa: E402
+from speclib.presentation.figures import (engine_step_time, deployment_capacity, draft_length,  # noqa: E402
                                           engines_vs_model, skewed_routing)
 from speclib.presentation.static import artist  # noqa: E402
 
@@ -35,7 +35,7 @@ def test_capacity_rows():
 
 def test_calibrated_figure_shows_held_out_predictions():
     held = validation.held_out()
-    fig = calibrated_step_time.calibrated_tpot(held=held)
+    fig = engine_step_time.calibrated_tpot(held=held)
     idx = held.runs.select(chip="B200", framework="vLLM", precision="fp8", workload="1k8k", tp=1)
     order = np.argsort(held.runs.column("concurrency")[idx])
     _, y = artist(fig, "calibrated_tp1").get_data()
@@ -43,9 +43,9 @@ def test_calibrated_figure_shows_held_out_predictions():
 
 
 def test_held_out_and_ablation_tables():
-    rows = calibrated_step_time.held_out_rows()
+    rows = engine_step_time.held_out_rows()
     assert len(rows) == 23 and all(row[-2] < 20 for row in rows)
-    ablation = calibrated_step_time.ablation_rows()
+    ablation = engine_step_time.ablation_rows()
     assert ablation[0][1] == 0 and ablation[4][0].endswith("(kept)")
     assert ablation[4][2] < ablation[0][2] / 5
 
@@ -77,11 +77,11 @@ def test_engine_rows_format_ranges():
 
 
 def test_step_time_gamma_figure_and_widget():
-    d = calibrated_step_time.step_time_gamma.data(points=60)
+    d = engine_step_time.step_time_gamma.data(points=60)
     g, _ = speclib.optimal_gamma(0.75, d["B"], 4096, 0.1, deployment=speclib.Deployment(step_time="calibrated"))
     np.testing.assert_array_equal(d["gamma_calibrated"], g)
     assert d["max_batch"] == capacity.max_batch(None, None, 4096)
-    w = calibrated_step_time.step_time_gamma.widget(points=60)
+    w = engine_step_time.step_time_gamma.widget(points=60)
     w.update(tp=8, c_draft=0.3)
     assert w.data["max_batch"] == capacity.max_batch(None, None, 4096, 8)
     g, _ = speclib.optimal_gamma(0.75, d["B"], 4096, 0.3, gamma_max=16,

@@ -15,7 +15,7 @@ import pytest
 from speclib import presets
 from speclib.evidence import derivations
 from speclib.evidence import validation
-from speclib.presentation.figures import measured_decode
+from speclib.presentation.figures import engine_step_time
 
 LLAMA = presets.model("Llama-3.3-70B")
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "decode-benchmarks"
@@ -149,7 +149,7 @@ def test_compare_skips_chips_without_a_preset_and_says_so():
     comparison = validation.compare([record, fake])
     assert comparison.missing == ("NoSuchChip",)
     assert len(comparison) == 1
-    assert "NoSuchChip" in repr(measured_decode.ratio_table(comparison))
+    assert "NoSuchChip" in repr(engine_step_time.ratio_table(comparison))
 
 
 def test_compare_uses_concurrency_and_the_mean_context():
@@ -173,11 +173,11 @@ def test_roofline_bounds_every_run_at_its_decode_batch():
 
 def test_tables_render_both_ways():
     comparison = validation.compare()
-    table = measured_decode.ratio_table(comparison)
+    table = engine_step_time.ratio_table(comparison)
     text, page = repr(table), table._repr_html_()
     assert "MI355X" in text and "<table" in page
-    assert repr(measured_decode.ratio_table(comparison)) == text  # deterministic
-    below = measured_decode.below_roofline_table(comparison)
+    assert repr(engine_step_time.ratio_table(comparison)) == text  # deterministic
+    below = engine_step_time.below_roofline_table(comparison)
     assert len(below.rows) == len(comparison.below_roofline())
     assert "<table" in below._repr_html_()
 
@@ -196,7 +196,7 @@ def test_kv_consistency_counts():
         assert row["kv_precision"] == kv and row["below"] == len(c.below_roofline()) and row["runs"] == len(c)
     # a wider KV cache can only raise the prediction, so never fewer runs below it
     assert found[1]["below"] >= found[0]["below"]
-    table = measured_decode.consistency_table()
+    table = engine_step_time.consistency_table()
     assert [r[2] for r in table.rows] == [str(row["below"]) for row in found] and "<table" in table._repr_html_()
 
 
@@ -210,13 +210,13 @@ def test_ratio_groups_cover_every_run_once():
 
 def test_the_chapter_figures_draw_the_measured_runs_against_the_roofline():
     comparison = validation.compare()
-    d = measured_decode.measured_tpot.data()
+    d = engine_step_time.measured_tpot.data()
     drawn = sum(len(d[k]) for k in d if k.endswith("_ms"))
     runs = len(comparison.select(workload="1k1k", precision="fp8"))
     assert drawn == runs  # every measured 1k1k fp8 run is a marker, once
-    fig = measured_decode.measured_tpot()
+    fig = engine_step_time.measured_tpot()
     assert len([ax for ax in fig.axes if ax.get_visible()]) == len(d["chips"])
-    excess = measured_decode.roofline_excess.data()
+    excess = engine_step_time.roofline_excess.data()
     for chip, fw, _ in excess["series"]:
         idx = comparison.select(workload="1k1k", precision="fp8", concurrency=4, chip=chip, framework=fw)
         expected = sorted(zip(comparison.column("tp")[idx], (comparison.measured_s[idx] - comparison.predicted_s[idx]) * 1e3))

@@ -134,6 +134,8 @@ class SpecRun:
     #: source the run was published in: the groups held out together
     family: str = ""
     source: str = ""
+    #: the source's bibliography key (references.bib), where it has one
+    cite: str = ""
     #: committed tokens per verify where the source prints them per point: {(batch, gamma): N}
     accept_at: dict = dataclasses.field(default_factory=dict)
     #: sequential drafter passes per step where the source (or the engine's
@@ -191,7 +193,7 @@ def _from_measurements(r: _eng.EngineRun):
                    expert_parallel=r.expert_parallel, context=r.context, alpha=r.alpha, accept=accept,
                    draft_share=r.c_draft, drafter=drafter, verify_tokens=0, quantity=quantity, points=points,
                    assumed=r.assumed, acceptance_reported=r.acceptance_reported, prefill_lengths=lengths,
-                   family=resolve(r.model, None)[0].family, source=source_of(r.url))
+                   family=resolve(r.model, None)[0].family, source=source_of(r.url), cite=r.source)
 
 
 def _from_sweep(s: _eng.SweepRun):
@@ -237,7 +239,7 @@ def _from_sweep(s: _eng.SweepRun):
                    or ("alpha" in acc and not acc.get("assumed")),
                    prefill_lengths=(float(w["input"]), float(w["output"])) if w.get("input") and w.get("output")
                    else (), family=resolve(preset, None)[0].family, source=source_of(s.source["url"]),
-                   accept_at=accept_at, passes_per_step=s.passes)
+                   accept_at=accept_at, passes_per_step=s.passes, cite=str(s.source.get("key") or ""))
 
 
 def source_of(url: str) -> str:
@@ -627,6 +629,13 @@ class Fit:
             batch_range=(1, 128),
             source="speclib.evidence.step_fit.fit on the InferenceMAX Llama-3.3-70B decoding runs and "
                    f"{len(self.runs)} measured speculative runs (data/engine-speculation), form: {self.form.label}")
+
+
+def roofline_fit() -> Fit:
+    """The roofline as a fit: every chip at its datasheet speed, no fixed,
+    per-sequence or per-position time (to price the runs as the paper's
+    whole step would, each run's acceptance fitted where it is unknown)."""
+    return Fit(theta={}, terms=("factor",), runs=(), workloads=())
 
 
 #: Engines with no decode runs, and the engine whose fixed time they share.

@@ -12,10 +12,11 @@ from ...evidence import engines as _eng
 from ...evidence import step_fit as _fit
 from ...evidence import validation as _val
 from ...presets import resolve
-from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Points
+from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Points, VLine
+from ..tables import NumberTable
 from ..style import CYCLE
 from . import common
-from .calibrated_step_time import STEP_TIME_COLORS, STEP_TIME_LABELS, step_time_gamma
+from .engine_step_time import STEP_TIME_COLORS, STEP_TIME_LABELS, step_time_gamma
 from .draft_length import integer_batches
 
 
@@ -168,3 +169,177 @@ paper_vs_calibrated = Figure(
         "calibrated step fitted on measured engines (right), for three acceptance rates.",
 )
 
+
+
+# --- the runs, held out three ways (the stored hold-outs of speclib.evidence.step_fit) ------------
+
+
+def _acceptance_label(run) -> str:
+    if run.accept or run.accept_at:
+        return "reported"
+    if _fit.alpha_fitted(run):
+        return "fitted at its smallest batch"
+    return f"assumed \u03b1 = {run.alpha:g}" if not run.acceptance_reported else f"\u03b1 = {run.alpha:.2f}"
+
+
+def runs_table() -> NumberTable:
+    """Every measured speculative run the step is fitted on and held out against."""
+    rows = []
+    for r in _fit.spec_runs():
+        model = resolve(r.model, None)[0]
+        rows.append((model.family, model.name, f"{r.gpus} \u00d7 {r.chip}", r.engine, r.drafter.split(" (")[0],
+                     ", ".join(map(str, r.batches)), _acceptance_label(r), r.cite))
+    return NumberTable(("family", "model", "GPUs", "engine", "drafter", "batches", "acceptance", "source"),
+                       tuple(rows), align="llllllll",
+                       caption="the measured runs of speculative decoding: each source is in the bibliography under "
+                               "the key in the last column")
+
+
+def holdout_table() -> NumberTable:
+    """The three hold-outs of the calibrated step side by side."""
+    return NumberTable(("held out", "one run at a time", "one model family at a time", "one source at a time"),
+                       tuple(_fit.holdout_rows()), align="lrrr",
+                       caption="the calibrated step (fitted on engines), each run predicted without its run, its model "
+                               "family or its source; in the last two the form is chosen inside each fold")
+
+
+def family_table() -> NumberTable:
+    """Held out by model family: each family's runs, points and median |error|, and the form its fold chose."""
+    return NumberTable(("family held out", "runs", "points", "median |error|", "form chosen without it"),
+                       tuple((f, n, pts, f"{100 * med:.0f} %", form) for f, n, pts, med, form in _fit.family_rows()),
+                       align="lrrrl", caption="the calibrated step held out one model family at a time")
+
+
+def targets_table() -> NumberTable:
+    """The held-out figures against the targets a transferable step was set."""
+    return NumberTable(("what", "target", "held out", "met"), tuple(_fit.targets()), align="llll",
+                       caption="the calibrated step, held out (by model family: the form chosen inside each fold)")
+
+
+def constants_table(samples: int = 200) -> NumberTable:
+    """The shipped step's constants, each with its 5-95 % interval over refits to resampled model families."""
+    return NumberTable(("constant", "fitted", "5\u201395 % interval", "unit"), tuple(_fit.constants(samples=samples)),
+                       formats=("", ".3g", "", ""), align="lrrl",
+                       caption="the calibrated step fitted on every run; intervals over refits to model families "
+                               "drawn with replacement")
+
+
+def forms_table() -> NumberTable:
+    """Every candidate form's held-out score by model family on every run (what the choice saw)."""
+    best, scores = _fit.choose_form()
+    rows = [(form.label, _fit.form_size(form), f"{100 * score:.1f} %", "kept" if form == best else "")
+            for form, score in sorted(scores.items(), key=lambda kv: kv[1])]
+    return NumberTable(("form of the calibrated step", "constants", "median over runs, held out by family", ""),
+                       tuple(rows), align="lrrl",
+                       caption="each candidate form of the calibrated step, held out one model family at a time on "
+                               "every run; the fewest constants within one standard error of the best is kept")
+
+
+def run_rows(by: str = "model"):
+    """Per run, held out ``by`` a grouping: run, family, points, median |error| (%),
+    points inside their 80 % interval, best draft length measured -> predicted."""
+    held = _fit.stored_held_out(by)
+    rows = []
+    for p in held.runs:
+        e = np.abs(p.error[p.scored]) * 100
+        inside = ((p.measured >= p.lo) & (p.measured <= p.hi))[p.scored]
+        best = ", ".join(f"{b}: {m}\u2192{q}" for b, (m, q) in p.best.items()) or "\u2013"
+        rows.append((p.run.id, p.run.family, int(e.size), float(np.median(e)) if e.size else None,
+                     f"{int(inside.sum())} of {int(inside.size)}", best))
+    return rows
+
+
+def dspark_table(run_id: str = "vllm-dspark-dsv4-flash-mi350x-k7") -> NumberTable:
+    """One run by concurrency: measured, the calibrated step held out by model
+    family (with its interval), and the roofline (each with the acceptance
+    that best fits the run's smallest batch)."""
+    held = _fit.stored_held_out("model").run(run_id)
+    roof = _fit.predict_run(_fit.roofline_fit(), _fit.spec_run(run_id))
+    rows = tuple((int(b), f"{m:.2f}\u00d7", f"{q:.2f}\u00d7 [{lo:.2f}\u2013{hi:.2f}]" if ok else f"{q:.2f}\u00d7 (sets \u03b1)",
+                  f"{r:.2f}\u00d7") for b, m, q, lo, hi, ok, r in
+                 zip(held.batch, held.measured, held.predicted, held.lo, held.hi, held.scored, roof.predicted))
+    run = held.run
+    return NumberTable(("concurrency", "measured", "calibrated, its family held out [80 % interval]", "roofline"),
+                       rows, align="rrrr",
+                       caption=f"{resolve(run.model, None)[0].name} with DSpark, K = 7, {run.gpus} \u00d7 {run.chip}, "
+                               f"{run.engine}: speed-up over no speculation, measured, under the calibrated step "
+                               f"(fitted without any DeepSeek run) and under the roofline (acceptance "
+                               f"{roof.run.alpha:.2f}, the most the search allows, still short at the smallest "
+                               "concurrency)")
+
+
+def _held_points(p, xp):
+    held = _fit.stored_held_out("model")
+    out = {"families": sorted({q.run.family for q in held.runs}), "lim": [0.4, 6.0]}
+    for fam in out["families"]:
+        m, q, lo, hi = (np.concatenate([getattr(r, k)[r.scored] for r in held.runs if r.run.family == fam])
+                        for k in ("measured", "predicted", "lo", "hi"))
+        out[f"{fam}_m"], out[f"{fam}_q"] = m, q
+        out[f"{fam}_bar_x"], out[f"{fam}_bar_y"] = np.stack([m, m], axis=1), np.stack([lo, hi], axis=1)
+    out["diag"] = np.array(out["lim"])
+    return out
+
+
+def _held_points_panels(data):
+    series = [Line("diag", "diag", color="#888888", dash="dotted", width=0.8),
+              HLine(1.0, dash="dotted", width=0.8), VLine(1.0, dash="dotted", width=0.8)]
+    for i, fam in enumerate(data["families"]):
+        series += [Line(f"{fam}_bar_x", f"{fam}_bar_y", color=CYCLE[i % len(CYCLE)], width=1.0, alpha=0.45),
+                   Points(f"{fam}_m", f"{fam}_q", label=fam, color=CYCLE[i % len(CYCLE)], size=5, gid=f"held_{fam}")]
+    return (Panel(Axis("measured speed-up", "log", lo=0.4, hi=6.0, ticks=(0.5, 1, 2, 4)),
+                  Axis("predicted, its model family held out", "log", lo=0.4, hi=6.0, ticks=(0.5, 1, 2, 4)),
+                  tuple(series), title="the calibrated step, each point with its 80 % interval", legend="upper left"),)
+
+
+held_out_points = Figure(
+    name="held_out_points", title="", compute=_held_points, panels=_held_points_panels, size=(6.4, 6.0),
+    doc="Every scored point of the measured runs: measured speed-up against the calibrated step's prediction with "
+        "the point's model family held out, its 80 % interval as a bar; dotted: the diagonal and 1x.")
+
+
+def _point(points, run_id, at):
+    return next(p for p in points if p.run.id == run_id and p.at == at)
+
+
+def chapter_facts() -> dict:
+    """The numbers the chapter's prose states, each computed here from the
+    data, the pricings and the stored hold-outs (the chapter glues them)."""
+    points = _eng.comparison()
+    runs = _fit.spec_runs()
+    model = _fit.stored_held_out("model")
+    out = {"runs": len(runs), "families": len({r.family for r in runs}), "sources": len({r.source for r in runs}),
+           "points_scored": int(sum(p.scored.sum() for p in model.runs))}
+    docs1, v4_1, v4_8 = (_point(points, "sglang-docs", "batch 1"), _point(points, "vllm-v4pro-mi355x", "concurrency 1"),
+                         _point(points, "vllm-v4pro-mi355x", "concurrency 8"))
+    qps = _point(points, "vllm-qps", "QPS 1")
+    out.update(docs1_roofline=docs1.roofline, docs1_calibrated=docs1.calibrated, v4pro1_roofline=v4_1.roofline,
+               v4pro8_roofline=v4_8.roofline, qps_roofline_lo=qps.roofline[0], qps_roofline_hi=qps.roofline[1])
+    sweep = _eng.gamma_sweep("sglang-autospec")
+    out.update(qwen_best_first=int(sweep["best_measured"][0]), qwen_best_last=int(sweep["best_measured"][-1]),
+               qwen_roofline_first=int(sweep["best_roofline"][0]), qwen_roofline_last=int(sweep["best_roofline"][-1]),
+               qwen_last_batch=int(sweep["batches"][-1]))
+    floor = [row for row in _fit.below_floor() if row[0] == "vllm-v4pro-mi355x"]
+    out["v4pro_floor"] = floor[0][4] if floor else float("nan")
+    f = _fit.fit(_fit.SHIPPED_FORM)
+    out.update(e_us=1e6 * f.theta["per_position"], d_us=1e6 * f.theta["per_sequence"], prefill=f.theta["prefill"])
+    cal = f.calibration()
+    out.update(h200_fixed_ms=1e3 * cal.fixed_s["H200"]["vLLM"])
+    m, hw = resolve("deepseek-v3", "H200")
+    from ...core import step as _step
+    out["v3_weights_ms"] = 1e3 * float(_step.step_model(m, hw).time(np.float64(1), np.float64(1), np.float64(2048))) / 8
+    for by in _fit.GROUPINGS:
+        held = _fit.stored_held_out(by)
+        s = held.summary()
+        out.update({f"{by}_{k}": v for k, v in s.items() if isinstance(v, float)})
+        out[f"{by}_best"] = "{} of {}".format(*held.best_hits())
+    dspark = model.run("vllm-dspark-dsv4-flash-mi350x-k7")
+    at32 = list(dspark.batch).index(32)
+    out.update(dspark32_predicted=float(dspark.predicted[at32]), dspark32_lo=float(dspark.lo[at32]),
+               dspark32_hi=float(dspark.hi[at32]), dspark_last_predicted=float(dspark.predicted[-1]),
+               dspark_last_batch=int(dspark.batch[-1]))
+    best, scores = _fit.choose_form()
+    out.update(best_score=min(scores.values()), kept_score=scores[best], forms=len(scores),
+               flops_score=min(v for k, v in scores.items() if "extra_flops" in k.terms))
+    fams = {fam: med for fam, _, _, med, _ in _fit.family_rows()}
+    out.update(llama_family_median=fams.get("Llama", float("nan")), qwen_family_median=fams.get("Qwen", float("nan")))
+    return out

@@ -1,11 +1,14 @@
-"""Figures and tables of the chapter "The roofline against measured
-decoding": measured time per output token against the roofline, by chip,
-tensor-parallel width and framework; the time the roofline does not count;
-and the ratio tables.
+"""Figures and tables of the chapter "The step time of a real engine":
+measured decoding against the roofline (the measured time per output
+token by chip, tensor-parallel width and framework, the time the roofline
+does not count, the ratio tables), the step time calibrated on it (tested
+on the workload it was not fitted to, its held-out errors), and gamma* under
+either step time.
 
-These figures have no controls: their compute functions read the measured
-runs and the roofline's predictions (:mod:`speclib.evidence.validation`),
-and their panels follow the chips in the data.
+The figures of measured decoding have no controls: their compute functions
+read the measured runs and the roofline's predictions
+(:mod:`speclib.evidence.validation`), and their panels follow the chips in
+the data.
 """
 from __future__ import annotations
 
@@ -13,11 +16,18 @@ from itertools import product
 
 import numpy as np
 
+from ..._checks import checked_int
+from ...core import capacity as _capacity
+from ...core.deployment import Deployment
 from ...evidence import validation as _val
-from ..definition import Axis, Figure, HLine, Key, Line, Panel, Points, Text
-from ..style import CYCLE
+from ...presets import resolve
+from ..definition import Axis, Choice, Figure, HLine, Key, Line, Panel, Points, Text
+from ..style import COLORS, CYCLE
 from ..tables import NumberTable
+from . import common
 from .common import TP_COLORS
+from .draft_length import integer_batches
+
 
 FRAMEWORK_MARKERS = {"vLLM": "o", "TRT": "s"}
 TPOT_TICKS = (1, 2, 5, 10, 20, 50, 100)
@@ -215,3 +225,177 @@ def consistency_table(kv_precisions=("fp8", "bf16"), records=None) -> NumberTabl
                "Little batch / concurrency: min, median, max")
     caption = "Runs measured faster than the roofline, by KV-cache precision assumed in the prediction"
     return NumberTable(columns, rows, caption=caption, css_class="speclib-consistency-table", align="l")
+
+
+# --- the step time calibrated on measured decoding -------------------------------------
+
+#: How each way of timing a step is drawn, and named.
+STEP_TIME_COLORS = {"roofline": COLORS["total"], "calibrated": CYCLE[1], "per_token": CYCLE[2], "anchored": CYCLE[4]}
+STEP_TIME_LABELS = {"roofline": "roofline (the paper's step)", "calibrated": "calibrated step time",
+                    "per_token": "calibrated, per-sequence time per position",
+                    "anchored": "roofline + the run's own fixed time"}
+
+
+def _tpot(p, xp):
+    held = _val.held_out() if p.held is None else p.held
+    runs = held.runs
+    out = {"tps": [], "train": next(w for w in _val.WORKLOADS if w != p.workload)}
+    for tp in _val.TP_WIDTHS:
+        idx = runs.select(chip=p.chip, framework=p.engine, precision=p.precision, workload=p.workload, tp=tp)
+        if idx.size == 0:
+            continue
+        idx = idx[np.argsort(runs.column("concurrency")[idx])]
+        out["tps"].append(tp)
+        out[f"c{tp}"] = runs.column("concurrency")[idx].astype(float)
+        out[f"measured{tp}"] = runs.measured_s[idx] * 1e3
+        out[f"roofline{tp}"] = runs.predicted_s[idx] * 1e3
+        out[f"calibrated{tp}"] = held.predicted_s[idx] * 1e3
+    return out
+
+
+def _tpot_panels(data):
+    series = []
+    for tp in data["tps"]:
+        c = common.TP_COLORS[tp]
+        series += [Points(f"c{tp}", f"measured{tp}", color=c, size=5, gid=f"measured_tp{tp}"),
+                   Line(f"c{tp}", f"roofline{tp}", color=c, dash="dashed", width=1.3, gid=f"roofline_tp{tp}"),
+                   Line(f"c{tp}", f"calibrated{tp}", label=f"TP = {tp}", color=c, width=1.8, gid=f"calibrated_tp{tp}")]
+    return (Panel(Axis("concurrent requests (decode batch)", "log", ticks=(4, 8, 16, 32, 64, 128)),
+                  Axis("time per output token (ms)", lo=0), tuple(series),
+                  title="Llama-3.3-70B on {chip}, {engine}, {precision}, {workload}: calibrated on {train} only",
+                  legend="upper left"),)
+
+
+calibrated_tpot = Figure(
+    name="calibrated_tpot", title="", compute=_tpot, panels=_tpot_panels, size=(7.6, 4.4),
+    params={"chip": "B200", "engine": "vLLM", "precision": "fp8", "workload": "1k8k", "held": None},
+    keys=(Key("measured", marker="o"), Key("calibrated (held out)"), Key("roofline (lower bound)", dash="dashed")),
+    doc="Measured TPOT against concurrency for one chip, engine and precision, one colour per TP: the measurement "
+        "(markers), the roofline (dashed) and the calibrated prediction fitted on the other workload (solid).")
+
+
+def held_out_rows(held=None, by=("chip", "tp")):
+    """Rows (group..., runs, median |error| %, max |error| %) of the held-out
+    errors: each run predicted by the calibration fitted on the other workload."""
+    held = _val.held_out() if held is None else held
+    return [(*g, n, 100 * med, 100 * worst) for *g, n, med, worst in held.summary(by)]
+
+
+def ablation_rows(variants=None):
+    """Rows (terms, parameters, median and max |error| % testing on 1k8k,
+    then on 1k1k) for calibrations with fewer or more terms."""
+    return [(label, params, *(100 * v for test in ("1k8k", "1k1k") for v in held.overall(test)[1:]))
+            for label, params, held in _val.ablation(variants or _val.ABLATION)]
+
+
+# --- gamma* with either step time ----------------------------------------------------------
+
+
+def _step_time_gamma(p, xp):
+    model, hw = resolve(p.model, p.hardware)
+    tp = checked_int("tp", p.tp, lo=1, hi=_capacity.MAX_TP)
+    B = xp.asarray(integer_batches(n=p.points))
+    gammas = xp.arange(0, p.gamma_max + 1)[:, None]
+    out = {"B": B, "model": model.name, "where": hw.name if tp == 1 else f"{tp} x {hw.name}"}
+    for how in ("roofline", "calibrated"):
+        out[f"gamma_{how}"], out[f"speedup_{how}"] = common.best(xp, common.deployed_speedups(
+            Deployment(model, hw, step_time=how, tp=tp), xp, p.alpha, gammas, B, p.S, p.c_draft))
+    out["y_top"] = xp.maximum(6, xp.maximum(xp.max(out["gamma_roofline"]), xp.max(out["gamma_calibrated"])) + 1) + 1
+    limit = common.fits(model, hw, xp, p.S, tp)
+    out["max_batch"] = np.inf if limit is None else limit
+    out["no_fit"] = 0 * B > 1 if limit is None else B > limit
+    return out
+
+
+step_time_gamma = Figure(
+    name="step_time_gamma",
+    title="\u03b3* with either step time: {model} on {where}\nS = {S:,.0f}, \u03b1 = {alpha:.0%}, drafter "
+          "{c_draft:.0%} of a step",
+    compute=_step_time_gamma,
+    controls=(common.seq_slider(4096, "sequence length S"), common.alpha_slider(0.75, "acceptance \u03b1"),
+              common.draft_cost_slider(0.10, "drafter cost (of a step)"),
+              Choice("tp", "tensor-parallel GPUs", (1, 2, 4, 8), 1)),
+    params={"model": None, "hardware": None, "gamma_max": 16, "points": 300},
+    panels=(Panel(common.batch_axis(common.BATCH_RANGE[0], common.BATCH_RANGE[1]),
+                  Axis("optimal draft length \u03b3*", lo=0, hi="y_top"),
+                  (common.MEMORY_BANDS,
+                   *(Line("B", f"gamma_{how}", label=STEP_TIME_LABELS[how], color=STEP_TIME_COLORS[how],
+                          dash="dashed" if how == "roofline" else "solid", step=True, gid=f"gamma_{how}")
+                     for how in ("roofline", "calibrated"))),
+                  legend="upper right"),),
+    doc="gamma* against batch with the roofline and the calibrated step time, on tp GPUs, with the batches that "
+        "cannot fit hatched.",
+)
+
+
+# --- the numbers the chapter states ----------------------------------------------------------
+
+
+def _median_ratios(comparison, *, precision, tp, little=True, **where):
+    """Median measured / predicted TPOT of each (workload, chip, framework) group at ``tp``."""
+    out = []
+    for key, by_tp, _ in comparison.ratio_groups(little):
+        group = dict(zip(("workload", "chip", "framework", "precision"), key))
+        if group["precision"] == precision and all(group[k] == v for k, v in where.items()) and len(by_tp[tp]):
+            out.append(float(np.median(by_tp[tp])))
+    return np.array(out)
+
+
+def decode_facts(comparison=None) -> dict:
+    """Every number the chapter's prose states about measured decoding, computed
+    from the data (the chapter glues them): counts of runs, the ratio ranges at
+    one and eight GPUs, the time the roofline leaves out, the fp4 runs and the
+    queueing run Little's law explains."""
+    c = _compared(comparison)
+    runs = _val.decoding_runs(c)
+    model, _ = resolve(_val.MEASURED_MODEL, None)
+    out = {"runs": len(c), "decoding_runs": len(runs), "queueing_runs": len(c) - len(runs)}
+    one = _median_ratios(c, precision="fp8", tp=1)
+    eight = _median_ratios(c, precision="fp8", tp=8)
+    out.update(tp1_ratio_lo=one.min(), tp1_ratio_hi=one.max(), tp8_ratio_lo=eight.min(), tp8_ratio_hi=eight.max())
+    amd = _median_ratios(c, precision="fp8", tp=1, framework="vLLM")
+    amd = np.array([r for r, key in zip(amd, [k for k, by, _ in c.ratio_groups(True) if k[3] == "fp8"
+                                               and k[2] == "vLLM" and len(by[1])]) if key[1].startswith("MI")])
+    out["amd_tp1_ratio"] = float(np.median(amd))
+    fp4 = _median_ratios(c, precision="fp4", tp=8)
+    out["fp4_tp8_ratio_hi"] = fp4.max()
+    # the time the roofline leaves out, at the lowest concurrency (1k1k, fp8)
+    idx = c.select(workload="1k1k", precision="fp8", concurrency=4)
+    excess = (np.array([c.records[i].tpot_ms for i in idx]) - c.predicted_s[idx] * 1e3)
+    out.update(excess_lo_ms=excess.min(), excess_hi_ms=excess.max())
+    tp8 = c.select(precision="fp8", tp=8)
+    out.update(tp8_roofline_lo_ms=float(c.predicted_s[tp8].min() * 1e3),
+               tp8_roofline_hi_ms=float(c.predicted_s[tp8].max() * 1e3))
+    # the queueing run that beats the roofline at its nominal concurrency
+    below = list(c.below_roofline())
+    if below:
+        i = below[0]
+        r = c.records[i]
+        out.update(below_tpot_ms=r.tpot_ms, below_pred_ms=float(c.predicted_s[i] * 1e3), below_ttft_s=r.ttft_ms / 1e3,
+                   below_little=float(c.little_batch[i]), below_pred_little_ms=float(c.predicted_little_s[i] * 1e3),
+                   below_concurrency=r.concurrency)
+    share = np.array([k["little_share"] for k in _val.kv_consistency(("fp8",))][0])
+    out["little_share_median"] = float(share[1])
+    return out
+
+
+def calibration_facts(calibration=None, held=None) -> dict:
+    """The numbers the chapter states about the decode-only calibration: how far
+    each vendor's chips sit above the datasheet, the fixed times, the time per
+    sequence, and the held-out errors across workloads."""
+    from ...presets import hardware as hardware_preset
+
+    cal = _val.fit_calibration().calibration if calibration is None else calibration
+    held = _val.held_out() if held is None else held
+    over = {v: [mu - 1 for chip, mu in cal.roofline_factor.items() if hardware_preset(chip).vendor == v]
+            for v in ("NVIDIA", "AMD")}
+    fixed = [a for by in cal.fixed_s.values() for a in by.values()]
+    rows = held.summary(("chip", "tp"))
+    medians = np.array([m for *_, n, m, w in rows])
+    e = np.abs(held.error)
+    return {"nvidia_over_lo": min(over["NVIDIA"]), "nvidia_over_hi": max(over["NVIDIA"]),
+            "amd_over_lo": min(over["AMD"]), "amd_over_hi": max(over["AMD"]),
+            "fixed_lo_ms": 1e3 * min(fixed), "fixed_hi_ms": 1e3 * max(fixed), "per_sequence_us": 1e6 * cal.per_sequence_s,
+            "constants": len(cal.roofline_factor) + len(fixed) + 1, "combos": len(rows),
+            "combos_below_10": int((medians < 0.10).sum()), "combos_below_15": int((medians < 0.15).sum()),
+            "within_20": float((e < 0.20).mean())}
