@@ -90,7 +90,7 @@ def _ledger_panels(data):
                    Line("B", f"comm_G{G}", label=f"G = {G}: of which all-to-all", color=c, dash="dashed", width=1.3,
                         when=f"multi_G{G}", gid=f"comm_G{G}")]
     return (Panel(common.batch_axis(label="batch per GPU (sequences)"),
-                  Axis("cost of a speculated token\n(\u00d7 a token already in the batch)", lo=0, hi=1.3),
+                  Axis("cost of a speculated token\n(\u00d7 a token already in the batch)", lo=0, hi=1.75),
                   (*series, HLine(1.0, width=1.0)),
                   title="The ledger with expert parallelism: {model} on {hardware}, S = {S:,.0f}",
                   legend="upper left"),)
@@ -131,7 +131,8 @@ def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096,
     head = ("G", "\u03b3* = 0 (batch per GPU)", "largest \u03b3*", "best speedup", "at batch",
             "speedup lost to all-to-all (max)", "speedup added by its latency (max)",
             "batches where the all-to-all changes \u03b3*")
-    return NumberTable(head, tuple(rows), caption=caption, css_class="speclib-number-table speclib-ep-summary", align="rl")
+    return NumberTable(head, tuple(rows), caption=caption, align="rl",
+                       css_class="speclib-number-table speclib-nowrap speclib-ep-summary")
 
 
 def all_to_all_latency(cases=((8, None), (64, None), (64, "InfiniBand-NDR")), model=None, hardware=None, *, S=4096,
@@ -162,4 +163,5 @@ def all_to_all_latency(cases=((8, None), (64, None), (64, "InfiniBand-NDR")), mo
     caption = (f"The all-to-all by bandwidth alone and with its latency, {m.name} on {hw.name}, {STEP_MODEL}: "
                f"S = {float(S):,.0f}, \u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, batch per "
                f"GPU {B[0]:,.0f} to {B[-1]:,.0f}")
-    return NumberTable(head, tuple(rows), caption=caption, css_class="speclib-number-table speclib-ep-summary", align="rl")
+    return NumberTable(head, tuple(rows), caption=caption, align="rl",
+                       css_class="speclib-number-table speclib-nowrap speclib-ep-summary")
