@@ -128,9 +128,9 @@ def _ratio_panels(data):
                    Line("B", f"{k}_ratio_free", label=f"{{{k}_name}}: measured / i.i.d. (\u03b3 \u2264 64)", color=c,
                         dash="dotted", width=1.5, when=f"{k}_differs")]
     return (Panel(common.batch_axis(), Axis("speedup ratio"), (*series, HLine(1.0, width=0.8, dash="solid")),
-                  title="How much the i.i.d. model flatters: {model} on {hardware}, S = {S:,.0f}; "
-                        "the roofline per layer",
-                  legend="lower left"),)
+                  title="How much the i.i.d. model flatters (the roofline per layer)\n"
+                        "{model} on {hardware}, S = {S:,.0f}",
+                  legend="lower right"),)
 
 
 survival_speedup_ratio = Figure(
