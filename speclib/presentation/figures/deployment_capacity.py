@@ -44,12 +44,12 @@ def _limit_panels(data):
     lines = tuple(Line("S", f"limit{i}", label=name, color=CYCLE[i % len(CYCLE)], gid=f"capacity_{name}")
                   for i, name in data["shown"])
     return (Panel(Axis("context per sequence S (tokens)", "log2", ticks="context"),
-                  Axis("largest batch that fits (sequences)", "log", ticks="batch"),
+                  Axis("largest batch that fits (sequences)", "log", ticks="batch", lo=0.2),
                   (*lines, HLine("paper_batch", label="the paper's largest batch (30,000)", color="memory",
                                  dash="dotted", width=1.4, gid="paper_batch"),
-                   Text(0.99, 0.86, "{note}", coords="axes", align="right", size=8, color="#7f7f7f")),
+                   Text(0.01, 0.07, "{note}", coords="axes", align="left", size=8, color="#7f7f7f")),
                   title="What fits: weights + KV cache in {where} ({hbm:,.0f} GB, 10% kept free)",
-                  legend="lower left"),)
+                  legend="upper right"),)
 
 
 capacity_limits = Figure(
