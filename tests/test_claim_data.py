@@ -91,6 +91,14 @@ def test_notes_are_filled_and_only_the_outcome_s_note_is_added():
     assert failed.status == "differs" and failed.note == "because the test failed"
 
 
+def test_a_claim_keeps_the_numbers_its_note_quotes_and_only_those():
+    v, b, r = claim_data.parse(minimal(), "test.json").claims
+    assert v.claim(10_951, {"x": 10_951.04, "unused": 3}).values == {"x": 10_951.04}
+    assert b.claim(1.0, {"why": lambda: pytest.fail("a note that is not shown must not be computed")}).values == {}
+    assert b.claim(0.0, {"why": lambda: "the test failed"}).values == {"why": "the test failed"}
+    assert r.claim(29.0).values == {}
+
+
 def test_a_note_field_the_computation_does_not_supply_names_the_claim_and_the_field():
     v = claim_data.parse(minimal(), "test.json").claims[0]
     with pytest.raises(ValueError, match=r"claim 'v'.*'x'"):

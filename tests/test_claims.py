@@ -532,3 +532,28 @@ def test_table_filters():
     assert len(claims.table(CLAIMS, section=claims.sections(CLAIMS)[0]).claims) > 0
     with pytest.raises(ValueError, match="status"):
         claims.table(CLAIMS, status="maybe")
+
+
+def test_the_ridges_the_report_quotes_are_the_datasheets():
+    """The numbers a note quotes (Claim.values) are the ones it computed: the
+    B200's dense peaks over its 8 TB/s, typed from the datasheet."""
+    assert BY_ID["ridge.bf16"].values["ridge"] == pytest.approx(2.25e15 / 8e12, rel=1e-12)
+    assert BY_ID["ridge.fp8"].values["ridge"] == pytest.approx(4.5e15 / 8e12, rel=1e-12)
+    assert BY_ID["older.tokens_per_pass"].values["accepted"] == pytest.approx(sum(0.8 ** d for d in range(1, 5)))
+
+
+def test_the_per_component_counts_name_both_readings_of_the_sequel():
+    """The sequel's "4 of 12" prices the verify step per component and the
+    drafter as its simulator does; its note gives the step priced per
+    component throughout, which is what the pricing-rule chapter's policy
+    picks (speclib.evidence.simulator.rule_shortfall, another route: the
+    priced policy through a Deployment, against the grid's best gamma)."""
+    from speclib.evidence import simulator
+
+    grid = simulator.load_grid()
+    for key in simulator.DRAFTER_KEYS:
+        gamma, _ = simulator.rule_shortfall(key)["per-component"]
+        values = BY_ID[f"sequel.per_component_gamma_{key}"].values
+        assert values["whole_step"] == np.count_nonzero(gamma != grid.drafters[key].best_gamma)
+        assert values["concurrencies"] == len(grid.concurrency)
+    assert BY_ID["sequel.per_component_gamma_mtp"].values["whole_step"] != BY_ID["sequel.per_component_gamma_mtp"].our_value

@@ -100,10 +100,11 @@ def test_knee_table_on_b200_gives_the_papers_knees():
 
 
 def test_tables_render_as_html_and_text():
-    table = dep.gutter_table(("Llama-3-70B", "Mixtral-8x7B"), ("B200",), points=200)
+    table = dep.gutter_table(("Llama-3-70B", "Mixtral-8x7B"), ("B200",))
     text, page = repr(table), table._repr_html_()
-    for name in ("Llama-3-70B", "Mixtral-8x7B", "none up to 30,000"):
+    for name in ("Llama-3-70B", "Mixtral-8x7B", "30,000 (every batch)", "the roofline per layer"):
         assert name in text and name in page
+    assert 'class="speclib-number-table' in page  # the book's padded table style
     assert page.startswith("<table") and "<caption>" in page
     lines = text.splitlines()[1:]  # after the caption: header and one line per row
     assert len(lines) == 3
@@ -179,3 +180,23 @@ def test_claim_a_draft_of_one_survives_long_context_on_high_bf16_ridge_chips():
     for chip, expected in [("H100-SXM", 1), ("MI355X", 1), ("GB300", 1), ("B200", 0), ("H200", 0), ("MI325X", 0)]:
         gamma_star, _ = speclib.optimal_gamma(0.75, batches, 131072, 0.1, "DeepSeek-V4-Flash", chip)
         assert list(gamma_star) == [expected] * 3, chip
+
+
+def test_the_gutter_table_gives_the_last_batch_where_speculation_pays_on_every_whole_batch():
+    """Figure 3's grid, every whole batch: the table's last batch speculates, the
+    next one does not, and no batch past it does (pointwise optimal_gamma)."""
+    table = dep.gutter_table(("DeepSeek-V4-Flash",), ("B200",))
+    last = int(table.rows[0][3].replace(",", ""))
+
+    def gamma(b):
+        return speclib.optimal_gamma(0.75, float(b), 4096, 0.1, "DeepSeek-V4-Flash", "B200")[0]
+
+    assert gamma(last) > 0 and gamma(last + 1) == 0
+    assert all(gamma(b) == 0 for b in range(last + 1, 30_001, 97))
+    (a, b), = brute_force_zero_runs("DeepSeek-V4-Flash", "B200", list(range(1, 201)))
+    assert table.rows[0][2] == f"{a}\u2013{b}"
+
+
+def test_the_gutter_table_refuses_a_batch_range_that_is_not_whole_batches():
+    with pytest.raises(ValueError, match=r"batch_range\[1\]"):
+        dep.gutter_table(("Llama-3-70B",), ("B200",), batch_range=(1, 0.5))

@@ -326,8 +326,9 @@ def test_the_chapter_figures_draw_the_expert_parallel_model():
 def test_the_summary_over_a_free_network_loses_nothing_to_the_all_to_all():
     table = expert_parallelism.expert_parallel_summary(Gs=(8, 64), interconnect="free")
     assert "a free network" in table.caption
+    assert expert_parallelism.STEP_MODEL in table.caption and "roofline" in expert_parallelism.STEP_MODEL
     head = list(table.columns)
-    lost, changed = head.index("speedup lost to all-to-all (max)"), head.index("batches where comm changes gamma*")
+    lost, changed = head.index("speedup lost to all-to-all (max)"), head.index("batches where the all-to-all changes γ*")
     added = head.index("speedup added by its latency (max)")
     assert [row[lost] for row in table.rows] == ["0.0%", "0.0%"]
     assert [row[added] for row in table.rows] == ["0.0%", "0.0%"]

@@ -33,6 +33,15 @@ def test_capacity_rows():
     assert weights == pytest.approx(capacity.weight_bytes() / 1e9)
 
 
+def test_the_capacity_chapter_s_edges_table_names_its_step_model_and_keeps_figure_3_s_rows():
+    table = deployment_capacity.served_attention_edges((4096,))
+    assert table.caption.startswith(deployment_capacity.EDGES_STEP_MODEL) and "roofline" in table.caption
+    assert table.rows == draft_length.served_attention_edges((4096,)).rows
+    # the last batch with gamma* > 0 under the paper's attention, pointwise
+    last = int(table.rows[0][3].replace(",", ""))
+    assert speclib.optimal_gamma(0.75, last, 4096, 0.1)[0] > 0 == speclib.optimal_gamma(0.75, last + 1, 4096, 0.1)[0]
+
+
 def test_calibrated_figure_shows_held_out_predictions():
     held = validation.held_out()
     fig = engine_step_time.calibrated_tpot(held=held)

@@ -268,3 +268,26 @@ def test_the_chapter_figures_draw_speclibs_gamma_star_under_each_curve():
         assert best == d[f"{key}_measured_gamma"][len(d["B"]) // 2]
     ratio = acceptance_curves.survival_speedup_ratio.data(points=60)
     np.testing.assert_allclose(ratio["mtp_ratio_capped"], ratio["mtp_measured_speedup"] / ratio["mtp_capped_speedup"])
+
+
+def test_the_iid_comparison_counts_what_the_chapter_states_by_brute_force():
+    """iid_comparison against a loop over draft lengths and batches: the
+    batches where gamma* moves by more than a step, the largest i.i.d. gamma*
+    searched to 64, and where the i.i.d. N(gamma) over- and understates the curve's."""
+    batches = np.unique(np.round(np.geomspace(1, 30000, 40)))
+    facts = acceptance_curves.iid_comparison(B=batches)
+    for key, curve in acc.load_survival_curves().items():
+        f = facts[key]
+        alpha = curve.values[0]
+        jumps, top = [], 0
+        for b in batches:
+            measured = int(np.argmax([speclib.speedup(curve, n, b, 4096, 0.1) for n in range(len(curve) + 1)]))
+            iid = int(np.argmax([speclib.speedup(curve.iid(), n, b, 4096, 0.1) for n in range(len(curve) + 1)]))
+            free = int(np.argmax([speclib.speedup(alpha, n, b, 4096, 0.1) for n in range(65)]))
+            top = max(top, free)
+            if abs(measured - iid) > 1:
+                jumps.append(b)
+        assert list(f["jumps"]) == jumps and f["iid_max_gamma"] == top
+        gap = [sum(alpha ** d for d in range(1, n + 1)) - sum(curve.values[:n]) for n in range(1, len(curve) + 1)]
+        assert f["overstates"] == pytest.approx(max(gap)) and f["overstates_at"] == 1 + int(np.argmax(gap))
+        assert f["understates_from"] == next((n + 1 for n, x in enumerate(gap) if x < -1e-12), None)

@@ -63,7 +63,9 @@ class Claim:
     ``status`` is not an argument: it is computed from ``our_value``,
     ``paper_value`` and the tolerance. A claim that differs must carry a
     ``note`` saying why (rounding, b = 0.5 vs 0.53, the ledger dropping the
-    query bytes, loose wording, a real error, ...).
+    query bytes, loose wording, a real error, ...). ``values`` holds the
+    numbers the note quotes, by the name its template gives them, so that a
+    text can quote them from the same computation.
     """
 
     id: str
@@ -77,6 +79,7 @@ class Claim:
     kind: str = "value"
     paper_text: str = ""
     source: str = "finn2026economics"
+    values: dict = field(default_factory=dict, compare=False, repr=False)
     status: str = field(init=False)
 
     def __post_init__(self):
@@ -217,6 +220,8 @@ class ClaimSpec:
         reproduced = _within(our_value, self.paper_value, _allowed(self.paper_value, self.tolerance, self.tolerance_kind))
         note, if_reproduced, if_differs = self.notes
         parts = [note, if_reproduced if reproduced else if_differs]
+        values = {}
+        note = " ".join(self._fill(p, fields, values) for p in parts if p)
         return Claim(
             id=self.id,
             section=self.section,
@@ -225,20 +230,23 @@ class ClaimSpec:
             our_value=our_value,
             tolerance=self.tolerance,
             tolerance_kind=self.tolerance_kind,
-            note=" ".join(self._fill(p, fields) for p in parts if p),
+            note=note,
             kind=self.kind,
             paper_text=self.paper_text,
             source=self.source,
+            values=values,
         )
 
-    def _fill(self, template: str, fields: dict) -> str:
+    def _fill(self, template: str, fields: dict, used: dict) -> str:
+        """``template`` filled from ``fields``; the values it used are added to ``used``."""
         values = {}
         for name in _field_names(template):
             if name not in fields:
                 raise ValueError(f"claim {self.id!r}: its note needs the field {name!r}, which the computation "
                                  f"does not supply (it supplies {sorted(fields)})")
             value = fields[name]
-            values[name] = value() if callable(value) else value
+            values[name] = used[name] if name in used else value() if callable(value) else value
+        used.update(values)
         return template.format(**values)
 
 

@@ -103,7 +103,7 @@ def _gamma_panels(data):
 
 survival_gamma_star = Figure(
     name="survival_gamma_star",
-    title="{model} on {hardware}, S = {S:,.0f}, drafter {c_draft:.0%} of a step",
+    title="{model} on {hardware}, S = {S:,.0f}, drafter {c_draft:.0%} of a step; the roofline per layer",
     compute=_gamma_tables, panels=_gamma_panels, columns=2, size=(8.0, 5.6), params=_BATCH_PARAMS,
     doc="gamma* against batch for each measured curve (solid), the i.i.d. curve of the same alpha searched over the "
         "same lengths (dashed), and the i.i.d. model as the paper runs it, up to gamma = 64 (dotted); the speedup at "
@@ -128,8 +128,9 @@ def _ratio_panels(data):
                    Line("B", f"{k}_ratio_free", label=f"{{{k}_name}}: measured / i.i.d. (\u03b3 \u2264 64)", color=c,
                         dash="dotted", width=1.5, when=f"{k}_differs")]
     return (Panel(common.batch_axis(), Axis("speedup ratio"), (*series, HLine(1.0, width=0.8, dash="solid")),
-                  title="How much the i.i.d. model flatters: {model} on {hardware}, S = {S:,.0f}",
-                  legend="lower left"),)
+                  title="How much the i.i.d. model flatters (the roofline per layer)\n"
+                        "{model} on {hardware}, S = {S:,.0f}",
+                  legend="lower right"),)
 
 
 survival_speedup_ratio = Figure(
@@ -155,12 +156,54 @@ def committed_table(curves=None) -> NumberTable:
     MTP and DFlash curves) and under the i.i.d. curve of the same
     first-position acceptance, gamma = 1 .. the longest curve's length."""
     curves = _curves(curves)
-    head = ("gamma", *(h for c in curves.values() for h in (f"{c.name} N", "i.i.d. N", "diff")))
+    head = ("\u03b3", *(h for c in curves.values() for h in (f"{c.name} N", "i.i.d. N", "diff")))
     rows = tuple((str(g), *(cell for c in curves.values() for cell in _committed_cells(c, g)))
                  for g in range(1, max(len(c) for c in curves.values()) + 1))
-    caption = ("Expected tokens committed per verify pass, N(gamma): measured survival curve, the i.i.d. curve "
-               "alpha^d with alpha = survival(1), and measured minus i.i.d. (positive: the curve beats i.i.d.)")
-    return NumberTable(head, rows, caption=caption, css_class="speclib-committed-table")
+    caption = ("Expected tokens committed per verify pass, N(\u03b3): measured survival curve, the i.i.d. curve "
+               "\u03b1^d with \u03b1 = survival(1), and measured minus i.i.d. (positive: the curve beats i.i.d.)")
+    return NumberTable(head, rows, caption=caption, css_class="speclib-number-table speclib-committed-table")
+
+
+#: The step model every gamma* and speedup of the chapter is priced with, as its captions name it.
+STEP_MODEL = "priced by the paper's ledger (the roofline per layer)"
+
+
+def iid_comparison(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardware=None, *,
+                   query_bytes=False) -> dict:
+    """Per curve in ``curves`` (default: the shipped MTP and DFlash curves), by
+    its key: the measured curve against the i.i.d. curve of the same
+    first-position acceptance, gamma* searched over the same draft lengths,
+    over the batches ``B`` (default: 600 whole-sequence batches from 1 to
+    30,000): ``batches`` (how many), the counts and the worst shortfall of
+    :func:`speclib.core.speculation.against_iid`, ``jumps`` (the batches where
+    the two gamma* differ by more than one step), ``iid_max_gamma`` (the
+    largest i.i.d. gamma* searched up to 64, as the paper searches);
+    ``overstates`` (the most the i.i.d. N(gamma) exceeds the curve's),
+    ``overstates_at`` (the gamma where it does) and ``understates_from`` (the
+    first gamma at which it falls below the curve's; None if it never does);
+    ``peak`` (the draft position where the conditional acceptance is
+    highest)."""
+    B = _cost.check_batch(integer_batches() if B is None else B).ravel()
+    m, h = resolve(model, hardware)
+    deployment = Deployment(m, h, query_bytes=query_bytes)
+    out = {}
+    for key, curve in _curves(curves).items():
+        facts = dict(_spec.against_iid(curve, B, S, c_draft, deployment=deployment))
+        g, _ = _spec.optimal_gamma(curve, B, S, c_draft, deployment=deployment)
+        g_iid, _ = _spec.optimal_gamma(curve.iid(), B, S, c_draft, deployment=deployment)
+        g_free, _ = _spec.optimal_gamma(curve.first_position_acceptance, B, S, c_draft, gamma_max=64,
+                                        deployment=deployment)
+        d = np.arange(1, len(curve) + 1)
+        gap = (_acc.expected_committed(curve.first_position_acceptance, d)
+               - _acc.expected_committed_from_survival(curve, d))
+        below = np.flatnonzero(gap < -1e-12)  # at gamma = 1 the two agree up to rounding
+        facts.update(batches=len(B), jumps=B[np.abs(g - g_iid) > 1], iid_max_gamma=int(np.max(g_free)),
+                     overstates=float(gap.max()), overstates_at=int(d[np.argmax(gap)]),
+                     understates_from=int(d[below[0]]) if below.size else None,
+                     peak=int(np.argmax(curve.conditional_acceptance)) + 1, alpha=curve.first_position_acceptance,
+                     name=curve.name, positions=len(curve))
+        out[key] = facts
+    return out
 
 
 def compare_survival(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardware=None, *,
@@ -168,19 +211,19 @@ def compare_survival(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardw
     """gamma* and the best speedup under each curve in ``curves`` (default: the
     shipped MTP and DFlash curves) against the i.i.d. curve of the same
     first-position acceptance (searched over the same draft lengths), over the
-    batches ``B`` (default: 600 whole-sequence batches from 1 to 30,000)."""
+    batches ``B`` (default: 600 whole-sequence batches from 1 to 30,000):
+    :func:`iid_comparison` as a table."""
     B = _cost.check_batch(integer_batches() if B is None else B).ravel()
     m, h = resolve(model, hardware)
-    deployment = Deployment(m, h, query_bytes=query_bytes)
     rows = []
-    for curve in _curves(curves).values():
-        c = _spec.against_iid(curve, B, S, c_draft, deployment=deployment)
-        rows.append((curve.name, f"{curve.first_position_acceptance:.3f}", str(len(curve)),
-                     f"{c['differs']} of {len(B)}", str(c["max_diff"]), str(c["longer"]), str(c["shorter"]),
-                     f"{c['shortfall']:.1%}", f"{c['at']:,.0f}", f"{c['gamma']} / {c['iid_gamma']}"))
-    caption = (f"Measured survival curve against i.i.d. acceptance with the same alpha = survival(1): {m.name} on "
-               f"{h.name}, S = {float(S):,.0f}, drafter {float(c_draft):.0%} of a step, {len(B)} batches from "
-               f"{B[0]:,.0f} to {B[-1]:,.0f}. Shortfall: 1 - measured best speedup / i.i.d. best speedup.")
-    head = ("drafter", "alpha", "positions", "gamma* differs", "largest |diff|", "longer", "shorter",
-            "largest shortfall", "at batch", "gamma* there (measured / i.i.d.)")
-    return NumberTable(head, tuple(rows), caption=caption, css_class="speclib-survival-comparison", align="l")
+    for c in iid_comparison(curves, B, S, c_draft, m, h, query_bytes=query_bytes).values():
+        rows.append((c["name"], f"{c['alpha']:.3f}", str(c["positions"]), f"{c['differs']} of {len(B)}",
+                     str(c["max_diff"]), str(c["longer"]), str(c["shorter"]), f"{c['shortfall']:.1%}",
+                     f"{c['at']:,.0f}", f"{c['gamma']} / {c['iid_gamma']}"))
+    caption = (f"Measured survival curve against i.i.d. acceptance with the same \u03b1 = survival(1), {STEP_MODEL}: "
+               f"{m.name} on {h.name}, S = {float(S):,.0f}, drafter {float(c_draft):.0%} of a step, {len(B)} batches "
+               f"from {B[0]:,.0f} to {B[-1]:,.0f}. Shortfall: 1 - measured best speedup / i.i.d. best speedup.")
+    head = ("drafter", "\u03b1", "positions", "\u03b3* differs", "largest |diff|", "longer", "shorter",
+            "largest shortfall", "at batch", "\u03b3* there (measured / i.i.d.)")
+    return NumberTable(head, tuple(rows), caption=caption, css_class="speclib-number-table speclib-survival-comparison",
+                       align="l")

@@ -3,6 +3,8 @@ batch whose weights and KV caches fit in HBM, against the context, per model
 (and, in :mod:`.draft_length`, the gamma* map split over eight GPUs)."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..._checks import checked_int
@@ -11,6 +13,7 @@ from ...presets import resolve
 from ..definition import Axis, Figure, HLine, Line, Panel, Text
 from ..style import CYCLE
 from . import common
+from . import draft_length as _draft_length
 
 #: The model presets the capacity figure compares.
 CAPACITY_MODELS = ("DeepSeek-V4-Flash", "Qwen3.6-35B-A3B", "Llama-3-70B", "Mixtral-8x7B", "DeepSeek-V3",
@@ -41,12 +44,12 @@ def _limit_panels(data):
     lines = tuple(Line("S", f"limit{i}", label=name, color=CYCLE[i % len(CYCLE)], gid=f"capacity_{name}")
                   for i, name in data["shown"])
     return (Panel(Axis("context per sequence S (tokens)", "log2", ticks="context"),
-                  Axis("largest batch that fits (sequences)", "log", ticks="batch"),
+                  Axis("largest batch that fits (sequences)", "log", ticks="batch", lo=0.2),
                   (*lines, HLine("paper_batch", label="the paper's largest batch (30,000)", color="memory",
                                  dash="dotted", width=1.4, gid="paper_batch"),
-                   Text(0.99, 0.86, "{note}", coords="axes", align="right", size=8, color="#7f7f7f")),
+                   Text(0.01, 0.07, "{note}", coords="axes", align="left", size=8, color="#7f7f7f")),
                   title="What fits: weights + KV cache in {where} ({hbm:,.0f} GB, 10% kept free)",
-                  legend="lower left"),)
+                  legend="upper right"),)
 
 
 capacity_limits = Figure(
@@ -69,3 +72,18 @@ def capacity_rows(models=CAPACITY_MODELS, chips=("B200", "H200", "MI355X", "GB30
         row.append(_capacity.min_tp(batch, context, m, chips[0]))
         rows.append(tuple(row))
     return rows
+
+
+#: The step model Figure 3's edges are priced with, as the table's caption names it.
+EDGES_STEP_MODEL = "\u03b3* priced by the paper's ledger (the roofline per layer)"
+
+
+def served_attention_edges(contexts=(512, 4096, 32768, 131072), **kwargs):
+    """Figure 3's features (the gutter, the last batch with gamma* > 0) beside
+    the largest batch that fits, with the attention and its cache as the paper
+    prices them and as served (:func:`.draft_length.served_attention_edges`),
+    its caption naming the step model that priced gamma*."""
+    table = _draft_length.served_attention_edges(contexts, **kwargs)
+    if "roofline" in table.caption:
+        return table
+    return dataclasses.replace(table, caption=f"{EDGES_STEP_MODEL}: {table.caption}")

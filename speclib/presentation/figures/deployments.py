@@ -75,7 +75,8 @@ def _map_panels(data):
 
 
 def _maps_figure(name, doc, compute=_maps, columns=3, size=(8.8, 6.0), **params):
-    return Figure(name=name, title="{heading}\n\u03b1 = {alpha:.0%}, drafter {c_draft:.0%} of a decode step",
+    return Figure(name=name, title="{heading}\n\u03b1 = {alpha:.0%}, drafter {c_draft:.0%} of a decode step; "
+                                   "the roofline per layer",
                   compute=compute, panels=_map_panels, columns=columns, size=size, doc=doc,
                   params={**_MAP_PARAMS, **params})
 
@@ -106,8 +107,8 @@ attention_swap_maps = _maps_figure(
 # --- tables -----------------------------------------------------------------------------
 def _table(caption, headers, rows, align=""):
     """A table of preset-derived strings (default alignment: first column left, the rest right)."""
-    return NumberTable(headers, tuple(rows), caption=caption, css_class="speclib-deployment-table",
-                       align=align or "l" + "r" * (len(headers) - 1))
+    return NumberTable(headers, tuple(rows), caption=caption, align=align or "l" + "r" * (len(headers) - 1),
+                       css_class="speclib-number-table speclib-nowrap speclib-deployment-table")
 
 
 def _attention_label(model):
@@ -160,23 +161,33 @@ def _span(lo, hi):
     return f"{lo:,.0f}" if lo == hi else f"{lo:,.0f}\u2013{hi:,.0f}"
 
 
+#: The step model every gamma* of this chapter is priced with, as its tables' captions name it.
+STEP_MODEL = "the paper's ledger (the roofline per layer)"
+
+
 def gutter_table(models=MODELS, chips=("B200",), *, seq=4096, alpha=0.75, c_draft=0.1, gamma_max=64,
-                 batch_range=BATCH_RANGE, points=600):
-    """For each model and chip: where gamma* is 0 at small batch (the gutter),
-    the batch past which it stays 0, and the largest gamma* with its batch."""
-    batches = np.unique(np.round(_grid("batch", batch_range, points)))
+                 batch_range=BATCH_RANGE):
+    """For each model and chip, over every whole batch in ``batch_range``
+    (Figure 3's grid, 1 to 30,000): where gamma* is 0 at small batch (the
+    gutter), the last batch at which it is above 0 (past it plain decoding
+    wins for good; the top of the range if it never stops), and the largest
+    gamma* with the first batch reaching it (:func:`speclib.core.speculation.gamma_regions`)."""
+    lo = int(checked_int("batch_range[0]", batch_range[0], lo=1))
+    hi = int(checked_int("batch_range[1]", batch_range[1], lo=lo))
+    batches = np.arange(lo, hi + 1, dtype=float)
     rows = []
     for name, chip_name in product(models, chips):
         model, chip = resolve(name, chip_name)
         z = _speculation.gamma_regions(alpha, seq, c_draft, model, chip, batches, gamma_max)
         small = ([z["low_edge"]] if z["low_edge"] else []) + z["gutters"]
-        large = f"from {z['high_edge'][0]:,.0f}" if z["high_edge"] else f"none up to {batch_range[1]:,}"
-        rows.append((model.name, chip.name, ", ".join(_span(lo, hi) for lo, hi in small) or "none", large,
+        last = z["last_speculating"]
+        last = "none" if last is None else f"{last:,.0f}" + (" (every batch)" if last == hi else "")
+        rows.append((model.name, chip.name, ", ".join(_span(a, b) for a, b in small) or "none", last,
                      f"{z['best_gamma']} (at {z['best_batch']:,.0f})"))
-    caption = (f"Batches where plain decoding beats every draft length (\u03b3* = 0) at S = {seq:,} tokens, "
-               f"\u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step; batches {batch_range[0]:,} "
-               f"to {batch_range[1]:,} sequences.")
-    headers = ("model", "chip", "\u03b3* = 0 at small batch", "\u03b3* = 0 at large batch", "largest \u03b3* (batch)")
+    caption = (f"Where plain decoding beats every draft length (\u03b3* = 0), priced by {STEP_MODEL}: "
+               f"S = {seq:,} tokens, \u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, every "
+               f"whole batch from {lo:,} to {hi:,} sequences.")
+    headers = ("model", "chip", "\u03b3* = 0 at small batch", "last batch with \u03b3* > 0", "largest \u03b3* (batch)")
     return _table(caption, headers, rows, align="llllr")
 
 
@@ -202,5 +213,5 @@ def knee_table(chips=CHIPS, *, moe_model="DeepSeek-V4-Flash", dense_model="Llama
     return _table(caption, headers, rows)
 
 
-__all__ = ["CHIPS", "MODELS", "attention_swap_maps", "chip_maps", "gamma_maps", "gutter_table", "hardware_table",
+__all__ = ["CHIPS", "MODELS", "STEP_MODEL", "attention_swap_maps", "chip_maps", "gamma_maps", "gutter_table", "hardware_table",
            "knee_table", "model_maps", "model_table"]

@@ -17,6 +17,9 @@ from ..tables import NumberTable
 from . import common
 from .draft_length import integer_batches
 
+#: The step model every gamma* and speedup of the chapter is priced with, as its tables' captions name it.
+STEP_MODEL = "priced by the paper's ledger (the roofline per layer) with the all-to-all added"
+
 #: Colours of the EP group sizes.
 G_COLORS = (COLORS["total"], CYCLE[0], CYCLE[3], CYCLE[2], CYCLE[4])
 EP_BATCHES = (1, 4096)
@@ -87,7 +90,7 @@ def _ledger_panels(data):
                    Line("B", f"comm_G{G}", label=f"G = {G}: of which all-to-all", color=c, dash="dashed", width=1.3,
                         when=f"multi_G{G}", gid=f"comm_G{G}")]
     return (Panel(common.batch_axis(label="batch per GPU (sequences)"),
-                  Axis("cost of a speculated token\n(\u00d7 a token already in the batch)", lo=0, hi=1.3),
+                  Axis("cost of a speculated token\n(\u00d7 a token already in the batch)", lo=0, hi=1.75),
                   (*series, HLine(1.0, width=1.0)),
                   title="The ledger with expert parallelism: {model} on {hardware}, S = {S:,.0f}",
                   legend="upper left"),)
@@ -122,13 +125,14 @@ def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096,
         rows.append((str(G), _zero_runs(B, g), str(g.max()), f"{s[best]:.3f}", f"{B[best]:,.0f}",
                      f"{max(np.max(1 - s / s0), 0.0):.1%}", f"{max(np.max(s / s0 - 1), 0.0):.1%}",
                      str(np.count_nonzero(g != g0))))
-    caption = (f"Expert parallelism, {m.name} on {hw.name} + {_network_name(hw, interconnect)}: S = {float(S):,.0f}, alpha = "
-               f"{float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, batch per GPU {B[0]:,.0f} to "
-               f"{B[-1]:,.0f}")
-    head = ("G", "gamma* = 0 (batch per GPU)", "largest gamma*", "best speedup", "at batch",
+    caption = (f"Expert parallelism, {m.name} on {hw.name} + {_network_name(hw, interconnect)}, {STEP_MODEL}: "
+               f"S = {float(S):,.0f}, \u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, batch per "
+               f"GPU {B[0]:,.0f} to {B[-1]:,.0f}")
+    head = ("G", "\u03b3* = 0 (batch per GPU)", "largest \u03b3*", "best speedup", "at batch",
             "speedup lost to all-to-all (max)", "speedup added by its latency (max)",
-            "batches where comm changes gamma*")
-    return NumberTable(head, tuple(rows), caption=caption, css_class="speclib-ep-summary", align="rl")
+            "batches where the all-to-all changes \u03b3*")
+    return NumberTable(head, tuple(rows), caption=caption, align="rl",
+                       css_class="speclib-number-table speclib-nowrap speclib-ep-summary")
 
 
 def all_to_all_latency(cases=((8, None), (64, None), (64, "InfiniBand-NDR")), model=None, hardware=None, *, S=4096,
@@ -156,7 +160,8 @@ def all_to_all_latency(cases=((8, None), (64, None), (64, "InfiniBand-NDR")), mo
             "latency's share of a plain step at 1 sequence per GPU",
             "bandwidth only: γ* / speedup at 1 per GPU", "bandwidth only: best speedup",
             "with latency: γ* / speedup at 1 per GPU", "with latency: best speedup")
-    caption = (f"The all-to-all by bandwidth alone and with its latency, {m.name} on {hw.name}: S = {float(S):,.0f}, "
-               f"alpha = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, batch per GPU {B[0]:,.0f} to "
-               f"{B[-1]:,.0f}")
-    return NumberTable(head, tuple(rows), caption=caption, css_class="speclib-ep-summary", align="rl")
+    caption = (f"The all-to-all by bandwidth alone and with its latency, {m.name} on {hw.name}, {STEP_MODEL}: "
+               f"S = {float(S):,.0f}, \u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, batch per "
+               f"GPU {B[0]:,.0f} to {B[-1]:,.0f}")
+    return NumberTable(head, tuple(rows), caption=caption, align="rl",
+                       css_class="speclib-number-table speclib-nowrap speclib-ep-summary")
