@@ -37,8 +37,13 @@ def gamma_colors(gammas, gamma_max):
             for g in gammas]
 
 
+#: Concurrencies marked on the axis: every other one of the grid's (a factor of 4 apart), so that the
+#: labels of 512, 1024 and 2048 never run together, in a narrow panel or on a phone.
+CONCURRENCY_TICKS = tuple(float(c) for c in sequel.load_grid().concurrency[::2])
+
+
 def concurrency_axis(label="concurrency (sequences decoding together)", lo=None, hi=None):
-    return Axis(label, "log2", lo, hi, ticks=tuple(float(c) for c in sequel.load_grid().concurrency))
+    return Axis(label, "log2", lo, hi, ticks=CONCURRENCY_TICKS)
 
 
 def tpot_ms(B, throughput):
@@ -57,7 +62,8 @@ def _gamma(p, xp):
     C, B = concurrency_batches(p.points)
     out = {"B": B, "C": C, "rule": serving.ROOFLINE_LABELS[p.roofline],
            "model": sequel.simulated_model().name, "hardware": sequel.HARDWARE,
-           "y_top": max(rows.gamma_max for rows in sequel.load_grid().drafters.values()) + 4}
+           # headroom above the longest draft for the legend, which then hides no line
+           "y_top": max(rows.gamma_max for rows in sequel.load_grid().drafters.values()) + 10}
     out["rollback_label"] = "" if p.rollback == sequel.ROLLBACK else f", rollback: {p.rollback}"
     for key in sequel.DRAFTER_KEYS:
         out[f"gamma_{key}"], _ = sequel.policy(key, B, roofline=p.roofline, acceptance=p.acceptance,
