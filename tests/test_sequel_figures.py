@@ -248,6 +248,32 @@ def test_pricing_gamma_is_each_rules_policy_and_the_simulators_loss(key):
     assert artist(pricing_rule.pricing_gamma(drafter=key), "simulated_best") is not None
 
 
+def test_policy_moves_brute_force_and_the_sequels_count():
+    """gamma* by brute force (speclib.throughput at every fixed gamma of the
+    grid, the largest taken) with the whole step per component, and the
+    sequel's printed count (docs/sequel.md: 4 of 12 per drafter) for the verify
+    pass alone."""
+    grid = sequel.load_grid()
+    moves = pricing_rule.policy_moves()
+    tipped = set()
+    for key in sequel.DRAFTER_KEYS:
+        rows = grid.drafters[key]
+        curve = sequel.acceptance_curve(key)
+        deployment = sequel.deployment(key, roofline="per-component")
+        moved = []
+        for c, best in zip(grid.concurrency, rows.best_gamma):
+            X = [float(speclib.throughput(c, int(g), sequel.context(), acceptance=curve, deployment=deployment))
+                 for g in rows.gammas]
+            if rows.gammas[int(np.argmax(X))] != best:
+                moved.append(int(c))
+        assert moves[key]["both"] == len(moved)
+        assert moves[key]["verify_only"] == 4
+        assert 0.01 < moves[key]["worst_loss"] < 0.1
+        if len(moved) != 4:
+            tipped.add(key)
+    assert tipped == {"mtp"} and list(moves["tipped"]) == [1024.0]
+
+
 # --- bad input ----------------------------------------------------------------------------------
 
 
