@@ -274,6 +274,36 @@ def test_policy_moves_brute_force_and_the_sequels_count():
     assert tipped == {"mtp"} and list(moves["tipped"]) == [1024.0]
 
 
+@pytest.mark.parametrize("key", ["mtp", "dflash"])
+def test_rollback_effects_are_the_public_apis_policy(key):
+    """gamma* and its speedup with each rollback, through speclib.optimal_gamma
+    and speclib.throughput on a Deployment of the simulated model, the plain
+    step rolled back the same way; a replay never draws a longer draft than
+    no rollback, a snapshot never a longer one than a replay."""
+    C = np.array([1.0, 16.0, 128.0, 512.0])
+    effects = hybrid_attention.rollback_effects(key, C)
+    curve = sequel.acceptance_curve(key)
+    gamma_max = sequel.load_grid().drafters[key].gamma_max
+    for rollback, (g, speedup) in effects.items():
+        d = speclib.Deployment(sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key], roofline="aggregate",
+                               rollback=rollback)
+        for j, c in enumerate(C):
+            X = [float(speclib.throughput(c, k, sequel.context(), acceptance=curve, deployment=d))
+                 for k in range(gamma_max + 1)]
+            assert g[j] == int(np.argmax(X))
+            assert speedup[j] == pytest.approx(max(X) / X[0], rel=1e-9)
+    assert np.all(effects["recompute"][0] <= effects["none"][0])
+    assert np.all(effects["snapshot"][0] <= effects["recompute"][0])
+    table = hybrid_attention.rollback_policy(key, C)
+    assert "one roofline" in table.caption and len(table.rows) == 4
+
+
+def test_replay_cost_is_the_largest_relative_loss():
+    worst = max(float(np.max(1 - e["recompute"][1] / e["none"][1]))
+                for e in (hybrid_attention.rollback_effects(k) for k in sequel.DRAFTER_KEYS))
+    assert hybrid_attention.replay_cost() == worst and 0 < worst < 0.1
+
+
 # --- bad input ----------------------------------------------------------------------------------
 
 
