@@ -304,6 +304,29 @@ def test_replay_cost_is_the_largest_relative_loss():
     assert hybrid_attention.replay_cost() == worst and 0 < worst < 0.1
 
 
+@pytest.mark.parametrize("rollback", ["none", "snapshot"])
+def test_longest_draft_band_edges_by_brute_force(rollback):
+    """The band's edges and speed-ups by looping over every draft length with
+    speclib.throughput on a Deployment of the simulated model."""
+    band = dlpc.longest_draft_band("dflash", rollback=rollback)
+    curve = sequel.acceptance_curve("dflash")
+    d = speclib.Deployment(sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS["dflash"], roofline="aggregate",
+                           rollback=rollback)
+
+    def best(B):
+        X = [float(speclib.throughput(B, k, sequel.context(), acceptance=curve, deployment=d)) for k in range(17)]
+        return int(np.argmax(X)), max(X) / X[0]
+
+    assert best(band["lo"])[0] == best(band["hi"])[0] == band["gamma"] == 15
+    assert best(band["lo"] - 1)[0] < 15 and best(band["hi"] + 1)[0] < 15
+    assert best(band["lo"])[1] == pytest.approx(band["speedup_lo"], rel=1e-9)
+    assert best(band["peak_at"])[1] == pytest.approx(band["peak"], rel=1e-9)
+    assert all(best(B)[1] <= band["peak"] * (1 + 1e-12) for B in (band["peak_at"] - 1, band["peak_at"] + 1, 64, 512))
+    if band["above_lo"] is not None:
+        assert best(band["above_lo"])[1] >= 3 > best(band["above_lo"] - 1)[1]
+        assert best(band["above_hi"])[1] >= 3 > best(band["above_hi"] + 1)[1]
+
+
 # --- bad input ----------------------------------------------------------------------------------
 
 

@@ -212,7 +212,8 @@ def sequel_comparison(drafter="dflash", comparison=None) -> NumberTable:
                   f"{grid.best_goodput[j]:,.0f}", f"{c.error_at_best_gamma[j]:+.2%}", f"{c.worst_error[j]:.2%}",
                   f"{c.policy_shortfall[j]:+.2%}", f"{c.simulated_policy_shortfall[j]:+.2%}")
                  for j, conc in enumerate(np.asarray(sequel.load_grid().concurrency)))
-    caption = (f"{serving.DRAFTER_LABELS[key]}, ours against the simulator's throughput (committed output "
+    caption = (f"{serving.DRAFTER_LABELS[key]}, ours (one roofline over the step and over each drafter pass, "
+               f"no rollback: the sequel's simulator's rule) against the simulator's throughput (committed output "
                f"tokens per second) at the simulator's best fixed \u03b3 at each concurrency C. Over all "
                f"{c.predicted.size} cells of the grid |error| has median {s['median_error']:.2%} and "
                f"max {s['max_error']:.2%}; the best fixed \u03b3 agrees at {s['best_gamma_agrees']} of "
@@ -260,3 +261,29 @@ def modelling_choices(choices=MODELLING_CHOICES) -> NumberTable:
                "throughput our policy's \u03b3* loses against the best fixed \u03b3 at any concurrency.")
     return NumberTable(("variant", "drafter", "median |error|", "max |error|", "best \u03b3 agrees", "worst shortfall"),
                        tuple(rows), caption=caption, align="ll")
+
+
+def longest_draft_band(drafter="dflash", *, rollback=sequel.ROLLBACK, max_batch=2048, threshold=3.0) -> dict:
+    """Where the priced policy of ``drafter`` drafts its longest, at every
+    whole batch from 1 to ``max_batch`` on the sequel's roofline (one
+    aggregate roofline over the step and over each drafter pass, the
+    simulated context, the measured survival curve), with the linear layers
+    rolled back by ``rollback``: the longest gamma* (``gamma``), the first and
+    last batch drafting it (``lo``, ``hi``), the least and most speedup over
+    plain decoding there (``speedup_lo``, ``speedup_hi``), the peak speedup
+    over every batch and where (``peak``, ``peak_at``), and the first and last
+    batch whose speedup reaches ``threshold`` (``above_lo``, ``above_hi``;
+    None if none does)."""
+    key = checked_choice("drafter", drafter, sequel.DRAFTER_KEYS)
+    B = np.arange(1.0, float(max_batch) + 1.0)
+    g, X = sequel.policy(key, B, rollback=rollback)
+    speedup = X / sequel.fixed_throughput(key, B, [0], rollback=rollback)[0]
+    at = np.flatnonzero(g == g.max())
+    if at[-1] - at[0] + 1 != at.size:
+        raise ValueError(f"the longest draft of {key} is not one band of batches; the summary would mislead")
+    above = np.flatnonzero(speedup >= threshold)
+    return {"gamma": int(g.max()), "lo": float(B[at[0]]), "hi": float(B[at[-1]]),
+            "speedup_lo": float(speedup[at].min()), "speedup_hi": float(speedup[at].max()),
+            "peak": float(speedup.max()), "peak_at": float(B[int(np.argmax(speedup))]),
+            "above_lo": float(B[above[0]]) if above.size else None,
+            "above_hi": float(B[above[-1]]) if above.size else None}
