@@ -64,7 +64,7 @@ def _gamma(p, xp):
            "model": sequel.simulated_model().name, "hardware": sequel.HARDWARE,
            # headroom above the longest draft for the legend, which then hides no line
            "y_top": max(rows.gamma_max for rows in sequel.load_grid().drafters.values()) + 10}
-    out["rollback_label"] = "" if p.rollback == sequel.ROLLBACK else f", rollback: {p.rollback}"
+    out["rollback_label"] = ", no rollback" if p.rollback == "none" else f", rollback: {p.rollback}"
     for key in sequel.DRAFTER_KEYS:
         out[f"gamma_{key}"], _ = sequel.policy(key, B, roofline=p.roofline, acceptance=p.acceptance,
                                                rollback=p.rollback)
@@ -133,7 +133,7 @@ def _throughput(p, xp):
 
 concurrency_throughput = Figure(
     name="concurrency_throughput",
-    title="{what} against concurrency on B200 ({rule})",
+    title="{what} against concurrency on B200 ({rule}, no rollback)",
     compute=_throughput, controls=(ROOFLINE, Toggle("relative", "over plain decoding", True)), params={"points": 120},
     panels=tuple(Panel(concurrency_axis("concurrency", "x_lo", "x_hi"),
                        Axis("{y_label}" if key == "mtp" else "", "y_scale", "y_lo", "y_hi"), _drafter_series(key),
@@ -187,7 +187,7 @@ def _tpot_panel(key, first):
 
 throughput_tpot = Figure(
     name="throughput_tpot",
-    title="Throughput against latency, dotted: constant concurrency ({rule}, {acceptance} acceptance)",
+    title="Throughput against latency, dotted: constant concurrency\n{rule}, no rollback, {acceptance} acceptance",
     compute=_tpot, controls=(ROOFLINE, ACCEPTANCE), params={"points": 120},
     panels=tuple(_tpot_panel(key, i == 0) for i, key in enumerate(sequel.DRAFTER_KEYS)), size=(8.6, 4.6),
     keys=_KEYS,

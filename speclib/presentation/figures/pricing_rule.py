@@ -59,7 +59,7 @@ def _gamma(p, xp):
 
 pricing_gamma = Figure(
     name="pricing_gamma",
-    title="What the pricing rule does to {label}'s \u03b3* ({acceptance} acceptance)",
+    title="What the pricing rule does to {label}'s \u03b3*\nthe whole step under each rule, no rollback, {acceptance} acceptance",
     compute=_gamma,
     controls=(Choice("drafter", "drafter", tuple((serving.DRAFTER_LABELS[k], k) for k in sequel.DRAFTER_KEYS),
                      "dflash"), ACCEPTANCE),

@@ -64,7 +64,7 @@ def _effect_lines(prefix, label):
 
 
 skew_effects = Figure(
-    name="skew_effects", title="{model} on {hardware}: uniform against measured routing", compute=_effects,
+    name="skew_effects", title="{model} on {hardware}: uniform against measured routing\nthe whole step, each component its own roofline", compute=_effects,
     size=(9.0, 3.8),
     params={"model": "Qwen3.6-35B-A3B", "hardware": "B200", "S": 512, "drafter": "Qwen3.6-MTP", "c_draft": None,
             "alpha": None, "popularity": None, "batch_range": (1, 4096), "points": 160, "gamma_max": 16},
