@@ -73,7 +73,7 @@ skew_effects = Figure(
                   title="price of one speculated token"),
             Panel(common.batch_axis(), Axis("optimal draft length \u03b3*", lo=0),
                   _effect_lines("gamma", "\u03b3*, {key}"), title="\u03b3* ({what}, S = {S:,.0f})",
-                  legend="lower right")),
+                  legend="upper right")),
     doc="What measured routing skew does, against uniform routing, on the whole step: the cost of verifying one "
         "speculated token (a step of 2 positions over a plain one, the expert tax as a ratio; left) and gamma* "
         "(right). alpha None uses the drafter preset's measured survival curve.")
