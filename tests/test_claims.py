@@ -456,6 +456,26 @@ def test_hca_widest_memory_bound_width_at_20k_by_scan():
     assert claims.hca_widest_memory_bound(20_000) == widest
 
 
+def test_the_sequel_weight_counts_by_hand():
+    # docs/sequel.md's shapes, typed above: the MTP layer is a 2d -> d fusion, one attention block and the head
+    assert BY_ID["sequel.mtp_dense_params"].our_value == 2 * Q_H * Q_H + Q_ATTN + Q_VOCAB * Q_H
+    assert BY_ID["sequel.attention_params_per_layer"].our_value == pytest.approx(Q_ATTN / 1e6, rel=1e-15)
+    gated = Q_ATTN + 16 * 256 * Q_H  # the output gate doubles the query projection
+    assert f"with it a layer holds {gated / 1e6:.2f} M" in BY_ID["sequel.attention_params_per_layer"].note
+    assert f"{10 * 16 * 256 * Q_H:,} parameters over the 10 full-attention layers" in \
+        BY_ID["sequel.attention_params_per_layer"].note
+
+
+def test_the_per_component_note_counts_the_policy_of_the_pricing_rule():
+    """The note's count with the drafter priced per component too is what the
+    priced policy picks under that rule (speclib.evidence.simulator.rule_shortfall,
+    through speclib.optimal_gamma), held against the grid's best fixed gamma."""
+    from speclib.evidence import simulator
+    for key in ("mtp", "dflash"):
+        g, _ = simulator.rule_shortfall(key)["per-component"]
+        moved = int(np.count_nonzero(g != simulator.load_grid().drafters[key].best_gamma))
+        assert f"move the best gamma at {moved} of 12 instead" in BY_ID[f"sequel.per_component_gamma_{key}"].note
+
 # --- the Claim record --------------------------------------------------------------------------
 
 

@@ -128,3 +128,42 @@ def test_a_sum_within_tolerance_is_rescaled():
     shares = POPULARITY * 1.0008
     assert moe.experts_activated(10, 8, 256, routing=shares) == pytest.approx(
         moe.experts_activated(10, 8, 256, routing=POPULARITY), rel=1e-12)
+
+
+# --- the chapter's gutter: the whole step against the paper's per-layer ledger -------------------
+
+
+def test_outside_the_layers_by_hand():
+    from speclib.presentation.figures import skewed_routing
+    # DeepSeek-V4-Flash's config: vocabulary 129,280, hidden 4,096, 43 MoE layers of 256 routed experts
+    out = skewed_routing.outside_the_layers("DeepSeek-V4-Flash")
+    assert out == {"head": 129_280 * 4096, "routers": 43 * 4096 * 256, "total": 129_280 * 4096 + 43 * 4096 * 256}
+    for model in ("Qwen3.6-35B-A3B", "Llama-3-70B", "DeepSeek-V3"):  # linear layers, dense, dense FFN layers
+        with pytest.raises(ValueError, match="model must be a mixture-of-experts model whose layers are all alike"):
+            skewed_routing.outside_the_layers(model)
+
+
+def test_gutter_by_brute_force_and_the_ledger():
+    """The whole step's gutter by looping over gamma with speclib.speedup on a
+    Deployment with equal shares; left without the weights outside the layers
+    it is the per-layer ledger's (Figure 3's, from the claims)."""
+    import speclib
+    from speclib.evidence import claims
+    from speclib.presentation.figures import skewed_routing
+    case = skewed_routing.V4_CASE
+    g = skewed_routing.gutter(**case, max_batch=20)
+    whole = speclib.Deployment(case["model"], case["hardware"], c_draft=case["c_draft"], routing=np.full(256, 1 / 256))
+    skewed = speclib.Deployment(case["model"], case["hardware"], c_draft=case["c_draft"], routing=POPULARITY)
+
+    def best(deployment, B):
+        values = [float(speclib.speedup(case["alpha"], k, B, case["S"], deployment=deployment)) for k in range(17)]
+        return int(np.argmax(values)), max(values)
+
+    zeros = [B for B in range(1, 21) if best(whole, B)[0] == 0]
+    assert g["uniform"] == [(zeros[0], zeros[-1])] and zeros == list(range(zeros[0], zeros[-1] + 1))
+    assert g["skewed"] == [] and all(best(skewed, B)[0] > 0 for B in range(1, 21))
+    gains = [best(skewed, B)[1] for B in zeros]
+    assert g["skewed_speedup"] == pytest.approx((min(gains), max(gains)), rel=1e-12)
+    assert g["layers_only"] == claims.figure3_zero_runs()[:1]
+    assert skewed_routing.runs_text(g["uniform"]) == f"{zeros[0]}\u2013{zeros[-1]}"
+    assert skewed_routing.runs_text([(3, 3), (1000, 1200)]) == "3 and 1,000\u20131,200"

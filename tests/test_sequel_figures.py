@@ -248,6 +248,85 @@ def test_pricing_gamma_is_each_rules_policy_and_the_simulators_loss(key):
     assert artist(pricing_rule.pricing_gamma(drafter=key), "simulated_best") is not None
 
 
+def test_policy_moves_brute_force_and_the_sequels_count():
+    """gamma* by brute force (speclib.throughput at every fixed gamma of the
+    grid, the largest taken) with the whole step per component, and the
+    sequel's printed count (docs/sequel.md: 4 of 12 per drafter) for the verify
+    pass alone."""
+    grid = sequel.load_grid()
+    moves = pricing_rule.policy_moves()
+    tipped = set()
+    for key in sequel.DRAFTER_KEYS:
+        rows = grid.drafters[key]
+        curve = sequel.acceptance_curve(key)
+        deployment = sequel.deployment(key, roofline="per-component")
+        moved = []
+        for c, best in zip(grid.concurrency, rows.best_gamma):
+            X = [float(speclib.throughput(c, int(g), sequel.context(), acceptance=curve, deployment=deployment))
+                 for g in rows.gammas]
+            if rows.gammas[int(np.argmax(X))] != best:
+                moved.append(int(c))
+        assert moves[key]["both"] == len(moved)
+        assert moves[key]["verify_only"] == 4
+        assert 0.01 < moves[key]["worst_loss"] < 0.1
+        if len(moved) != 4:
+            tipped.add(key)
+    assert tipped == {"mtp"} and list(moves["tipped"]) == [1024.0]
+
+
+@pytest.mark.parametrize("key", ["mtp", "dflash"])
+def test_rollback_effects_are_the_public_apis_policy(key):
+    """gamma* and its speedup with each rollback, through speclib.optimal_gamma
+    and speclib.throughput on a Deployment of the simulated model, the plain
+    step rolled back the same way; a replay never draws a longer draft than
+    no rollback, a snapshot never a longer one than a replay."""
+    C = np.array([1.0, 16.0, 128.0, 512.0])
+    effects = hybrid_attention.rollback_effects(key, C)
+    curve = sequel.acceptance_curve(key)
+    gamma_max = sequel.load_grid().drafters[key].gamma_max
+    for rollback, (g, speedup) in effects.items():
+        d = speclib.Deployment(sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key], roofline="aggregate",
+                               rollback=rollback)
+        for j, c in enumerate(C):
+            X = [float(speclib.throughput(c, k, sequel.context(), acceptance=curve, deployment=d))
+                 for k in range(gamma_max + 1)]
+            assert g[j] == int(np.argmax(X))
+            assert speedup[j] == pytest.approx(max(X) / X[0], rel=1e-9)
+    assert np.all(effects["recompute"][0] <= effects["none"][0])
+    assert np.all(effects["snapshot"][0] <= effects["recompute"][0])
+    table = hybrid_attention.rollback_policy(key, C)
+    assert "one roofline" in table.caption and len(table.rows) == 4
+
+
+def test_replay_cost_is_the_largest_relative_loss():
+    worst = max(float(np.max(1 - e["recompute"][1] / e["none"][1]))
+                for e in (hybrid_attention.rollback_effects(k) for k in sequel.DRAFTER_KEYS))
+    assert hybrid_attention.replay_cost() == worst and 0 < worst < 0.1
+
+
+@pytest.mark.parametrize("rollback", ["none", "snapshot"])
+def test_longest_draft_band_edges_by_brute_force(rollback):
+    """The band's edges and speed-ups by looping over every draft length with
+    speclib.throughput on a Deployment of the simulated model."""
+    band = dlpc.longest_draft_band("dflash", rollback=rollback)
+    curve = sequel.acceptance_curve("dflash")
+    d = speclib.Deployment(sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS["dflash"], roofline="aggregate",
+                           rollback=rollback)
+
+    def best(B):
+        X = [float(speclib.throughput(B, k, sequel.context(), acceptance=curve, deployment=d)) for k in range(17)]
+        return int(np.argmax(X)), max(X) / X[0]
+
+    assert best(band["lo"])[0] == best(band["hi"])[0] == band["gamma"] == 15
+    assert best(band["lo"] - 1)[0] < 15 and best(band["hi"] + 1)[0] < 15
+    assert best(band["lo"])[1] == pytest.approx(band["speedup_lo"], rel=1e-9)
+    assert best(band["peak_at"])[1] == pytest.approx(band["peak"], rel=1e-9)
+    assert all(best(B)[1] <= band["peak"] * (1 + 1e-12) for B in (band["peak_at"] - 1, band["peak_at"] + 1, 64, 512))
+    if band["above_lo"] is not None:
+        assert best(band["above_lo"])[1] >= 3 > best(band["above_lo"] - 1)[1]
+        assert best(band["above_hi"])[1] >= 3 > best(band["above_hi"] + 1)[1]
+
+
 # --- bad input ----------------------------------------------------------------------------------
 
 

@@ -37,8 +37,13 @@ def gamma_colors(gammas, gamma_max):
             for g in gammas]
 
 
+#: Concurrencies marked on the axis: every other one of the grid's (a factor of 4 apart), so that the
+#: labels of 512, 1024 and 2048 never run together, in a narrow panel or on a phone.
+CONCURRENCY_TICKS = tuple(float(c) for c in sequel.load_grid().concurrency[::2])
+
+
 def concurrency_axis(label="concurrency (sequences decoding together)", lo=None, hi=None):
-    return Axis(label, "log2", lo, hi, ticks=tuple(float(c) for c in sequel.load_grid().concurrency))
+    return Axis(label, "log2", lo, hi, ticks=CONCURRENCY_TICKS)
 
 
 def tpot_ms(B, throughput):
@@ -57,8 +62,9 @@ def _gamma(p, xp):
     C, B = concurrency_batches(p.points)
     out = {"B": B, "C": C, "rule": serving.ROOFLINE_LABELS[p.roofline],
            "model": sequel.simulated_model().name, "hardware": sequel.HARDWARE,
-           "y_top": max(rows.gamma_max for rows in sequel.load_grid().drafters.values()) + 4}
-    out["rollback_label"] = "" if p.rollback == sequel.ROLLBACK else f", rollback: {p.rollback}"
+           # headroom above the longest draft for the legend, which then hides no line
+           "y_top": max(rows.gamma_max for rows in sequel.load_grid().drafters.values()) + 10}
+    out["rollback_label"] = ", no rollback" if p.rollback == "none" else f", rollback: {p.rollback}"
     for key in sequel.DRAFTER_KEYS:
         out[f"gamma_{key}"], _ = sequel.policy(key, B, roofline=p.roofline, acceptance=p.acceptance,
                                                rollback=p.rollback)
@@ -127,7 +133,7 @@ def _throughput(p, xp):
 
 concurrency_throughput = Figure(
     name="concurrency_throughput",
-    title="{what} against concurrency on B200 ({rule})",
+    title="{what} against concurrency on B200 ({rule}, no rollback)",
     compute=_throughput, controls=(ROOFLINE, Toggle("relative", "over plain decoding", True)), params={"points": 120},
     panels=tuple(Panel(concurrency_axis("concurrency", "x_lo", "x_hi"),
                        Axis("{y_label}" if key == "mtp" else "", "y_scale", "y_lo", "y_hi"), _drafter_series(key),
@@ -181,7 +187,7 @@ def _tpot_panel(key, first):
 
 throughput_tpot = Figure(
     name="throughput_tpot",
-    title="Throughput against latency, dotted: constant concurrency ({rule}, {acceptance} acceptance)",
+    title="Throughput against latency, dotted: constant concurrency\n{rule}, no rollback, {acceptance} acceptance",
     compute=_tpot, controls=(ROOFLINE, ACCEPTANCE), params={"points": 120},
     panels=tuple(_tpot_panel(key, i == 0) for i, key in enumerate(sequel.DRAFTER_KEYS)), size=(8.6, 4.6),
     keys=_KEYS,
@@ -206,7 +212,8 @@ def sequel_comparison(drafter="dflash", comparison=None) -> NumberTable:
                   f"{grid.best_goodput[j]:,.0f}", f"{c.error_at_best_gamma[j]:+.2%}", f"{c.worst_error[j]:.2%}",
                   f"{c.policy_shortfall[j]:+.2%}", f"{c.simulated_policy_shortfall[j]:+.2%}")
                  for j, conc in enumerate(np.asarray(sequel.load_grid().concurrency)))
-    caption = (f"{serving.DRAFTER_LABELS[key]}, ours against the simulator's throughput (committed output "
+    caption = (f"{serving.DRAFTER_LABELS[key]}, ours (one roofline over the step and over each drafter pass, "
+               f"no rollback: the sequel's simulator's rule) against the simulator's throughput (committed output "
                f"tokens per second) at the simulator's best fixed \u03b3 at each concurrency C. Over all "
                f"{c.predicted.size} cells of the grid |error| has median {s['median_error']:.2%} and "
                f"max {s['max_error']:.2%}; the best fixed \u03b3 agrees at {s['best_gamma_agrees']} of "
@@ -254,3 +261,29 @@ def modelling_choices(choices=MODELLING_CHOICES) -> NumberTable:
                "throughput our policy's \u03b3* loses against the best fixed \u03b3 at any concurrency.")
     return NumberTable(("variant", "drafter", "median |error|", "max |error|", "best \u03b3 agrees", "worst shortfall"),
                        tuple(rows), caption=caption, align="ll")
+
+
+def longest_draft_band(drafter="dflash", *, rollback=sequel.ROLLBACK, max_batch=2048, threshold=3.0) -> dict:
+    """Where the priced policy of ``drafter`` drafts its longest, at every
+    whole batch from 1 to ``max_batch`` on the sequel's roofline (one
+    aggregate roofline over the step and over each drafter pass, the
+    simulated context, the measured survival curve), with the linear layers
+    rolled back by ``rollback``: the longest gamma* (``gamma``), the first and
+    last batch drafting it (``lo``, ``hi``), the least and most speedup over
+    plain decoding there (``speedup_lo``, ``speedup_hi``), the peak speedup
+    over every batch and where (``peak``, ``peak_at``), and the first and last
+    batch whose speedup reaches ``threshold`` (``above_lo``, ``above_hi``;
+    None if none does)."""
+    key = checked_choice("drafter", drafter, sequel.DRAFTER_KEYS)
+    B = np.arange(1.0, float(max_batch) + 1.0)
+    g, X = sequel.policy(key, B, rollback=rollback)
+    speedup = X / sequel.fixed_throughput(key, B, [0], rollback=rollback)[0]
+    at = np.flatnonzero(g == g.max())
+    if at[-1] - at[0] + 1 != at.size:
+        raise ValueError(f"the longest draft of {key} is not one band of batches; the summary would mislead")
+    above = np.flatnonzero(speedup >= threshold)
+    return {"gamma": int(g.max()), "lo": float(B[at[0]]), "hi": float(B[at[-1]]),
+            "speedup_lo": float(speedup[at].min()), "speedup_hi": float(speedup[at].max()),
+            "peak": float(speedup.max()), "peak_at": float(B[int(np.argmax(speedup))]),
+            "above_lo": float(B[above[0]]) if above.size else None,
+            "above_hi": float(B[above[-1]]) if above.size else None}

@@ -12,6 +12,7 @@ from ...core import step as _step
 from ...evidence import simulator as sequel
 from ...formulas import numpy_functions as nf
 from ...presets import resolve
+from ..._checks import checked_choice
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Text, Toggle
 from ..tables import NumberTable
 from . import common
@@ -119,22 +120,46 @@ ROLLBACK_LABELS = {"none": "no rollback (the simulator)", "snapshot": "a snapsho
                    "recompute": "a replay of the accepted positions"}
 
 
+def rollback_effects(drafter="mtp", concurrencies=None) -> dict:
+    """The priced policy of ``drafter`` (a key of the sequel's grid) at the
+    simulated setting, at ``concurrencies`` (default the grid's), with each
+    way of rolling the linear layers back (:data:`speclib.core.step.ROLLBACKS`):
+    {rollback: (gamma*, its speedup over plain decoding with the same
+    rollback)}. The step and the drafter are priced as the sequel's simulator
+    prices them, one roofline over each."""
+    key = checked_choice("drafter", drafter, sequel.DRAFTER_KEYS)
+    C = sequel.load_grid().concurrency if concurrencies is None else np.asarray(concurrencies, dtype=float)
+    out = {}
+    for rollback in _step.ROLLBACKS:
+        g, X = sequel.policy(key, C, rollback=rollback)
+        out[rollback] = (np.asarray(g), X / sequel.fixed_throughput(key, C, [0], rollback=rollback)[0])
+    return out
+
+
 def rollback_policy(drafter="mtp", concurrencies=None) -> NumberTable:
     """The priced policy of ``drafter`` (a key of the sequel's grid) at the
     simulated setting, a row per concurrency (default the grid's): gamma*
     and its speedup over plain decoding with each way of rolling the linear
-    layers back (:data:`speclib.core.step.ROLLBACKS`)."""
+    layers back (:func:`rollback_effects`)."""
     C = sequel.load_grid().concurrency if concurrencies is None else np.asarray(concurrencies, dtype=float)
-    cells = {}
-    for rollback in _step.ROLLBACKS:
-        g, X = sequel.policy(drafter, C, rollback=rollback)
-        plain = sequel.fixed_throughput(drafter, C, [0], rollback=rollback)[0]
-        cells[rollback] = (g, X / plain)
+    cells = rollback_effects(drafter, C)
     rows = tuple((f"{c:,.0f}", *(f"{cells[r][0][j]} / {cells[r][1][j]:.2f}\u00d7" for r in _step.ROLLBACKS))
                  for j, c in enumerate(C))
     head = ("concurrency", *(ROLLBACK_LABELS[r] for r in _step.ROLLBACKS))
     caption = (f"{serving.DRAFTER_LABELS[drafter]} drafting for {sequel.simulated_model().name} on a "
                f"{sequel.HARDWARE}, at the simulated context ({sequel.context():g} tokens): the priced policy's "
-               "\u03b3* / its speedup over plain decoding, with each way of rolling the linear-attention state back "
-               "past a rejected draft")
+               "\u03b3* / its speedup over plain decoding, the step and the drafter each priced by one roofline "
+               "(the sequel's simulator's rule), with each way of rolling the linear-attention state back past a "
+               "rejected draft")
     return NumberTable(head, rows, caption=caption, css_class="speclib-number-table speclib-nowrap")
+
+
+def replay_cost(concurrencies=None) -> float:
+    """The largest share of the priced policy's speedup that a replay of the
+    accepted positions gives up against no rollback, over both drafters and
+    ``concurrencies`` (default the grid's)."""
+    out = 0.0
+    for key in sequel.DRAFTER_KEYS:
+        effects = rollback_effects(key, concurrencies)
+        out = max(out, float(np.max(1 - effects["recompute"][1] / effects["none"][1])))
+    return out

@@ -59,7 +59,7 @@ def _gamma(p, xp):
 
 pricing_gamma = Figure(
     name="pricing_gamma",
-    title="What the pricing rule does to {label}'s \u03b3* ({acceptance} acceptance)",
+    title="What the pricing rule does to {label}'s \u03b3*\nthe whole step under each rule, no rollback, {acceptance} acceptance",
     compute=_gamma,
     controls=(Choice("drafter", "drafter", tuple((serving.DRAFTER_LABELS[k], k) for k in sequel.DRAFTER_KEYS),
                      "dflash"), ACCEPTANCE),
@@ -77,3 +77,25 @@ pricing_gamma = Figure(
     doc="gamma* under each pricing rule against concurrency (left), and what the rule's choice costs in the "
         "simulator (right).",
 )
+
+
+def policy_moves() -> dict:
+    """How the paper's rule moves the priced policy against the simulator's
+    grid, per drafter key: at how many of the grid's concurrencies gamma*
+    differs from the best fixed gamma with the whole step priced per component
+    (``both``: verify pass and drafter, as :func:`speclib.evidence.simulator.rule_shortfall`
+    prices it) and with only the verify pass priced so (``verify_only``: the
+    drafter on the simulator's rule, as the sequel counts), and the largest
+    share of simulated throughput the first loses (``worst_loss``). Key
+    ``"tipped"``: the concurrencies where the two counts differ."""
+    grid = sequel.load_grid()
+    verify_only = sequel.compare(roofline="per-component", drafter_roofline="aggregate")
+    out, tipped = {}, np.zeros(grid.concurrency.shape, dtype=bool)
+    for key in sequel.DRAFTER_KEYS:
+        g, loss = sequel.rule_shortfall(key)["per-component"]
+        both = np.asarray(g) != grid.drafters[key].best_gamma
+        alone = ~verify_only[key].best_gamma_agrees
+        tipped |= both != alone
+        out[key] = {"both": int(both.sum()), "verify_only": int(alone.sum()), "worst_loss": float(loss.max())}
+    out["tipped"] = grid.concurrency[tipped]
+    return out

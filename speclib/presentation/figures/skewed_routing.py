@@ -4,10 +4,15 @@ the skewed counts, and what measured routing skew does to the price of a
 speculated token and to gamma*."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from ...core import drafters as _draft
 from ...core import moe as _moe
 from ...core import speculation as _spec
+from ...core import step as _step
+from ...core.pricing import StepPricing
 from ...presets import resolve
 from ..definition import Axis, Figure, HLine, Line, Panel, Points
 from ..style import CYCLE
@@ -59,7 +64,7 @@ def _effect_lines(prefix, label):
 
 
 skew_effects = Figure(
-    name="skew_effects", title="{model} on {hardware}: uniform against measured routing", compute=_effects,
+    name="skew_effects", title="{model} on {hardware}: uniform against measured routing\nthe whole step, each component its own roofline", compute=_effects,
     size=(9.0, 3.8),
     params={"model": "Qwen3.6-35B-A3B", "hardware": "B200", "S": 512, "drafter": "Qwen3.6-MTP", "c_draft": None,
             "alpha": None, "popularity": None, "batch_range": (1, 4096), "points": 160, "gamma_max": 16},
@@ -68,7 +73,7 @@ skew_effects = Figure(
                   title="price of one speculated token"),
             Panel(common.batch_axis(), Axis("optimal draft length \u03b3*", lo=0),
                   _effect_lines("gamma", "\u03b3*, {key}"), title="\u03b3* ({what}, S = {S:,.0f})",
-                  legend="lower right")),
+                  legend="upper right")),
     doc="What measured routing skew does, against uniform routing, on the whole step: the cost of verifying one "
         "speculated token (a step of 2 positions over a plain one, the expert tax as a ratio; left) and gamma* "
         "(right). alpha None uses the drafter preset's measured survival curve.")
@@ -84,3 +89,61 @@ def skew_rows(model="Qwen3.6-35B-A3B", hardware="B200", *, S=512, drafter="Qwen3
     columns = ("experts_uniform", "experts_skewed", "tax_uniform", "tax_skewed", "gamma_uniform", "speedup_uniform",
                "gamma_skewed", "speedup_skewed")
     return [(b, *(e[c][i].item() for c in columns)) for i, b in enumerate(batches)]
+
+
+#: The sensitivity case of the chapter: DeepSeek-V4-Flash at Figure 3's settings.
+V4_CASE = {"model": "DeepSeek-V4-Flash", "hardware": "B200", "S": 4096, "c_draft": 0.10, "alpha": 0.75}
+
+
+def outside_the_layers(model="DeepSeek-V4-Flash") -> dict:
+    """The weights a whole step reads that the paper's per-layer ledger
+    leaves out: the output head and the routers (parameters). Refused for a
+    model whose whole-step weights hold more than these besides its layers'
+    attention projections (dense FFN layers, a hybrid's linear layers, a
+    latent MoE's dense part), where "the rest" would not be the ledger's."""
+    m, _ = resolve(model, None)
+    n_layers, n_ffn_layers, n_dense = m._layer_counts()
+    if n_dense or m.is_hybrid or not m.ffn.is_moe or m.ffn.dense_params:
+        raise ValueError(f"model must be a mixture-of-experts model whose layers are all alike (no dense FFN layers, "
+                         f"no linear attention, no latent MoE); got {m.name}")
+    head, routers = m.vocab_size * m.hidden_size, n_ffn_layers * m.hidden_size * m.ffn.n_routed
+    assert m.step_architecture().dense_params == n_layers * m.attn_proj_params + head + routers
+    return {"head": head, "routers": routers, "total": head + routers}
+
+
+def gutter(model="DeepSeek-V4-Flash", hardware="B200", *, S=4096, c_draft=0.10, alpha=0.75, popularity=None,
+           max_batch=64, gamma_max=16) -> dict:
+    """Where plain decoding beats every draft at small batch, on the whole
+    step with each component its own roofline, at every whole batch up to
+    ``max_batch``: the runs of gamma* = 0 as (first, last) under uniform
+    routing (``"uniform"``), under the measured popularity (``"skewed"``),
+    and under uniform routing with the weights outside the layers left out
+    (``"layers_only"``: the whole step the paper's per-layer ledger prices,
+    times its layers; see :func:`outside_the_layers`); and the least and the
+    most the skewed speedup reaches over the uniform runs' batches
+    (``"skewed_speedup"``)."""
+    m, hw = resolve(model, hardware)
+    B = np.arange(1.0, max_batch + 1.0)
+    drafter = _draft.resolve_drafter(None, c_draft, hw)
+    uniform = np.full(m.ffn.n_routed, 1.0 / m.ffn.n_routed)
+    arch = m.step_architecture()
+    layers_only = dataclasses.replace(arch, dense_params=arch.dense_params - outside_the_layers(m)["total"])
+    shares = {"uniform": uniform, "skewed": _moe.measured_popularity() if popularity is None else popularity}
+    steps = {key: _step.step_model(m, hw, routing=routing) for key, routing in shares.items()}
+    steps["layers_only"] = _step.StepModel(layers_only, hw, routing=uniform)
+    out, speedups = {}, {}
+    for key, sm in steps.items():
+        g, speedups[key] = _spec.best_gamma(StepPricing(sm, drafter), alpha, B, np.full(B.shape, float(S)),
+                                           gamma_max)
+        out[key] = [(int(a), int(b)) for a, b, _ in _spec.zero_gamma_bands(B, g)]
+    inside = np.zeros(B.shape, dtype=bool)
+    for a, b in out["uniform"]:
+        inside |= (B >= a) & (B <= b)
+    out["skewed_speedup"] = ((float(speedups["skewed"][inside].min()), float(speedups["skewed"][inside].max()))
+                             if inside.any() else None)
+    return out
+
+
+def runs_text(runs) -> str:
+    """Runs of batches as the prose writes them: '5–12', or '5–12 and 40–41'."""
+    return " and ".join(f"{a:,}" if a == b else f"{a:,}\u2013{b:,}" for a, b in runs) or "none"
