@@ -551,3 +551,56 @@ def test_the_chapter_figure_draws_the_schedule_and_its_tables():
         np.testing.assert_array_equal(d[f"k{n}"], table.k_per_batch)
     fig = engine_schedules.schedule_ranges(schedule=sched, max_ranges=(2, 3))
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()][:2] == ["gamma* = 0", "gamma* per batch"]
+
+
+# --- the text fits a terminal and the book's column; a roofline schedule says what it is -----
+@pytest.fixture(scope="module")
+def dsv4_calibrated():
+    return make(**DSV4, max_batch=512, tp=2, step_time="calibrated")
+
+
+@pytest.mark.parametrize("which", ["dsv4", "llama", "qwen_mtp", "dsv4_calibrated"])
+@pytest.mark.parametrize("engine", ["table", "trtllm", "sglang", "vllm"])
+def test_every_line_of_the_text_fits_the_width(which, engine, request):
+    sched = request.getfixturevalue(which)
+    for width in (76, 64):  # the tables' rows are not wrapped: 64 holds the widest
+        text = render(sched, engine, method="EAGLE3" if engine == "sglang" else None, width=width)
+        long = [line for line in text.splitlines() if len(line) > width]
+        assert long == [], long
+
+
+@pytest.mark.parametrize("which", ["dsv4", "dsv4_calibrated"])
+def test_folded_sglang_args_read_back_as_the_engines_flags(which, request):
+    """A folded args block reads back as the string engines.py writes, so a
+    router that reads the YAML starts the same servers."""
+    sched = request.getfixturevalue(which)
+    doc = yaml.safe_load(render(sched, "sglang", width=60))
+    table = sched.table()
+    assert [d["args"] for d in doc["fixed_depth"]] == [engines.sglang_fixed_args(r.k, "EAGLE") for r in table.ranges]
+    tiers = list(sched.tiers(3).tiers)
+    assert doc["adaptive"]["args"] == engines.sglang_adaptive_args(tiers, tiers[len(tiers) // 2], "EAGLE")
+
+
+def test_a_roofline_schedule_warns_and_a_calibrated_one_gives_its_interval(dsv4, dsv4_calibrated, tmp_path):
+    roofline_text = " ".join(render(dsv4, "table").split())  # unwrapped
+    assert "warning: roofline step time (a lower bound" in roofline_text and "--step-time calibrated" in roofline_text
+    assert "80 % interval:" not in roofline_text and "1x inside" not in roofline_text
+    calibrated_text = " ".join(render(dsv4_calibrated, "table").split())
+    assert "warning:" not in calibrated_text and "80 % interval: of the speed-up" in calibrated_text
+    # a schedule from measured step costs (here the model's own) prices no roofline: no warning
+    steps = make_profile(model="Llama-3-70B", hardware="B200", seq=4096, max_batch=64, gamma_max=8)
+    measured = schedule(seq=4096, alpha=0.8, max_batch=64, gamma_max=8, step_costs=steps,
+                        deployment=speclib.Deployment("Llama-3-70B", "B200"))
+    assert measured.warnings == () and "warning:" not in render(measured, "table")
+    for engine in ("trtllm", "sglang"):  # in the YAML forms the warning is a comment
+        lines = render(dsv4, engine).splitlines()
+        assert any(line.startswith("# warning: roofline step time") for line in lines)
+
+
+def test_vllm_json_keeps_stdout_clean_and_warns_on_stderr():
+    argv = ["schedule", "--model", "deepseek-v4-flash", "--alpha", "0.75", "--max-batch", "64", "--engine", "vllm"]
+    status, out, err = run(argv)
+    assert status == 0 and json.loads(out)["num_speculative_tokens_per_batch_size"]
+    assert err.count("\n") == 1 and "warning: roofline step time" in err
+    status, out, err = run(argv + ["--step-time", "calibrated"])
+    assert status == 0 and json.loads(out) and err == ""

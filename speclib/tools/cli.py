@@ -736,6 +736,9 @@ def run_schedule(args, out) -> int:
         raise UsageError(f"--step-costs: {exc}") from None
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
+    if args.engine == "vllm":  # JSON has no comments: what the header would say goes to standard error
+        for warning in sched.warnings:
+            sys.stderr.write(f"speclib schedule: warning: {warning}\n")
     return _write_output(args, text, out)
 
 
