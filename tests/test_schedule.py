@@ -604,3 +604,58 @@ def test_vllm_json_keeps_stdout_clean_and_warns_on_stderr():
     assert err.count("\n") == 1 and "warning: roofline step time" in err
     status, out, err = run(argv + ["--step-time", "calibrated"])
     assert status == 0 and json.loads(out) and err == ""
+
+
+# --- the chapter's table of both step models and the facts its prose quotes ---------------------
+def test_the_calibrated_figure_hatches_where_the_interval_holds_1x(dsv4_calibrated):
+    from speclib.presentation.figures import engine_schedules
+
+    d = engine_schedules.schedule_ranges.data(schedule=dsv4_calibrated, max_ranges=(2,))
+    lo, hi = dsv4_calibrated.interval
+    np.testing.assert_array_equal(d["uncertain"], (lo < 1) & (hi > 1))
+    fig = engine_schedules.schedule_ranges(schedule=dsv4_calibrated, max_ranges=(2,))
+    assert "80 % interval holds 1x" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_beside_calibrated_gives_each_schedules_gamma_star_at_every_batch(dsv4_calibrated):
+    from speclib.presentation.figures import engine_schedules
+
+    roofline = make(**DSV4, max_batch=512, tp=2)
+    table = engine_schedules.beside_calibrated(roofline, dsv4_calibrated)
+    covered = []
+    for row in table.rows:
+        lo, _, hi = row[0].partition("-")
+        batches = range(int(lo), int(hi or lo) + 1)
+        covered += batches
+        # gamma* of each batch in the row, searched again by optimal_gamma (not the schedules' own tables)
+        for which, column in ((roofline, 1), (dsv4_calibrated, 3)):
+            dep = speclib.Deployment("DeepSeek-V4-Flash", "B200", tp=2,
+                                     step_time="calibrated" if which is dsv4_calibrated else "roofline")
+            g, _ = speclib.optimal_gamma(0.75, np.array(list(batches), float), 4096, 0.1, deployment=dep)
+            assert set(int(x) for x in g) == {row[column]}, row
+    assert covered == list(range(1, 513))  # every batch once, in order
+    assert "roofline" in table.caption and "calibrated" in table.caption
+    with pytest.raises(ValueError, match="calibrated"):
+        engine_schedules.beside_calibrated(make(**DSV4, max_batch=64, tp=2), dsv4_calibrated)
+
+
+def test_the_facts_the_prose_quotes_agree_with_where_speculation_stops_paying(dsv4_calibrated):
+    """stop and unsure_from against speclib.core.speculation.stops_paying
+    (its own sweep over batches); the peak's run against a brute-force scan."""
+    from speclib.core.speculation import stops_paying
+    from speclib.presentation.figures import engine_schedules
+
+    dep = speclib.Deployment("DeepSeek-V4-Flash", "B200", tp=2, step_time="calibrated")
+    facts = engine_schedules.facts(dsv4_calibrated)
+    paying = stops_paying(0.75, 4096, 0.1, deployment=dep, max_batch=512)
+    assert (facts["stop"], facts["unsure_from"]) == (paying["at"], paying["may_from"])
+    roofline = make(**DSV4, max_batch=512, tp=2)
+    f = engine_schedules.facts(roofline)
+    g = optimal(512, **DSV4, tp=2)
+    peak_batches = [b for b in range(1, 513) if g[b - 1] == max(g)]
+    run = [b for b in peak_batches if all(g[x - 1] == max(g) for x in range(peak_batches[0], b + 1))]
+    assert (f["peak"], f["peak_from"], f["peak_to"]) == (max(g), run[0], run[-1])
+    assert f["short_to"] == next(b for b in range(1, 513) if g[b - 1] > g[0]) - 1
+    assert f["unsure_from"] is None and f["first"] == g[0]
+    trt = roofline.table(first_is_max=True, implicit_zero_tail=True)
+    assert (f["trt_keeps"], f["trt_worst_batch"]) == (trt.worst, trt.worst_batch)
