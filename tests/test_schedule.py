@@ -659,3 +659,24 @@ def test_the_facts_the_prose_quotes_agree_with_where_speculation_stops_paying(ds
     assert f["unsure_from"] is None and f["first"] == g[0]
     trt = roofline.table(first_is_max=True, implicit_zero_tail=True)
     assert (f["trt_keeps"], f["trt_worst_batch"]) == (trt.worst, trt.worst_batch)
+
+
+def test_an_sglang_schedule_says_it_takes_vllms_fixed_time():
+    argv = ["schedule", "--model", "deepseek-v4-flash", "--alpha", "0.75", "--max-batch", "64", "--step-time",
+            "calibrated"]
+    _, sglang, _ = run(argv + ["--engine", "sglang"])
+    _, vllm, _ = run(argv + ["--engine", "vllm"])
+    comments = " ".join(line.lstrip("# ") for line in sglang.splitlines() if line.startswith("#"))
+    assert "engine SGLang has no fixed time of its own: it shares vLLM's" in comments
+    doc = yaml.safe_load(sglang)
+    assert engines.expand_sglang_fixed(doc, 64) == engines.expand_vllm(json.loads(vllm), 64)
+
+
+def test_facts_at_another_context_are_that_contexts():
+    from speclib.presentation.figures import engine_schedules
+
+    sched = make(**{**DSV4, "seq": [4096, 65536]}, max_batch=1024, tp=8)
+    long = engine_schedules.facts(sched, c=1)
+    g = optimal(1024, **{**DSV4, "seq": 65536}, tp=8)
+    zero_from = next(b for b in range(1, 1025) if all(x == 0 for x in g[b - 1:]))
+    assert long["stop"] == zero_from and long["first"] == g[0] and long["trt_keeps"] is None

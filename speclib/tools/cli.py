@@ -698,10 +698,11 @@ def _seq_list(args, *, default="4096"):
     return [float(v) for v in values]
 
 
-#: The engine whose measured per-step costs calibrate a schedule's step time
+#: The engine whose per-step costs calibrate a schedule's step time
 #: (--step-time calibrated), by the engine it is written for: TensorRT-LLM's
-#: were measured; SGLang's were not, and vLLM's stand in for it.
-CALIBRATION_ENGINE = {"vllm": "vLLM", "trtllm": "TRT", "sglang": "vLLM", "table": "vLLM"}
+#: were measured; SGLang has no fixed time of its own in the fit and takes
+#: vLLM's (the calibration's shared_engines), which the schedule's notes say.
+CALIBRATION_ENGINE = {"vllm": "vLLM", "trtllm": "TRT", "sglang": "SGLang", "table": "vLLM"}
 
 
 def run_schedule(args, out) -> int:

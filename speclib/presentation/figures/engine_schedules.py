@@ -116,14 +116,16 @@ def beside_calibrated(roofline, calibrated, roofline_label: str = "roofline") ->
     return NumberTable(
         ("batch sizes", "γ* roofline", "speed-up", "γ* calibrated", "speed-up", "80 % interval", "1x inside"),
         tuple(rows), align="l",
-        caption=(f"{calibrated.model} on {calibrated.hardware}: γ* per batch range priced by the {roofline_label} (a "
+        caption=(f"{calibrated.model} on {calibrated.hardware}, drafter {calibrated.drafter}: γ* per batch range "
+                 f"priced by the {roofline_label} (a "
                  "lower bound on each step) and by the calibrated step (fitted on engines); the 80 % interval is of "
                  "the calibrated speed-up of the best draft of at least one token, and ? marks the batches where it "
                  "holds 1x"))
 
 
-def facts(schedule) -> dict:
-    """What the prose says about a schedule: ``first`` (gamma* at batch 1),
+def facts(schedule, c: int = 0) -> dict:
+    """What the prose says about a schedule at its context ``c`` (the
+    reference, the first, by default): ``first`` (gamma* at batch 1),
     ``peak`` (the largest gamma*) and the first run of batches holding it
     (``peak_from``, ``peak_to``); ``short_to``, the last batch before gamma*
     first exceeds its value at batch 1; ``stop`` (the first batch of the
@@ -131,15 +133,16 @@ def facts(schedule) -> dict:
     ``unsure_from``, the first batch of the trailing run where the interval
     holds 1x (None: none, or no interval); ``trt_keeps`` and
     ``trt_worst_batch``: what TensorRT-LLM's first-key rule leaves of the
-    worst batch's optimum, and which batch that is."""
-    g = np.asarray(schedule.gamma_star)
+    worst batch's optimum, and which batch that is (the interval and the
+    first-key rule at the reference context only: None elsewhere)."""
+    g = np.asarray(schedule.gamma_star_at(c))
     peak = int(g.max())
     first_peak = int(np.argmax(g == peak))
     after = np.flatnonzero(g[first_peak:] != peak)
     above = np.flatnonzero(g > g[0])
     zero = g == 0
     unsure = np.asarray(schedule.uncertain, dtype=bool)
-    trt = schedule.table(first_is_max=True, implicit_zero_tail=True)
+    trt = schedule.table(first_is_max=True, implicit_zero_tail=True) if c == 0 else None
 
     def trailing(mask):
         if not mask[-1]:
@@ -150,5 +153,6 @@ def facts(schedule) -> dict:
     return {"first": int(g[0]), "peak": peak, "peak_from": first_peak + 1,
             "peak_to": first_peak + (int(after[0]) if after.size else g.size - first_peak),
             "short_to": int(above[0]) if above.size else g.size, "stop": trailing(zero),
-            "unsure_from": trailing(unsure) if schedule.interval is not None else None,
-            "trt_keeps": float(trt.worst), "trt_worst_batch": int(trt.worst_batch)}
+            "unsure_from": trailing(unsure) if schedule.interval is not None and c == 0 else None,
+            "trt_keeps": None if trt is None else float(trt.worst),
+            "trt_worst_batch": None if trt is None else int(trt.worst_batch)}
