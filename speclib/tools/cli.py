@@ -1194,9 +1194,11 @@ def run_fit(args, out) -> int:
               f"per step, d = {cal.per_sequence_s * 1e6:.3g} us per sequence, e = {cal.per_position_s * 1e6:.3g} us "
               f"per extra position, a_d = {cal.per_draft_pass_s * 1e3:.3g} ms per drafter pass "
               f"(mu = {next(iter(cal.roofline_factor.values())):.3g}, held)\n")
-    out.write(f"{'file':<40} {'batch':>6} {'gamma':>5} {'TPOT ms':>9} {'fitted':>9} {'error':>7}\n")
-    for r, fitted_ms, err in fitted.residuals:
-        out.write(f"{os.path.basename(r.source)[:40]:<40} {r.concurrency:>6} {r.gamma or 0:>5} {r.tpot_ms:>9.3f} "
+    names = [os.path.basename(r.source)[:40] for r, *_ in fitted.residuals]
+    wide = max(len("file"), *map(len, names))  # as wide as the longest name, so the table stays narrow
+    out.write(f"{'file':<{wide}} {'batch':>6} {'gamma':>5} {'TPOT ms':>9} {'fitted':>9} {'error':>7}\n")
+    for name, (r, fitted_ms, err) in zip(names, fitted.residuals):
+        out.write(f"{name:<{wide}} {r.concurrency:>6} {r.gamma or 0:>5} {r.tpot_ms:>9.3f} "
                   f"{fitted_ms:>9.3f} {err * 100:>6.1f}%\n")
     data = {"about": "A calibration fitted by `speclib fit` (speclib.evidence.step_fit.fit_measurements); read it "
                      "with --calibration or speclib.evidence.step_fit.read_calibration.", **cal.to_json()}
