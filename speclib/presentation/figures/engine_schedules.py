@@ -39,7 +39,7 @@ def _range_panels(data):
     return (Panel(common.batch_axis(1, "B_max", "batch size B (sequences decoding together)"),
                   Axis("draft length", lo=-0.3, hi="y_top"),
                   (Bands("B", "zero", label="gamma* = 0", color="gutter", gid="zero_band"),
-                   *((Bands("B", "uncertain", label="80 % interval holds 1x", color="memory", hatch="//", alpha=0.12,
+                   *((Bands("B", "uncertain", label="80 % interval holds 1x", color="drafter", alpha=0.10,
                             gid="uncertain_band"),) if data["has_interval"] else ()),
                    Line("B", "gamma_star", label="gamma* per batch", color="total", width=2.2, step=True,
                         gid="gamma_star"), *tables),
