@@ -551,3 +551,132 @@ def test_the_chapter_figure_draws_the_schedule_and_its_tables():
         np.testing.assert_array_equal(d[f"k{n}"], table.k_per_batch)
     fig = engine_schedules.schedule_ranges(schedule=sched, max_ranges=(2, 3))
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()][:2] == ["gamma* = 0", "gamma* per batch"]
+
+
+# --- the text fits a terminal and the book's column; a roofline schedule says what it is -----
+@pytest.fixture(scope="module")
+def dsv4_calibrated():
+    return make(**DSV4, max_batch=512, tp=2, step_time="calibrated")
+
+
+@pytest.mark.parametrize("which", ["dsv4", "llama", "qwen_mtp", "dsv4_calibrated"])
+@pytest.mark.parametrize("engine", ["table", "trtllm", "sglang", "vllm"])
+def test_every_line_of_the_text_fits_the_width(which, engine, request):
+    sched = request.getfixturevalue(which)
+    for width in (76, 64):  # the tables' rows are not wrapped: 64 holds the widest
+        text = render(sched, engine, method="EAGLE3" if engine == "sglang" else None, width=width)
+        long = [line for line in text.splitlines() if len(line) > width]
+        assert long == [], long
+
+
+@pytest.mark.parametrize("which", ["dsv4", "dsv4_calibrated"])
+def test_folded_sglang_args_read_back_as_the_engines_flags(which, request):
+    """A folded args block reads back as the string engines.py writes, so a
+    router that reads the YAML starts the same servers."""
+    sched = request.getfixturevalue(which)
+    doc = yaml.safe_load(render(sched, "sglang", width=60))
+    table = sched.table()
+    assert [d["args"] for d in doc["fixed_depth"]] == [engines.sglang_fixed_args(r.k, "EAGLE") for r in table.ranges]
+    tiers = list(sched.tiers(3).tiers)
+    assert doc["adaptive"]["args"] == engines.sglang_adaptive_args(tiers, tiers[len(tiers) // 2], "EAGLE")
+
+
+def test_a_roofline_schedule_warns_and_a_calibrated_one_gives_its_interval(dsv4, dsv4_calibrated, tmp_path):
+    roofline_text = " ".join(render(dsv4, "table").split())  # unwrapped
+    assert "warning: roofline step time (a lower bound" in roofline_text and "--step-time calibrated" in roofline_text
+    assert "80 % interval:" not in roofline_text and "1x inside" not in roofline_text
+    calibrated_text = " ".join(render(dsv4_calibrated, "table").split())
+    assert "warning:" not in calibrated_text and "80 % interval: of the speed-up" in calibrated_text
+    # a schedule from measured step costs (here the model's own) prices no roofline: no warning
+    steps = make_profile(model="Llama-3-70B", hardware="B200", seq=4096, max_batch=64, gamma_max=8)
+    measured = schedule(seq=4096, alpha=0.8, max_batch=64, gamma_max=8, step_costs=steps,
+                        deployment=speclib.Deployment("Llama-3-70B", "B200"))
+    assert measured.warnings == () and "warning:" not in render(measured, "table")
+    for engine in ("trtllm", "sglang"):  # in the YAML forms the warning is a comment
+        lines = render(dsv4, engine).splitlines()
+        assert any(line.startswith("# warning: roofline step time") for line in lines)
+
+
+def test_vllm_json_keeps_stdout_clean_and_warns_on_stderr():
+    argv = ["schedule", "--model", "deepseek-v4-flash", "--alpha", "0.75", "--max-batch", "64", "--engine", "vllm"]
+    status, out, err = run(argv)
+    assert status == 0 and json.loads(out)["num_speculative_tokens_per_batch_size"]
+    assert err.count("\n") == 1 and "warning: roofline step time" in err
+    status, out, err = run(argv + ["--step-time", "calibrated"])
+    assert status == 0 and json.loads(out) and err == ""
+
+
+# --- the chapter's table of both step models and the facts its prose quotes ---------------------
+def test_the_calibrated_figure_hatches_where_the_interval_holds_1x(dsv4_calibrated):
+    from speclib.presentation.figures import engine_schedules
+
+    d = engine_schedules.schedule_ranges.data(schedule=dsv4_calibrated, max_ranges=(2,))
+    lo, hi = dsv4_calibrated.interval
+    np.testing.assert_array_equal(d["uncertain"], (lo < 1) & (hi > 1))
+    fig = engine_schedules.schedule_ranges(schedule=dsv4_calibrated, max_ranges=(2,))
+    assert "80 % interval holds 1x" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_beside_calibrated_gives_each_schedules_gamma_star_at_every_batch(dsv4_calibrated):
+    from speclib.presentation.figures import engine_schedules
+
+    roofline = make(**DSV4, max_batch=512, tp=2)
+    table = engine_schedules.beside_calibrated(roofline, dsv4_calibrated)
+    covered = []
+    for row in table.rows:
+        lo, _, hi = row[0].partition("-")
+        batches = range(int(lo), int(hi or lo) + 1)
+        covered += batches
+        # gamma* of each batch in the row, searched again by optimal_gamma (not the schedules' own tables)
+        for which, column in ((roofline, 1), (dsv4_calibrated, 3)):
+            dep = speclib.Deployment("DeepSeek-V4-Flash", "B200", tp=2,
+                                     step_time="calibrated" if which is dsv4_calibrated else "roofline")
+            g, _ = speclib.optimal_gamma(0.75, np.array(list(batches), float), 4096, 0.1, deployment=dep)
+            assert set(int(x) for x in g) == {row[column]}, row
+    assert covered == list(range(1, 513))  # every batch once, in order
+    assert "roofline" in table.caption and "calibrated" in table.caption
+    with pytest.raises(ValueError, match="calibrated"):
+        engine_schedules.beside_calibrated(make(**DSV4, max_batch=64, tp=2), dsv4_calibrated)
+
+
+def test_the_facts_the_prose_quotes_agree_with_where_speculation_stops_paying(dsv4_calibrated):
+    """stop and unsure_from against speclib.core.speculation.stops_paying
+    (its own sweep over batches); the peak's run against a brute-force scan."""
+    from speclib.core.speculation import stops_paying
+    from speclib.presentation.figures import engine_schedules
+
+    dep = speclib.Deployment("DeepSeek-V4-Flash", "B200", tp=2, step_time="calibrated")
+    facts = engine_schedules.facts(dsv4_calibrated)
+    paying = stops_paying(0.75, 4096, 0.1, deployment=dep, max_batch=512)
+    assert (facts["stop"], facts["unsure_from"]) == (paying["at"], paying["may_from"])
+    roofline = make(**DSV4, max_batch=512, tp=2)
+    f = engine_schedules.facts(roofline)
+    g = optimal(512, **DSV4, tp=2)
+    peak_batches = [b for b in range(1, 513) if g[b - 1] == max(g)]
+    run = [b for b in peak_batches if all(g[x - 1] == max(g) for x in range(peak_batches[0], b + 1))]
+    assert (f["peak"], f["peak_from"], f["peak_to"]) == (max(g), run[0], run[-1])
+    assert f["short_to"] == next(b for b in range(1, 513) if g[b - 1] > g[0]) - 1
+    assert f["unsure_from"] is None and f["first"] == g[0]
+    trt = roofline.table(first_is_max=True, implicit_zero_tail=True)
+    assert (f["trt_keeps"], f["trt_worst_batch"]) == (trt.worst, trt.worst_batch)
+
+
+def test_an_sglang_schedule_says_it_takes_vllms_fixed_time():
+    argv = ["schedule", "--model", "deepseek-v4-flash", "--alpha", "0.75", "--max-batch", "64", "--step-time",
+            "calibrated"]
+    _, sglang, _ = run(argv + ["--engine", "sglang"])
+    _, vllm, _ = run(argv + ["--engine", "vllm"])
+    comments = " ".join(line.lstrip("# ") for line in sglang.splitlines() if line.startswith("#"))
+    assert "engine SGLang has no fixed time of its own: it shares vLLM's" in comments
+    doc = yaml.safe_load(sglang)
+    assert engines.expand_sglang_fixed(doc, 64) == engines.expand_vllm(json.loads(vllm), 64)
+
+
+def test_facts_at_another_context_are_that_contexts():
+    from speclib.presentation.figures import engine_schedules
+
+    sched = make(**{**DSV4, "seq": [4096, 65536]}, max_batch=1024, tp=8)
+    long = engine_schedules.facts(sched, c=1)
+    g = optimal(1024, **{**DSV4, "seq": 65536}, tp=8)
+    zero_from = next(b for b in range(1, 1025) if all(x == 0 for x in g[b - 1:]))
+    assert long["stop"] == zero_from and long["first"] == g[0] and long["trt_keeps"] is None

@@ -698,10 +698,11 @@ def _seq_list(args, *, default="4096"):
     return [float(v) for v in values]
 
 
-#: The engine whose measured per-step costs calibrate a schedule's step time
+#: The engine whose per-step costs calibrate a schedule's step time
 #: (--step-time calibrated), by the engine it is written for: TensorRT-LLM's
-#: were measured; SGLang's were not, and vLLM's stand in for it.
-CALIBRATION_ENGINE = {"vllm": "vLLM", "trtllm": "TRT", "sglang": "vLLM", "table": "vLLM"}
+#: were measured; SGLang has no fixed time of its own in the fit and takes
+#: vLLM's (the calibration's shared_engines), which the schedule's notes say.
+CALIBRATION_ENGINE = {"vllm": "vLLM", "trtllm": "TRT", "sglang": "SGLang", "table": "vLLM"}
 
 
 def run_schedule(args, out) -> int:
@@ -736,6 +737,9 @@ def run_schedule(args, out) -> int:
         raise UsageError(f"--step-costs: {exc}") from None
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
+    if args.engine == "vllm":  # JSON has no comments: what the header would say goes to standard error
+        for warning in sched.warnings:
+            sys.stderr.write(f"speclib schedule: warning: {warning}\n")
     return _write_output(args, text, out)
 
 
@@ -1190,9 +1194,11 @@ def run_fit(args, out) -> int:
               f"per step, d = {cal.per_sequence_s * 1e6:.3g} us per sequence, e = {cal.per_position_s * 1e6:.3g} us "
               f"per extra position, a_d = {cal.per_draft_pass_s * 1e3:.3g} ms per drafter pass "
               f"(mu = {next(iter(cal.roofline_factor.values())):.3g}, held)\n")
-    out.write(f"{'file':<40} {'batch':>6} {'gamma':>5} {'TPOT ms':>9} {'fitted':>9} {'error':>7}\n")
-    for r, fitted_ms, err in fitted.residuals:
-        out.write(f"{os.path.basename(r.source)[:40]:<40} {r.concurrency:>6} {r.gamma or 0:>5} {r.tpot_ms:>9.3f} "
+    names = [os.path.basename(r.source)[:40] for r, *_ in fitted.residuals]
+    wide = max(len("file"), *map(len, names))  # as wide as the longest name, so the table stays narrow
+    out.write(f"{'file':<{wide}} {'batch':>6} {'gamma':>5} {'TPOT ms':>9} {'fitted':>9} {'error':>7}\n")
+    for name, (r, fitted_ms, err) in zip(names, fitted.residuals):
+        out.write(f"{name:<{wide}} {r.concurrency:>6} {r.gamma or 0:>5} {r.tpot_ms:>9.3f} "
                   f"{fitted_ms:>9.3f} {err * 100:>6.1f}%\n")
     data = {"about": "A calibration fitted by `speclib fit` (speclib.evidence.step_fit.fit_measurements); read it "
                      "with --calibration or speclib.evidence.step_fit.read_calibration.", **cal.to_json()}

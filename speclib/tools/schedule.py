@@ -36,6 +36,7 @@ import csv
 import dataclasses
 import itertools
 import math
+import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,6 +56,12 @@ CSV_COLUMNS = ("batch_size", "num_draft_tokens", "step_seconds")
 MAX_RANGES = 64
 #: Most batch sizes a schedule covers.
 MAX_BATCH = 1_000_000
+#: The width the schedule's text is wrapped to: a terminal's, and the book's text column.
+TEXT_WIDTH = 76
+#: What a schedule priced by the roofline says about itself (its header's "warning:" line).
+ROOFLINE_WARNING = ("roofline step time (a lower bound, without the engine's own per-step costs): not the "
+                    "speed-ups an engine will see; before deploying, price it with --step-time calibrated "
+                    "(fitted on engines, with its 80 % interval) or --calibration FILE (your own runs)")
 
 
 class StepCostsError(ValueError):
@@ -244,6 +251,8 @@ class Schedule:
     interval: tuple | None = None
     #: one line for each thing the prediction extrapolates beyond the fit (a calibrated step)
     notes: tuple = ()
+    #: what the reader must know before deploying this schedule (:data:`ROOFLINE_WARNING` under the roofline)
+    warnings: tuple = ()
 
     # --- the per-batch optimum ---------------------------------------------------
     @property
@@ -591,6 +600,7 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         source = f"{dep.roofline} roofline" if dep.step_time == "roofline" else (
             f"{dep.step_time} step time ({dep.engine} per-step costs, {dep.roofline} roofline, tp {dep.tp})")
         interval, notes = _calibrated_interval(dep, c_draft, accepted, tables[0], B, contexts[0])
+        warnings = (ROOFLINE_WARNING,) if dep.step_time == "roofline" else ()
     else:
         step_costs.check_batches(1, max_batch)
         keep = step_costs.gammas <= top
@@ -599,11 +609,12 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         n = accepted.committed(gammas.astype(float)[:, None])
         tables = nf.priced_speedup(n, seconds[0][None, :], seconds)[None]
         source = f"measured step costs ({step_costs.path})"
-        interval, notes = None, ()
+        interval, notes, warnings = None, (), ()
     return Schedule(
         model=m.name, hardware=hw.name, contexts=contexts, acceptance=accepted.describe(),
         drafter=priced.drafter.name, roofline=dep.roofline, source=source, gammas=np.asarray(gammas),
         speedups=np.asarray(tables, dtype=float), memory=memory, interval=interval, notes=notes,
+        warnings=warnings,
     )
 
 
@@ -691,19 +702,35 @@ def _worst(tab) -> str:
     return f"worst batch {tab.worst_batch}: {_pct(tab.worst)}"
 
 
+def _wrap(text: str, width: int, first: str = "", rest: str = "  ") -> list:
+    """``text`` as lines of at most ``width`` characters (where its words
+    allow), the first starting with ``first`` and the others with ``rest``."""
+    return textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=rest, break_long_words=False,
+                         break_on_hyphens=False) or [first.rstrip()]
+
+
+def _comments(lines, width: int) -> list:
+    """Each line as YAML comment lines of at most ``width`` characters."""
+    return [out for line in lines for out in _wrap(line, width, "# ", "#   ")]
+
+
 def _header(sched: Schedule) -> list:
+    """What the schedule is of, how it was priced, and what it extrapolates,
+    one item a line (:func:`_wrap` fits them to a width)."""
     contexts = ", ".join(f"{s:g}" for s in sched.contexts)
     lines = [
         f"{sched.model} on {sched.hardware}; context {contexts} tokens; {sched.acceptance}; "
         f"drafter {sched.drafter}; cost: {sched.source}",
         f"batch sizes 1..{sched.max_batch}; draft lengths searched: {_span(sched.gammas)}",
         *([sched.memory] if sched.memory else []),
+        *(f"warning: {warning}" for warning in sched.warnings),
         *(f"note: extrapolates: {note}" for note in sched.notes),
     ]
     if sched.interval is not None:
         spans = sched.uncertain_ranges()
-        lines.append("80 % interval of speculating's best gain (the fit's bootstrap over model families): "
-                     + ("it holds 1x, so gamma = 0 is as likely as not, at batch sizes "
+        lines.append("80 % interval: of the speed-up of the best draft of at least one token, over the fit's "
+                     "bootstrap over model families; "
+                     + ("it holds 1x (so gamma = 0 is as likely as not: '?') at batch sizes "
                         + ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans) if spans
                         else "it stays on one side of 1x at every batch size"))
     return lines
@@ -725,18 +752,21 @@ def _engine_tables(sched: Schedule):
     }
 
 
-def render(sched: Schedule, engine: str, method: str | None = None) -> str:
-    """The text ``speclib schedule --engine ENGINE`` prints."""
+def render(sched: Schedule, engine: str, method: str | None = None, width: int = TEXT_WIDTH) -> str:
+    """The text ``speclib schedule --engine ENGINE`` prints, its prose and
+    comments wrapped to ``width`` characters (a JSON or YAML value is never
+    split: a long YAML value is folded, which reads back the same)."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    width = checked_int("width", width, lo=40)
     method = method or (default_method(sched, engine) if engine != "table" else None)
     if engine == "vllm":
         return _render_vllm(sched, method)
     if engine == "trtllm":
-        return _render_trtllm(sched, method)
+        return _render_trtllm(sched, method, width)
     if engine == "sglang":
-        return _render_sglang(sched, method)
-    return _render_table(sched)
+        return _render_sglang(sched, method, width)
+    return _render_table(sched, width)
 
 
 def _render_vllm(sched, method):
@@ -762,7 +792,7 @@ def _render_vllm(sched, method):
     return engines.dumps_json(document) + "\n"
 
 
-def _render_trtllm(sched, method):
+def _render_trtllm(sched, method, width):
     import yaml
 
     from . import engines
@@ -771,19 +801,20 @@ def _render_trtllm(sched, method):
     max_draft_len, schedule_map, concurrency = engines.trtllm_schedule(table.ranges)
     config = {"speculative_config": {"decoding_type": method, "max_draft_len": max_draft_len,
                                      "draft_len_schedule": schedule_map}}
-    lines = [f"# {line}" for line in _header(sched)]
-    lines += [
-        "# TensorRT-LLM LLM API options (trtllm-serve / trtllm-bench --config FILE): draft length per batch size.",
-        f"# Keys are the upper ends of batch ranges; above {max(schedule_map)} TensorRT-LLM drafts 0.",
-        f"# max_concurrency: {concurrency if concurrency is not None else 'none (never speculate)'}  "
+    lines = _header(sched) + [
+        "TensorRT-LLM LLM API options (trtllm-serve / trtllm-bench --config FILE): draft length per batch size.",
+        f"Keys are the upper ends of batch ranges; above {max(schedule_map)} TensorRT-LLM drafts 0.",
+        f"max_concurrency: {concurrency if concurrency is not None else 'none (never speculate)'}  "
         "(speculation is off above it; implied by draft_len_schedule, and TensorRT-LLM rejects the two together)",
-        f"# The first key must map to max_draft_len: this table keeps {_pct(table.kept)} of the per-batch optimum "
-        f"({_worst(table)}); {KEPT_DEFINITION}.",
+        f"The first key must map to max_draft_len: this table keeps {_pct(table.kept)} of the per-batch optimum "
+        f"({_worst(table)}).",
+        f"{KEPT_DEFINITION}.",
     ]
-    return "\n".join(lines) + "\n" + yaml.safe_dump(config, sort_keys=False, default_flow_style=False)
+    return "\n".join(_comments(lines, width)) + "\n" + yaml.safe_dump(config, sort_keys=False,
+                                                                   default_flow_style=False, width=width)
 
 
-def _render_sglang(sched, method):
+def _render_sglang(sched, method, width):
     import yaml
 
     from . import engines
@@ -810,25 +841,45 @@ def _render_sglang(sched, method):
             "best_tier_by_batch": [[r.lo, r.hi, r.k] for r in tiers.ranges],
         },
     }
-    lines = [f"# {line}" for line in _header(sched)]
-    lines += [
-        "# SGLang takes one fixed depth per server (--speculative-num-steps; with --speculative-eagle-topk 1,",
-        "# --speculative-num-draft-tokens = num_steps + 1): fixed_depth is one server configuration per batch range",
-        f"# (args empty: plain decoding). They keep {_pct(table.kept)} of the per-batch optimum "
-        f"({_worst(table)}).",
-        "# adaptive: --speculative-adaptive with adaptive_config written to adaptive_spec.json; tiers are",
-        "# speculative_num_steps values (>= 1), chosen so that, if every batch ran its best tier, they keep",
-        f"# {_pct(tiers.kept)} ({_worst(tiers)}). SGLang switches tiers on an EMA",
-        "# of the accepted length, not on cost, so this is what the tier set allows, not what the controller does.",
+    lines = _header(sched) + [
+        "SGLang takes one fixed depth per server (--speculative-num-steps; with --speculative-eagle-topk 1, "
+        "--speculative-num-draft-tokens = num_steps + 1): fixed_depth is one server configuration per batch range "
+        f"(args empty: plain decoding). They keep {_pct(table.kept)} of the per-batch optimum ({_worst(table)}).",
+        "adaptive: --speculative-adaptive with adaptive_config written to adaptive_spec.json; tiers are "
+        "speculative_num_steps values (>= 1), chosen so that, if every batch ran its best tier, they keep "
+        f"{_pct(tiers.kept)} ({_worst(tiers)}). SGLang switches tiers on an EMA of the accepted length, not on "
+        "cost, so this is what the tier set allows, not what the controller does.",
     ]
     if method != "EAGLE":
-        lines.append(f"# SGLang documents adaptive mode for EAGLE with topk 1 only; algorithm {method} may fall back "
+        lines.append(f"SGLang documents adaptive mode for EAGLE with topk 1 only; algorithm {method} may fall back "
                      "to static settings.")
-    lines.append(f"# {KEPT_DEFINITION}.")
-    return "\n".join(lines) + "\n" + yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=10_000)
+    lines.append(f"{KEPT_DEFINITION}.")
+    body = yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=10_000)
+    return "\n".join(_comments(lines, width)) + "\n" + _fold_args(body, width)
 
 
-def _render_table(sched):
+def _fold_args(body: str, width: int) -> str:
+    """Each ``args:`` line of a YAML document longer than ``width`` as a
+    folded block, one flag and its value a line (it reads back as the same
+    string: a folded block joins its lines with spaces)."""
+    out = []
+    for line in body.splitlines():
+        head, sep, value = line.partition("args: ")
+        if sep and len(line) > width and value.startswith("--") and not head.strip(" -"):
+            indent = " " * (len(head) + 2)
+            groups = []
+            for word in value.split():
+                if word.startswith("--") or not groups:
+                    groups.append(word)
+                else:
+                    groups[-1] += " " + word
+            out += [f"{head}args: >-"] + [indent + g for g in groups]
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _render_table(sched, width):
     speed = sched.speedup
     rows = []
     for r in _split_on(sched.ranges, sched.uncertain):
@@ -840,10 +891,12 @@ def _render_table(sched):
             ihi = float(sched.interval[1][r.lo - 1:r.hi].max())
             row += (f"{ilo:.2f}-{ihi:.2f}x", "?" if sched.uncertain[r.lo - 1] else "")
         rows.append(row)
-    lines = _header(sched) + ["", "gamma* per batch size (the per-batch optimum, adjacent batches merged):", ""]
+    lines = [out for line in _header(sched) for out in _wrap(line, width)]
+    lines += [""] + _wrap("gamma* per batch size (the per-batch optimum, adjacent batches merged):", width, "", "")
+    lines += [""]
     headers = ("batch sizes", "gamma*", "speedup")
     if sched.interval is not None:
-        headers += ("80 % interval, best gamma >= 1", "1x inside")
+        headers += ("80 % interval", "1x inside")
     lines += ["  " + line for line in _format_table(headers, rows)]
     limit = []
     if sched.max_ranges is not None:
@@ -851,7 +904,8 @@ def _render_table(sched):
     if sched.max_k is not None:
         limit.append(f"K <= {sched.max_k}")
     tables = _engine_tables(sched)
-    lines += ["", "What each engine's limits cost" + (f" ({', '.join(limit)})" if limit else "") + ":", ""]
+    lines += [""] + _wrap("What each engine's limits cost" + (f" ({', '.join(limit)})" if limit else "") + ":",
+                          width, "", "") + [""]
     v, t, s, a = tables["vllm"], tables["trtllm"], tables["sglang"], tables["sglang-adaptive"]
     entries = [
         ("vLLM num_speculative_tokens_per_batch_size", f"{len(v)} ranges", v),
@@ -861,17 +915,19 @@ def _render_table(sched):
         (f"SGLang adaptive tiers {list(a.tiers)} (ideal controller)", f"{len(a.tiers)} tiers", a),
     ]
     for name, count, tab in entries:
-        lines.append(f"  {name}: {count} keep {_pct(tab.kept)} of the per-batch optimum ({_worst(tab)})")
+        lines += _wrap(f"{name}: {count} keep {_pct(tab.kept)} of the per-batch optimum ({_worst(tab)})", width,
+                       "  ", "    ")
     if sched.max_ranges is None:
-        lines += ["", "Fewer ranges (vLLM's table, chosen to lose the least):", ""]
+        lines += [""] + _wrap("Fewer ranges (vLLM's table, chosen to lose the least):", width, "", "") + [""]
         optimum = len(v)
         for n in [n for n in (1, 2, 3, 4, 6, 8) if n < optimum]:
             tab = sched.table(n, sched.max_k)
-            lines.append(f"  {n} range{'s keep' if n > 1 else ' keeps'} {_pct(tab.kept)} of the per-batch optimum "
-                         f"({_worst(tab)}): "
-                         + ", ".join(f"{r.lo}-{r.hi}:{r.k}" for r in tab.ranges))
-    lines += ["", f"{KEPT_DEFINITION}.",
-              "vLLM keeps the last range's K above the table; TensorRT-LLM drafts 0 above its last key."]
+            lines += _wrap(f"{n} range{'s keep' if n > 1 else ' keeps'} {_pct(tab.kept)} of the per-batch optimum "
+                           f"({_worst(tab)}): " + ", ".join(f"{r.lo}-{r.hi}:{r.k}" for r in tab.ranges),
+                           width, "  ", "    ")
+    lines += [""] + _wrap(f"{KEPT_DEFINITION}.", width, "", "")
+    lines += _wrap("vLLM keeps the last range's K above the table; TensorRT-LLM drafts 0 above its last key.",
+                   width, "", "")
     return "\n".join(lines) + "\n"
 
 
