@@ -1,6 +1,6 @@
 """Execute the book's notebooks on every core into the build's jupyter-cache.
 
-    python scripts/_execute_book.py CACHE_DIR [--workers N]
+    python scripts/_execute_book.py CACHE_DIR [--workers N] [--fresh]
 
 Run by scripts/build_book.sh before ``jupyter-book build``, which then reads
 each notebook's outputs from CACHE_DIR (MyST-NB's ``cache`` execution mode)
@@ -16,6 +16,13 @@ kernelspec, and the whole cache is emptied unless the hash of everything else a
 notebook's outputs depend on (speclib/, the requirements, pyproject.toml,
 _config.yml, the kernel environment of scripts/_env.sh, the installed
 distributions and the Python version) equals the one it was filled with.
+
+Where scripts/test.sh's nbval run already executed a notebook (it keeps each
+one whose cells all passed in _build/.nbval-executed, see
+scripts/_nbval_executed.py) and both keys are still the ones of that run, its
+outputs are taken instead of executing it again.
+
+--fresh empties the cache and executes every notebook, whatever was kept.
 
 Any exception in a cell stops with the cell's traceback and exit status 1
 (nothing of that notebook is cached).
@@ -47,6 +54,8 @@ REPO = Path(__file__).resolve().parents[1]
 INPUT_FILES = ("requirements.txt", "pyproject.toml", "_config.yml", "scripts/_env.sh")
 INPUT_TREES = ("speclib",)
 KEY_FILE = "speclib-inputs.sha256"
+#: Where scripts/_nbval_executed.py keeps the notebooks nbval executed.
+KEPT = REPO / "_build" / ".nbval-executed"
 #: Wall time of each notebook's last execution, to start the longest first.
 TIMES_FILE = "speclib-notebook-seconds.json"
 
@@ -106,6 +115,20 @@ def execute(path: str, timeout, allow_errors: bool):
     return path, result.nb, result.time, result.exc_string if result.err is not None else None
 
 
+def kept_by_nbval(cache, path: Path, nb, key: str):
+    """The notebook as test.sh's nbval run executed it, if that was with the
+    same inputs and the same code; else None."""
+    kept_file = KEPT / path
+    if not kept_file.is_file():
+        return None
+    kept = nbformat.read(kept_file, as_version=4)
+    if kept.metadata.pop("speclib_executed_by", {}).get("inputs") != key:
+        return None
+    if cache.create_hashed_notebook(kept)[1] != cache.create_hashed_notebook(nb)[1]:
+        return None
+    return kept
+
+
 def export(cache, out: Path) -> int:
     """Each notebook of the toc with its outputs from the cache, under ``out``."""
     missing = []
@@ -129,6 +152,8 @@ def main(argv=None) -> int:
     parser.add_argument("cache", type=Path, help="the jupyter-cache folder jupyter-book build reads")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="notebooks executed at once (default: one per core)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="execute every notebook, reusing nothing (the cache is emptied)")
     parser.add_argument("--export", type=Path, metavar="DIR",
                         help="write the executed notebooks (source + cached outputs) under DIR; execute nothing")
     args = parser.parse_args(argv)
@@ -141,7 +166,9 @@ def main(argv=None) -> int:
 
     key = inputs_key()
     key_file = args.cache / KEY_FILE
-    if args.cache.exists() and (not key_file.is_file() or key_file.read_text().strip() != key):
+    if args.cache.exists() and args.fresh:
+        shutil.rmtree(args.cache)
+    elif args.cache.exists() and (not key_file.is_file() or key_file.read_text().strip() != key):
         print(f"[execute] inputs changed since {args.cache} was filled: emptying it", file=sys.stderr)
         shutil.rmtree(args.cache)
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -153,14 +180,25 @@ def main(argv=None) -> int:
     except (OSError, ValueError):
         seconds = {}
 
-    todo = []
+    todo, reused = [], []
     for path in toc_notebooks():
         nb = nbformat.read(REPO / path, as_version=4)
         try:
             cache.match_cache_notebook(nb)
+            continue
         except KeyError:
+            pass
+        kept = None if args.fresh else kept_by_nbval(cache, path, nb, key)
+        if kept is not None:
+            cache.cache_notebook_bundle(CacheBundleIn(kept, str(REPO / path), data={"executed_by": "nbval"}),
+                                        check_validity=False, overwrite=True)
+            reused.append(str(path))
+        else:
             todo.append(str(path))
     notebooks = len(toc_notebooks())
+    if reused:
+        print(f"[execute] {len(reused)} notebooks' outputs taken from test.sh's nbval run "
+              f"(same code, same inputs)", file=sys.stderr)
     if not todo:
         print(f"[execute] all {notebooks} notebooks' outputs are current in {args.cache}", file=sys.stderr)
         return 0

@@ -2,7 +2,7 @@
 # Build the Jupyter Book to _build/html, with every notebook's outputs from
 # an execution of its current code.
 #
-#   bash scripts/build_book.sh [extra jupyter-book build args]
+#   bash scripts/build_book.sh [--fresh] [extra jupyter-book build args]
 #
 # The notebooks are executed first, several at once (one per core; scripts/
 # _execute_book.py), into a jupyter-cache in _build/.jupyter_cache; Sphinx then
@@ -10,13 +10,21 @@
 # notebook is executed again whenever its code changed, and every notebook is
 # when anything else its outputs depend on did (speclib/, the requirements,
 # _config.yml, the venv): a build never shows outputs older than their
-# sources. `rm -rf _build` makes the next build execute everything.
+# sources. Where scripts/test.sh's nbval run executed a notebook with the same
+# code and inputs, its outputs are taken (CI runs the tests, then the build).
+# --fresh executes every notebook, reusing nothing.
 #
 # Sphinx warnings are errors (-W), cross-references are checked (-n), and
 # --keep-going reports every warning before failing. Any exception in a
 # notebook cell fails the build (see _config.yml: execute).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
+
+execute_args=()
+if [ "${1:-}" = "--fresh" ]; then
+    execute_args+=(--fresh)
+    shift
+fi
 
 start=$SECONDS
 # Stamp of a successful build, for the scripts that rebuild a stale book
@@ -25,7 +33,7 @@ stamp="$REPO_ROOT/_build/html/.speclib-built"
 rm -f "$stamp"
 cache="$REPO_ROOT/_build/.jupyter_cache"
 mkdir -p "$REPO_ROOT/_build"
-python "$REPO_ROOT/scripts/_execute_book.py" "$cache"
+python "$REPO_ROOT/scripts/_execute_book.py" "$cache" ${execute_args[@]+"${execute_args[@]}"}
 executed=$((SECONDS - start))
 
 # _config.yml with its execution mode set to read the cache just filled.
