@@ -78,20 +78,21 @@ def toc_notebooks() -> list:
     return [Path(f"{f}.ipynb") for f in files if (REPO / f"{f}.ipynb").is_file()]
 
 
-def inputs_key() -> str:
-    """sha256 of what the notebooks' outputs depend on besides their code cells."""
+def inputs_key(root: Path = REPO) -> str:
+    """sha256 of what the notebooks' outputs depend on besides their code cells
+    (the files under ``root``, the venv's distributions, Python, the kernels' environment)."""
     h = hashlib.sha256()
 
     def add(label: str, data: bytes):
         h.update(label.encode() + b"\0" + hashlib.sha256(data).digest())
 
     for name in INPUT_FILES:
-        path = REPO / name
+        path = root / name
         add(name, path.read_bytes() if path.is_file() else b"(missing)")
     for tree in INPUT_TREES:
-        for path in sorted((REPO / tree).rglob("*")):
+        for path in sorted((root / tree).rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                add(str(path.relative_to(REPO)), path.read_bytes())
+                add(str(path.relative_to(root)), path.read_bytes())
     site = Path(nbformat.__file__).resolve().parents[1]
     add("distributions", "\n".join(sorted(p.name for p in site.glob("*.dist-info"))).encode())
     add("python", sys.version.encode())
@@ -115,10 +116,10 @@ def execute(path: str, timeout, allow_errors: bool):
     return path, result.nb, result.time, result.exc_string if result.err is not None else None
 
 
-def kept_by_nbval(cache, path: Path, nb, key: str):
+def kept_by_nbval(cache, path: Path, nb, key: str, kept_dir: Path = KEPT):
     """The notebook as test.sh's nbval run executed it, if that was with the
     same inputs and the same code; else None."""
-    kept_file = KEPT / path
+    kept_file = kept_dir / path
     if not kept_file.is_file():
         return None
     kept = nbformat.read(kept_file, as_version=4)

@@ -89,8 +89,10 @@ class _Keeper:
             _write(path, _cells.pop(path))
 
 
-def _write(path: Path, cells: dict):
-    target = OUT / path.resolve().relative_to(REPO)
+def _write(path: Path, cells: dict, out: Path = OUT):
+    """``path`` with each code cell's outputs from ``cells`` ({index: (outputs,
+    passed)}) under ``out``, if every cell passed."""
+    target = out / path.resolve().relative_to(REPO)
     if not all(passed for _, passed in cells.values()):
         return
     nb = nbformat.read(path, as_version=4)
