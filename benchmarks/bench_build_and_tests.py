@@ -75,9 +75,13 @@ def parts(stage: str, log: str) -> str:
     m = re.search(r"(\d+) notebooks' outputs taken from test\.sh's nbval run", log)
     if m:
         found.append(f"{m.group(1)} notebooks from nbval")
-    m = re.search(r"(\d+) passed.* in ([\d.]+)s", log)
-    if m:
-        found.append(f"pytest {float(m.group(2)):.0f} s, {m.group(1)} passed")
+    if stage == "test.sh":
+        m = re.search(r"(\d+) passed.* in ([\d.]+)s", log)
+        if m:
+            found.append(f"pytest {float(m.group(2)):.0f} s, {m.group(1)} passed")
+    groups = re.findall(r"(\d+) passed(?:, \d+ deselected)? in ([\d.]+)s", log) if stage == "browser_test.sh" else []
+    if groups:
+        found.append("groups " + ", ".join(f"{float(s):.0f} s ({n} passed)" for n, s in groups))
     return "; ".join(found)
 
 
