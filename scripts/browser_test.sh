@@ -6,7 +6,8 @@
 # the book, serves the book on 127.0.0.1 and opens every page; then serves it
 # under a sub-path (/speculative-decoding-economics/, as on GitHub Pages; or
 # SPECLIB_BASE_PATH) and runs the tests marked subpath again; the notebooks
-# in JupyterLab and the PDF run beside the pages.
+# in JupyterLab and the PDF, the pages, and the pages under the sub-path run
+# at the same time.
 #
 #   bash scripts/browser_test.sh [--rebuild] [extra pytest args]
 #
@@ -39,13 +40,13 @@ if [ ! -f "$pdf" ] || [ "$REPO_ROOT/_build/html/.speclib-built" -nt "$pdf" ]; th
     bash "$REPO_ROOT/scripts/build_pdf.sh"
 fi
 
-# Two groups at once (each pytest picks its own free ports; the machine has
-# cores to spare while a kernel starts or a page loads): the notebooks in
-# JupyterLab and the PDF; and the pages of the book, then the same pages
-# served under a sub-path, as a GitHub Pages project site is
+# Three groups at once (each pytest picks its own free ports; much of a page
+# test is waiting for the network to go idle, and of a notebook's for its
+# kernel): the notebooks in JupyterLab and the PDF; the pages of the book; and
+# the same pages served under a sub-path, as a GitHub Pages project site is
 # (https://OWNER.github.io/REPO/: every page with all its assets and its live
 # figures drawn, nothing served outside the sub-path). Extra pytest arguments
-# apply to the first two runs. Each group's report is printed when it ends.
+# apply to the first two. Each group's report is printed when all have ended.
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 start=$SECONDS
@@ -53,16 +54,21 @@ set +e
 SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser/test_jupyterlab.py tests/browser/test_pdf.py "$@" \
     >"$logs/lab" 2>&1 &
 lab=$!
-(
-    SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser/test_book_in_browser.py "$@" || exit 1
-    SPECLIB_BROWSER_TESTS=1 SPECLIB_BASE_PATH="${SPECLIB_BASE_PATH:-/speculative-decoding-economics/}" \
-        python -m pytest tests/browser -m subpath
-) >"$logs/pages" 2>&1
+SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser/test_book_in_browser.py "$@" >"$logs/pages" 2>&1 &
+pages=$!
+SPECLIB_BROWSER_TESTS=1 SPECLIB_BASE_PATH="${SPECLIB_BASE_PATH:-/speculative-decoding-economics/}" \
+    python -m pytest tests/browser -m subpath >"$logs/subpath" 2>&1 &
+subpath=$!
+wait "$pages"
 pages_status=$?
+wait "$subpath"
+subpath_status=$?
 wait "$lab"
 lab_status=$?
 set -e
-cat "$logs/pages" "$logs/lab"
-_log "browser tests took $((SECONDS - start)) s (pages and sub-path: exit $pages_status; JupyterLab and PDF: exit $lab_status)"
+cat "$logs/pages" "$logs/subpath" "$logs/lab"
+_log "browser tests took $((SECONDS - start)) s (pages: exit $pages_status; sub-path: exit $subpath_status;" \
+     "JupyterLab and PDF: exit $lab_status)"
 [ "$pages_status" -ne 0 ] && exit "$pages_status"
+[ "$subpath_status" -ne 0 ] && exit "$subpath_status"
 exit $lab_status

@@ -47,11 +47,12 @@ def test_one_sequences_depth_touches_fewer_experts_than_the_skewed_width():
     assert np.all(predicted[1:] < MEASURED["uniform"][1:] * 1.01)
 
 
-def _systematic_sample(inclusion, rng):
-    """k distinct experts with inclusion probabilities ``inclusion`` (sum k,
-    each <= 1): systematic (Madow) sampling, exact for every expert."""
+def _systematic_sample(inclusion, rng, size):
+    """``size`` independent draws (rows) of k distinct experts with inclusion
+    probabilities ``inclusion`` (sum k, each <= 1): systematic (Madow)
+    sampling, exact for every expert."""
     edges = np.concatenate([[0.0], np.cumsum(inclusion)])
-    points = rng.uniform() + np.arange(round(edges[-1]))
+    points = rng.uniform(size=(size, 1)) + np.arange(round(edges[-1]))
     return np.searchsorted(edges, points, side="right") - 1
 
 
@@ -59,15 +60,15 @@ def test_monte_carlo_of_routed_tokens_matches_the_expectation():
     rng = np.random.default_rng(14)
     k, shares = 8, POPULARITY
     inclusion = k * shares
+    trials = 3000
     for B in (1, 3, 16, 64):
-        counts = []
-        for _ in range(3000):
-            touched = np.zeros(shares.size, dtype=bool)
-            for _token in range(B):
-                picks = _systematic_sample(inclusion, rng)
-                assert np.unique(picks).size == k
-                touched[picks] = True
-            counts.append(touched.sum())
+        # every token of every trial at once: row t * B + j is token j of trial t
+        picks = _systematic_sample(inclusion, rng, trials * B)
+        ordered = np.sort(picks, axis=1)
+        assert np.all(ordered[:, 1:] != ordered[:, :-1]), "a token picked an expert twice"
+        touched = np.zeros((trials, shares.size), dtype=bool)
+        touched[np.repeat(np.arange(trials), B)[:, None], picks] = True
+        counts = touched.sum(axis=1)
         expected = moe.experts_activated(B, k, 256, routing=shares)
         standard_error = np.std(counts) / np.sqrt(len(counts))
         assert abs(np.mean(counts) - expected) < 4 * standard_error + 1e-9

@@ -74,6 +74,8 @@ class LabServer:
             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             "--LabApp.news_url=None", "--LabApp.extension_manager=readonly",
+            # window.jupyterapp: the tests open each notebook in one loaded lab
+            "--LabApp.expose_app_in_browser=True",
         ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")  # CI machines and containers run as root
@@ -95,9 +97,9 @@ class LabServer:
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")[-5000:]
 
-    def lab_url(self, path: str) -> str:
-        """The lab opened on one file, in a fresh workspace (``reset``)."""
-        return f"{self.url}lab/tree/{path}?token={self.token}&reset"
+    def lab_url(self, path: str = "") -> str:
+        """The lab opened on one file (or on none), in a fresh workspace (``reset``)."""
+        return f"{self.url}lab{'/tree/' + path if path else ''}?token={self.token}&reset"
 
     def api(self, path: str, method: str = "GET"):
         request = urllib.request.Request(self.url + path, method=method,

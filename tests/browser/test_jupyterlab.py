@@ -2,7 +2,9 @@
 
 For every chapter notebook of _toc.yml, as a reader would: open it in
 JupyterLab (a server the session starts on a free local port, see
-labserver.py), Run > Run All Cells, and wait until every code cell has run.
+labserver.py; the lab is loaded once and each notebook opened in it, with its
+own session and a fresh kernel), Run > Run All Cells, and wait until every
+code cell has run.
 Then: no output is an error (stderr, a traceback, "Error displaying widget");
 every cell whose stored output is a widget now renders it as controls and a
 picture, not as a text repr; and moving one control of each widget (the first
@@ -143,23 +145,60 @@ def move_one_control(root) -> str:
     return menu.evaluate("s => s.closest('.widget-dropdown').querySelector('.widget-label').textContent").strip()
 
 
+# Close every document of the main area without saving (a run makes a notebook
+# "dirty"; closing it would otherwise ask whether to save it), and wait until
+# they are gone from the page.
+CLOSE_ALL = """async () => {
+    const app = window.jupyterapp;
+    for (const widget of Array.from(app.shell.widgets('main'))) {
+        if (widget.context && widget.context.model) { widget.context.model.dirty = false; }
+        widget.dispose();
+    }
+}"""
+
+
+@pytest.fixture(scope="module")
+def lab(jupyterlab, browser):
+    """One JupyterLab page, loaded once in a fresh workspace, in which each test
+    opens its notebook (JupyterLab's own "open" command, as a reader's double
+    click in the file browser does) and closes it again; requests to other hosts
+    are recorded for the test that is running (``lab.external``).
+
+    Loading the whole application again for every notebook (a few seconds
+    each on two busy cores) would test nothing more: each notebook still gets
+    its own session and a fresh kernel, which the test shuts down."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    external = []
+    # Requests to other hosts are recorded, not intercepted: routing JupyterLab's
+    # requests through Playwright breaks its session set-up (no kernel starts).
+    context.on("request", lambda r: (r.url.startswith(("http:", "https:", "ws:", "wss:"))
+                                     and urlsplit(r.url).hostname not in LOCAL_HOSTS and external.append(r.url)))
+    page = context.new_page()
+    try:
+        page.goto(jupyterlab.lab_url(""), wait_until="load")
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=60_000)
+        page.evaluate("() => window.jupyterapp.restored")
+        page.external = external
+        yield page
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS)
-def test_chapter_runs_in_jupyterlab_with_live_widgets(jupyterlab, browser, path):
+def test_chapter_runs_in_jupyterlab_with_live_widgets(jupyterlab, lab, path):
     nb_file = REPO / path
     before = digest(nb_file)
     nb = json.loads(nb_file.read_text(encoding="utf-8"))
     widgets = widget_cells(nb)
     code_cells = sum(c["cell_type"] == "code" for c in nb["cells"])
-    external = []
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    # Requests to other hosts are recorded, not intercepted: routing JupyterLab's
-    # requests through Playwright breaks its session set-up (no kernel starts).
-    context.on("request", lambda r: (r.url.startswith(("http:", "https:", "ws:", "wss:"))
-                                     and urlsplit(r.url).hostname not in LOCAL_HOSTS and external.append(r.url)))
+    page = lab
+    external = page.external  # since the lab was loaded: no test may see one
     try:
-        page = context.new_page()
+        page.evaluate(CLOSE_ALL)
+        page.wait_for_function("() => document.querySelectorAll('.jp-Notebook').length === 0", timeout=30_000)
         start = time.perf_counter()
-        page.goto(jupyterlab.lab_url(path), wait_until="load")
+        page.evaluate("p => window.jupyterapp.commands.execute('docmanager:open', {path: p, factory: 'Notebook'})"
+                      ".then(() => null)", path)
         page.wait_for_selector(".jp-Notebook .jp-CodeCell .jp-InputPrompt", timeout=60_000)
         deadline = time.monotonic() + 60
         while jupyterlab.kernel_state(path) != "idle":
@@ -219,6 +258,6 @@ def test_chapter_runs_in_jupyterlab_with_live_widgets(jupyterlab, browser, path)
         LAB_RUNS[Path(path).stem] = {"cells": len(nb["cells"]), "kernel": kernel_seconds, "run_all": run_all,
                                      "widgets": moved}
     finally:
-        context.close()
+        page.evaluate(CLOSE_ALL)
         jupyterlab.shut_down_sessions()
         assert digest(nb_file) == before, f"{path} was changed on disk by the test"
