@@ -221,6 +221,7 @@ def _update(fig, defn, panels, data, state):
         for text, k in zip(fig.legends[0].get_texts(), defn.keys):
             if text.get_text() != fill(k.label, data):
                 text.set_text(fill(k.label, data))
+                fig.legends[0].stale = True  # a legend is not told when its texts change
     title = fill(_first_line(defn.title), data)
     if title != fig.get_suptitle():
         fig.suptitle(title, x=0.01, ha="left", fontsize=11)
@@ -249,10 +250,17 @@ def _update_panel(fig, ax, panel, data, drawn):
     handles, labels = ax.get_legend_handles_labels()
     legend = _legend_key(handles, labels)
     if legend != drawn.legend:
-        if ax.get_legend() is not None:
-            ax.get_legend().remove()
-        if panel.legend and handles:
-            ax.legend(handles, labels, loc=panel.legend)
+        made = ax.get_legend()
+        if made is not None and legend[1] == drawn.legend[1]:  # the same entries: new labels only
+            for text, label in zip(made.get_texts(), labels):
+                if text.get_text() != label:
+                    text.set_text(label)
+            made.stale = True  # a legend is not told when its texts change
+        else:
+            if made is not None:
+                made.remove()
+            if panel.legend and handles:
+                ax.legend(handles, labels, loc=panel.legend)
         drawn.legend = legend
 
 
@@ -415,8 +423,9 @@ def _area_args(s, data):
 
 def _area(fig, ax, s, data, i):
     x, y0, y, where = _area_args(s, data)
-    return [(ax.fill_between(x, y0, y, where=where, color=color(s.color, i), alpha=s.alpha, linewidth=0,
-                             hatch=s.hatch or None, label=fill(s.label, data) or None, gid=s.gid or None), "fill", None)]
+    area = ax.fill_between(x, y0, y, where=where, color=color(s.color, i), alpha=s.alpha, linewidth=0,
+                           hatch=s.hatch or None, label=fill(s.label, data) or None, gid=s.gid or None)
+    return [(area, "fill", None)]
 
 
 def _area_update(fig, ax, s, data, i, drawn):
@@ -462,8 +471,9 @@ def _bands(fig, ax, s, data, i):
                                  hatch=s.hatch or None, linewidth=0, label=label, gid=s.gid or None), "span", None))
         label = None
         if text:
-            drawn.append((ax.text(math.sqrt(lo * hi), 0.97, text, transform=ax.get_xaxis_transform(), ha="center",
-                                  va="top", fontsize=9, color=c, gid=(s.gid + "_label") if s.gid else None), None, None))
+            note = ax.text(math.sqrt(lo * hi), 0.97, text, transform=ax.get_xaxis_transform(), ha="center", va="top",
+                           fontsize=9, color=c, gid=(s.gid + "_label") if s.gid else None)
+            drawn.append((note, None, None))
     return drawn
 
 
