@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import ipywidgets as W
+import numpy as np
 from matplotlib.collections import Collection
 from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
@@ -68,6 +69,7 @@ class LiveFigure(W.VBox):
         else:
             self.figure = style.new_canvas_figure(definition.size)
             self._frame = self._background = None
+            self._kept = {}
             draw(definition, self.data, self.figure, live=True)
             self.figure.canvas.draw()
             # Keep the first layout: re-solving constrained layout on every move would double a redraw.
@@ -111,8 +113,10 @@ class LiveFigure(W.VBox):
         self.image.value = self._render()
 
     def _render(self) -> bytes:
-        """JPEG bytes of the figure as it stands: the frame (axes, ticks, grid,
-        titles) is drawn again only when it changed, the data on top of it each time."""
+        """JPEG bytes of the figure as it stands: the frame (axes, ticks, grid)
+        is drawn again only when it changed, the data on top of it each time;
+        a text or legend that did not change, over pixels that did not change,
+        is not drawn again but its pixels from the last move put back (:func:`_draw_or_keep`)."""
         fig = self.figure
         canvas = fig.canvas
         dynamic = _dynamic_artists(fig)
@@ -123,11 +127,18 @@ class LiveFigure(W.VBox):
             canvas.draw()  # everything but the animated (data) artists
             self._background = canvas.copy_from_bbox(fig.bbox)
             self._frame = frame
+            self._kept = {}
         else:
             canvas.restore_region(self._background)
         renderer = canvas.get_renderer()
+        pixels = np.asarray(canvas.buffer_rgba())
+        kept = {}
         for a in dynamic:
-            a.draw(renderer)
+            if _keepable(a):
+                kept[a] = _draw_or_keep(a, renderer, pixels, self._kept.get(a))
+            else:
+                a.draw(renderer)
+        self._kept = kept
         return style.encode_jpeg(canvas)
 
     def __repr__(self) -> str:
@@ -160,3 +171,69 @@ def _frame_signature(fig):
     control's value does not throw the frame away)."""
     return tuple((tuple(ax.get_position().bounds), ax.get_xlim(), ax.get_ylim(), ax.get_xscale(), ax.get_yscale(),
                   ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes)
+
+
+#: Pixels around a text's or legend's extent that drawing it may still touch
+#: (antialiasing, the legend frame's line), and the band around those checked
+#: to be untouched before its pixels are kept.
+_PAD, _RING = 3, 6
+
+
+class _Kept:
+    """An artist's pixels from its last draw: where (``box``, rows and columns),
+    what lay there before it was drawn (``under``), what it left (``over``, None
+    if it drew outside that box) and its extent then."""
+
+    def __init__(self, box, under, over, extent):
+        self.box, self.under, self.over, self.extent = box, under, over, extent
+
+
+def _draw_or_keep(artist, renderer, pixels, kept):
+    """Draw ``artist`` over ``pixels`` (the canvas, drawn up to it), or, where that
+    gives the same pixels, put back the ones it left last time: when it has not
+    changed since (matplotlib marks a changed artist ``stale``; a legend placed
+    "best" may also move with the data, so its extent is compared too) and the
+    pixels it was drawn over are the same. Drawing is a function of those two,
+    so the image is the one drawing it would give. What it keeps for next time."""
+    extent = None
+    keep = kept is not None and kept.over is not None and not artist.stale
+    if keep and isinstance(artist, Legend) and getattr(artist, "_loc", 0) == 0:  # placed "best"
+        extent = _extent(artist, renderer)
+        keep = extent == kept.extent
+    if keep and np.array_equal(pixels[kept.box], kept.under):
+        pixels[kept.box] = kept.over
+        return kept
+    extent = extent or _extent(artist, renderer)
+    if not all(map(math.isfinite, extent)) or _pixel_box(extent, _PAD, pixels.shape) is None:
+        artist.draw(renderer)  # nowhere, or not on the canvas
+        return None
+    inner, outer = _pixel_box(extent, _PAD, pixels.shape), _pixel_box(extent, _PAD + _RING, pixels.shape)
+    before = pixels[outer].copy()
+    artist.draw(renderer)
+    changed = (pixels[outer] != before).any(axis=2)
+    within = tuple(slice(i.start - o.start, i.stop - o.start) for i, o in zip(inner, outer))
+    changed[within] = False
+    over = None if changed.any() else pixels[inner].copy()
+    return _Kept(inner, before[within], over, extent)
+
+
+def _pixel_box(extent, pad, shape):
+    """The rows and columns of the canvas pixels within ``pad`` of a display-space extent (None if none)."""
+    height, width = shape[:2]
+    x0, y0 = max(0, math.floor(extent[0]) - pad), max(0, math.floor(extent[1]) - pad)
+    x1, y1 = min(width, math.ceil(extent[2]) + pad), min(height, math.ceil(extent[3]) + pad)
+    if x0 >= x1 or y0 >= y1:
+        return None
+    return slice(height - y1, height - y0), slice(x0, x1)  # pixel rows run downwards
+
+
+def _keepable(artist):
+    """A legend, or a text with no arrow: costly to draw, cheap to place (an arrow's extent costs
+    about what drawing it does)."""
+    if isinstance(artist, Legend):
+        return True
+    return isinstance(artist, Text) and bool(artist.get_text()) and getattr(artist, "arrow_patch", None) is None
+
+
+def _extent(artist, renderer):
+    return tuple(artist.get_window_extent(renderer).extents)
