@@ -15,7 +15,8 @@ is shared, so the load is part of the result):
 * for each live figure (a definition with controls, in
   :data:`speclib.presentation.definition.REGISTRY`), the median and worst
   redraw time (compute plus draw plus image encoding) over 20 simulated
-  moves, each a step along one control as a reader's drag would make.
+  moves, each a step along one control as a reader's drag would make, and
+  the median's processor time (which the other users' load adds little to).
 
 ``--baseline PATH`` times the widgets of another checkout of the repository
 (``git worktree add /tmp/widgets-base <commit>``) in the same run: two worker
@@ -134,13 +135,15 @@ def time_widget(name: str, rounds: int = 1) -> dict:
     start = time.perf_counter()
     w = definition.widget()
     built = time.perf_counter() - start
-    times = []
+    times, cpu = [], []
     for _ in range(rounds):
         for move in _moves(definition):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             w.update(**move)
             times.append(time.perf_counter() - start)
-    return {"median": statistics.median(times) * 1e3, "worst": max(times) * 1e3, "build": built * 1e3}
+            cpu.append(time.process_time() - start_cpu)
+    return {"median": statistics.median(times) * 1e3, "worst": max(times) * 1e3, "build": built * 1e3,
+            "cpu": statistics.median(cpu) * 1e3}
 
 
 def _worker() -> None:
@@ -186,10 +189,11 @@ def bench_widgets(rounds: int = 1) -> None:
     names = _live_names()
     print(f"\n[widgets] median redraw over {MOVES_PER_WIDGET * rounds} simulated moves (compute + draw + encode)")
     print(f"[widgets] before: {_load()}")
-    print(f"    {'widget':<22} {'median':>9} {'worst':>9} {'build':>9}")
+    print(f"    {'widget':<22} {'median':>9} {'worst':>9} {'cpu':>9} {'build':>9}")
     for name in names:
         r = time_widget(name, rounds)
-        print(f"    {name:<22} {r['median']:7.1f} ms {r['worst']:7.1f} ms {r['build']:7.0f} ms{_verdict(r)}")
+        print(f"    {name:<22} {r['median']:7.1f} ms {r['worst']:7.1f} ms {r['cpu']:7.1f} ms {r['build']:7.0f} ms"
+              f"{_verdict(r)}")
     print(f"[widgets] after: {_load()}  (targets: median <= {TARGETS['redraw_ms']:.0f} ms, "
           f"worst <= {TARGETS['worst_ms']:.0f} ms)")
 
@@ -198,11 +202,12 @@ def bench_widgets_against(baseline: Path, rounds: int = 1) -> None:
     """The widgets of ``baseline`` (another checkout) and of this one, timed in turn in one run."""
     base, ours = _Worker(baseline), _Worker(REPO)
     print(f"\n[widgets] median and worst redraw over {MOVES_PER_WIDGET * rounds} simulated moves "
-          f"(compute + draw + encode), ms")
+          f"(compute + draw + encode), ms; cpu: the median's processor time (what the load does not add)")
     print(f"[widgets] baseline: {baseline}   ours: {REPO}")
     print(f"[widgets] before: {_load()}")
-    print(f"    {'widget':<22} {'base median':>11} {'base worst':>10} {'median':>8} {'worst':>8} {'ratio':>6}")
-    ratios, missed = [], []
+    print(f"    {'':<22} {'baseline':^28}  {'ours':^28}")
+    print(f"    {'widget':<22} {'median':>8} {'worst':>8} {'cpu':>8}  {'median':>8} {'worst':>8} {'cpu':>8} {'ratio':>6}")
+    ratios, cpu_ratios, missed = [], [], []
     try:
         for k, name in enumerate(ours.names):
             if name not in base.names:
@@ -214,16 +219,18 @@ def bench_widgets_against(baseline: Path, rounds: int = 1) -> None:
                 b, o = base.time(name, rounds), ours.time(name, rounds)
             ratio = o["median"] / b["median"]
             ratios.append(ratio)
+            cpu_ratios.append(o["cpu"] / b["cpu"])
             verdict = _verdict(o)
             if verdict:
                 missed.append(name)
-            print(f"    {name:<22} {b['median']:11.1f} {b['worst']:10.1f} {o['median']:8.1f} {o['worst']:8.1f} "
-                  f"{ratio:6.2f}{verdict}")
+            print(f"    {name:<22} {b['median']:8.1f} {b['worst']:8.1f} {b['cpu']:8.1f}  {o['median']:8.1f} "
+                  f"{o['worst']:8.1f} {o['cpu']:8.1f} {ratio:6.2f}{verdict}")
     finally:
         base.close()
         ours.close()
     print(f"[widgets] after: {_load()}")
-    print(f"[widgets] median ratio (ours / baseline): {statistics.median(ratios):.2f}; targets (median <= "
+    print(f"[widgets] median ratio (ours / baseline): {statistics.median(ratios):.2f} in time, "
+          f"{statistics.median(cpu_ratios):.2f} in processor time; targets (median <= "
           f"{TARGETS['redraw_ms']:.0f} ms, worst <= {TARGETS['worst_ms']:.0f} ms) "
           + ("met by every widget" if not missed else f"missed by {', '.join(missed)}"))
 
