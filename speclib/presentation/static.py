@@ -23,8 +23,8 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib.colors import BoundaryNorm, LinearSegmentedColormap, ListedColormap
 from matplotlib.lines import Line2D
-from matplotlib.transforms import Bbox
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, PercentFormatter
+from matplotlib.transforms import Bbox
 
 from . import style
 from .spec import fill, value_of
@@ -128,15 +128,16 @@ def draw(defn, data: dict, fig=None, live=False):
 
 class _Live:
     """What a live figure remembers between draws: its definition, its panels'
-    axes and, per panel, what each series drew (:class:`_Drawn`)."""
+    axes and, per panel, what each series drew (:class:`_PanelDrawn`)."""
 
     def __init__(self, definition, axes, panels):
         self.definition, self.axes, self.panels = definition, axes, panels
 
 
 class _PanelDrawn:
-    """One panel's series' artists (a list of ``(artist, limits, extra)`` per series, see
-    :data:`_LIMITS`), its axes' scales and what its legend was made from."""
+    """One panel's series' artists (a list of ``(artist, limits, extra)`` per series: how the
+    artist's Axes method set the data limits, see :data:`_LIMITS`, and what its update
+    compares), its axes' scales and what its legend was made from."""
 
     def __init__(self, series, scales, legend):
         self.series, self.scales, self.legend = series, scales, legend
@@ -171,29 +172,24 @@ def _scale(axis, data):
     return axis.scale if axis.scale in ("linear", "log", "log2") else value_of(axis.scale, data)
 
 
-def _axis(ax, which, axis, data, ticks=True):
-    """Label, scale, limits and (``ticks``) tick locator and formatter of one axis; its scale."""
-    set_scale, set_lim = getattr(ax, f"set_{which}scale"), getattr(ax, f"set_{which}lim")
+def _axis(ax, which, axis, data, fresh=True):
+    """Label, scale, limits, tick locator and formatter of one axis of a fresh panel; of a live
+    panel drawn before (``fresh`` false), whose scale is the same, its label and limits only.
+    Its scale."""
     target = getattr(ax, f"{which}axis")
     label = fill(axis.label, data)
-    if not ticks and label == target.get_label_text():
-        pass  # a live redraw: unchanged
-    else:
+    if fresh or label != target.get_label_text():
         getattr(ax, f"set_{which}label")(label)
     scale = _scale(axis, data)
-    if not ticks:
-        if scale in ("log", "log2"):
-            # A fresh axes is linear until set_*scale("log"), which autoscales that axis
-            # at once; a live one already has its scale: autoscale it as that would.
-            ax.autoscale_view(scalex=which == "x", scaley=which == "y")
-    elif scale == "log":
-        set_scale("log")
-    elif scale == "log2":
-        set_scale("log", base=2)
+    if scale in ("log", "log2") and fresh:
+        getattr(ax, f"set_{which}scale")("log", **({"base": 2} if scale == "log2" else {}))
+    elif scale in ("log", "log2"):
+        # set_*scale("log") on a fresh (linear) axis autoscales it at once: so does this.
+        ax.autoscale_view(scalex=which == "x", scaley=which == "y")
     lo, hi = value_of(axis.lo, data), value_of(axis.hi, data)
     if lo is not None or hi is not None:
-        set_lim(None if lo is None else float(lo), None if hi is None else float(hi))
-    if not ticks:
+        getattr(ax, f"set_{which}lim")(None if lo is None else float(lo), None if hi is None else float(hi))
+    if not fresh:
         return scale
     if isinstance(axis.ticks, tuple):
         target.set_major_locator(FixedLocator(axis.ticks))
@@ -243,8 +239,8 @@ def _update_panel(fig, ax, panel, data, drawn):
             remade = True
         drawn.series[i] = _series(fig, ax, s, data, i)
     _replay_limits(ax, drawn)
-    _axis(ax, "x", panel.x, data, ticks=False)
-    _axis(ax, "y", panel.y, data, ticks=False)
+    _axis(ax, "x", panel.x, data, fresh=False)
+    _axis(ax, "y", panel.y, data, fresh=False)
     if panel.title and ax.get_title(loc="left") != fill(_first_line(panel.title), data):
         ax.set_title(fill(_first_line(panel.title), data), loc="left")
     handles, labels = ax.get_legend_handles_labels()
@@ -386,7 +382,7 @@ def _line_update(fig, ax, s, data, i, drawn):
     labels = list(data[s.labels]) if s.labels else [fill(s.label, data)]
     for r, ((x, y, c), (line, _, _)) in enumerate(zip(rows, drawn)):
         line.set_data(x, y)
-        if line.get_color() != c:
+        if not mpl.colors.same_color(line.get_color(), c):
             line.set_color(c)
         _relabel(line, labels[r] if (s.labels or r == 0) else None)
     return True
@@ -407,7 +403,7 @@ def _points_update(fig, ax, s, data, i, drawn):
         return False
     for r, ((x, y, c), (line, _, _)) in enumerate(zip(rows, drawn)):
         line.set_data(x, y)
-        if line.get_color() != c:
+        if not mpl.colors.same_color(line.get_color(), c):
             line.set_color(c)
             line.set_markerfacecolor(c if s.filled else "none")
         _relabel(line, (fill(s.label, data) or None) if r == 0 else None)
