@@ -212,8 +212,8 @@ def test_a_widget_after_moves_draws_what_a_fresh_draw_draws(f):
     for move in _tour(f):
         w.update(**move)
         shown = np.asarray(w.figure.canvas.buffer_rgba()).copy()
-        # The pixels it kept from the last move are the ones drawing again gives ...
-        w._kept = {}
+        # The frame and the pixels it kept from the last move are the ones drawing it all again gives ...
+        w._frame, w._kept = None, {}
         w._render()
         assert np.array_equal(np.asarray(w.figure.canvas.buffer_rgba()), shown), f"{move}: kept pixels differ"
         # ... and its artists, updated in place, draw byte for byte what a fresh draw's do.

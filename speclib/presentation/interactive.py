@@ -167,10 +167,11 @@ def _dynamic_artists(fig):
 
 def _frame_signature(fig):
     """What the cached frame depends on: axes placement, limits, scales and
-    labels (titles are drawn with the data, so a title that spells out a
-    control's value does not throw the frame away)."""
+    labels, and the figure's legends' texts (titles are drawn with the data,
+    so a title that spells out a control's value does not throw the frame away)."""
     return tuple((tuple(ax.get_position().bounds), ax.get_xlim(), ax.get_ylim(), ax.get_xscale(), ax.get_yscale(),
-                  ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes)
+                  ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes), tuple(
+        text.get_text() for legend in fig.legends for text in legend.get_texts())
 
 
 #: Pixels around a text's or legend's extent that drawing it may still touch
