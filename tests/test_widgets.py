@@ -234,3 +234,27 @@ def test_a_move_keeps_the_pixels_of_what_did_not_change():
     w.update(S=1024)  # the total line moves; the figure's title does not
     title = w.figure._suptitle
     assert w._kept[title] is kept[title]
+
+
+def test_a_text_drawn_again_from_its_glyph_images_is_the_text_drawn_afresh():
+    """The widget's canvas draws a text it drew before from the glyph images it kept: in another size, weight, colour
+    or angle, or moved by a fraction of a pixel, it must still draw what a plain Agg canvas draws."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from speclib.presentation.interactive import _LiveCanvas
+
+    def drawn(canvas, x, **kwargs):
+        canvas.figure.texts.clear()
+        canvas.figure.text(x, 0.4, "γ* = 0: plain decoding wins", **kwargs)
+        canvas.draw()
+        return np.asarray(canvas.buffer_rgba()).copy()
+
+    live = _LiveCanvas(Figure(figsize=(3, 1), dpi=100))
+    variants = [(0.1, {}), (0.1, {"size": 14}), (0.1, {"weight": "bold"}), (0.1, {"color": "red"}),
+                (0.1, {"rotation": 10}), (0.1 + 0.3 / 300, {}), (0.1, {})]  # 0.3 of a pixel to the right
+    for x, kwargs in variants:
+        assert np.array_equal(drawn(live, x, **kwargs), drawn(FigureCanvasAgg(Figure(figsize=(3, 1), dpi=100)), x,
+                                                                **kwargs)), (x, kwargs)
+    # Drawn from kept glyphs: the red text (its colour is the drawing's, not the glyphs') and the last.
+    assert len(live.get_renderer()._glyphs) == len(variants) - 2

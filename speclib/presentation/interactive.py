@@ -15,6 +15,7 @@ import math
 
 import ipywidgets as W
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.collections import Collection
 from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
@@ -67,7 +68,7 @@ class LiveFigure(W.VBox):
         if definition.panels[0].series[0].kind == "table":
             self.figure, self.image = None, W.HTML(value=draw(definition, self.data).html)
         else:
-            self.figure = style.new_canvas_figure(definition.size)
+            self.figure = _LiveCanvas(style.new_canvas_figure(definition.size)).figure
             self._frame = self._background = None
             self._kept = {}
             draw(definition, self.data, self.figure, live=True)
@@ -238,3 +239,63 @@ def _keepable(artist):
 
 def _extent(artist, renderer):
     return tuple(artist.get_window_extent(renderer).extents)
+
+
+class _LiveCanvas(FigureCanvasAgg):
+    """A widget's Agg canvas, drawing with a :class:`_TextCache`."""
+
+    def get_renderer(self):
+        size = (*self.get_width_height(physical=True), self.figure.dpi)
+        if getattr(self, "_text_cache_size", None) != size:
+            self.renderer = _TextCache(*size)
+            self._text_cache_size = size
+        return self.renderer
+
+
+class _TextCache(RendererAgg):
+    """An Agg renderer that draws a text it drew before (the same string, at the same
+    place, angle and size, in the same font) from the glyph images it drew then: the
+    same pixels, without laying the text out and rasterizing its glyphs again, which
+    is most of what a widget's legend or title costs to draw."""
+
+    #: Texts remembered; past this many, the cache starts again.
+    LIMIT = 4096
+
+    def __init__(self, width, height, dpi):
+        super().__init__(width, height, dpi)
+        self._glyphs = {}
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if ismath:  # mathtext draws boxes too: not cached
+            return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+        key = (s, x, y, angle, self._prepare_font(prop), prop.get_size_in_points(), gc.get_antialiased(),
+               get_hinting_flag(), None if mtext is None else (tuple(mtext.get_fontfeatures() or ()),
+                                                             mtext.get_language()))
+        glyphs = self._glyphs.get(key)
+        if glyphs is None:
+            agg = self._renderer
+            self._renderer = recorder = _GlyphRecorder(agg)
+            try:
+                super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+            finally:
+                self._renderer = agg
+            if len(self._glyphs) >= self.LIMIT:
+                self._glyphs.clear()
+            self._glyphs[key] = recorder.glyphs
+        else:
+            for image, gx, gy, gangle in glyphs:
+                self._renderer.draw_text_image(image, gx, gy, gangle, gc)  # the colour, alpha and clip: this gc's
+
+
+class _GlyphRecorder:
+    """Stands for the Agg renderer while a text is drawn, keeping a copy of each glyph image drawn."""
+
+    def __init__(self, agg):
+        self.agg, self.glyphs = agg, []
+
+    def draw_text_image(self, image, x, y, angle, gc):
+        self.glyphs.append((np.array(image, copy=True), x, y, angle))
+        self.agg.draw_text_image(image, x, y, angle, gc)
+
+    def __getattr__(self, name):
+        return getattr(self.agg, name)
