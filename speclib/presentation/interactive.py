@@ -8,6 +8,14 @@ image. Without a browser, ``w.controls`` maps each control's name to its
 widget and ``w.update(S=4096, alpha=0.6)`` sets controls as a reader would
 and redraws once; ``w.figure`` is the matplotlib Figure and ``w.data`` what
 it shows.
+
+A move draws only what it can have changed: the renderer updates the
+figure's artists in place (``draw(..., live=True)``); the frame (axes,
+ticks, grid) is drawn again only when a limit or a label changed; a text or
+legend that did not change, over pixels that did not change, has its pixels
+put back; and the canvas draws a text it drew before from the glyph images
+it kept. Each is exact: after any moves the widget shows what a fresh draw
+at those values shows (tests/test_widgets.py holds every live figure to it).
 """
 from __future__ import annotations
 
