@@ -14,8 +14,10 @@ figure's artists in place (``draw(..., live=True)``); the frame (axes,
 ticks, grid) is drawn again only when a limit or a label changed; a text or
 legend that did not change, over pixels that did not change, has its pixels
 put back; and the canvas draws a text it drew before from the glyph images
-it kept. Each is exact: after any moves the widget shows what a fresh draw
-at those values shows (tests/test_widgets.py holds every live figure to it).
+it kept. Each is exact: after any moves the figure draws what a fresh draw
+at those values draws, and the image differs from that only where the
+cached frame lies under the data instead of between fills and lines
+(tests/test_widgets.py holds every live figure to both).
 """
 from __future__ import annotations
 
