@@ -8,12 +8,24 @@ image. Without a browser, ``w.controls`` maps each control's name to its
 widget and ``w.update(S=4096, alpha=0.6)`` sets controls as a reader would
 and redraws once; ``w.figure`` is the matplotlib Figure and ``w.data`` what
 it shows.
+
+A move draws only what it can have changed: the renderer updates the
+figure's artists in place (``draw(..., live=True)``); the frame (axes,
+ticks, grid) is drawn again only when a limit or a label changed; a text or
+legend that did not change, over pixels that did not change, has its pixels
+put back; and the canvas draws a text it drew before from the glyph images
+it kept. Each is exact: after any moves the figure draws what a fresh draw
+at those values draws, and the image differs from that only where the
+cached frame lies under the data instead of between fills and lines
+(tests/test_widgets.py holds every live figure to both).
 """
 from __future__ import annotations
 
 import math
 
 import ipywidgets as W
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.collections import Collection
 from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
@@ -66,8 +78,9 @@ class LiveFigure(W.VBox):
         if definition.panels[0].series[0].kind == "table":
             self.figure, self.image = None, W.HTML(value=draw(definition, self.data).html)
         else:
-            self.figure = style.new_canvas_figure(definition.size)
+            self.figure = _LiveCanvas(style.new_canvas_figure(definition.size)).figure
             self._frame = self._background = None
+            self._kept = {}
             draw(definition, self.data, self.figure, live=True)
             self.figure.canvas.draw()
             # Keep the first layout: re-solving constrained layout on every move would double a redraw.
@@ -111,8 +124,10 @@ class LiveFigure(W.VBox):
         self.image.value = self._render()
 
     def _render(self) -> bytes:
-        """JPEG bytes of the figure as it stands: the frame (axes, ticks, grid,
-        titles) is drawn again only when it changed, the data on top of it each time."""
+        """JPEG bytes of the figure as it stands: the frame (axes, ticks, grid)
+        is drawn again only when it changed, the data on top of it each time;
+        a text or legend that did not change, over pixels that did not change,
+        is not drawn again but its pixels from the last move put back (:func:`_draw_or_keep`)."""
         fig = self.figure
         canvas = fig.canvas
         dynamic = _dynamic_artists(fig)
@@ -123,11 +138,18 @@ class LiveFigure(W.VBox):
             canvas.draw()  # everything but the animated (data) artists
             self._background = canvas.copy_from_bbox(fig.bbox)
             self._frame = frame
+            self._kept = {}
         else:
             canvas.restore_region(self._background)
         renderer = canvas.get_renderer()
+        pixels = np.asarray(canvas.buffer_rgba())
+        kept = {}
         for a in dynamic:
-            a.draw(renderer)
+            if _keepable(a):
+                kept[a] = _draw_or_keep(a, renderer, pixels, self._kept.get(a))
+            else:
+                a.draw(renderer)
+        self._kept = kept
         return style.encode_jpeg(canvas)
 
     def __repr__(self) -> str:
@@ -156,7 +178,134 @@ def _dynamic_artists(fig):
 
 def _frame_signature(fig):
     """What the cached frame depends on: axes placement, limits, scales and
-    labels (titles are drawn with the data, so a title that spells out a
-    control's value does not throw the frame away)."""
+    labels, and the figure's legends' texts (titles are drawn with the data,
+    so a title that spells out a control's value does not throw the frame away)."""
     return tuple((tuple(ax.get_position().bounds), ax.get_xlim(), ax.get_ylim(), ax.get_xscale(), ax.get_yscale(),
-                  ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes)
+                  ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes), tuple(
+        text.get_text() for legend in fig.legends for text in legend.get_texts())
+
+
+#: Pixels around a text's or legend's extent that drawing it may still touch
+#: (antialiasing, the legend frame's line), and the band around those checked
+#: to be untouched before its pixels are kept.
+_PAD, _RING = 3, 6
+
+
+class _Kept:
+    """An artist's pixels from its last draw: where (``box``, rows and columns),
+    what lay there before it was drawn (``under``), what it left (``over``, None
+    if it drew outside that box) and its extent then."""
+
+    def __init__(self, box, under, over, extent):
+        self.box, self.under, self.over, self.extent = box, under, over, extent
+
+
+def _draw_or_keep(artist, renderer, pixels, kept):
+    """Draw ``artist`` over ``pixels`` (the canvas, drawn up to it), or, where that
+    gives the same pixels, put back the ones it left last time: when it has not
+    changed since (matplotlib marks a changed artist ``stale``; a legend placed
+    "best" may also move with the data, so its extent is compared too) and the
+    pixels it was drawn over are the same. Drawing is a function of those two,
+    so the image is the one drawing it would give. What it keeps for next time."""
+    extent = None
+    keep = kept is not None and kept.over is not None and not artist.stale
+    if keep and isinstance(artist, Legend) and getattr(artist, "_loc", 0) == 0:  # placed "best"
+        extent = _extent(artist, renderer)
+        keep = extent == kept.extent
+    if keep and np.array_equal(pixels[kept.box], kept.under):
+        pixels[kept.box] = kept.over
+        return kept
+    extent = extent or _extent(artist, renderer)
+    if not all(map(math.isfinite, extent)) or _pixel_box(extent, _PAD, pixels.shape) is None:
+        artist.draw(renderer)  # nowhere, or not on the canvas
+        return None
+    inner, outer = _pixel_box(extent, _PAD, pixels.shape), _pixel_box(extent, _PAD + _RING, pixels.shape)
+    before = pixels[outer].copy()
+    artist.draw(renderer)
+    changed = (pixels[outer] != before).any(axis=2)
+    within = tuple(slice(i.start - o.start, i.stop - o.start) for i, o in zip(inner, outer))
+    changed[within] = False
+    over = None if changed.any() else pixels[inner].copy()
+    return _Kept(inner, before[within], over, extent)
+
+
+def _pixel_box(extent, pad, shape):
+    """The rows and columns of the canvas pixels within ``pad`` of a display-space extent (None if none)."""
+    height, width = shape[:2]
+    x0, y0 = max(0, math.floor(extent[0]) - pad), max(0, math.floor(extent[1]) - pad)
+    x1, y1 = min(width, math.ceil(extent[2]) + pad), min(height, math.ceil(extent[3]) + pad)
+    if x0 >= x1 or y0 >= y1:
+        return None
+    return slice(height - y1, height - y0), slice(x0, x1)  # pixel rows run downwards
+
+
+def _keepable(artist):
+    """A legend, or a text with no arrow: costly to draw, cheap to place (an arrow's extent costs
+    about what drawing it does)."""
+    if isinstance(artist, Legend):
+        return True
+    return isinstance(artist, Text) and bool(artist.get_text()) and getattr(artist, "arrow_patch", None) is None
+
+
+def _extent(artist, renderer):
+    return tuple(artist.get_window_extent(renderer).extents)
+
+
+class _LiveCanvas(FigureCanvasAgg):
+    """A widget's Agg canvas, drawing with a :class:`_TextCache`."""
+
+    def get_renderer(self):
+        size = (*self.get_width_height(physical=True), self.figure.dpi)
+        if getattr(self, "_text_cache_size", None) != size:
+            self.renderer = _TextCache(*size)
+            self._text_cache_size = size
+        return self.renderer
+
+
+class _TextCache(RendererAgg):
+    """An Agg renderer that draws a text it drew before (the same string, at the same
+    place, angle and size, in the same font) from the glyph images it drew then: the
+    same pixels, without laying the text out and rasterizing its glyphs again, which
+    is most of what a widget's legend or title costs to draw."""
+
+    #: Texts remembered; past this many, the cache starts again.
+    LIMIT = 4096
+
+    def __init__(self, width, height, dpi):
+        super().__init__(width, height, dpi)
+        self._glyphs = {}
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if ismath:  # mathtext draws boxes too: not cached
+            return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+        key = (s, x, y, angle, self._prepare_font(prop), prop.get_size_in_points(), gc.get_antialiased(),
+               get_hinting_flag(), None if mtext is None else (tuple(mtext.get_fontfeatures() or ()),
+                                                             mtext.get_language()))
+        glyphs = self._glyphs.get(key)
+        if glyphs is None:
+            agg = self._renderer
+            self._renderer = recorder = _GlyphRecorder(agg)
+            try:
+                super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+            finally:
+                self._renderer = agg
+            if len(self._glyphs) >= self.LIMIT:
+                self._glyphs.clear()
+            self._glyphs[key] = recorder.glyphs
+        else:
+            for image, gx, gy, gangle in glyphs:
+                self._renderer.draw_text_image(image, gx, gy, gangle, gc)  # the colour, alpha and clip: this gc's
+
+
+class _GlyphRecorder:
+    """Stands for the Agg renderer while a text is drawn, keeping a copy of each glyph image drawn."""
+
+    def __init__(self, agg):
+        self.agg, self.glyphs = agg, []
+
+    def draw_text_image(self, image, x, y, angle, gc):
+        self.glyphs.append((np.array(image, copy=True), x, y, angle))
+        self.agg.draw_text_image(image, x, y, angle, gc)
+
+    def __getattr__(self, name):
+        return getattr(self.agg, name)
