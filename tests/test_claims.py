@@ -474,7 +474,7 @@ def test_the_per_component_note_counts_the_policy_of_the_pricing_rule():
     for key in ("mtp", "dflash"):
         g, _ = simulator.rule_shortfall(key)["per-component"]
         moved = int(np.count_nonzero(g != simulator.load_grid().drafters[key].best_gamma))
-        assert f"move the best gamma at {moved} of 12 instead" in BY_ID[f"sequel.per_component_gamma_{key}"].note
+        assert f"the best gamma differs at {moved} of 12 concurrencies" in BY_ID[f"sequel.per_component_gamma_{key}"].note
 
 # --- the Claim record --------------------------------------------------------------------------
 

@@ -515,6 +515,12 @@ def _sequel_step():
     yield _ours("sequel.mtp_pass_us", float(mtp.time(1, 1.0)) * 1e6)
     m = mtp.preset.step
     yield _ours("sequel.mtp_active_params", (m.dense_params + (m.top_k + m.n_shared) * m.ffn_params) / 1e9)
+    # the MTP layer's dense weights rebuilt from the target's config: a 2d -> d fusion of two hidden states,
+    # one attention block as the simulator counts it (no output gate) and the output head the two share
+    target = _simulator.simulated_model()
+    parts = dict(fusion=2 * target.hidden_size * target.hidden_size, attention=int(target.attn_proj_params),
+                 head=target.vocab_size * target.hidden_size)
+    yield _ours("sequel.mtp_dense_params", sum(parts.values()), **parts)
     block_us = float(dflash.time(1, 1.0)) * 1e6
     yield _ours("sequel.dflash_block_us", block_us, block_us=block_us)
     ridge = presets.hardware(_simulator.HARDWARE).ridge(dflash.preset.step.dense_precision)
@@ -545,6 +551,14 @@ def _sequel_attention():
     yield _ours("sequel.expert_weights", arch.ffn_params)
     simulated = _simulator.simulated_model().step_architecture().dense_params
     yield _ours("sequel.active_nonexpert", simulated, **_active_nonexpert_fields(model, simulated, arch.dense_params))
+    ungated = _simulator.simulated_model()
+    gate_total = arch.attention_layers * (model.attn_proj_params - ungated.attn_proj_params)
+    one, zero = np.asarray(1.0), np.asarray(0.0)
+    plain_weights = sum(q for key, (_, q) in _step.step_model(ungated, _simulator.HARDWARE, roofline="aggregate")
+                        .components(one, one, zero).items() if key != "attention")
+    yield _ours("sequel.attention_params_per_layer", ungated.attn_proj_params / 1e6,
+                gated=model.attn_proj_params / 1e6, gate_total=gate_total, layers=int(arch.attention_layers),
+                gate_share=gate_total * arch.dense_bytes / plain_weights)
 
 
 def _active_nonexpert_fields(model, simulated, configured) -> dict:
