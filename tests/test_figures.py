@@ -302,6 +302,17 @@ def test_the_dense_ledger_is_llama_with_its_components():
     np.testing.assert_allclose(d["total"], speclib.marginal_cost(d["B"], 8192, 0.1, "Llama-3-70B")["total"])
 
 
+def test_the_ledgers_attention_band_names_the_models_own_attention():
+    """Llama-3-70B has grouped-query attention (64 query heads over 8 KV heads
+    in its config), DeepSeek-V4-Flash latent attention: the legend says which."""
+    def legend(fig):
+        return [t.get_text() for t in only_axes(fig).get_legend().get_texts()]
+
+    assert "attention (GQA at verify width 2)" in legend(pricing.ledger_dense())
+    assert not any("MLA" in t for t in legend(pricing.ledger_dense()))
+    assert "attention (MLA at verify width 2)" in legend(pricing.ledger_components())
+
+
 # --- Figure 3 ----------------------------------------------------------------------
 
 

@@ -2,7 +2,7 @@
 and the introduction's dense contrast (its variant on Llama-3-70B)."""
 from __future__ import annotations
 
-from ...presets import resolve
+from ...presets import attention_kind, resolve
 from ..definition import Area, Figure, HLine, Line, Panel, Toggle
 from . import common
 
@@ -10,7 +10,7 @@ from . import common
 COMPONENTS = (
     ("attn_proj", "attention projections"),
     ("moe", "FFN"),
-    ("attention", "attention (MLA at verify width 2)"),
+    ("attention", "attention ({attn} at verify width 2)"),
     ("drafter", "drafter"),
 )
 
@@ -22,6 +22,8 @@ def _ledger(p, xp):
     parts = common.ledger(cm, xp, B, p.S, p.c_draft)
     out = {"B": B, "total": parts["total"], "model": model.name, "hardware": hw.name,
            "ffn": "FFN (MoE experts)" if model.ffn.is_moe else "FFN (dense)",
+           # the model's own attention (MLA, GQA, MHA): Llama-3-70B's is GQA
+           "attn": attention_kind(model).split()[0],
            "query": ", query bytes counted" if p.query_bytes else ""}
     bottom = 0.0 * B
     for key, _ in COMPONENTS:
