@@ -217,8 +217,8 @@ def first_look(batches=(1, 4, 16, 64, 256, 1024, 4096, 16384), S=4096, alpha=0.7
     for name in models:
         m, hw = resolve(name, hardware)
         g, gain = _spec.optimal_gamma(alpha, B, S, c_draft, m, hw)
-        rows += [(m.name, "\u03b3*", *g), ("", "speed-up", *(f"{x:.2f}\u00d7" for x in gain))]
-    return NumberTable(("model", "", *(f"B = {b:,.0f}" for b in B)), tuple(rows),
+        rows += [(m.name, "\u03b3*", *g), ("", "gain", *(f"{x:.2f}\u00d7" for x in gain))]
+    return NumberTable(("model", "batch B", *(f"{b:,.0f}" for b in B)), tuple(rows),
                        caption=f"Best draft length and its throughput gain on one {hw.name}, priced by {LEDGER}; "
                                f"\u03b1 = {alpha:.2f}, S = {S:,.0f}, drafter {c_draft:.0%} of a step")
 
