@@ -241,6 +241,8 @@ def test_the_prose_speaks_of_its_subject_not_of_how_it_was_made(name):
 #: Methods, models, benchmarks and datasets the book names, and the entry each is cited by.
 NAMED = {
     "DFlash": "dflash2026",
+    "EAGLE 3.1": "vllm2026eagle31",
+    "SSD": "kumar2026ssd",
     "Qwen3.6-35B-A3B": "qwen2026qwen36",
     "DeepSeek-V4-Flash": "deepseekv4",
     "Gated DeltaNet": "yang2025gateddeltanet",

@@ -299,3 +299,57 @@ def test_moe_with_every_expert_active_prices_like_a_dense_ffn():
     np.testing.assert_array_equal(r, (B >= knee).astype(float))
     gamma_star, _ = speclib.optimal_gamma(0.7, B, 4096, model=all_on)
     assert np.all(gamma_star >= 0)
+
+
+# --- the price the speedup sees: a secant, not the ledger's slope ---------------------------------
+
+
+def test_verify_price_is_what_the_speedup_divides_by():
+    """Sp = N / (1 + gamma p): recover p from speclib.speedup (the numeric
+    speedup formula, another route) and compare."""
+    rng = np.random.default_rng(16)
+    B = rng.uniform(1, 30_000, 40)
+    S = rng.uniform(512, 131_072, 40)
+    c = rng.uniform(0, 0.5, 40)
+    gamma = rng.integers(1, 12, 40)
+    alpha = rng.uniform(0.05, 0.95, 40)
+    sp_ = speclib.speedup(alpha, gamma, B, S, c)
+    N = speclib.expected_committed(alpha, gamma)
+    np.testing.assert_allclose(cost.verify_price(B, S, c, gamma)["total"], (N / sp_ - 1) / gamma, rtol=1e-10)
+
+
+def test_one_drafted_token_pays_exactly_when_alpha_beats_the_verify_price():
+    B = np.array([1.0, 4.0, 16.0, 43.0, 512.0, 4096.0, 10_000.0])
+    price = cost.verify_price(B, 4096, 0.1)["total"]
+    assert np.all(price < 1.2)
+    np.testing.assert_allclose(speclib.speedup(price, 1, B, 4096, 0.1), 1.0, rtol=1e-12)
+    assert np.all(speclib.speedup(price + 0.01, 1, B, 4096, 0.1) > 1)
+    assert np.all(speclib.speedup(price - 0.01, 1, B, 4096, 0.1) < 1)
+
+
+def test_the_ledgers_slope_and_the_verify_price_disagree_at_batch_16():
+    """At batch 16 (S = 4,096, drafter 10%) the ledger's total is above
+    alpha = 0.75 and yet one drafted token pays: the slope is not the price."""
+    slope = speclib.marginal_cost(16, 4096, 0.1)["total"]
+    price = cost.verify_price(16, 4096, 0.1)
+    assert slope > 0.75 > price["total"]
+    assert speclib.speedup(0.75, 1, 16, 4096, 0.1) > 1
+    assert price["total"] == pytest.approx(price["verify"] + 0.1, rel=1e-15)
+
+
+def test_verify_price_equals_the_slope_where_the_step_is_a_straight_line():
+    """Llama-3-70B far past its GEMM knees: the weight GEMMs are compute-bound
+    (cost proportional to the width) and the GQA attention memory-bound at
+    widths 1 and 2 (a constant), so the verify's cost is a straight line in
+    the width and secant = slope. MLA's attention bends between widths 1 and 2,
+    so for DeepSeek-V4-Flash they differ even there."""
+    for B in (1e5, 1e6):
+        price = cost.verify_price(B, 4096, 0.0, model="Llama-3-70B")["verify"]
+        assert price == pytest.approx(speclib.marginal_cost(B, 4096, 0.0, "Llama-3-70B")["total"], rel=1e-9)
+        assert 0 < price < 1
+    assert cost.verify_price(1e6, 4096, 0.0)["verify"] < speclib.marginal_cost(1e6, 4096, 0.0)["total"] - 0.1
+
+
+def test_verify_price_refuses_a_draft_of_no_tokens():
+    with pytest.raises(ValueError, match="gamma"):
+        cost.verify_price(16, 4096, 0.1, gamma=0)

@@ -400,6 +400,33 @@ def test_break_even_with_speclibs_speedup():
     assert speclib.speedup(r + c_draft, 1, B, S, c_draft) == pytest.approx(1, rel=1e-12)
 
 
+def test_break_even_example_matches_the_numeric_model():
+    """The derivation's numbers come from sympy on the roofline expressions;
+    the numeric ledger, verify price and speedup are another route."""
+    d = dv.break_even()
+    ledger, price, alpha = (float(x) for x in d["example"].rhs)
+    assert ledger == pytest.approx(speclib.marginal_cost(16, 4096, 0.1)["total"], rel=1e-3)
+    assert price == pytest.approx(cost.verify_price(16, 4096, 0.1)["total"], rel=1e-3)
+    assert alpha == 0.75 and ledger > alpha > price
+    assert d["example_speedup"].value == pytest.approx(speclib.speedup(0.75, 1, 16, 4096, 0.1), rel=1e-3)
+    assert d["Sp1_condition"].expr == (speclib.formulas.acceptance.alpha > speclib.formulas.speculation.P_v)
+
+
+def test_break_even_secant_and_slope_steps_on_a_cost_counted_by_hand():
+    """The secant step is (C(2) - C(1)) / C(1) and the slope step C'(1) / C(1):
+    evaluated on a made-up cost, against numbers computed by hand."""
+    d = dv.break_even()
+    C = sp.Function("C")
+
+    def made_up(expr):  # C(q) = 3 + q^2: C(1) = 4, C(2) = 7, C'(1) = 2
+        return expr.replace(C, lambda x: 3 + x ** 2).doit()
+
+    secant, average = made_up(d["secant"].terms[1]), made_up(d["secant"].terms[2])
+    slope = made_up(d["slope"].rhs)
+    assert secant == sp.Rational(3, 4) and average == sp.Rational(3, 4)
+    assert slope == sp.Rational(1, 2)
+
+
 def test_ledger_query_bytes_matches_the_numeric_ledger():
     d = dv.ledger_query_bytes()
     batches = np.array([1.0, 64.0, 512.0, 4096.0])

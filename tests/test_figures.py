@@ -302,6 +302,17 @@ def test_the_dense_ledger_is_llama_with_its_components():
     np.testing.assert_allclose(d["total"], speclib.marginal_cost(d["B"], 8192, 0.1, "Llama-3-70B")["total"])
 
 
+def test_the_ledgers_attention_band_names_the_models_own_attention():
+    """Llama-3-70B has grouped-query attention (64 query heads over 8 KV heads
+    in its config), DeepSeek-V4-Flash latent attention: the legend says which."""
+    def legend(fig):
+        return [t.get_text() for t in only_axes(fig).get_legend().get_texts()]
+
+    assert "attention (GQA at verify width 2)" in legend(pricing.ledger_dense())
+    assert not any("MLA" in t for t in legend(pricing.ledger_dense()))
+    assert "attention (MLA at verify width 2)" in legend(pricing.ledger_components())
+
+
 # --- Figure 3 ----------------------------------------------------------------------
 
 
@@ -474,3 +485,69 @@ def _what_if(experts=None, top_k=None):
     if experts is None:
         return base
     return dataclasses.replace(base, ffn=dataclasses.replace(base.ffn, n_routed=experts, top_k=top_k))
+
+
+# --- the part I chapters' tables ------------------------------------------------------
+
+
+def _brute_gamma(alpha, B, S, c, model=None):
+    """gamma* by trying every draft length with speclib.speedup, one batch at a time."""
+    gains = [speclib.speedup(alpha, g, B, S, c, model) for g in range(65)]
+    return int(np.argmax(gains)), float(np.max(gains))
+
+
+def test_break_even_table_speedup_exceeds_one_exactly_when_alpha_beats_the_secant():
+    table = pricing.break_even()
+    assert "ledger" in table.caption
+    assert any(slope > 0.75 and gain > 1 for _, slope, _, gain in table.rows)  # the slope misleads there
+    for B, slope, secant, gain in table.rows:
+        assert (gain > 1) == (0.75 > secant)
+        # the speedup of one drafted token, written out from N = 1 + alpha and Sp = N / (1 + p)
+        assert gain == pytest.approx(1.75 / (1 + secant), rel=1e-12)
+
+
+def test_required_acceptance_is_the_secant_at_its_ends():
+    need = pricing.required_acceptance(S=8192, batches=np.arange(1, 3001))
+    from speclib.core.cost import verify_price
+    coarse = verify_price(np.unique(np.round(np.geomspace(1, 3000, 50))), 8192, 0.1)["total"]
+    assert need["lowest"] <= coarse.min() + 1e-12 and need["highest"] >= coarse.max() - 1e-12
+    assert need["lowest"] == pytest.approx(verify_price(need["lowest_at"], 8192, 0.1)["total"], rel=1e-12)
+    assert need["ledger_highest"] >= need["highest"]
+
+
+def test_gutter_table_is_where_no_draft_length_pays():
+    table = draft_length.gutter_table()
+    assert "ledger" in table.caption
+    for B, price, one, g, best in table.rows:
+        assert (g, best) == pytest.approx(_brute_gamma(0.75, B, 4096, 0.1), rel=1e-12)
+        if price > 0.75:
+            assert one < 1
+    assert [r[3] for r in table.rows if 4 <= r[0] <= 13] == [0] * 4  # the gutter of Figure 3, 4 to 13
+
+
+def test_first_look_names_its_step_model_and_matches_a_brute_force_search():
+    table = draft_length.first_look(batches=(1, 256))
+    assert "ledger" in table.caption
+    llama_g, moe_g = table.rows[0][2:], table.rows[2][2:]
+    assert [int(x) for x in llama_g] == [_brute_gamma(0.75, B, 4096, 0.1, "Llama-3-70B")[0] for B in (1, 256)]
+    assert [int(x) for x in moe_g] == [_brute_gamma(0.75, B, 4096, 0.1)[0] for B in (1, 256)]
+
+
+def test_where_ahead_ends_where_the_brute_force_gains_cross():
+    first, last = draft_length.where_ahead()
+    for B, ahead in ((first - 1, False), (first, True), (last, True), (last + 1, False)):
+        dense = _brute_gamma(0.75, B, 4096, 0.1, "Llama-3-70B")[1]
+        moe = _brute_gamma(0.75, B, 4096, 0.1)[1]
+        assert (moe > dense) == ahead
+
+
+def test_hca_first_token_counted_by_hand():
+    """At 8,192 tokens HCA reads 8192/128 = 64 latents of 576 bytes and a
+    73,728-byte query per token, memory-bound at widths 1 and 2: the second
+    token adds 73,728 / (64 x 576 + 73,728) = 2/3 of the first's bytes, and
+    the slope at width 2 is 2 x 73,728 / (64 x 576 + 2 x 73,728) = 0.8."""
+    rows = {r[0]: r for r in attention.hca_first_token().rows}
+    assert rows[8192][2] == pytest.approx(0.8, rel=1e-12)
+    assert rows[8192][3] == pytest.approx(2 / 3, rel=1e-12)
+    assert rows[49152][1] == 1 and rows[49152][2] == pytest.approx(1.0)  # the first speculated token is compute-bound
+    assert rows[49152][3] < 1

@@ -268,6 +268,33 @@ def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, query_bytes: 
     return out
 
 
+def verify_price(B, S, c_draft=0.1, gamma=1, model=None, hardware=None, *, query_bytes: bool = False,
+                 attention: str = "paper"):
+    """What a draft of ``gamma`` tokens costs per drafted token, as a multiple
+    of a real token, on the paper's per-layer ledger: the whole verify's cost
+    above a plain decode step, (C_verify(B, gamma + 1, S) - C_0) / (gamma C_0),
+    plus the drafter's ``c_draft`` (:data:`speclib.formulas.speculation.verify_price_expr`).
+
+    This is the price the speedup sees: Sp = N / (1 + gamma p), so one drafted
+    token pays (Sp > 1) exactly when alpha exceeds ``total``. The ledger's
+    :func:`marginal_cost` is a slope, the price of one more token at decode;
+    this is the secant over the whole step from width 1 to gamma + 1, and the
+    two differ wherever the cost is not a straight line over that step.
+
+    Returns a dict of arrays (broadcast over ``B``, ``S``, ``c_draft``,
+    ``gamma``): ``verify`` (the verify's share, without the drafter),
+    ``drafter`` (``c_draft``) and ``total``.
+    """
+    B_arr, S_arr, c_arr = check_batch(B), check_context(S), check_draft_cost(c_draft)
+    g = checked_array("gamma", gamma, lo=1, integer=True)
+    cm = cost_model(model, hardware, query_bytes, attention)
+    B_arr, S_arr, c_arr, g = np.broadcast_arrays(B_arr, S_arr, c_arr, g)
+    C_0, C_v = cm.decode(B_arr, S_arr), cm.verify(B_arr, g + 1.0, S_arr)
+    verify = nf.verify_price(C_0, C_v, 0.0, g)
+    return {"verify": scalar_or_array(verify), "drafter": scalar_or_array(c_arr),
+            "total": scalar_or_array(nf.verify_price(C_0, C_v, c_arr, g))}
+
+
 def cost_shares(B, S, model=None, hardware=None, *, query_bytes: bool = False, attention: str = "paper"):
     """Each component's share of a plain decode step's cost (sums to 1)."""
     _, shares, _ = _ledger(B, S, 0.0, model, hardware, query_bytes, 2, attention)

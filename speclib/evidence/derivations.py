@@ -865,25 +865,81 @@ def speedup_reduction() -> Derivation:
     return d.done()
 
 
+def _verify_cost(B, q, S, proj, ffn, attn, query_bytes: bool):
+    """C_verify(B, q, S) of the paper's ledger, evaluated by sympy from
+    speclib.core.cost's expressions (the constants as in :func:`_ledger_total`)."""
+    attn = {**attn, _cost.B: B, _cost.S: S, _q: q, **({} if query_bytes else {_cost.m_q: 0})}
+    return sp.N(_cost.gemm_cost_expr.subs({**proj, _t: B * q}) + _cost.moe_cost_expr.subs({**ffn, _t: B * q})
+                + _cost.attn_cost_expr.subs(attn), 30)
+
+
 @functools.lru_cache(maxsize=None)
-def break_even() -> Derivation:
-    """A speculated token costing r (× a real token) and accepted with
-    probability p pays off when p > r; the γ = 1 speedup says the same."""
+def break_even(model=None, hardware=None, B=16, S=4096, alpha=0.75, c_draft=0.1) -> Derivation:
+    """When a drafted token pays. A token priced r and accepted with
+    probability p gains p - r; but the price the speedup sees is the secant
+    p_v = (C_v - C_0) / (gamma C_0) + c of the whole verify over a plain step,
+    not the ledger's slope: Sp = N / (1 + gamma p_v), so one drafted token
+    pays exactly when alpha > p_v. The two prices agree when the verify's cost
+    is a straight line from width 1 to 2; at ``B``, ``S`` (default batch 16,
+    4,096 tokens) the ledger's total exceeds ``alpha`` while p_v does not."""
+    model, hardware = resolve(model, hardware)
+    _require_moe(model)
+    _require_mla(model)
     p, r = sp.symbols("p r", nonnegative=True)
     a, g = _acc.alpha, _acc.gamma
-    gain_sym = sp.Symbol("gain")
-    d = _Builder("Break-even: when a speculated token pays its way")
+    N, C_0, C_v, c, P_v = _spec.N, _spec.C_0, _spec.C_v, _spec.c, _spec.P_v
+    Sp = sp.Function("Sp")
+    d = _Builder("Break-even: when a drafted token pays")
     gain = p * (1 - r) - (1 - p) * r
-    d.show("bookkeeping", "Accepted (probability p) it saves a real token's cost 1 and costs r; rejected it costs r",
-           gain_sym, gain, sp.expand(gain))
-    d.show("condition", "Positive when (sympy.solve)", sp.solve(sp.expand(gain) > 0, p))
+    d.show("bookkeeping", "A token priced r (× a real token), accepted with probability p, saves 1 and costs r; "
+           "rejected it costs r", sp.Symbol("gain"), gain, sp.expand(gain))
+    d.show("condition", "Positive when (sympy.solve): the price r must be the one the token actually pays",
+           sp.solve(sp.expand(gain) > 0, p))
+    d.show("price", "What a draft of γ tokens pays per drafted token: the verify's cost above a plain step, over γ, "
+           "plus the drafter (a secant)", P_v, _spec.verify_price_expr)
+    d.identity("speedup", "The speedup in that price: N tokens for 1 + γ p_v plain steps' worth (checked against "
+               "Sp = N C_0 / (C_v + c γ C_0))", Sp(a, g), _spec.priced_by_verify_price_expr,
+               equals=_spec.speedup_expr, given={P_v: _spec.verify_price_expr})
     one = sp.cancel(_acc.expected_committed_closed_form.subs(g, 1))
-    d.show("N1", "Cross-check with the speedup. One drafted token commits", sp.Function("N")(a, 1), one)
-    Sp1 = _spec.speedup_expr.subs({_spec.N: one, _spec.C_v: _spec.C_0 * (1 + r), g: 1})
-    d.show("Sp1", "Verify width 2 costs C_0 (1 + r); the drafter c per drafted token", sp.Function("Sp")(a, 1),
-           sp.cancel(Sp1))
-    d.show("Sp1_gain", "Sp - 1 is positive exactly when α > r + c: α > r for a free drafter",
-           sp.Function("Sp")(a, 1) - 1, sp.cancel(Sp1 - 1))
+    d.show("N1", "One drafted token commits", sp.Function("N")(a, 1), one)
+    Sp1 = _spec.priced_by_verify_price_expr.subs({N: one, g: 1})
+    d.show("Sp1", "... so its speedup is", Sp(a, 1), Sp1)
+    d.show("Sp1_gain", "Sp - 1", Sp(a, 1) - 1, sp.factor(sp.cancel(Sp1 - 1)))
+    d.show("Sp1_condition", "Positive exactly when (sympy.solve)", sp.solve(sp.cancel(Sp1 - 1) > 0, a))
+    # The secant against the slope: C(q) is the verify's cost at width q.
+    q = sp.Symbol("q", positive=True)
+    C = sp.Function("C")
+    secant = (C(2) - C(1)) / C(1)
+    average = sp.Integral(sp.Derivative(C(q), q), (q, 1, 2)) / C(1)
+    d.check(secant, average, "the secant is the marginal cost averaged over the step")
+    d.show("secant", "With C(q) the verify's cost at width q (C_0 = C(1), C_v = C(2)), the verify's part of p_v "
+           "for γ = 1 is the marginal cost averaged over the whole step from width 1 to 2", P_v - c, secant, average)
+    slope = (q * sp.diff(C(q), q) / C(q)).subs(q, 1)
+    d.show("slope", "The ledger's price is a slope instead: the log-slope at decode, the price of one more "
+           "token wedged into the step", r, slope)
+    C_1, k = sp.symbols("C_1 k", positive=True)
+    line = C_1 + k * (q - 1)
+    on_line = sp.simplify(secant.subs({C(2): line.subs(q, 2), C(1): line.subs(q, 1)}))
+    d.check(on_line, sp.simplify((q * sp.diff(line, q) / line).subs(q, 1)), "secant = slope on a straight line")
+    d.show("linear", "The two agree when the cost is a straight line over the step, C(q) = C_1 + k (q - 1): "
+           "then the secant and the slope at q = 1 are both", P_v - c, on_line)
+    # The example: the ledger's total against the secant, both by sympy from the roofline expressions.
+    mla_consts = _mla_constants(_mla_values(model, hardware))
+    proj = {_cost.W: sp.Integer(model.attn_proj_params), _cost.b_w: _exact(model.proj_weight_bytes),
+            _cost.R: _exact(hardware.ridge(model.proj_precision))}
+    ffn = _ffn_cost_values(model, hardware)
+    attn = {_cost.m_c: mla_consts[_m_c], _cost.m_q: mla_consts[_m_q], _cost.f: mla_consts[_f],
+            _cost.R: mla_consts[_Ra]}
+    B_v, S_v, a_v, c_v = _exact(B), _exact(S), _exact(alpha), _exact(c_draft)
+    ledger = _ledger_total(B_v, S_v, c_v, proj, ffn, attn, False)
+    C0, C2 = (_verify_cost(B_v, width, S_v, proj, ffn, attn, False) for width in (1, 2))
+    price = _spec.verify_price_expr.subs({C_0: C0, C_v: C2, c: c_v, g: 1})
+    speedup = Sp1.subs({P_v: price, a: a_v})
+    where = f"B = {int(B_v):,}, S = {int(S_v):,}, drafter {float(c_v):.0%}, {_on(model, hardware)}"
+    d.show("example", f"{where}: the ledger's total r + c, the price p_v, and α",
+           sp.Tuple(r + c, P_v, a), sp.Tuple(*(_decimal(x, 4) for x in (ledger, price, a_v))))
+    d.value("example_speedup", f"... the ledger's total is above α, p_v below it: one drafted token pays",
+            Sp(a_v, 1), _decimal(speedup, 4))
     return d.done()
 
 

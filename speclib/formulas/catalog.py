@@ -134,6 +134,9 @@ NUMERIC = (
     # --- speculation (speclib.formulas.speculation) ---
     Formula("speedup", _spec.speedup_expr, (_spec.N, _spec.C_0, _spec.C_v, _spec.c, _spec.gamma),
             "throughput of a draft length over plain decoding"),
+    Formula("verify_price", _spec.verify_price_expr, (_spec.C_0, _spec.C_v, _spec.c, _spec.gamma),
+            "what a draft of gamma tokens costs per drafted token, x a real token: the verify's cost above a "
+            "plain step over gamma, plus the drafter (a secant; the ledger's total is a slope)"),
     Formula("priced_speedup", _spec.priced_speedup_expr, (_spec.N, _spec.C_0, _spec.C_g),
             "the same with drafting priced inside the speculative step"),
     Formula("throughput", _spec.throughput_expr, (_spec.B, _spec.N, _spec.C_g),

@@ -58,6 +58,7 @@ ARGUMENTS = {
     'comm_total_slope': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L', 'n_m', 'l'),
     'comm_latency_crossover': ('k', 'G', 'h', 'b_d', 'b_c', 'L', 'n_m', 'l'),
     'speedup': ('N', 'C_0', 'C_v', 'c', 'gamma'),
+    'verify_price': ('C_0', 'C_v', 'c', 'gamma'),
     'priced_speedup': ('N', 'C_0', 'C_gamma'),
     'throughput': ('B', 'N', 'C_gamma'),
     'roofline_time': ('F', 'Q', 'P', 'M'),
@@ -479,6 +480,14 @@ def speedup(N, C_0, C_v, c, gamma):
     C_0*N/(C_0*c*gamma + C_v)
     """
     return C_0*N/(C_0*c*gamma + C_v)
+
+
+def verify_price(C_0, C_v, c, gamma):
+    """what a draft of gamma tokens costs per drafted token, x a real token: the verify's cost above a plain step over gamma, plus the drafter (a secant; the ledger's total is a slope):
+
+    c + (-C_0 + C_v)/(C_0*gamma)
+    """
+    return c + (-C_0 + C_v)/(C_0*gamma)
 
 
 def priced_speedup(N, C_0, C_gamma):

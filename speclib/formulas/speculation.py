@@ -26,6 +26,20 @@ speedup_expr = N * C_0 / (C_v + c * gamma * C_0)
 #: The same with N written out (the general branch, alpha != 1).
 speedup_closed_form = speedup_expr.subs(N, _acc.expected_committed_closed_form)
 
+#: What a draft of gamma tokens costs per drafted token, as a multiple of a
+#: real token (one plain step C_0 commits one token): the whole verify's cost
+#: above a plain step, shared over the gamma drafted tokens, plus the drafter.
+#: It is a secant of the verify cost between widths 1 and gamma + 1, where the
+#: ledger's total is a slope (the price of one more token, d log C / d log t).
+verify_price_expr = (C_v - C_0) / (gamma * C_0) + c
+
+#: The speedup in that price: N tokens for 1 + gamma * p plain steps' worth.
+#: It is ``speedup_expr`` (a test checks the identity), so a draft pays
+#: (Sp > 1) exactly when the drafted tokens it commits on average, N - 1,
+#: beat gamma * p; for one drafted token, exactly when alpha > p.
+P_v = sp.Symbol("p_v", positive=True)  # verify_price_expr, as a symbol
+priced_by_verify_price_expr = N / (1 + gamma * P_v)
+
 # --- the sequel: a step priced whole, drafting included -----------------------
 C_g = sp.Symbol("C_gamma", positive=True)  # one speculative step: verify at width gamma + 1 plus drafting
 B = sp.Symbol("B", positive=True)  # sequences decoding together

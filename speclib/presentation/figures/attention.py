@@ -3,9 +3,13 @@ context and verify width), intensity against verify width for MHA, GQA and
 MLA, and DeepSeek-V4's compressed attention variants."""
 from __future__ import annotations
 
-from ...core.attention import mha_counterpart, v4_attention_what_if
+import numpy as np
+
+from ...core.attention import attention_intensity, mha_counterpart, v4_attention_what_if
+from ...core.cost import cost_model
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Slider, Table, Text, Toggle
+from ..tables import NumberTable
 from . import common
 
 #: The paper's Table 1 grid.
@@ -141,5 +145,37 @@ compressed_attention = Figure(
         "widths, one panel per variant.",
 )
 
-__all__ = ["TABLE_CONTEXTS", "TABLE_WIDTHS", "V4_VARIANTS", "attention_table", "attention_width",
-           "compressed_attention", "intensity"]
+
+
+#: The contexts of the HCA table: round numbers either side of the first speculated token's ridge crossing.
+HCA_CONTEXTS = (8192, 16384, 20480, 24576, 32768, 40960, 49152, 65536, 131072)
+
+
+def hca_first_token(contexts=HCA_CONTEXTS, model=None, hardware=None, max_width=64) -> NumberTable:
+    """HCA at each original context in ``contexts`` (query bytes counted): the
+    widest verify that stays memory-bound (up to ``max_width``); the ledger's
+    price of a speculated token there, the log-slope of HCA's cost at verify
+    width 2; and what the first speculated token adds to a decode step's HCA
+    cost, (C(2) - C(1)) / C(1), the secant the speedup sees."""
+    m, hw = resolve(model, hardware)
+    ratio = m.attention.hca_ratio
+    if ratio is None:
+        raise ValueError(f"model must have DeepSeek-V4 HCA attention; {m.name} has none")
+    ridge = hw.ridge(m.attention_precision)
+    cm = cost_model(m, hw, query_bytes=True)
+    widths = np.arange(1, max_width + 1)
+    rows = []
+    for S in contexts:
+        bound = widths[attention_intensity(widths, S, m, variant="hca") <= ridge]
+        widest = None if bound.size == 0 else (f"{max_width} or more" if bound.max() == max_width else int(bound.max()))
+        compressed = S / ratio
+        secant = cm.attention(1.0, 2.0, compressed) / cm.attention(1.0, 1.0, compressed) - 1
+        rows.append((S, widest, float(cm.attention_slope(1.0, 2.0, compressed)), float(secant)))
+    return NumberTable(("context S", "widest memory-bound verify T", "ledger's slope at T = 2",
+                        "what the first speculated token adds (secant)"), tuple(rows), formats=(",.0f", "", ".2f", ".2f"),
+                       caption=f"HCA of {m.name} on {hw.name}, query bytes counted: a speculated token's attention "
+                               "cost as a fraction of a decode step's")
+
+
+__all__ = ["HCA_CONTEXTS", "TABLE_CONTEXTS", "TABLE_WIDTHS", "V4_VARIANTS", "attention_table", "attention_width",
+           "compressed_attention", "hca_first_token", "intensity"]

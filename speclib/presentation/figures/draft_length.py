@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import capacity as _capacity
+from ...core import cost as _cost
 from ...core import speculation as _spec
 from ...core.deployment import Deployment
 from ...presets import resolve
@@ -14,6 +15,8 @@ from ..tables import NumberTable
 from . import common
 
 GAMMA_AXIS_LABEL = "optimal draft length \u03b3*"
+#: The step model of this chapter's tables: the paper's ledger, a roofline per component of one layer.
+LEDGER = "the paper's per-layer ledger (roofline)"
 
 
 def integer_batches(lo=common.BATCH_RANGE[0], hi=common.BATCH_RANGE[1], n=600):
@@ -174,8 +177,63 @@ def served_attention_edges(contexts=(512, 4096, 32768, 131072), model=None, hard
     head = ("context S", "gutter: the paper's attention", "gutter: as served",
             "last batch with \u03b3* > 0: the paper's", "last batch with \u03b3* > 0: as served",
             "largest batch that fits: the paper's cache", "largest batch that fits: the cache as served")
-    caption = (f"{m.name} on one {hw.name}, \u03b1 = {alpha:.2f}, drafter {c_draft:.0%} of a step; batches 1 to "
+    caption = (f"{m.name} on one {hw.name}, priced by {LEDGER} with either attention, \u03b1 = {alpha:.2f}, "
+               f"drafter {c_draft:.0%} of a step; batches 1 to "
                f"{common.BATCH_RANGE[1]:,}. The paper's attention: every layer MLA over the whole context, and a "
                "full MLA cache in every layer; as served: each layer over the context its compression ratio "
                "leaves it, and the compressed cache (10% of HBM kept free)")
     return NumberTable(head, tuple(rows), caption=caption, align="l")
+
+
+def gutter_table(batches=(1, 2, 3, 4, 8, 12, 13, 14, 16, 43), S=4096, alpha=0.75, c_draft=0.10, model=None,
+                 hardware=None) -> NumberTable:
+    """The gutter's mechanism at ``batches``: the price of one drafted token
+    (the secant of the whole verify, :func:`speclib.core.cost.verify_price`),
+    the speedup of one drafted token, and gamma* with its speedup. A batch is
+    in the gutter when even the first drafted token's price exceeds
+    ``alpha`` and no longer draft makes up for it."""
+    m, hw = resolve(model, hardware)
+    B = np.asarray(batches, dtype=float)
+    price = _cost.verify_price(B, S, c_draft, 1, m, hw)["total"]
+    one = _spec.speedup(alpha, 1, B, S, c_draft, m, hw)
+    g, best = _spec.optimal_gamma(alpha, B, S, c_draft, m, hw)
+    return NumberTable(("batch B", "price of one drafted token", "speed-up with \u03b3 = 1", "\u03b3*",
+                        "speed-up at \u03b3*"), tuple(zip(B, price, one, g, best)),
+                       formats=(",.0f", ".3f", ".3f", "", ".3f"),
+                       caption=f"{m.name} on {hw.name}, \u03b1 = {alpha:.2f}, S = {S:,.0f}, drafter {c_draft:.0%} of a "
+                               f"step; priced by {LEDGER}")
+
+
+#: The introduction's first look: a dense model against the MoE the post follows.
+FIRST_LOOK_MODELS = ("Llama-3-70B", "DeepSeek-V4-Flash")
+
+
+def first_look(batches=(1, 4, 16, 64, 256, 1024, 4096, 16384), S=4096, alpha=0.75, c_draft=0.10,
+               models=FIRST_LOOK_MODELS, hardware=None) -> NumberTable:
+    """gamma* and its speedup at a few batches for each of ``models``, on
+    the paper's per-layer ledger (the introduction's table)."""
+    B = np.asarray(batches, dtype=float)
+    rows = []
+    for name in models:
+        m, hw = resolve(name, hardware)
+        g, gain = _spec.optimal_gamma(alpha, B, S, c_draft, m, hw)
+        rows += [(m.name, "\u03b3*", *g), ("", "gain", *(f"{x:.2f}\u00d7" for x in gain))]
+    return NumberTable(("model", "batch B", *(f"{b:,.0f}" for b in B)), tuple(rows),
+                       caption=f"Best draft length and its throughput gain on one {hw.name}, priced by {LEDGER}; "
+                               f"\u03b1 = {alpha:.2f}, S = {S:,.0f}, drafter {c_draft:.0%} of a step")
+
+
+def where_ahead(S=4096, alpha=0.75, c_draft=0.10, models=FIRST_LOOK_MODELS, hardware=None,
+                batches=None) -> tuple:
+    """The whole batches (default 1 to 16,384) at which the second of
+    ``models`` gains more from speculating at its best draft length than the
+    first, as (first, last); None if it never does. Raises if they are not
+    one contiguous run, which the sentence this feeds would misstate."""
+    B = np.arange(1, 16_385, dtype=float) if batches is None else np.asarray(batches, dtype=float)
+    gains = [_spec.optimal_gamma(alpha, B, S, c_draft, name, hardware)[1] for name in models]
+    ahead = B[gains[1] > gains[0]]
+    if ahead.size == 0:
+        return None
+    if ahead.size != ahead[-1] - ahead[0] + 1 and batches is None:
+        raise ValueError(f"{models[1]} is ahead of {models[0]} over more than one run of batches")
+    return float(ahead[0]), float(ahead[-1])

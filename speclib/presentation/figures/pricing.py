@@ -1,16 +1,22 @@
 """Figures of the chapter "Pricing a speculated token": Figure 2, the ledger,
-and the introduction's dense contrast (its variant on Llama-3-70B)."""
+and the introduction's dense contrast (its variant on Llama-3-70B); and the
+chapter's break-even table, the ledger's slope beside the verify's price."""
 from __future__ import annotations
 
-from ...presets import resolve
+import numpy as np
+
+from ...core import cost as _cost
+from ...core import speculation as _spec
+from ...presets import attention_kind, resolve
 from ..definition import Area, Figure, HLine, Line, Panel, Toggle
+from ..tables import NumberTable
 from . import common
 
 #: The ledger's stacked components, bottom to top, with their legend labels.
 COMPONENTS = (
     ("attn_proj", "attention projections"),
     ("moe", "FFN"),
-    ("attention", "attention (MLA at verify width 2)"),
+    ("attention", "attention ({attn} at verify width 2)"),
     ("drafter", "drafter"),
 )
 
@@ -22,6 +28,8 @@ def _ledger(p, xp):
     parts = common.ledger(cm, xp, B, p.S, p.c_draft)
     out = {"B": B, "total": parts["total"], "model": model.name, "hardware": hw.name,
            "ffn": "FFN (MoE experts)" if model.ffn.is_moe else "FFN (dense)",
+           # the model's own attention (MLA, GQA, MHA): Llama-3-70B's is GQA
+           "attn": attention_kind(model).split()[0],
            "query": ", query bytes counted" if p.query_bytes else ""}
     bottom = 0.0 * B
     for key, _ in COMPONENTS:
@@ -64,3 +72,43 @@ ledger = Figure(
 ledger_components = ledger.variant("ledger_components", components=True)
 #: The introduction's dense contrast: Llama-3-70B's ledger, components shown.
 ledger_dense = ledger.variant("ledger_dense", model="Llama-3-70B", components=True)
+
+
+#: What the chapter's break-even table and sentences price.
+LEDGER = "the paper's per-layer ledger (roofline)"
+
+
+def break_even(batches=(1, 4, 8, 16, 43, 128, 1024, 4096, 10_000, 30_000), S=4096, alpha=0.75, c_draft=0.10,
+               model=None, hardware=None) -> NumberTable:
+    """The ledger's total (a slope: the price of one more token at decode,
+    :func:`speclib.marginal_cost`) beside the price a drafted token actually
+    pays (the secant of the whole verify, :func:`speclib.core.cost.verify_price`)
+    and the speedup of one drafted token at acceptance ``alpha``: the token
+    pays exactly when ``alpha`` beats the second column, not the first."""
+    m, hw = resolve(model, hardware)
+    B = np.asarray(batches, dtype=float)
+    slope = _cost.marginal_cost(B, S, c_draft, m, hw)["total"]
+    price = _cost.verify_price(B, S, c_draft, 1, m, hw)["total"]
+    gain = _spec.speedup(alpha, 1, B, S, c_draft, m, hw)
+    return NumberTable(
+        ("batch B", "ledger's total (slope)", "price of one drafted token (secant)",
+         f"speed-up with \u03b3 = 1, \u03b1 = {alpha:.2f}"),
+        tuple(zip(B, slope, price, gain)), formats=(",.0f", ".3f", ".3f", ".3f"),
+        caption=f"{m.name} on {hw.name}, S = {S:,.0f}, drafter {c_draft:.0%} of a step; priced by {LEDGER}. "
+                "One drafted token pays exactly when \u03b1 beats the secant")
+
+
+def required_acceptance(S=8192, c_draft=0.10, model=None, hardware=None, batches=None) -> dict:
+    """The acceptance rate one drafted token needs (its secant price,
+    :func:`speclib.core.cost.verify_price`) over ``batches`` (default every
+    whole batch from 1 to 30,000): ``lowest`` and ``highest``, the batches
+    where they fall (``lowest_at``, ``highest_at``), and ``ledger_highest``,
+    the ledger's total (its slope) at most, for contrast."""
+    m, hw = resolve(model, hardware)
+    B = np.arange(common.BATCH_RANGE[0], common.BATCH_RANGE[1] + 1, dtype=float) if batches is None \
+        else np.asarray(batches, dtype=float)
+    price = _cost.verify_price(B, S, c_draft, 1, m, hw)["total"]
+    slope = _cost.marginal_cost(B, S, c_draft, m, hw)["total"]
+    return {"lowest": float(price.min()), "lowest_at": float(B[price.argmin()]),
+            "highest": float(price.max()), "highest_at": float(B[price.argmax()]),
+            "ledger_highest": float(slope.max())}
