@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import speclib  # noqa: E402
@@ -73,7 +74,16 @@ def test_figure_style_and_pyplot_state(make):
     before = set(plt.get_fignums())
     fig = make()
     assert isinstance(fig, Figure)
-    assert tuple(fig.get_size_inches()) == pytest.approx((7.0, 4.2))
+    # the definition's size, grown by a legend hung below the panel (drawn, its height in inches)
+    below = fig.axes[0].get_legend() if make.panels[0].legend == "below" else None
+    if below is not None:
+        FigureCanvasAgg(fig)
+        fig.canvas.draw()
+        tall = below.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi
+        assert fig.get_figwidth() == pytest.approx(7.0)
+        assert fig.get_figheight() - 4.2 == pytest.approx(tall, abs=0.12)
+    else:
+        assert tuple(fig.get_size_inches()) == pytest.approx((7.0, 4.2))
     assert fig.dpi == 100
     # Closed in pyplot: a notebook cell ending in the call shows it once.
     assert set(plt.get_fignums()) == before

@@ -85,6 +85,7 @@ class LiveFigure(W.VBox):
             self.figure.canvas.draw()
             # Keep the first layout: re-solving constrained layout on every move would double a redraw.
             self.figure.set_layout_engine("none")
+            self.figure._speclib_relayout = False
             self.image = W.Image(value=self._render(), format="jpeg",
                                  layout=W.Layout(width=f"{int(definition.size[0] * style.DPI)}px"))
         widgets = list(self.controls.values())
@@ -121,6 +122,14 @@ class LiveFigure(W.VBox):
             self.image.value = draw(self.definition, self.data).html
             return
         draw(self.definition, self.data, self.figure, live=True)
+        if getattr(self.figure, "_speclib_relayout", False):
+            # A legend below a panel was made again at another height (its entries changed), and the
+            # figure with it: the layout is solved once more for it, and kept again.
+            self.figure.set_layout_engine("constrained")
+            self.figure.canvas.draw()
+            self.figure.set_layout_engine("none")
+            self.figure._speclib_relayout = False
+            self._frame = None
         self.image.value = self._render()
 
     def _render(self) -> bytes:

@@ -113,6 +113,7 @@ def draw(defn, data: dict, fig=None, live=False):
                 ax.remove()
         axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"][:n]
         drawn = [_panel(fig, ax, panel, data, live) for ax, panel in zip(axes, panels)]
+        _fit_below(fig, defn)
         if defn.keys and not fig.legends:
             handles = [Line2D([], [], color=color(k.color), marker=k.marker or None, linestyle=_DASH[k.dash] if not
                               k.marker else "none", mfc=None if k.filled else "none", label=fill(k.label, data))
@@ -157,8 +158,64 @@ def _panel(fig, ax, panel, data, live=False):
         ax.set_title(fill(_first_line(panel.title) if live else panel.title, data), loc="left")
     handles, labels = ax.get_legend_handles_labels()
     if panel.legend and handles:
-        ax.legend(handles, labels, loc=panel.legend)
+        _legend(ax, handles, labels, panel.legend)
     return _PanelDrawn(drawn, scales, _legend_key(handles, labels))
+
+
+#: ``Panel.legend`` for a legend under the panel, below its x axis's label, where it can hide no data
+#: (any other value is a matplotlib location inside the axes; "" draws none). The figure grows by the
+#: legend's height, so that its panels keep the size the definition gives them.
+BELOW = "below"
+
+
+def _legend(ax, handles, labels, where):
+    """The panel's legend: at matplotlib's location ``where`` inside the axes, or ``BELOW`` them.
+
+    Below, it hangs under the x axis at a distance in points (the ticks, their labels and the axis
+    label are sized in points, so the constrained layout, which makes room for it, keeps the gap), its
+    entries in as many columns as the panel's width holds; :func:`_fit_below` then makes the figure
+    taller by its height."""
+    if where != BELOW:
+        return ax.legend(handles, labels, loc=where)
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    rc = mpl.rcParams
+    points = lambda size: FontProperties(size=size).get_size_in_points()  # noqa: E731
+    gap = 4.0
+    if ax.xaxis.get_visible():
+        gap += rc["xtick.major.size"] + rc["xtick.major.pad"] + 1.25 * points(rc["xtick.labelsize"])
+        if ax.get_xlabel():
+            gap += ax.xaxis.labelpad + 1.25 * points(rc["axes.labelsize"]) * (ax.get_xlabel().count("\n") + 1)
+    size = points(rc["legend.fontsize"])
+    prop = FontProperties(size=size)
+    # an entry: its handle, the pad to its text, the text, the space to the next column (all in font sizes)
+    entry = max(text_to_path.get_text_width_height_descent(label, prop, ismath=False)[0] for label in labels)
+    entry += size * (rc["legend.handlelength"] + rc["legend.handletextpad"] + rc["legend.columnspacing"])
+    width = ax.get_position().width * ax.figure.get_figwidth() * 72
+    columns = max(1, min(len(labels), int(width // entry)))
+    rows = math.ceil(len(labels) / columns)
+    legend = ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=gap / size,
+                       ncol=math.ceil(len(labels) / rows))
+    # its height (a row is a line of text and the space between rows; the frame's pad above and below)
+    # and a little air under it, in inches: what the figure grows by
+    height = size * (rows * (1.15 + rc["legend.labelspacing"]) - rc["legend.labelspacing"] + 2 * rc["legend.borderpad"])
+    legend._speclib_below = (height + 6.0) / 72
+    return legend
+
+
+def _fit_below(fig, defn):
+    """The figure's height: the definition's, and the legends hung below its panels (the tallest of
+    each row of panels). A live figure whose height changed is marked for a new layout."""
+    rows = {}
+    for ax in fig.axes:
+        legend, spec = ax.get_legend(), ax.get_subplotspec()
+        row = spec.rowspan.start if spec is not None else 0
+        rows[row] = max(rows.get(row, 0.0), getattr(legend, "_speclib_below", 0.0) if legend is not None else 0.0)
+    height = defn.size[1] + sum(rows.values())
+    if abs(fig.get_figheight() - height) > 1e-9:
+        fig.set_figheight(height)
+        fig._speclib_relayout = True
 
 
 def _series(fig, ax, s, data, i):
@@ -221,6 +278,7 @@ def _update(fig, defn, panels, data, state):
     title = fill(_first_line(defn.title), data)
     if title != fig.get_suptitle():
         fig.suptitle(title, x=0.01, ha="left", fontsize=11)
+    _fit_below(fig, defn)
 
 
 def _update_panel(fig, ax, panel, data, drawn):
@@ -256,7 +314,7 @@ def _update_panel(fig, ax, panel, data, drawn):
             if made is not None:
                 made.remove()
             if panel.legend and handles:
-                ax.legend(handles, labels, loc=panel.legend)
+                _legend(ax, handles, labels, panel.legend)
         drawn.legend = legend
 
 

@@ -49,7 +49,7 @@ def _limit_panels(data):
                                  dash="dotted", width=1.4, gid="paper_batch"),
                    Text(0.01, 0.07, "{note}", coords="axes", align="left", size=8, color="#7f7f7f")),
                   title="What fits: weights + KV cache in {where} ({hbm:,.0f} GB, 10% kept free)",
-                  legend="upper right"),)
+                  legend="below"),)
 
 
 capacity_limits = Figure(

@@ -103,7 +103,7 @@ drafter_crossover = Figure(
                         color="total", dash="dashed", width=0.8, gid="closed_form"),
                    Points("exact_x", "exact_g", label="exact: equal draft times", color="total", filled=False,
                           size=5, gid="exact_boundary")),
-                  legend="upper left", grid=False),),
+                  legend="below", grid=False),),
     doc="Which drafter is cheaper over draft length and batch: log2 of MTP's time over DFlash's (DFlash cheaper "
         "where positive), with the saturated closed form B ~ 24 gamma and the exact boundary.",
 )

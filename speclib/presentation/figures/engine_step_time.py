@@ -123,7 +123,7 @@ def _excess_panels(data):
     return (Panel(Axis("tensor-parallel GPUs", "log2", ticks=(1, 2, 4, 8)),
                   Axis("measured − roofline TPOT (ms)", lo=0), series,
                   title="Time the roofline does not count: {precision}, {concurrency} concurrent requests, "
-                        "{inp:,}/{out_len:,}", legend="upper right"),)
+                        "{inp:,}/{out_len:,}", legend="below"),)
 
 
 roofline_excess = Figure(

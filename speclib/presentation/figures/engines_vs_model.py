@@ -54,9 +54,9 @@ def _speedup_panels(data):
                   Line("sweep_gammas", f"sweep_roofline_{b}", label=f"B = {b}: roofline", color=c, dash="dashed",
                        width=1.3, gid=f"sweep_roofline_{b}")]
     return (Panel(common.batch_axis(), Axis("speedup over plain decoding"), left,
-                  title="DeepSeek-V3, 8 x H200 (TP): \u03b3 = {gamma}, \u03b1 = {alpha:g}", legend="upper right"),
+                  title="DeepSeek-V3, 8 x H200 (TP): \u03b3 = {gamma}, \u03b1 = {alpha:g}", legend="below"),
             Panel(Axis("draft length \u03b3 (SGLang num_steps)"), Axis("throughput / throughput at \u03b3 = 1"),
-                  tuple(right), title="Qwen3-235B-A22B + EAGLE-3, SGLang", legend="lower left"))
+                  tuple(right), title="Qwen3-235B-A22B + EAGLE-3, SGLang", legend="below"))
 
 
 engine_speedups = Figure(

@@ -63,7 +63,8 @@ ledger = Figure(
         series=(*_component_areas(),
                 HLine(1.0, label="full price (1\u00d7 a real token)", gid="full_price"),
                 Line("B", "total", label="speculated token (total)", color="total", gid="total")),
-        legend="upper left"),),
+        # below the axes: inside, with the components shown, it would hide the total's peak and the full price
+        legend="below"),),
     doc="Figure 2: the cost of one speculated token as a multiple of a token already in the batch, "
         "optionally split into the components' shares (stacked, so their top is the total).",
 )

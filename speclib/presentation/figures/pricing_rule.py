@@ -68,7 +68,7 @@ pricing_gamma = Figure(
                   (*(Line("B", f"gamma_{rule}", label=f"{rule} rule", color=rule, dash=_STYLES[rule], step=True,
                           gid=f"gamma_{rule}") for rule in _step.ROOFLINES),
                    Points("C", "best", label="the simulator's best fixed \u03b3", color="total", filled=False, size=6,
-                          gid="simulated_best")), legend="center left"),
+                          gid="simulated_best")), legend="below"),
             Panel(concurrency_axis("concurrency"), Axis("simulated throughput lost (% of the best fixed \u03b3)",
                                                         lo=-0.5, hi="loss_top"),
                   tuple(Line("C", f"loss_{rule}", color=rule, dash=_STYLES[rule], marker="o", gid=f"loss_{rule}")

@@ -70,7 +70,7 @@ skew_effects = Figure(
             "alpha": None, "popularity": None, "batch_range": (1, 4096), "points": 160, "gamma_max": 16},
     panels=(Panel(common.batch_axis(), Axis("verify 2 positions / plain step"),
                   (*_effect_lines("tax", "{key} routing"), HLine(1.0, dash="dotted", width=0.8)),
-                  title="price of one speculated token"),
+                  title="price of one speculated token", legend="below"),
             Panel(common.batch_axis(), Axis("optimal draft length \u03b3*", lo=0),
                   _effect_lines("gamma", "\u03b3*, {key}"), title="\u03b3* ({what}, S = {S:,.0f})",
                   legend="upper right")),
