@@ -352,17 +352,18 @@ def decode_facts(comparison=None) -> dict:
     out = {"runs": len(c), "decoding_runs": len(runs), "queueing_runs": len(c) - len(runs)}
     one = _median_ratios(c, precision="fp8", tp=1)
     eight = _median_ratios(c, precision="fp8", tp=8)
-    out.update(tp1_ratio_lo=one.min(), tp1_ratio_hi=one.max(), tp8_ratio_lo=eight.min(), tp8_ratio_hi=eight.max())
+    out.update(tp1_ratio_lo=float(one.min()), tp1_ratio_hi=float(one.max()), tp8_ratio_lo=float(eight.min()),
+               tp8_ratio_hi=float(eight.max()))
     amd = _median_ratios(c, precision="fp8", tp=1, framework="vLLM")
     amd = np.array([r for r, key in zip(amd, [k for k, by, _ in c.ratio_groups(True) if k[3] == "fp8"
                                                and k[2] == "vLLM" and len(by[1])]) if key[1].startswith("MI")])
     out["amd_tp1_ratio"] = float(np.median(amd))
     fp4 = _median_ratios(c, precision="fp4", tp=8)
-    out["fp4_tp8_ratio_hi"] = fp4.max()
+    out["fp4_tp8_ratio_hi"] = float(fp4.max())
     # the time the roofline leaves out, at the lowest concurrency (1k1k, fp8)
     idx = c.select(workload="1k1k", precision="fp8", concurrency=4)
     excess = (np.array([c.records[i].tpot_ms for i in idx]) - c.predicted_s[idx] * 1e3)
-    out.update(excess_lo_ms=excess.min(), excess_hi_ms=excess.max())
+    out.update(excess_lo_ms=float(excess.min()), excess_hi_ms=float(excess.max()))
     tp8 = c.select(precision="fp8", tp=8)
     out.update(tp8_roofline_lo_ms=float(c.predicted_s[tp8].min() * 1e3),
                tp8_roofline_hi_ms=float(c.predicted_s[tp8].max() * 1e3))
