@@ -80,7 +80,7 @@ def test_nbval_outputs_are_kept_only_when_every_cell_passed(tmp_path):
                for i in range(len(code))]
     target = tmp_path / "book" / "conclusion.ipynb"
 
-    _nbval_executed._write(path, {i: (o, i != 2) for i, o in enumerate(outputs)}, out=tmp_path)
+    _nbval_executed._write(path, {i: (o, i != len(code) - 1) for i, o in enumerate(outputs)}, out=tmp_path)
     assert not target.exists()
 
     _nbval_executed._write(path, {i: (o, True) for i, o in enumerate(outputs)}, out=tmp_path)

@@ -44,7 +44,7 @@ def sequel_table(drafter: str = "dflash") -> NumberTable:
     return NumberTable(("step priced by", *(f"batch {b}: \u03b3*, speed-up" for b in SEQUEL_BATCHES)),
                        tuple(sequel_rows(drafter)), align="lrrrr",
                        caption=f"{model} on one {_sim.HARDWARE} with the {_sim.DRAFTERS[drafter]} drafter and its "
-                               f"measured acceptance, context {_sim.context():g}: \u03b3* and its speed-up under "
+                               f"measured acceptance, mean context {_sim.context():,.1f} tokens: \u03b3* and its speed-up under "
                                "each step model (the calibrated one with its 80 % interval)")
 
 
