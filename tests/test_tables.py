@@ -48,7 +48,7 @@ def test_alignment_per_column_in_text_and_html():
 def test_html_escapes_headers_cells_caption_and_class():
     table = NumberTable(("a<b",), (("x & y",),), caption='"q" <c>', css_class="t")
     assert table._repr_html_() == (
-        '<table class="t"><caption>&quot;q&quot; &lt;c&gt;</caption>'
+        '<table class="speclib-number-table t"><caption>&quot;q&quot; &lt;c&gt;</caption>'
         '<thead><tr><th style="text-align:right">a&lt;b</th></tr></thead>'
         '<tbody><tr><td style="text-align:right">x &amp; y</td></tr></tbody></table>')
 

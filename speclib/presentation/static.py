@@ -253,7 +253,7 @@ def _axis(ax, which, axis, data, fresh=True):
         target.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
         target.set_minor_formatter(NullFormatter())
     elif axis.ticks == "context":
-        target.set_major_formatter(FuncFormatter(lambda v, _p: f"{v / 1024:g}k" if v >= 1024 else f"{v:g}"))
+        target.set_major_formatter(FuncFormatter(style.context_label))
     elif axis.ticks == "batch":
         target.set_major_formatter(FuncFormatter(style.batch_label))
     elif axis.ticks == "percent":

@@ -128,6 +128,14 @@ def thousands(x, _pos=None) -> str:
     return f"{x:g}"
 
 
+def context_label(x, _pos=None) -> str:
+    """Log-axis tick formatter for context lengths in tokens: 512, 1k, 64k, 1M (1,048,576 tokens)."""
+    for unit, suffix in ((1024 ** 2, "M"), (1024, "k")):
+        if x >= unit:
+            return f"{x / unit:g}{suffix}"
+    return f"{x:g}"
+
+
 def batch_label(x, _pos=None) -> str:
     """Log-axis tick formatter for batch sizes: 1, 10, 100, 1k, 10k."""
     if x >= 1000 and float(x / 1000).is_integer():

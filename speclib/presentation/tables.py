@@ -44,13 +44,14 @@ class NumberTable:
     tuples of values, ``formats`` one format spec (or callable) per column
     (missing ones: :func:`number`); strings are shown as they are and None
     as a dash. ``align`` holds one ``"l"`` or ``"r"`` per column (missing
-    ones: right); ``css_class`` names the HTML table for styling."""
+    ones: right); ``css_class`` adds a class of its own to the HTML table's
+    ``speclib-number-table`` (its padding and type) for styling."""
 
     columns: tuple
     rows: tuple
     formats: tuple = ()
     caption: str = ""
-    css_class: str = "speclib-number-table"
+    css_class: str = ""
     align: str = ""
 
     def __post_init__(self):
@@ -73,7 +74,8 @@ class NumberTable:
             for row in self._text_rows()
         )
         caption = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
-        return (f'<table class="{html.escape(self.css_class)}">{caption}'
+        classes = " ".join(dict.fromkeys(("speclib-number-table", *self.css_class.split())))
+        return (f'<table class="{html.escape(classes)}">{caption}'
                 f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
     def __repr__(self) -> str:

@@ -44,6 +44,44 @@ def page_for(name: str) -> str:
 # --- every page -------------------------------------------------------------------
 
 
+#: A page's text as a reader meets it (see test_page_loads_cleanly_offline_and_light).
+READING = r"""() => {
+    const column = document.querySelector('article');
+    const out = {cut: [], dollars: [], unpadded: [], ticks: []};
+    if (!column) return out;
+    for (const pre of column.querySelectorAll('.cell_output pre, .output pre')) {
+        if (pre.scrollWidth > pre.clientWidth + 1) {
+            const line = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+            out.cut.push(`${line.slice(0, 60)} (${pre.scrollWidth} px in ${pre.clientWidth})`);
+        }
+    }
+    const walker = document.createTreeWalker(column, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        if (n.parentElement.closest('pre, code, mjx-container, script, style, .highlight, .math')) continue;
+        if (/\$|\\[A-Za-z]+/.test(n.textContent)) out.dollars.push(n.textContent.trim().slice(0, 60));
+    }
+    for (const cell of column.querySelectorAll('td, th')) {
+        const s = getComputedStyle(cell);
+        if (cell.textContent.trim() && parseFloat(s.paddingLeft) + parseFloat(s.paddingRight) < 4) {
+            out.unpadded.push(cell.closest('table').innerText.slice(0, 40));
+            break;
+        }
+    }
+    for (const svg of column.querySelectorAll('svg.speclib-svg')) {  // a live figure's x tick labels
+        const boxes = Array.from(svg.querySelectorAll('.speclib-grid text[text-anchor="middle"]'))
+            .map(t => ({text: t.textContent, box: t.getBBox()})).filter(t => t.box.width > 0)
+            .sort((a, b) => a.box.x - b.box.x);
+        for (let i = 1; i < boxes.length; i++) {
+            const a = boxes[i - 1], b = boxes[i];
+            if (Math.abs(a.box.y - b.box.y) < 1 && b.box.x < a.box.x + a.box.width + 2) {
+                out.ticks.push(`${a.text} ${b.text}`);
+            }
+        }
+    }
+    return out;
+}"""
+
+
 @pytest.mark.subpath
 @pytest.mark.parametrize("path", PAGES or ["(no built book)"])
 def test_page_loads_cleanly_offline_and_light(visit, path, request):
@@ -86,6 +124,7 @@ def test_page_loads_cleanly_offline_and_light(visit, path, request):
     }""")
     assert wide == [], f"{path}: tables wider than the text column: {wide}"
 
+
     # The page as test_nothing_is_wider_than_the_text_column loads it at this width
     # (a fresh context, settled, then its equations fitted): measured here, asserted there.
     if any(item.originalname == "test_nothing_is_wider_than_the_text_column" for item in request.session.items):
@@ -104,6 +143,28 @@ def test_page_loads_cleanly_offline_and_light(visit, path, request):
             svg: !!i.element.querySelector('.speclib-plots svg, .speclib-plots table')}))""")
         assert len(names) == v.page.locator(".speclib-live").count()
         assert all(d["redraws"] >= 1 and d["svg"] for d in drawn), f"{path}: live figures not drawn: {drawn}"
+
+    # What a reader reads at a desktop's width, the live figures drawn: every text output whole (none cut at the column's
+    # edge behind a scroll bar), no "$" of unrendered maths in the prose, a table's cells apart.
+    reading = v.page.evaluate(READING)
+    assert reading["cut"] == [], f"{path}: text outputs cut at the column's edge: {reading['cut']}"
+    assert reading["dollars"] == [], f"{path}: literal $ or LaTeX in the text: {reading['dollars']}"
+    assert reading["unpadded"] == [], f"{path}: table cells without padding: {reading['unpadded']}"
+    assert reading["ticks"] == [], f"{path}: x tick labels of a live figure that run together: {reading['ticks']}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_a_phone_reads_it_cleanly(visit, path):
+    """At a phone's width, as at a desktop's (test_page_loads_cleanly_offline_and_light): no literal
+    $ or LaTeX, a table's cells apart, a live figure's tick labels apart. A text output may scroll
+    sideways in its own box here, its start in view."""
+    v = visit(path, width=390)
+    if v.page.locator(".speclib-live").count():
+        live_instances(v.page)
+    reading = v.page.evaluate(READING)
+    assert reading["dollars"] == [], f"{path}: literal $ or LaTeX in the text: {reading['dollars']}"
+    assert reading["unpadded"] == [], f"{path}: table cells without padding: {reading['unpadded']}"
+    assert reading["ticks"] == [], f"{path}: x tick labels of a live figure that run together: {reading['ticks']}"
 
 
 @pytest.mark.subpath

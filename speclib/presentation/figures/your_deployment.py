@@ -77,4 +77,12 @@ class Terminal:
         return self.text()
 
     def _repr_html_(self) -> str:
-        return f'<pre class="speclib-terminal">{html.escape(self.text())}</pre>'
+        # A table row is kept whole, so a line may be wider than the wrap width: the text is scaled so
+        # the widest line fits the column (a monospace character is 0.6 em wide, 0.62 with a margin;
+        # the pre's padding and border take about 3 em), never above the theme's size nor below 7 px
+        # (a phone's column scrolls).
+        text = self.text()
+        widest = max(len(line) for line in text.splitlines())
+        size = f"max(7px, min(0.875em, calc(100cqw / {0.62 * widest + 3:.1f})))"
+        return (f'<div class="speclib-terminal-box" style="container-type: inline-size">'
+                f'<pre class="speclib-terminal" style="font-size: {size}">{html.escape(text)}</pre></div>')

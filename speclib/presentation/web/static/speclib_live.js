@@ -330,12 +330,24 @@
     for (var v = Math.ceil(axis.min / step) * step; v <= axis.max + step * 1e-9; v += step) { out.push(Math.abs(v) < step * 1e-9 ? 0 : v); }
     return out;
   }
+  // Every n-th tick, the smallest n whose labels keep apart (a tick label is 11 px text: about 6.6 px
+  // a character, at the most), so that "512", "1,024" and "2,048" never run together.
+  function spaced(ticks, axis, s) {
+    var width = function (v) { return 6.6 * tickLabel(v, axis).length; };
+    for (var n = 1; n < Math.max(2, ticks.length); n++) {
+      var kept = ticks.filter(function (v, i) { return i % n === 0; }), ok = true;
+      for (var i = 1; i < kept.length && ok; i++) {
+        ok = Math.abs(s(kept[i]) - s(kept[i - 1])) >= (width(kept[i]) + width(kept[i - 1])) / 2 + 6;
+      }
+      if (ok) { return kept; }
+    }
+    return ticks.slice(0, 1);
+  }
   function tickLabel(v, axis) {
     if (axis.ticks === "percent") { return Math.round(v * 100) + "%"; }
-    if ((axis.ticks === "batch" && v >= 1000) || (axis.ticks === "context" && v >= 1024)) {
-      var k = axis.ticks === "batch" ? 1000 : 1024;
-      if (Number.isInteger(v / k)) { return (v / k) + "k"; }
-    }
+    if (axis.ticks === "batch" && v >= 1000 && Number.isInteger(v / 1000)) { return (v / 1000) + "k"; }
+    if (axis.ticks === "context" && v >= 1048576) { return +(v / 1048576).toPrecision(4) + "M"; }
+    if (axis.ticks === "context" && v >= 1024) { return +(v / 1024).toPrecision(4) + "k"; }
     return Number.isInteger(v) ? v.toLocaleString("en-US") : String(+v.toPrecision(4));
   }
   function limits(axis, values, log) {
@@ -518,7 +530,7 @@
     el("line", {x1: 0, y1: 0, x2: 0, y2: 6, stroke: C.memory, "stroke-width": 1},
        el("pattern", {id: ctx.hatch, width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)"}, defs));
     var grid = el("g", {"class": panel.grid ? "speclib-grid" : "speclib-grid speclib-nogrid"}, svg);
-    ticksOf(ctx.xaxis, W < 400 ? 4 : 9).forEach(function (v) {
+    spaced(ticksOf(ctx.xaxis, W < 400 ? 4 : 9), ctx.xaxis, ctx.sx).forEach(function (v) {
       var px = ctx.sx(v).toFixed(2);
       el("line", {x1: px, x2: px, y1: ctx.y0, y2: ctx.y1}, grid);
       el("text", {x: px, y: ctx.y0 + 15, "text-anchor": "middle"}, grid).textContent = tickLabel(v, ctx.xaxis);
