@@ -57,7 +57,13 @@ def title_of(path: Path) -> str:
 
 
 def normalise(text: str) -> str:
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
+    """One space for any run of white space, and the straight quotes the sources type for the curly
+    ones Sphinx's smart quotes print ("The sequel's numbers" is printed "The sequel’s numbers")."""
+    text = unicodedata.normalize("NFKC", text).translate(QUOTES)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 
 
 def static_figures() -> Counter:
