@@ -86,6 +86,7 @@ class LiveFigure(W.VBox):
             # Keep the first layout: re-solving constrained layout on every move would double a redraw.
             self.figure.set_layout_engine("none")
             self.figure._speclib_relayout = False
+            self._height = self.figure.get_figheight()
             self.image = W.Image(value=self._render(), format="jpeg",
                                  layout=W.Layout(width=f"{int(definition.size[0] * style.DPI)}px"))
         widgets = list(self.controls.values())
@@ -122,14 +123,24 @@ class LiveFigure(W.VBox):
             self.image.value = draw(self.definition, self.data).html
             return
         draw(self.definition, self.data, self.figure, live=True)
-        if getattr(self.figure, "_speclib_relayout", False):
+        before = getattr(self.figure, "_speclib_relayout", False)
+        if before is not False:
             # A legend below a panel was made again at another height (its entries changed), and the
-            # figure with it: the layout is solved once more for it, and kept again.
-            self.figure.set_layout_engine("constrained")
-            self.figure.canvas.draw()
-            self.figure.set_layout_engine("none")
+            # figure's height with it. Each row of panels keeps its size and moves up by what the
+            # legends at and below it grew (the figure grows at the bottom); a figure this cannot
+            # move exactly (a colorbar, a legend of the figure's own) has its layout solved again,
+            # by the frame's draw in _render (a figure draws its layout engine's layout first).
             self.figure._speclib_relayout = False
             self._frame = None
+            if not _move_rows(self.figure, before, self._height):
+                self.figure.set_layout_engine("constrained")
+                try:
+                    self.image.value = self._render()
+                finally:
+                    self.figure.set_layout_engine("none")
+                    self._height = self.figure.get_figheight()
+                return
+        self._height = self.figure.get_figheight()
         self.image.value = self._render()
 
     def _render(self) -> bytes:
@@ -318,3 +329,26 @@ class _GlyphRecorder:
 
     def __getattr__(self, name):
         return getattr(self.agg, name)
+
+
+def _move_rows(fig, before: dict, height: float) -> bool:
+    """Move a live figure's panels for the legends below them that changed height: each row of panels
+    keeps its size in inches and moves up by the growth of the legends at and below it, and the
+    suptitle keeps its distance from the top (``before``: the rows' legend heights before, by row;
+    ``height``: the figure's height before, in inches). False, and nothing moved, where a panel has
+    no row (a colorbar) or the figure has a legend of its own."""
+    after = getattr(fig, "_speclib_below_rows", {})
+    specs = [ax.get_subplotspec() for ax in fig.axes]
+    if fig.legends or any(spec is None for spec in specs):
+        return False
+    new = fig.get_figheight()
+    for ax, spec in zip(fig.axes, specs):
+        row = spec.rowspan.start
+        up = sum(after.get(q, 0.0) - before.get(q, 0.0) for q in set(after) | set(before) if q >= row)
+        for which in ("original", "active"):
+            box = ax.get_position(original=which == "original")
+            ax.set_position([box.x0, (box.y0 * height + up) / new, box.width, box.height * height / new],
+                            which=which)
+    if fig._suptitle is not None:
+        fig._suptitle.set_y(1.0 - (1.0 - fig._suptitle.get_position()[1]) * height / new)
+    return True

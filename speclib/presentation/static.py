@@ -206,7 +206,8 @@ def _legend(ax, handles, labels, where):
 
 def _fit_below(fig, defn):
     """The figure's height: the definition's, and the legends hung below its panels (the tallest of
-    each row of panels). A live figure whose height changed is marked for a new layout."""
+    each row of panels). A live figure whose height changed is marked for a new layout
+    (``_speclib_relayout``: the rows' legend heights before, by row)."""
     rows = {}
     for ax in fig.axes:
         legend, spec = ax.get_legend(), ax.get_subplotspec()
@@ -214,8 +215,10 @@ def _fit_below(fig, defn):
         rows[row] = max(rows.get(row, 0.0), getattr(legend, "_speclib_below", 0.0) if legend is not None else 0.0)
     height = defn.size[1] + sum(rows.values())
     if abs(fig.get_figheight() - height) > 1e-9:
+        # what the height was made of before, for a live figure that moves its panels itself
+        fig._speclib_relayout = getattr(fig, "_speclib_below_rows", {})
         fig.set_figheight(height)
-        fig._speclib_relayout = True
+    fig._speclib_below_rows = rows
 
 
 def _series(fig, ax, s, data, i):
