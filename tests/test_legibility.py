@@ -1,4 +1,6 @@
-"""No legend hides data: in every figure the book draws, as its chapter draws it,
+"""A figure a reader can read: no legend hides data, and no two tick labels of an axis touch.
+
+No legend hides data: in every figure the book draws, as its chapter draws it,
 and in every figure definition at its defaults, no line, marker, error bar, note
 or heatmap lies under a panel's legend. An area (a band, a stacked share, a
 hatched region) may pass under one: it spans the axes' height or sits under a
@@ -6,10 +8,15 @@ line drawn on its top edge, so its extent stays in view.
 
 The check itself is tested on figures drawn to fail it (a legend placed over a
 line, a marker, a note and a heatmap) and to pass it (the same data, the legend
-in an empty corner or below the axes)."""
+in an empty corner or below the axes).
+
+No two tick labels of an axis touch, in the same figures (tick labels that run together read as one
+number: "512 1024 2048" printed as "51210242048"); that check is tested on an axis made to fail it.
+Each figure is drawn once for both checks."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from pathlib import Path
 
@@ -97,6 +104,27 @@ def hidden_under_legends(fig) -> list:
     return found
 
 
+#: The space, in pixels at the figure's dpi, that two neighbouring tick labels keep at the least.
+GAP = 2.0
+
+
+def touching_ticks(fig) -> list:
+    FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for n, ax in enumerate(fig.axes):
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            labels = [t for t in axis.get_ticklabels(which="both") if t.get_visible() and t.get_text().strip()]
+            boxes = sorted(((t.get_window_extent(renderer), t.get_text()) for t in labels),
+                           key=lambda b: b[0].x0 if name == "x" else b[0].y0)
+            for (a, ta), (b, tb) in zip(boxes, boxes[1:]):
+                apart = b.x0 - a.x1 if name == "x" else b.y0 - a.y1
+                if apart < GAP:
+                    found.append(f"panel {n} {name}: {ta!r} and {tb!r} ({apart:.1f} px apart)")
+    return found
+
+
 # --- the figures as the chapters draw them -------------------------------------------------
 
 
@@ -146,33 +174,65 @@ def _computed_calls() -> list:
             ("schedule_contexts", dict(schedule=schedule([1024, 8192, 65536], 8)))]
 
 
+@functools.lru_cache(maxsize=None)
+def _drawn(name: str, kwargs: str):
+    """Figure ``name`` drawn with the keyword arguments ``kwargs`` (their repr, so that both checks
+    share one drawing); None for a table."""
+    fig = REGISTRY[name](**ast.literal_eval(kwargs))
+    return None if isinstance(fig, HtmlTable) else fig
+
+
+@functools.lru_cache(maxsize=None)
+def _schedules() -> list:
+    return [(name, REGISTRY[name](**kwargs), kwargs.get("max_ranges")) for name, kwargs in _computed_calls()]
+
+
 def test_the_chapters_draw_figures():
     """The chapters' calls are found (a parse that found none would check nothing)."""
     assert len({name for _, name, _ in CHAPTER_CALLS}) >= 20, CHAPTER_CALLS
 
 
-@pytest.mark.parametrize("chapter, name, kwargs", CHAPTER_CALLS,
-                         ids=[f"{c}-{n}-{i}" for i, (c, n, _) in enumerate(CHAPTER_CALLS)])
+CHAPTER_IDS = [f"{c}-{n}-{i}" for i, (c, n, _) in enumerate(CHAPTER_CALLS)]
+#: Figure definitions drawn at their defaults (one that needs a schedule is drawn as its chapter draws it).
+DEFAULTS = [name for name in sorted(REGISTRY) if "schedule" not in REGISTRY[name].params]
+
+
+@pytest.mark.parametrize("chapter, name, kwargs", CHAPTER_CALLS, ids=CHAPTER_IDS)
 def test_no_legend_hides_data_as_the_chapters_draw(chapter, name, kwargs):
-    fig = REGISTRY[name](**kwargs)
-    if isinstance(fig, HtmlTable):  # a table: no legend
-        return
-    assert hidden_under_legends(fig) == [], f"{chapter}: {name}({kwargs})"
+    fig = _drawn(name, repr(kwargs))
+    if fig is not None:
+        assert hidden_under_legends(fig) == [], f"{chapter}: {name}({kwargs})"
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", DEFAULTS)
 def test_no_legend_hides_data_at_the_defaults(name):
-    if "schedule" in REGISTRY[name].params:  # no default: drawn as its chapter draws it below
-        return
-    fig = REGISTRY[name]()
-    if isinstance(fig, HtmlTable):  # a table: no legend
-        return
-    assert hidden_under_legends(fig) == [], name
+    fig = _drawn(name, "{}")
+    if fig is not None:
+        assert hidden_under_legends(fig) == [], name
 
 
 def test_no_legend_hides_data_in_the_schedules_as_engine_schedules_draws_them():
-    for name, kwargs in _computed_calls():
-        assert hidden_under_legends(REGISTRY[name](**kwargs)) == [], (name, kwargs.get("max_ranges"))
+    for name, fig, ranges in _schedules():
+        assert hidden_under_legends(fig) == [], (name, ranges)
+
+
+@pytest.mark.parametrize("chapter, name, kwargs", CHAPTER_CALLS, ids=CHAPTER_IDS)
+def test_tick_labels_keep_apart_as_the_chapters_draw(chapter, name, kwargs):
+    fig = _drawn(name, repr(kwargs))
+    if fig is not None:
+        assert touching_ticks(fig) == [], f"{chapter}: {name}({kwargs})"
+
+
+@pytest.mark.parametrize("name", DEFAULTS)
+def test_tick_labels_keep_apart_at_the_defaults(name):
+    fig = _drawn(name, "{}")
+    if fig is not None:
+        assert touching_ticks(fig) == [], name
+
+
+def test_tick_labels_keep_apart_in_the_schedules():
+    for name, fig, ranges in _schedules():
+        assert touching_ticks(fig) == [], (name, ranges)
 
 
 # --- the check, on figures made to fail it and to pass it ---------------------------------
@@ -254,3 +314,16 @@ def test_a_legend_below_leaves_the_panels_their_size():
             assert axes_heights(f) == pytest.approx(axes_heights(bare), abs=0.08), name
         finally:
             REGISTRY.pop(f"_{name}_bare", None)
+
+
+def test_the_check_finds_labels_that_run_together():
+    def compute(p, xp):
+        x = xp.asarray([512.0, 1024.0, 2048.0, 4096.0])
+        return {"x": x, "y": x}
+
+    made = Figure(name="_tick_check", title="", compute=compute, size=(2.0, 2.0),
+                  panels=(Panel(Axis("x", ticks=(512, 1024, 2048, 4096)), Axis("y"), (Line("x", "y"),)),))
+    try:
+        assert any("'1024'" in f or "'1,024'" in f for f in touching_ticks(made())), touching_ticks(made())
+    finally:
+        REGISTRY.pop("_tick_check", None)
