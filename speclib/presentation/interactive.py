@@ -85,8 +85,7 @@ class LiveFigure(W.VBox):
             self.figure.canvas.draw()
             # Keep the first layout: re-solving constrained layout on every move would double a redraw.
             self.figure.set_layout_engine("none")
-            self.figure._speclib_relayout = False
-            self._height = self.figure.get_figheight()
+            self.figure._speclib_relayout = None
             self.image = W.Image(value=self._render(), format="jpeg",
                                  layout=W.Layout(width=f"{int(definition.size[0] * style.DPI)}px"))
         widgets = list(self.controls.values())
@@ -123,24 +122,22 @@ class LiveFigure(W.VBox):
             self.image.value = draw(self.definition, self.data).html
             return
         draw(self.definition, self.data, self.figure, live=True)
-        before = getattr(self.figure, "_speclib_relayout", False)
-        if before is not False:
+        before = getattr(self.figure, "_speclib_relayout", None)
+        if before is not None:
             # A legend below a panel was made again at another height (its entries changed), and the
             # figure's height with it. Each row of panels keeps its size and moves up by what the
             # legends at and below it grew (the figure grows at the bottom); a figure this cannot
             # move exactly (a colorbar, a legend of the figure's own) has its layout solved again,
             # by the frame's draw in _render (a figure draws its layout engine's layout first).
-            self.figure._speclib_relayout = False
+            self.figure._speclib_relayout = None
             self._frame = None
-            if not _move_rows(self.figure, before, self._height):
+            if not _move_rows(self.figure, *before):
                 self.figure.set_layout_engine("constrained")
                 try:
                     self.image.value = self._render()
                 finally:
                     self.figure.set_layout_engine("none")
-                    self._height = self.figure.get_figheight()
                 return
-        self._height = self.figure.get_figheight()
         self.image.value = self._render()
 
     def _render(self) -> bytes:

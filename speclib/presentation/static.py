@@ -206,8 +206,9 @@ def _legend(ax, handles, labels, where):
 
 def _fit_below(fig, defn):
     """The figure's height: the definition's, and the legends hung below its panels (the tallest of
-    each row of panels). A live figure whose height changed is marked for a new layout
-    (``_speclib_relayout``: the rows' legend heights before, by row)."""
+    each row of panels). A figure whose height changed is marked for a new layout
+    (``_speclib_relayout``: the rows' legend heights, by row, and the figure's height before; None
+    while it has not changed since a live figure last laid itself out)."""
     rows = {}
     for ax in fig.axes:
         legend, spec = ax.get_legend(), ax.get_subplotspec()
@@ -216,7 +217,7 @@ def _fit_below(fig, defn):
     height = defn.size[1] + sum(rows.values())
     if abs(fig.get_figheight() - height) > 1e-9:
         # what the height was made of before, for a live figure that moves its panels itself
-        fig._speclib_relayout = getattr(fig, "_speclib_below_rows", {})
+        fig._speclib_relayout = getattr(fig, "_speclib_below_rows", {}), fig.get_figheight()
         fig.set_figheight(height)
     fig._speclib_below_rows = rows
 
