@@ -11,6 +11,21 @@ import math
 import numpy as np
 
 
+def read_text(path, what: str, kind: str, empty: str) -> str:
+    """The UTF-8 text of the file at ``path``, not blank; else a ``ValueError`` that names the file:
+    "cannot read ``what``", "not a text file (``kind``)" or ``empty``."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read{' ' + what if what else ''} ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a text file ({kind})") from None
+    if not text.strip():
+        raise ValueError(f"{path}: {empty}")
+    return text
+
+
 def _describe(lo, hi, lo_open, hi_open) -> str:
     # An unbounded end is always open: infinities are rejected like NaN.
     left = "(" if lo_open or lo is None else "["

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._checks import read_text
 from ..core.acceptance import SurvivalCurve, geometric_survival
 from . import engines as _eng
 
@@ -183,16 +184,8 @@ def sniff(text: str):
 
 
 def _read(path) -> str:
-    try:
-        with open(path, encoding="utf-8") as stream:
-            text = stream.read()
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a text file (a Prometheus scrape or a log is UTF-8 text)") from None
-    if not text.strip():
-        raise ValueError(f"{path}: empty file (expected a vLLM /metrics scrape, a vLLM log or an SGLang log)")
-    return text
+    return read_text(path, "", "a Prometheus scrape or a log is UTF-8 text",
+                     "empty file (expected a vLLM /metrics scrape, a vLLM log or an SGLang log)")
 
 
 def read_engine_metrics(path, before=None, *, gamma=None, format=None) -> EngineAcceptance:

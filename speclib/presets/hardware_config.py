@@ -30,6 +30,7 @@ import math
 import os
 from pathlib import Path
 
+from .._checks import read_text
 from .architecture import Hardware
 
 _TERA = 1e12
@@ -53,14 +54,8 @@ NULLABLE = ("fp8_TFLOPS", "fp4_TFLOPS", "interconnect")
 
 
 def _load(path: Path):
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the hardware config ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a text file (a hardware config is JSON or YAML)") from None
-    if not text.strip():
-        raise ValueError(f"{path}: empty hardware config (fields: {', '.join(FIELDS)})")
+    text = read_text(path, "the hardware config", "a hardware config is JSON or YAML",
+                     f"empty hardware config (fields: {', '.join(FIELDS)})")
     if path.suffix.lower() == ".json":
         try:
             return json.loads(text)

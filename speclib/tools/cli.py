@@ -176,14 +176,27 @@ def _speclib_error(exc: ValueError) -> str:
     return message
 
 
+def _model_config(path):
+    """The model of --model-config's Hugging Face config.json."""
+    try:
+        return presets.from_hf_config(path)
+    except ValueError as exc:
+        raise UsageError(f"--model-config: {exc}") from None
+
+
+def _hardware_config(path):
+    """The chip of --hardware-config's JSON or YAML file."""
+    try:
+        return presets.from_hardware_config(path)
+    except ValueError as exc:
+        raise UsageError(f"--hardware-config: {exc}") from None
+
+
 def _models(args) -> list:
     if args.model_config is not None:
         if args.model is not None:
             raise UsageError("--model-config: give either --model or --model-config, not both")
-        try:
-            return [presets.from_hf_config(args.model_config)]
-        except ValueError as exc:
-            raise UsageError(f"--model-config: {exc}") from None
+        return [_model_config(args.model_config)]
     try:
         return [presets.model(name) for name in _split_names(args.model or presets.DEFAULT_MODEL.name)]
     except ValueError as exc:
@@ -208,10 +221,7 @@ def _hardware(args) -> list:
     if config is not None:
         if args.hardware is not None:
             raise UsageError("--hardware-config: give either --hardware or --hardware-config, not both")
-        try:
-            return [presets.from_hardware_config(config)]
-        except ValueError as exc:
-            raise UsageError(f"--hardware-config: {exc}") from None
+        return [_hardware_config(config)]
     try:
         return [presets.hardware(name) for name in _split_names(args.hardware or presets.DEFAULT_HARDWARE.name)]
     except ValueError as exc:
@@ -596,17 +606,11 @@ def run_presets(args, out) -> int:
     show_hardware = args.kind in ("all", "hardware")
     models = list(presets.all_models())
     if args.model_config is not None:
-        try:
-            models.append(presets.from_hf_config(args.model_config))
-        except ValueError as exc:
-            raise UsageError(f"--model-config: {exc}") from None
+        models.append(_model_config(args.model_config))
     model_info = [presets.describe_model(m) for m in models]
     chips = list(presets.all_hardware())
     if args.hardware_config is not None:
-        try:
-            chips.append(presets.from_hardware_config(args.hardware_config))
-        except ValueError as exc:
-            raise UsageError(f"--hardware-config: {exc}") from None
+        chips.append(_hardware_config(args.hardware_config))
     hardware_info = [presets.describe_hardware(h) for h in chips]
     if args.json:
         record = {}
