@@ -197,42 +197,30 @@ CHAPTER_IDS = [f"{c}-{n}-{i}" for i, (c, n, _) in enumerate(CHAPTER_CALLS)]
 DEFAULTS = [name for name in sorted(REGISTRY) if "schedule" not in REGISTRY[name].params]
 
 
+#: What a reader must be able to read in a figure: each check lists what fails it.
+CHECKS = {"no legend hides data": hidden_under_legends, "tick labels keep apart": touching_ticks}
+
+
+@pytest.mark.parametrize("check", CHECKS)
 @pytest.mark.parametrize("chapter, name, kwargs", CHAPTER_CALLS, ids=CHAPTER_IDS)
-def test_no_legend_hides_data_as_the_chapters_draw(chapter, name, kwargs):
+def test_as_the_chapters_draw(chapter, name, kwargs, check):
     fig = _drawn(name, repr(kwargs))
     if fig is not None:
-        assert hidden_under_legends(fig) == [], f"{chapter}: {name}({kwargs})"
+        assert CHECKS[check](fig) == [], f"{chapter}: {name}({kwargs})"
 
 
+@pytest.mark.parametrize("check", CHECKS)
 @pytest.mark.parametrize("name", DEFAULTS)
-def test_no_legend_hides_data_at_the_defaults(name):
+def test_at_the_defaults(name, check):
     fig = _drawn(name, "{}")
     if fig is not None:
-        assert hidden_under_legends(fig) == [], name
+        assert CHECKS[check](fig) == [], name
 
 
-def test_no_legend_hides_data_in_the_schedules_as_engine_schedules_draws_them():
+@pytest.mark.parametrize("check", CHECKS)
+def test_in_the_schedules_as_engine_schedules_draws_them(check):
     for name, fig, ranges in _schedules():
-        assert hidden_under_legends(fig) == [], (name, ranges)
-
-
-@pytest.mark.parametrize("chapter, name, kwargs", CHAPTER_CALLS, ids=CHAPTER_IDS)
-def test_tick_labels_keep_apart_as_the_chapters_draw(chapter, name, kwargs):
-    fig = _drawn(name, repr(kwargs))
-    if fig is not None:
-        assert touching_ticks(fig) == [], f"{chapter}: {name}({kwargs})"
-
-
-@pytest.mark.parametrize("name", DEFAULTS)
-def test_tick_labels_keep_apart_at_the_defaults(name):
-    fig = _drawn(name, "{}")
-    if fig is not None:
-        assert touching_ticks(fig) == [], name
-
-
-def test_tick_labels_keep_apart_in_the_schedules():
-    for name, fig, ranges in _schedules():
-        assert touching_ticks(fig) == [], (name, ranges)
+        assert CHECKS[check](fig) == [], (name, ranges)
 
 
 # --- the check, on figures made to fail it and to pass it ---------------------------------

@@ -74,7 +74,7 @@ class NumberTable:
             for row in self._text_rows()
         )
         caption = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
-        classes = " ".join(dict.fromkeys(("speclib-number-table", *self.css_class.split())))
+        classes = " ".join(("speclib-number-table", *self.css_class.split()))
         return (f'<table class="{html.escape(classes)}">{caption}'
                 f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 

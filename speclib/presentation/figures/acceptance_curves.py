@@ -161,7 +161,7 @@ def committed_table(curves=None) -> NumberTable:
                  for g in range(1, max(len(c) for c in curves.values()) + 1))
     caption = ("Expected tokens committed per verify pass, N(\u03b3): measured survival curve, the i.i.d. curve "
                "\u03b1^d with \u03b1 = survival(1), and measured minus i.i.d. (positive: the curve beats i.i.d.)")
-    return NumberTable(head, rows, caption=caption, css_class="speclib-number-table speclib-committed-table")
+    return NumberTable(head, rows, caption=caption, css_class="speclib-committed-table")
 
 
 #: The step model every gamma* and speedup of the chapter is priced with, as its captions name it.
@@ -225,5 +225,5 @@ def compare_survival(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardw
                f"from {B[0]:,.0f} to {B[-1]:,.0f}. Shortfall: 1 - measured best speedup / i.i.d. best speedup.")
     head = ("drafter", "\u03b1", "positions", "\u03b3* differs", "largest |diff|", "longer", "shorter",
             "largest shortfall", "at batch", "\u03b3* there (measured / i.i.d.)")
-    return NumberTable(head, tuple(rows), caption=caption, css_class="speclib-number-table speclib-survival-comparison",
+    return NumberTable(head, tuple(rows), caption=caption, css_class="speclib-survival-comparison",
                        align="l")

@@ -108,7 +108,7 @@ attention_swap_maps = _maps_figure(
 def _table(caption, headers, rows, align=""):
     """A table of preset-derived strings (default alignment: first column left, the rest right)."""
     return NumberTable(headers, tuple(rows), caption=caption, align=align or "l" + "r" * (len(headers) - 1),
-                       css_class="speclib-number-table speclib-nowrap speclib-deployment-table")
+                       css_class="speclib-nowrap speclib-deployment-table")
 
 
 def _attention_label(model):

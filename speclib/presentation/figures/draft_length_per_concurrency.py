@@ -223,7 +223,7 @@ def sequel_comparison(drafter="dflash", comparison=None) -> NumberTable:
     # kept on one line per cell: "15 / 15 / 15" must not wrap
     return NumberTable(("C", "best \u03b3: simulator / ours / policy", "simulated tok/s", "error", "largest |error|",
                         "shortfall: ours", "shortfall: simulator's"), rows, caption=caption,
-                       css_class="speclib-number-table speclib-nowrap")
+                       css_class="speclib-nowrap")
 
 
 #: The modelling choices :func:`speclib.evidence.simulator.compare` makes to

@@ -132,7 +132,7 @@ def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096,
             "speedup lost to all-to-all (max)", "speedup added by its latency (max)",
             "batches where the all-to-all changes \u03b3*")
     return NumberTable(head, tuple(rows), caption=caption, align="rl",
-                       css_class="speclib-number-table speclib-nowrap speclib-ep-summary")
+                       css_class="speclib-nowrap speclib-ep-summary")
 
 
 def all_to_all_latency(cases=((8, None), (64, None), (64, "InfiniBand-NDR")), model=None, hardware=None, *, S=4096,
@@ -164,4 +164,4 @@ def all_to_all_latency(cases=((8, None), (64, None), (64, "InfiniBand-NDR")), mo
                f"S = {float(S):,.0f}, \u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, batch per "
                f"GPU {B[0]:,.0f} to {B[-1]:,.0f}")
     return NumberTable(head, tuple(rows), caption=caption, align="rl",
-                       css_class="speclib-number-table speclib-nowrap speclib-ep-summary")
+                       css_class="speclib-nowrap speclib-ep-summary")

@@ -151,7 +151,7 @@ def rollback_policy(drafter="mtp", concurrencies=None) -> NumberTable:
                "\u03b3* / its speedup over plain decoding, the step and the drafter each priced by one roofline "
                "(the sequel's simulator's rule), with each way of rolling the linear-attention state back past a "
                "rejected draft")
-    return NumberTable(head, rows, caption=caption, css_class="speclib-number-table speclib-nowrap")
+    return NumberTable(head, rows, caption=caption, css_class="speclib-nowrap")
 
 
 def replay_cost(concurrencies=None) -> float:
