@@ -8,7 +8,8 @@ are a shorthand for ``deployment=Deployment(model, hardware)``)::
     Deployment(model=None, hardware=None, *, tp=1, engine="vLLM", step_time="roofline",
                roofline="per-component", drafter=None, c_draft=None, routing=None,
                query_bytes=False, cost_model=None, reserve=0.1, rollback="snapshot",
-               attention="paper", comm_latency=None)
+               attention="paper", comm_latency=None, ep=1, dp_attention=False,
+               weights=None, kv_cache=None)
                                                       what a step is priced on, checked once
     experts_activated(B, k, E, routing=None)          the experts a batch touches
     expected_committed(alpha, gamma)                  tokens committed per verify pass
@@ -18,6 +19,8 @@ are a shorthand for ``deployment=Deployment(model, hardware)``)::
     speedup(alpha, gamma, B, S, c_draft=None, model=None, hardware=None, *, deployment=None)
     optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_max=64, *, deployment=None)
     throughput(B, gamma, S, *, acceptance=None, c_draft=None, model=None, hardware=None, deployment=None)
+    tpot(batch, context, *, workload=None, model=None, hardware=None, deployment=None)
+                                                      time per output token of plain decoding
     max_batch(model, hardware, context, tp=1)         what fits in HBM
     schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, max_batch=256,
              gamma_max=64, deployment=None, step_costs=None)
@@ -46,6 +49,7 @@ from .core.acceptance import SurvivalCurve, expected_committed, expected_committ
 from .core.attention import attention_intensity
 from .core.capacity import max_batch
 from .core.cost import marginal_cost
+from .core.decode import tpot
 from .core.deployment import Deployment
 from .core.moe import experts_activated
 from .core.speculation import optimal_gamma, speedup, throughput
@@ -76,4 +80,5 @@ __all__ = [
     "schedule",
     "speedup",
     "throughput",
+    "tpot",
 ]

@@ -7,7 +7,7 @@ import pytest
 
 import speclib
 from speclib.core import speculation as spec
-from speclib.evidence import step_fit, validation
+from speclib.evidence import held_out, spec_runs, validation
 from speclib.presentation.figures import engine_step_time, engines_vs_model, reconciliation
 
 CALIBRATED = speclib.Deployment("deepseek-v4-flash", "B200", tp=8, step_time="calibrated")
@@ -68,11 +68,11 @@ def test_the_decode_chapters_facts_are_the_datas():
 
 
 def test_the_engine_chapters_tables_hold_every_run_once():
-    runs = step_fit.spec_runs()
+    runs = spec_runs.spec_runs()
     table = engines_vs_model.runs_table()
     assert len(table.rows) == len(runs)
     assert all(row[-1] for row in table.rows), "every run names its source's bibliography key"
-    held = step_fit.stored_held_out("model").run("vllm-dspark-dsv4-flash-mi350x-k7")
+    held = held_out.stored_held_out("model").run("vllm-dspark-dsv4-flash-mi350x-k7")
     rows = engines_vs_model.dspark_table().rows
     assert [r[0] for r in rows] == list(held.batch)
     assert rows[-1][2].startswith(f"{held.predicted[-1]:.2f}")

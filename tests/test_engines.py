@@ -9,7 +9,7 @@ import pytest
 
 from speclib.core import capacity
 from speclib.core import acceptance
-from speclib.evidence import engines, step_fit
+from speclib.evidence import engines, spec_runs
 
 BIB = (Path(__file__).resolve().parents[1] / "references.bib").read_text(encoding="utf-8")
 
@@ -108,7 +108,7 @@ def test_v4_pro_on_mi355x_loses_at_32_more_than_any_pricing_predicts():
     assert measured < 1
     assert engines.speedup(r, "roofline", 32) > 1
     # no step whose cost grows at most in proportion to the positions it verifies reaches it ...
-    floor = [row for row in step_fit.below_floor() if row[0] == r.id and row[1] == 32]
+    floor = [row for row in spec_runs.below_floor() if row[0] == r.id and row[1] == 32]
     assert floor and floor[0][3] == pytest.approx(measured)
     assert measured < floor[0][4]
     # ... and the fitted step, which also sees DeepSeek-V4-Flash gaining up to 128 on AMD, predicts a gain

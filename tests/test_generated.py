@@ -38,7 +38,7 @@ def test_every_catalogue_entry_is_a_function_with_its_arguments():
 def _sample(symbol, rng):
     """A value in the symbol's domain and in the range the model uses."""
     name = str(symbol)
-    if name in ("alpha", "q", "r"):  # probabilities and fractions
+    if name in ("alpha", "q", "r", "h"):  # probabilities and fractions
         return float(rng.uniform(0.05, 0.95))
     if name in ("gamma", "d", "k", "E", "G", "n_s", "I", "O") or symbol.is_integer:
         return float(rng.integers(1, 9))

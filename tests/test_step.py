@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 import speclib
 from speclib import presets
-from speclib.evidence import validation
 from speclib.core import step
 from speclib.evidence import simulator as sequel
 
@@ -22,15 +21,23 @@ QWEN = "Qwen3.6-35B-A3B"
 # --- the step against the paper's per-layer ledger --------------------------------
 @pytest.mark.parametrize("batch", [1.0, 16.0, 256.0, 4096.0])
 def test_a_dense_model_step_is_its_layers_plus_the_head(batch):
-    """predicted_tpot sums the per-layer CostModel over 80 layers and adds the
-    head; the whole-model step groups the same weights differently. The step's
-    positions attend over S + ceil(T/2), so S = 4,096 there is S = 4,097 here.
-    All of Llama's weights are bf16 and share one ridge, so the grouping does
-    not change which branch a component is on."""
+    """The paper's per-layer CostModel (a different set of formulas) summed over
+    Llama's 80 layers, plus the output head as a GEMM of its own, is the
+    whole-model step; the step's positions attend over S + ceil(T/2), so
+    S = 4,096 there is S = 4,097 here. All of Llama's weights are bf16 and
+    share one ridge, so the grouping does not change which branch a component
+    is on; and the TPOT of one GPU is that step."""
+    from speclib.core.cost import CostModel
+    from speclib.formulas import numpy_functions as nf
+
     S = 4096.0
+    model, hw = presets.resolve("Llama-3-70B", "H100")
     whole = step.step_time(batch, 1, S, "Llama-3-70B", "H100")
-    layered = validation.predicted_tpot("Llama-3-70B", "H100", batch, S + 1, precision="bf16", kv_precision="bf16")
-    assert whole == pytest.approx(layered, rel=1e-12)
+    layers = CostModel(model, hw, query_bytes=False).decode(np.float64(batch), np.float64(S + 1)) * model.n_layers
+    head = nf.gemm_cost(batch, float(model.vocab_size * model.hidden_size), 2.0, hw.ridge("bf16"))
+    assert whole == pytest.approx((layers + head) / hw.memory_bandwidth, rel=1e-12)
+    assert speclib.tpot(batch, S + 1, model="Llama-3-70B", hardware="H100") == pytest.approx(
+        step.step_time(batch, 1, S + 1, "Llama-3-70B", "H100"), rel=1e-12)
 
 
 def test_monte_carlo_expert_count_of_a_step():
@@ -83,11 +90,23 @@ def test_the_rules_agree_when_every_component_is_on_one_side_of_its_ridge():
 
 def test_one_precision_per_component_makes_the_rules_the_same():
     """DeepSeek-V4-Flash runs its projections in fp8, experts in fp4 and
-    attention in bf16: three streams of one component each."""
+    attention in bf16; with its output head and routers quantised with the
+    projections, three streams of one component each, and the two rules
+    agree. As its checkpoint keeps them, in bf16, they join attention's
+    stream, and the aggregate rule (one roofline per stream) can hide their
+    bytes under attention's FLOPs: never more than the per-component sum."""
+    import dataclasses
+
     B, T, S = np.geomspace(1, 30000, 50), 3.0, 4096.0
+    m = presets.model("DeepSeek-V4-Flash")
+    arch = m.step_architecture()
+    one_each = dataclasses.replace(arch, dense_bytes=m.proj_weight_bytes, bf16_params=0.0)
+    per = step.StepModel(one_each, presets.B200, roofline="per-component").time(B, T, S)
+    agg = step.StepModel(one_each, presets.B200, roofline="aggregate").time(B, T, S)
+    np.testing.assert_allclose(agg, per, rtol=1e-14)
     per = step.step_time(B, T, S, "DeepSeek-V4-Flash", "B200", roofline="per-component")
     agg = step.step_time(B, T, S, "DeepSeek-V4-Flash", "B200", roofline="aggregate")
-    np.testing.assert_allclose(agg, per, rtol=1e-14)
+    assert np.all(agg <= per * (1 + 1e-12)) and np.any(agg < per * (1 - 1e-6))
 
 
 # --- Qwen3.6-35B-A3B against the sequel's counts (docs/sequel.md) --------------------------

@@ -1,7 +1,9 @@
-"""The engine step fitted on measured runs (speclib.evidence.step_fit):
-the fit recovers constants it did not see, held-out predictions do not
-use the run they predict, bad data is refused, and `speclib fit` writes a
-calibration the other commands price with."""
+"""The engine step fitted on measured runs (speclib.evidence.step_fit, the
+runs in spec_runs and decode_runs, their features in step_features, the
+predictions in step_predictions, the hold-outs in held_out, the report in
+step_report): the fit recovers constants it did not see, held-out
+predictions do not use the run they predict, bad data is refused, and
+`speclib fit` (own_fit) writes a calibration the other commands price with."""
 import dataclasses
 import json
 import subprocess
@@ -12,9 +14,12 @@ import pytest
 import sympy as sp
 
 from speclib.core import calibrated as cal
+from speclib.core import layout
 from speclib.core import step as st
 from speclib.core import speculation as spec
-from speclib.evidence import engines, step_fit
+from speclib.core.deployment import Deployment
+from speclib.evidence import engines, held_out, own_fit, spec_runs, step_features, step_fit, step_predictions
+from speclib.evidence import step_report
 from speclib.formulas import step as fs
 from speclib.presets import resolve
 from speclib.tools import cli
@@ -45,40 +50,40 @@ def test_nnls_matches_a_brute_force_search():
 
 def test_a_contradictory_point_is_neither_fitted_nor_scored():
     # TensorRT-LLM's n-gram blog prints a 1.96x speed-up with 1.66 tokens per verify: more than N
-    run = step_fit.spec_run("trtllm-ngram-llama4-scout")
-    bad = step_fit.run_inconsistent(run)
+    run = spec_runs.spec_run("trtllm-ngram-llama4-scout")
+    bad = spec_runs.run_inconsistent(run)
     assert (1, 5) in bad
     assert all(v > run.committed(g) for b, g, v in run.points if (b, g) in bad)
     assert all(row[1:3] not in bad for row in step_fit._rows(run))
 
 
 def test_a_run_held_out_is_predicted_without_its_own_data():
-    run = step_fit.spec_run("vllm-eagle3-llama31-8b-bs1")  # acceptance reported: nothing is taken from the run
-    held = step_fit.predict_run(step_fit.fit(exclude_runs=(run.id,)), run)
+    run = spec_runs.spec_run("vllm-eagle3-llama31-8b-bs1")  # acceptance reported: nothing is taken from the run
+    held = step_predictions.predict_run(step_fit.fit(exclude_runs=(run.id,)), run)
     doubled = dataclasses.replace(run, points=tuple((b, g, 2 * v) for b, g, v in run.points))
-    again = step_fit.predict_run(step_fit.fit(exclude_runs=(run.id,)), doubled)
+    again = step_predictions.predict_run(step_fit.fit(exclude_runs=(run.id,)), doubled)
     np.testing.assert_allclose(held.predicted, again.predicted)
     # ...whereas fitting on it moves the constants
     assert step_fit.fit().theta != step_fit.fit(exclude_runs=(run.id,)).theta
 
 
 def test_a_run_whose_acceptance_is_fitted_takes_only_its_smallest_batch():
-    run = step_fit.spec_run("vllm-v4pro-mi355x")  # no acceptance reported, three batches
-    assert step_fit.alpha_fitted(run)
+    run = spec_runs.spec_run("vllm-v4pro-mi355x")  # no acceptance reported, three batches
+    assert spec_runs.alpha_fitted(run)
     f = step_fit.fit(exclude_runs=(run.id,))
-    held = step_fit.predict_run(f, run)
+    held = step_predictions.predict_run(f, run)
     first = min(run.batches)
     changed = dataclasses.replace(run, points=tuple((b, g, v if b == first else 2 * v) for b, g, v in run.points))
-    again = step_fit.predict_run(f, changed)
+    again = step_predictions.predict_run(f, changed)
     np.testing.assert_allclose(held.predicted, again.predicted)
     assert not held.scored[held.batch == first].any() and held.scored[held.batch != first].all()
 
 
 def test_fit_alpha_recovers_an_acceptance_from_ratios_it_generated():
-    run = step_fit.spec_run("sglang-autospec")
+    run = spec_runs.spec_run("sglang-autospec")
     f = step_fit.fit()
     truth = 0.815
-    steps = step_fit._Steps(run)
+    steps = step_features.SpecSteps(run)
     b = min(run.batches)
     g = sorted({g for bb, g, _ in run.points if bb == b})
     n = engines._acc.committed_numeric(np.asarray(truth), np.asarray(g, dtype=float))
@@ -89,7 +94,7 @@ def test_fit_alpha_recovers_an_acceptance_from_ratios_it_generated():
 
 def test_the_shipped_calibration_is_the_joint_fit_on_every_run():
     shipped = cal.shipped_calibration()
-    refit = step_fit.fit(step_fit.SHIPPED_FORM).calibration()
+    refit = step_fit.fit(step_features.SHIPPED_FORM).calibration()
     assert shipped.per_position_s == pytest.approx(refit.per_position_s, rel=1e-6)
     assert shipped.per_position_by_vendor == pytest.approx(refit.per_position_by_vendor, rel=1e-6)
     assert shipped.extra_flops_by_vendor == pytest.approx(refit.extra_flops_by_vendor, rel=1e-6)
@@ -103,16 +108,16 @@ def test_the_shipped_calibration_is_the_joint_fit_on_every_run():
         for e, v in by.items():
             assert shipped.fixed_s[chip][e] == pytest.approx(v, rel=1e-6)
     # its intervals' draws: the bootstrap over model families, and their held-out spread
-    assert len(shipped.draws) == step_fit.INTERVAL_DRAWS
-    assert shipped.residual_sd == pytest.approx(step_fit.residual_sd(step_fit.SHIPPED_FORM), rel=1e-6)
+    assert len(shipped.draws) == held_out.INTERVAL_DRAWS
+    assert shipped.residual_sd == pytest.approx(held_out.residual_sd(step_features.SHIPPED_FORM), rel=1e-6)
 
 
 def test_the_shipped_form_is_the_one_held_out_error_by_model_family_chooses():
-    chosen, scores = step_fit.choose_form()
-    assert chosen == step_fit.SHIPPED_FORM
+    chosen, scores = held_out.choose_form()
+    assert chosen == step_features.SHIPPED_FORM
     # the score is the median over runs of each run's median |error|, each run predicted without its family
     top = min(scores, key=scores.get)
-    preds = step_fit._predict_group(top, "model")
+    preds = held_out._predict_group(top, "model")
     by_run = np.array([np.median(np.abs(p.predicted / p.measured - 1)[p.scored]) for p in preds if p.scored.any()])
     assert scores[top] == pytest.approx(float(np.median(by_run)))
     # one standard error (a bootstrap over the runs, brute force here) above the best, the fewest constants win
@@ -127,21 +132,28 @@ def test_the_shipped_form_is_the_one_held_out_error_by_model_family_chooses():
 
 
 def test_leave_one_run_out_scores_every_run():
-    h = step_fit.leave_one_run_out()
+    h = held_out.stored_held_out("run")
     s = h.summary()
-    assert s["decode_median_abs_error"] <= 0.12 and s["decode_worst_median_signed"] <= 0.15
-    assert s["runs"] == len(step_fit.spec_runs())
+    runs, _ = step_fit.decode_rows()
+    llama = np.array([r.family == "Llama" for r in runs])
+    assert s["runs"] == len(spec_runs.spec_runs())
     assert s["points"] == sum(int(p.scored.sum()) for p in h.runs) > 50
-    assert s["decode_runs"] == len(h.decode_measured)
+    assert s["decode_runs"] == len(h.decode_measured) == len(runs)  # every decode sweep held out in turn
+    # each decode run predicted without its sweep: one sweep recomputed
+    sweeps = held_out.decode_groups("run")
+    one = sweeps == sweeps[llama][0]
+    again = step_predictions.predict_decode(held_out.Fold((), one).fit(step_features.SHIPPED_FORM))
+    np.testing.assert_allclose(h.decode_predicted[one], again[one], rtol=1e-8)
+    assert not np.allclose(again[one], step_predictions.predict_decode(step_fit.fit(step_features.SHIPPED_FORM))[one])
 
 
 def test_the_calibrated_step_adds_the_new_terms_as_the_expression_says():
     m, hw = resolve("qwen3-235b-a22b", "H200")
-    base = st.step_model(m, hw)
+    base = layout.ParallelStep(st.step_model(m, hw), layout.Layout(8))
     c = dataclasses.replace(cal.shipped_calibration(), per_position_s=1e-4, per_draft_pass_s=2e-3,
                             per_position_by_vendor={})
-    plain = cal.CalibratedStepModel(base, hw, tp=8, calibration=cal.shipped_calibration())
-    more = cal.CalibratedStepModel(base, hw, tp=8, calibration=c)
+    plain = cal.CalibratedStepModel(base, hw, calibration=cal.shipped_calibration())
+    more = cal.CalibratedStepModel(base, hw, calibration=c)
     B, T, S = np.float64(16), np.float64(4), np.float64(2048)
     e0, a0 = cal.shipped_calibration().per_position(hw), cal.shipped_calibration().per_draft_pass_s
     assert more.time(B, T, S) - plain.time(B, T, S) == pytest.approx((1e-4 - e0) * 16 * 3)
@@ -159,8 +171,9 @@ def test_each_chip_takes_its_vendors_time_per_position():
     B, S = np.float64(32), np.float64(2048)
     for chip, e in (("H200", 1e-4), ("MI300X", 2e-4)):
         hw = resolve(None, chip)[1]
-        step = cal.CalibratedStepModel(st.step_model(m, hw), hw, tp=8, calibration=by_vendor)
-        zero = cal.CalibratedStepModel(st.step_model(m, hw), hw, tp=8, calibration=none)
+        split = layout.ParallelStep(st.step_model(m, hw), layout.Layout(8))
+        step = cal.CalibratedStepModel(split, hw, calibration=by_vendor)
+        zero = cal.CalibratedStepModel(split, hw, calibration=none)
         assert step.time(B, np.float64(3), S) - zero.time(B, np.float64(3), S) == pytest.approx(e * 32 * 2)
     vendorless = dataclasses.replace(resolve(None, "H200")[1], vendor="")
     assert by_vendor.per_position(vendorless) == 3e-4
@@ -175,7 +188,7 @@ def test_a_bad_time_per_position_by_vendor_is_one_line_naming_the_field(tmp_path
         path = tmp_path / "cal.json"
         path.write_text(json.dumps({**data, "per_position_by_vendor": bad}))
         with pytest.raises(ValueError, match=rf"^{path}: {field}") as info:
-            step_fit.read_calibration(path)
+            own_fit.read_calibration(path)
         assert "\n" not in str(info.value)
 
 
@@ -184,40 +197,44 @@ def _doubled(monkeypatch, ids):
     ratios between draft lengths change too), except at a run's smallest batch where its acceptance is
     fitted there (that batch sets the acceptance and is not scored)."""
     def changed(r):
-        keep = min(r.batches) if step_fit.alpha_fitted(r) else None
+        keep = min(r.batches) if spec_runs.alpha_fitted(r) else None
         return tuple((b, g, v if b == keep else (1.5 + 0.1 * i) * v) for i, (b, g, v) in enumerate(r.points))
-    runs = tuple(dataclasses.replace(r, points=changed(r)) if r.id in ids else r for r in step_fit.spec_runs())
-    monkeypatch.setattr(step_fit, "spec_runs", lambda: runs)
+    runs = tuple(dataclasses.replace(r, points=changed(r)) if r.id in ids else r for r in spec_runs.spec_runs())
+    monkeypatch.setattr(spec_runs, "spec_runs", lambda: runs)
     step_fit._ROWS.clear()
     step_fit._MATRICES.clear()
-    step_fit._POINTS.clear()
+    step_predictions._POINTS.clear()
     step_fit._problem.cache_clear()
 
 
 def test_a_family_held_out_is_predicted_without_any_of_its_runs(monkeypatch):
-    glm = step_fit.groups("model")["GLM"]
-    assert set(glm) == {r.id for r in step_fit.spec_runs() if resolve(r.model, None)[0].name.startswith("GLM")}
-    form, before = step_fit.held_out_fold("model", "GLM", choose=True, intervals=False)
+    glm = held_out.groups("model")["GLM"]
+    assert set(glm) == {r.id for r in spec_runs.spec_runs() if resolve(r.model, None)[0].name.startswith("GLM")}
+    form, before, _ = held_out.held_out_fold("model", "GLM", choose=True, intervals=False)
     try:
         _doubled(monkeypatch, glm)
-        form2, after = step_fit.held_out_fold("model", "GLM", choose=True, intervals=False)
+        form2, after, _ = held_out.held_out_fold("model", "GLM", choose=True, intervals=False)
     finally:
         monkeypatch.undo()
-        for cache in (step_fit._ROWS, step_fit._MATRICES, step_fit._POINTS):
+        for cache in (step_fit._ROWS, step_fit._MATRICES, step_predictions._POINTS):
             cache.clear()
         step_fit._problem.cache_clear()
     assert form2 == form  # chosen without the family too
     for rid in glm:
         np.testing.assert_allclose(after[rid].predicted, before[rid].predicted, rtol=1e-9)
         assert not np.allclose(after[rid].measured[after[rid].scored], before[rid].measured[before[rid].scored])
-    # the decode runs are Llama-3.3-70B from InferenceMAX: out only with their family or source
-    assert [step_fit._fold(by, g)[1] for by, g in (("model", "Llama"), ("model", "GLM"), ("source", "InferenceMAX"),
-                                                   ("run", "sglang-autospec"))] == [False, True, False, True]
+    # the decode runs are Llama-3.3-70B (InferenceMAX) and DeepSeek-R1 (InferenceX): out with their family,
+    # their source or their chip; with one run held out, none is
+    runs, _ = step_fit.decode_rows()
+    for by, group, of in (("model", "Llama", lambda r: r.family), ("model", "DeepSeek", lambda r: r.family),
+                          ("source", "InferenceX", lambda r: r.source), ("chip", "MI355X", lambda r: r.chip)):
+        np.testing.assert_array_equal(held_out._fold(by, group).decode, [of(r) == group for r in runs])
+    assert not held_out._fold("model", "GLM").decode.any() and not held_out._fold("run", "sglang-autospec").decode.any()
 
 
 def test_the_stored_hold_outs_are_what_held_out_computes():
-    stored = step_fit.stored_held_out("model")
-    form, fold = step_fit.held_out_fold("model", "GLM", choose=True)
+    stored = held_out.stored_held_out("model")
+    form, fold, _ = held_out.held_out_fold("model", "GLM", choose=True)
     assert stored.forms["GLM"] == form
     for rid, p in fold.items():
         q = stored.run(rid)
@@ -226,7 +243,7 @@ def test_the_stored_hold_outs_are_what_held_out_computes():
 
 
 def test_a_held_out_summary_is_read_off_its_points():
-    held = step_fit.stored_held_out("model")
+    held = held_out.stored_held_out("model")
     s = held.summary()
     scored = [(p, p.scored) for p in held.runs]
     e = np.concatenate([np.abs(p.predicted / p.measured - 1)[k] for p, k in scored])
@@ -281,20 +298,29 @@ def _vllm_file(path, conc, gamma, tpot_ms, accept=None):
 
 
 def _synthetic(tmp_path, batches=(1, 8, 32), gammas=(2, 4)):
-    """Runs generated from known constants by the written-out step (not by the fit)."""
+    """Runs generated from known constants by the written-out step (not by the fit): one GPU's share of
+    the step over 8 H200s (speclib.core.layout) at the shipped calibration's speed, attention's factor and
+    time per MoE layer, plus its collectives; the prefill of arriving requests at its roofline and the
+    shipped efficiency."""
     m, hw = resolve("deepseek-v3", "H200")
-    mu = cal.shipped_calibration().roofline_factor["H200"]
-    prefill_factor = cal.shipped_calibration().prefill_factor
-    sm = st.step_model(m, hw)
+    shipped = cal.shipped_calibration()
+    mu, nu, moe = shipped.roofline_factor["H200"], shipped.attention_factor(hw), shipped.moe_layer(hw) * 58
+    split = Deployment(m, hw, tp=8).parallel_step()
     S = 1024 + (1024 - 1) / 2
+
+    def kernels(B, T):
+        B, T, S_ = np.float64(B), np.float64(T), np.float64(S)
+        return float(mu * split.kernel_time(B, T, S_) + nu * split.component_times(B, T, S_)["attention"]
+                     + split.communication(B, T)) + moe
+
     files = []
     for B in batches:
-        roof = float(sm.time(np.float64(B), np.float64(1), np.float64(S))) * mu / 8
-        pre = B * 1024 / 1024 * 2 * m.active_params() / (8 * hw.peak_flops("fp8")) * prefill_factor
+        roof = kernels(B, 1)
+        pre = float(split.prefill_share(np.float64(B), 1024, 1024)) * shipped.prefill_factor
         t1 = roof + TRUE["a"] + TRUE["d"] * B
         files.append(_vllm_file(tmp_path / f"base-{B}.json", B, 0, (t1 + pre) * 1e3))
         for g in gammas:
-            rv = float(sm.time(np.float64(B), np.float64(g + 1), np.float64(S))) * mu / 8
+            rv = kernels(B, g + 1)
             draft = 0.05 * g * (roof + TRUE["a"] + TRUE["d"] * B)
             t = rv + TRUE["a"] + TRUE["d"] * B + TRUE["e"] * B * g + draft + TRUE["a_d"] * g
             n = 1 + 0.7 * (1 - 0.7 ** g) / 0.3
@@ -311,7 +337,7 @@ def test_speclib_fit_recovers_the_constants_and_schedule_prices_with_them(tmp_pa
     out = tmp_path / "mine.json"
     r = _run("fit", *files, "--model", "deepseek-v3", "--hardware", "h200", "--tp", 8, "--output", out)
     assert r.returncode == 0, r.stderr
-    got = step_fit.read_calibration(out)
+    got = own_fit.read_calibration(out)
     assert got.fixed_s["H200"]["vLLM"] == pytest.approx(TRUE["a"], rel=0.02)
     assert got.per_sequence_s == pytest.approx(TRUE["d"], rel=0.05)
     assert got.per_position_s == pytest.approx(TRUE["e"], rel=0.05)
@@ -397,7 +423,7 @@ def test_a_tree_verifies_the_tokens_its_source_sets(run_id):
 
     sweep = next(s for s in engines.load_sweeps() if s.id == run_id)
     stated = int(re.search(r"num-draft-tokens (\d+)", sweep.drafter["settings"]).group(1))
-    run = step_fit.spec_run(run_id)
+    run = spec_runs.spec_run(run_id)
     gamma = run.points[0][1]
     assert run.width(gamma) == stated > gamma + 1
 
@@ -405,13 +431,13 @@ def test_a_tree_verifies_the_tokens_its_source_sets(run_id):
 def test_the_prefill_a_served_run_carries_is_priced_as_the_expression_says():
     from speclib.formulas import workload as fw
 
-    run = step_fit.spec_run("sglang-mtp-deepseek-v3-mi300x-random")  # 3200 / 800, prefill on the same GPUs
+    run = spec_runs.spec_run("sglang-mtp-deepseek-v3-mi300x-random")  # 3200 / 800, prefill on the same GPUs
     assert run.prefill_lengths == (3200.0, 800.0)
-    assert not step_fit.spec_run("lmsys-small-g3").prefill_lengths  # disaggregated: prefill on other nodes
-    assert not step_fit.spec_run("vllm-eagle3-llama31-8b-bs1").prefill_lengths  # lengths not stated
+    assert not spec_runs.spec_run("lmsys-small-g3").prefill_lengths  # disaggregated: prefill on other nodes
+    assert not spec_runs.spec_run("vllm-eagle3-llama31-8b-bs1").prefill_lengths  # lengths not stated
     f = step_fit.fit()
     run = dataclasses.replace(run, alpha=f.alphas[run.id])
-    steps = step_fit._Steps(run)
+    steps = step_features.SpecSteps(run)
     b, g = 64, 2
     plain, spec_ = steps.plain(b), steps.spec(b, g)
     p = plain["prefill"]
@@ -420,14 +446,14 @@ def test_the_prefill_a_served_run_carries_is_priced_as_the_expression_says():
     spec_no = {k: v for k, v in spec_.items() if k != "prefill"}
     expected = float(fw.served_speedup_expr.subs({fw.N_c: run.committed(g), fw.C_0: f.time(no_prefill),
                                                   fw.C_g: f.time(spec_no), fw.p_s: f.theta["prefill"] * p}))
-    pred = step_fit.predict_run(f, run)
+    pred = step_predictions.predict_run(f, run)
     assert pred.predicted[(pred.batch == b) & (pred.gamma == g)][0] == pytest.approx(expected, rel=1e-9)
     assert 1.0 < expected < run.committed(g) * f.time(no_prefill) / f.time(spec_no)
 
 
 def test_the_targets_are_read_off_the_held_out_points():
-    model, run = step_fit.stored_held_out("model"), step_fit.stored_held_out("run")
-    rows = {what: (value, met) for what, _, value, met in step_fit.targets(model, run)}
+    model, run = held_out.stored_held_out("model"), held_out.stored_held_out("run")
+    rows = {what: (value, met) for what, _, value, met in step_report.targets(model, run)}
     errors = np.concatenate([np.abs(p.predicted / p.measured - 1)[p.scored] for p in model.runs])
     median, p90 = float(np.median(errors)), float(np.percentile(errors, 90))
     assert rows["by model family: speed-up, median |error|"] == (f"{100 * median:.1f} %",
@@ -440,10 +466,11 @@ def test_the_targets_are_read_off_the_held_out_points():
 
 
 def test_each_constant_lies_in_its_bootstrap_interval_in_its_unit():
-    f = step_fit.fit(step_fit.SHIPPED_FORM)
-    rows = {name: (value, interval) for name, value, interval, _ in step_fit.constants(samples=40)}
+    f = step_fit.fit(step_features.SHIPPED_FORM)
+    rows = {name: (value, interval) for name, value, interval, _ in step_report.constants()}
     assert rows["per_position"][0] == pytest.approx(f.theta["per_position"] * 1e6)
     assert rows["per_sequence"][0] == pytest.approx(f.theta["per_sequence"] * 1e6)
+    assert rows["moe_fixed, NVIDIA"][0] == pytest.approx(f.theta[("moe_fixed", "NVIDIA")] * 1e6)
     for name, (value, interval) in rows.items():
         lo, hi = (float(x) for x in interval.split(" \u2013 "))
-        assert lo <= value * (1 + 1e-9) and value <= hi * (1 + 1e-9) + 1e-12, name
+        assert lo <= value * (1 + 1e-9) + 1e-12 and value <= hi * (1 + 1e-9) + 1e-12, name

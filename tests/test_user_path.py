@@ -19,9 +19,9 @@ import speclib
 from speclib import presets
 from speclib.core import calibrated as cal
 from speclib.core import step as st
+from speclib.core.deployment import Deployment
 from speclib.evidence import engine_metrics as em
-from speclib.evidence import step_fit
-from speclib.evidence import validation as val
+from speclib.evidence import own_fit, spec_runs
 from speclib.tools import cli
 
 SAMPLES = Path(str(resources.files("speclib").joinpath("data", "samples")))
@@ -299,15 +299,26 @@ def test_a_missing_hardware_field_is_named(tmp_path, field):
 
 # --- speclib fit --model-config and the samples ---------------------------------------------------
 def _bench_sample(model, chip, B, gamma, accept=3.24, length=1024):
-    """TPOT of one sample run: the calibrated step written out by hand (the fit is not used)."""
+    """TPOT of one sample run: the calibrated step written out by hand (the fit is not used): the roofline at
+    the chip's datasheet speed (a chip the calibration has not seen), attention's factor and the time per MoE
+    layer of the shipped calibration for its vendor, the prefill of arriving requests at its roofline and the
+    shipped efficiency, and the sample's own a, d, e and a_d."""
+    shipped = cal.shipped_calibration()
     S = length + (length - 1) / 2
     sm = st.step_model(model, chip)
-    prefill = float(val.prefill_seconds(model, chip, B, length, length, 1)) * cal.shipped_calibration().prefill_factor
-    plain = float(sm.time(np.float64(B), np.float64(1), np.float64(S)))
+    nu, moe = shipped.attention_factor(chip), shipped.moe_layer(chip) * model.step_architecture().moe_layers
+    prefill = float(Deployment(model, chip).parallel_step().prefill_share(np.float64(B), length, length))
+    prefill *= shipped.prefill_factor
+
+    def kernels(T):
+        B_, T_, S_ = np.float64(B), np.float64(T), np.float64(S)
+        return float(sm.time(B_, T_, S_) + nu * sm.component_times(B_, T_, S_)["attention"]) + moe
+
+    plain = kernels(1)
     if not gamma:
         return (plain + STEP["a"] + STEP["d"] * B + prefill) * 1e3
-    verify = float(sm.time(np.float64(B), np.float64(gamma + 1), np.float64(S)))
-    draft = step_fit.DEFAULT_DRAFT_SHARE * gamma * (plain + STEP["a"] + STEP["d"] * B)
+    verify = kernels(gamma + 1)
+    draft = spec_runs.DEFAULT_DRAFT_SHARE * gamma * (plain + STEP["a"] + STEP["d"] * B)
     t = verify + STEP["a"] + STEP["d"] * B + STEP["e"] * B * gamma + draft + STEP["a_d"] * gamma
     return (t / accept + prefill) * 1e3
 
@@ -326,7 +337,7 @@ def test_fit_reads_a_model_config_and_a_hardware_config_and_recovers_the_step(ca
     code, text, err = run(capsys, "fit", *BENCH, "--model-config", QWEN_CONFIG, "--hardware-config", H20,
                           "--output", out)
     assert code == 0, err
-    got = step_fit.read_calibration(out)
+    got = own_fit.read_calibration(out)
     assert got.fixed_s["H20"]["vLLM"] == pytest.approx(STEP["a"], rel=1e-3)
     assert got.per_sequence_s == pytest.approx(STEP["d"], rel=1e-3)
     assert got.per_position_s == pytest.approx(STEP["e"], rel=1e-3)
@@ -337,7 +348,7 @@ def test_fit_reads_a_model_config_and_a_hardware_config_and_recovers_the_step(ca
     shutil.copy(H20, copy)
     code, _, err = run(capsys, "fit", *BENCH, "--model", "qwen3-30b-a3b", "--hardware-config", copy,
                        "--output", tmp_path / "preset.json")
-    by_name = step_fit.read_calibration(tmp_path / "preset.json")
+    by_name = own_fit.read_calibration(tmp_path / "preset.json")
     assert (by_name.fixed_s, by_name.per_sequence_s, by_name.per_position_s) == (got.fixed_s, got.per_sequence_s,
                                                                                  got.per_position_s)
 
@@ -360,7 +371,7 @@ def test_the_whole_path_on_the_samples(capsys, tmp_path):
     assert run(capsys, "fit", *BENCH, "--model-config", QWEN_CONFIG, "--hardware-config", H20,
                "--output", fitted)[0] == 0
     deployment = ["--model-config", QWEN_CONFIG, "--hardware-config", H20, "--seq", 2048, "--max-batch", 64,
-                  "--acceptance", curve, "--draft-cost", step_fit.DEFAULT_DRAFT_SHARE]
+                  "--acceptance", curve, "--draft-cost", spec_runs.DEFAULT_DRAFT_SHARE]
     code, text, err = run(capsys, "schedule", *deployment, "--calibration", fitted, "--engine", "vllm")
     assert code == 0, err
     config = json.loads(text[text.index("{"):])
@@ -368,8 +379,8 @@ def test_the_whole_path_on_the_samples(capsys, tmp_path):
     sched = speclib.schedule(seq=2048, alpha=speclib.SurvivalCurve([0.80, 0.62, 0.47, 0.35]), max_batch=64,
                              deployment=speclib.Deployment(presets.from_hf_config(QWEN_CONFIG),
                                                            presets.from_hardware_config(H20),
-                                                           step_time=step_fit.read_calibration(fitted),
-                                                           c_draft=step_fit.DEFAULT_DRAFT_SHARE))
+                                                           step_time=own_fit.read_calibration(fitted),
+                                                           c_draft=spec_runs.DEFAULT_DRAFT_SHARE))
     per_batch = {b: k for lo, hi, k in config["num_speculative_tokens_per_batch_size"] for b in range(lo, hi + 1)}
     assert [per_batch[b] for b in range(1, sched.max_batch + 1)] == [int(g) for g in sched.gamma_star]
     assert max(per_batch.values()) <= 4  # the curve has 4 positions

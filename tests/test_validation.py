@@ -1,9 +1,10 @@
 """The roofline against measured decode (speclib.validation).
 
 Independent routes: the predicted step is recomputed here from the preset's
-published parameter counts (total_params, the KV geometry) and the chip's
-datasheet bandwidth and peak, not through speclib.cost; the workload algebra
-against direct numeric sums; the loader against the raw JSON files.
+published parameter counts (total_params, the KV geometry), the chip's
+datasheet bandwidth and peak and the interconnect's measured all-reduce
+latency, not through speclib.core; the workload algebra against direct
+numeric sums; the loader against the raw JSON files.
 """
 import dataclasses
 import json
@@ -24,7 +25,10 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "decod
 def hand_step_seconds(model, hw, batch, context, tp, weight_bytes, kv_bytes, peak):
     """Whole-model decode step from published totals: decoder weights at
     ``weight_bytes``, output head in bf16, KV for every sequence; GEMMs at
-    ``peak``, the head at the bf16 peak, each its own max(compute, memory)."""
+    ``peak``, the head at the bf16 peak, each its own max(compute, memory).
+    The step's position attends over the cache and itself, ``context`` + 1
+    tokens (T = 1: S + ceil(T/2))."""
+    context = context + 1
     head_params = model.vocab_size * model.hidden_size
     decoder_params = model.total_params() - 2 * head_params  # minus input embedding and output head
     att = model.attention
@@ -46,7 +50,7 @@ def test_predicted_tpot_small_batch_is_bytes_over_bandwidth(chip):
     # and it is the memory term alone: the fp8 decoder (1 B each) plus the bf16
     # head (2 B each) weigh exactly total_params bytes, as the input embedding
     # the step does not read has as many parameters as the head; plus the KV
-    bytes_read = LLAMA.total_params() + 2048 * 2 * 8 * 128 * 80
+    bytes_read = LLAMA.total_params() + 2049 * 2 * 8 * 128 * 80
     assert got == pytest.approx(bytes_read / hw.memory_bandwidth, rel=1e-9)
 
 
@@ -58,12 +62,22 @@ def test_predicted_tpot_compute_bound_batch():
     assert got > validation.predicted_tpot(LLAMA, hw, 1, 0) * 5  # the FLOPs now dominate
 
 
-def test_tensor_parallel_divides_and_arrays_broadcast():
+#: NCCL's all-reduce of a small message on H200s (AIConfigurator's measured database, nccl-tests, NCCL
+#: 2.29.2, 2 KiB): 6.31, 9.59 and 15.98 us at 2, 4 and 8 GPUs.
+NCCL_H200_US = {2: 6.31, 4: 9.59, 8: 15.98}
+
+
+def test_tensor_parallel_divides_and_adds_the_all_reduces_and_arrays_broadcast():
+    # Llama's 8 KV heads split evenly over up to 8 GPUs, so every byte and FLOP divides by tp; the step then
+    # waits on two all-reduces per layer of every sequence's activations (8,192 bf16 values): a latency
+    # each, and a ring's 2 (tp - 1) / tp of the bytes over NVLink 4's 450 GB/s each way
     hw = presets.hardware("H200")
     batch = np.array([4.0, 64.0, 128.0])
     one = validation.predicted_tpot(LLAMA, hw, batch, 1536, tp=1)
     for tp in (2, 4, 8):
-        np.testing.assert_allclose(validation.predicted_tpot(LLAMA, hw, batch, 1536, tp=tp), one / tp, rtol=1e-14)
+        allreduce = 2 * 80 * (NCCL_H200_US[tp] * 1e-6 + 2 * (tp - 1) / tp * batch * 8192 * 2 / 450e9)
+        np.testing.assert_allclose(validation.predicted_tpot(LLAMA, hw, batch, 1536, tp=tp), one / tp + allreduce,
+                                   rtol=1e-12)
     grid = validation.predicted_tpot(LLAMA, hw, batch[:, None], np.array([1024.0, 8192.0])[None, :], tp=[[1], [2], [8]])
     assert grid.shape == (3, 2)
 
@@ -74,19 +88,19 @@ def test_kv_and_weight_formats():
     fp4 = validation.predicted_tpot(LLAMA, hw, 1, 0, precision="fp4")
     head = LLAMA.vocab_size * LLAMA.hidden_size
     decoder = LLAMA.total_params() - 2 * head
-    assert fp4 == pytest.approx((decoder * 4.5 / 8 + 2 * head) / hw.memory_bandwidth, rel=1e-9)  # NVFP4
+    one = 2 * 8 * 128 * 80  # the KV bytes of the one token the step attends to (its own, fp8)
+    assert fp4 == pytest.approx((decoder * 4.5 / 8 + 2 * head + one) / hw.memory_bandwidth, rel=1e-9)  # NVFP4
     mi355 = presets.hardware("MI355X")
     mx = validation.predicted_tpot(LLAMA, mi355, 1, 0, precision="fp4")
-    assert mx == pytest.approx((decoder * 4.25 / 8 + 2 * head) / mi355.memory_bandwidth, rel=1e-9)  # MXFP4
+    assert mx == pytest.approx((decoder * 4.25 / 8 + 2 * head + one) / mi355.memory_bandwidth, rel=1e-9)  # MXFP4
     kv8 = validation.predicted_tpot(LLAMA, hw, 32, 4096, kv_precision="fp8")
     kv16 = validation.predicted_tpot(LLAMA, hw, 32, 4096, kv_precision="bf16")
-    assert kv16 - kv8 == pytest.approx(32 * 4096 * 2 * 8 * 128 * 80 * (2 - 1) / hw.memory_bandwidth, rel=1e-9)
+    assert kv16 - kv8 == pytest.approx(32 * 4097 * 2 * 8 * 128 * 80 * (2 - 1) / hw.memory_bandwidth, rel=1e-9)
 
 
 @pytest.mark.parametrize(
     "kwargs, words",
     [
-        (dict(model="DeepSeek-V4-Flash"), "dense"),
         (dict(precision="int3"), "precision"),
         (dict(kv_precision="fp4"), "kv_precision"),
         (dict(tp=0), "tp"),

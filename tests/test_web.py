@@ -61,6 +61,10 @@ RANGES = {
     "t_0": (1e-4, 1e-1),
     # the extra positions' work below peak, and a fixed time scaled by layers
     "chi": (0, 50), "t_x": (1e-6, 1e-2), "a_0": (1e-4, 1e-2), "L": (1, 128), "L_ref": (1, 128),
+    # one GPU's share of a split step: its calibrated kernels, its collectives, the prefill's roofline
+    "mu": (1, 3), "nu": (0, 4), "t_r": (1e-4, 1e-1), "t_at": (1e-6, 1e-2), "l_c": (1e-6, 1e-3), "h": (1024, 16384),
+    "b_a": (1, 2), "Q_p": (1e8, 1e12), "d_n": (64, 256), "d_r": (32, 128), "n_tp": (1, 16), "I": (1, 32768),
+    "O": (1, 32768), "P_act": (1e9, 1e12), "P_peak": (1e14, 2e16),
 }
 INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d", "L_f", "L_csa", "L_hca", "L_w", "n", "n_f", "n_w",
            "n_c", "n_h", "n_m"}

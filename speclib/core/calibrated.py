@@ -45,6 +45,7 @@ import numpy as np
 
 from .._checks import checked_choice
 from ..formulas import numpy_functions as nf
+from ..presets import hardware as hardware_preset
 from .step import StepModel
 
 #: How a step's time is priced: the roofline (a lower bound) or the
@@ -76,7 +77,7 @@ def calibration_of(step_time):
 #: The constants one bootstrap draw holds (the rest are the calibration's own).
 DRAW_FIELDS = ("roofline_factor", "fixed_s", "per_sequence_s", "compute_factor", "per_position_s",
                "per_position_by_vendor", "extra_flops_by_vendor", "per_draft_pass_s", "prefill_factor",
-               "vendor_factor", "vendor_fixed_s")
+               "vendor_factor", "vendor_fixed_s", "moe_layer_s", "attention_factor_by_vendor")
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,12 @@ class Calibration:
     #: what the fit has seen: {"active_params": [lo, hi], "vendors": [...],
     #: "engines": [...], "batch": [lo, hi]}; beyond it a prediction extrapolates
     seen: dict = field(default_factory=dict)
+    #: a time per MoE layer per step by the chip's vendor (the kernels a
+    #: layer of routed experts adds, whatever the batch); empty: not a term
+    moe_layer_s: dict = field(default_factory=dict)
+    #: nu by the chip's vendor: how much slower again than the chip's
+    #: factor attention's kernels run; empty: not a term
+    attention_factor_by_vendor: dict = field(default_factory=dict)
     #: bootstrap draws of the constants (dicts of :data:`DRAW_FIELDS`), for intervals
     draws: tuple = ()
     #: the spread, in log speed-up, of a held-out run's error that the draws
@@ -150,12 +157,38 @@ class Calibration:
         engine = checked_choice("engine", engine, ENGINES)
         return self.shared_engines.get(engine, engine)
 
+    def peers(self, hardware) -> tuple:
+        """The fitted chips of ``hardware``'s generation (its own excluded)."""
+        generation = getattr(hardware, "generation", "")
+        if not generation:
+            return ()
+        out = []
+        for chip in self.roofline_factor:
+            try:
+                preset = hardware_preset(chip)
+            except ValueError:
+                continue
+            if preset.generation == generation and preset.name != hardware.name:
+                out.append(chip)
+        return tuple(out)
+
     def constants(self, hardware, engine: str = DEFAULT_ENGINE) -> tuple:
         """(mu, a, d) for ``hardware`` served by ``engine``: the chip's own,
-        or, for a chip the fit did not see, its vendor's (refused for a
-        vendor with none, and for an engine with no fixed time on it)."""
+        or, for a chip the fit did not see, the median of the fitted chips of
+        its generation (:attr:`speclib.presets.Hardware.generation`), else of
+        its vendor's (refused for a vendor with none, and for an engine with
+        no fixed time on it)."""
         used = self.engine_for(engine)
         chip = self._chip(hardware)
+        peers = self.peers(hardware) if chip is None else ()
+        if peers:
+            fixed = [self.fixed_s[p][used] for p in peers if used in self.fixed_s.get(p, {})]
+            vendor = self.vendor_fixed_s.get(getattr(hardware, "vendor", ""), {})
+            if not fixed and used not in vendor:
+                raise ValueError(f"engine {engine!r} was not measured on {hardware.generation} or "
+                                 f"{hardware.vendor} chips")
+            return (float(np.median([self.roofline_factor[p] for p in peers])),
+                    float(np.median(fixed)) if fixed else vendor[used], self.per_sequence_s)
         if chip is not None:
             fixed = self.fixed_s[chip]
             if used not in fixed:
@@ -183,6 +216,20 @@ class Calibration:
             return a
         return float(nf.fixed_by_layers(a, float(layers), self.fixed_layers_ref))
 
+    def attention_factor(self, hardware) -> float:
+        """nu for ``hardware``'s vendor (a vendor without its own: the
+        largest; 0: not a term of this fit)."""
+        if not self.attention_factor_by_vendor:
+            return 0.0
+        return self.attention_factor_by_vendor.get(hardware.vendor, max(self.attention_factor_by_vendor.values()))
+
+    def moe_layer(self, hardware) -> float:
+        """The time per MoE layer per step on ``hardware``'s vendor (a
+        vendor without its own: the largest; 0: not a term of this fit)."""
+        if not self.moe_layer_s:
+            return 0.0
+        return self.moe_layer_s.get(hardware.vendor, max(self.moe_layer_s.values()))
+
     def per_position(self, hardware) -> float:
         """e for ``hardware``: its vendor's, else the one for every chip."""
         return self.per_position_by_vendor.get(hardware.vendor, self.per_position_s)
@@ -198,8 +245,11 @@ class Calibration:
         extrapolates beyond what the fit has seen (empty: nothing)."""
         out = []
         if hardware is not None and self._chip(hardware) is None:
-            out.append(f"chip {hardware.name} is not in the fit: it takes the {hardware.vendor} chips' median "
-                       "roofline factor and fixed time")
+            peers = self.peers(hardware)
+            whose = (f"the {hardware.generation} chips' ({', '.join(peers)})" if peers
+                     else f"the {hardware.vendor} chips'")
+            out.append(f"chip {hardware.name} is not in the fit: it takes {whose} median roofline factor and "
+                       "fixed time")
         if self.shared_engines.get(engine):
             out.append(f"engine {engine} has no fixed time of its own: it shares {self.shared_engines[engine]}'s")
         seen = self.seen
@@ -235,8 +285,8 @@ class Calibration:
                "compute_factor": self.compute_factor, "per_position_s": self.per_position_s,
                "per_draft_pass_s": self.per_draft_pass_s, "prefill_factor": self.prefill_factor,
                "label": self.label}
-        for name in ("per_position_by_vendor", "extra_flops_by_vendor", "shared_engines", "vendor_factor",
-                     "vendor_fixed_s", "seen"):
+        for name in ("per_position_by_vendor", "extra_flops_by_vendor", "moe_layer_s", "attention_factor_by_vendor",
+                     "shared_engines", "vendor_factor", "vendor_fixed_s", "seen"):
             if getattr(self, name):
                 out[name] = getattr(self, name)
         if self.fixed_layers_ref:
@@ -260,6 +310,8 @@ class Calibration:
                    prefill_factor=float(data.get("prefill_factor", 1.0)), label=str(data.get("label", "")),
                    per_position_by_vendor=floats(data.get("per_position_by_vendor", {})),
                    extra_flops_by_vendor=floats(data.get("extra_flops_by_vendor", {})),
+                   moe_layer_s=floats(data.get("moe_layer_s", {})),
+                   attention_factor_by_vendor=floats(data.get("attention_factor_by_vendor", {})),
                    fixed_layers_ref=float(data.get("fixed_layers_ref", 0.0)),
                    shared_engines=dict(data.get("shared_engines", {})),
                    vendor_factor=floats(data.get("vendor_factor", {})),
@@ -353,31 +405,40 @@ def shipped_calibration() -> Calibration:
 
 
 class CalibratedStepModel:
-    """A :class:`StepModel` of one GPU's share of a step over ``tp`` GPUs,
-    calibrated: ``mu * roofline / tp + a + d * B + ...`` (see the module notes)."""
+    """One GPU's share of a step of B sequences of T positions, calibrated:
+    ``mu * kernels + kappa * flops + a + d * B + e * B * (T - 1) + ...`` plus
+    the collectives it waits on (see the module notes). ``step``: the
+    :class:`~speclib.core.layout.ParallelStep` (one GPU's share of the
+    whole model's step under the deployment's layout)."""
 
     roofline = "calibrated"
 
-    def __init__(self, step_model: StepModel, hardware, *, tp: int = 1, engine: str = DEFAULT_ENGINE,
-                 calibration: Calibration = None, per_token: bool = False):
+    def __init__(self, step, hardware, *, engine: str = DEFAULT_ENGINE, calibration: Calibration = None,
+                 per_token: bool = False):
         self.per_token = bool(per_token)
-        self.step_model = step_model
-        self.architecture = step_model.architecture
+        self.step = step
+        self.step_model = step.step_model
+        self.architecture = step.architecture
         self.hardware = hardware
-        self.tp = int(tp)
+        self.tp = step.tp
         self.engine = checked_choice("engine", engine, ENGINES)
         self.calibration = calibration or shipped_calibration()
         self.factor, _, self.per_sequence = self.calibration.constants(hardware, self.engine)
         a = self.architecture
-        self.fixed = self.calibration.fixed(hardware, self.engine, a.attention_layers + a.linear_layers)
+        self.fixed = (self.calibration.fixed(hardware, self.engine, a.attention_layers + a.linear_layers)
+                      + self.calibration.moe_layer(hardware) * a.moe_layers)
         self.compute_factor = self.calibration.compute_factor
+        self.attention_factor = self.calibration.attention_factor(hardware)
         self.per_position = self.calibration.per_position(hardware)
         self.extra_flops_factor = self.calibration.extra_flops(hardware)
         self.per_draft_pass = self.calibration.per_draft_pass_s
 
+    def experts_touched(self, B, T, F=nf):
+        return self.step.experts_touched(B, T, F)
+
     def scaled(self, seconds):
-        """Roofline seconds of the whole step as this GPU's calibrated kernel time."""
-        return self.factor * seconds / self.tp
+        """Roofline seconds of a whole-model pass as this GPU's calibrated kernel time."""
+        return self.factor * self.step.scaled(seconds)
 
     def overhead(self, B, T=1.0):
         """The step's fixed, per-sequence (per position with ``per_token``)
@@ -385,8 +446,12 @@ class CalibratedStepModel:
         return self.fixed + self.per_sequence * B * (T if self.per_token else 1.0) + self.extra_positions(B, T)
 
     def component_times(self, B, T, S, F=nf) -> dict:
-        """{part: seconds}: the roofline components scaled, then the overheads."""
-        parts = {name: self.scaled(t) for name, t in self.step_model.component_times(B, T, S, F).items()}
+        """{part: seconds}: this GPU's roofline components scaled, its
+        collectives, then the overheads."""
+        scale = {"communication": lambda t: t,
+                 "attention": lambda t: F.kernel_time(self.factor, t, self.attention_factor, t)}
+        parts = {name: scale.get(name, lambda t: self.factor * t)(t)
+                 for name, t in self.step.component_times(B, T, S, F).items()}
         if self.compute_factor:
             parts["compute not hidden"] = self.compute(B, T, S, F)
         parts["fixed per step"] = self.fixed + 0.0 * B
@@ -399,33 +464,39 @@ class CalibratedStepModel:
         return parts
 
     def compute(self, B, T, S, F=nf):
-        """kappa x the step's FLOPs at peak, this GPU's share."""
+        """kappa x this GPU's FLOPs at peak."""
         if not self.compute_factor:
             return 0.0 * B
-        return self.compute_factor * self.step_model.flop_time(B, T, S, F) / self.tp
+        return self.compute_factor * self.step.flop_time(B, T, S, F)
 
     def extra_work(self, B, T, S, F=nf):
         """t_x: the FLOPs the T - 1 extra positions add, at peak, this GPU's
         share (:data:`speclib.formulas.step.extra_positions_time_expr`)."""
         if not self.extra_flops_factor:
             return 0.0 * B * T
-        return (self.step_model.flop_time(B, T, S, F) - self.step_model.flop_time(B, 1.0 + 0.0 * T, S, F)) / self.tp
+        return self.step.flop_time(B, T, S, F) - self.step.flop_time(B, 1.0 + 0.0 * T, S, F)
 
     def extra_positions(self, B, T):
         """e x B x (T - 1): each verified position past the first."""
         return self.per_position * B * (T - 1.0)
 
+    def kernels(self, B, T, S, F=nf):
+        """t_k: this GPU's kernel time, calibrated (:data:`speclib.formulas.step.kernel_time_expr`)."""
+        attention = self.step.component_times(B, T, S, F)["attention"] if self.attention_factor else 0.0
+        return F.kernel_time(self.factor, self.step.kernel_time(B, T, S, F), self.attention_factor, attention)
+
     def time(self, B, T, S, F=nf):
-        """Seconds of the step (``F``: see :meth:`speclib.core.step.StepModel.experts_touched`);
-        :data:`speclib.formulas.step.engine_step_expr`."""
-        return F.engine_step(self.scaled(self.step_model.time(B, T, S, F)), self.compute(B, T, S, F), self.fixed,
+        """Seconds of the step (``F``: see :meth:`speclib.core.step.StepModel.experts_touched`):
+        :data:`speclib.formulas.step.engine_step_expr` and the collectives."""
+        return F.engine_step(self.kernels(B, T, S, F), self.compute(B, T, S, F), self.fixed,
                              self.per_sequence * (T if self.per_token else 1.0), self.per_position, B, T,
-                             self.extra_flops_factor, self.extra_work(B, T, S, F))
+                             self.extra_flops_factor, self.extra_work(B, T, S, F)) + self.step.communication(B, T, F)
 
 
 class ScaledDrafter:
     """A drafter priced by its own roofline, its passes run at the calibrated
-    chip's speed on ``tp`` GPUs (no fixed time of their own; see the module notes)."""
+    chip's speed, split over the group's GPUs (no fixed time of their own;
+    see the module notes)."""
 
     def __init__(self, drafter, target: CalibratedStepModel):
         self.inner = drafter
@@ -438,27 +509,6 @@ class ScaledDrafter:
 
     def passes(self, gamma, F=nf):
         return self.inner.passes(gamma, F)
-
-
-class TensorParallelStep:
-    """The roofline step of one GPU's share over ``tp`` GPUs: bytes and FLOPs
-    split evenly, so the time divides by ``tp`` (no communication charged)."""
-
-    def __init__(self, step_model: StepModel, tp: int):
-        self.step_model = step_model
-        self.architecture = step_model.architecture
-        self.hardware = step_model.hardware
-        self.roofline = step_model.roofline
-        self.tp = int(tp)
-
-    def scaled(self, seconds):
-        return seconds / self.tp
-
-    def component_times(self, B, T, S, F=nf) -> dict:
-        return {name: t / self.tp for name, t in self.step_model.component_times(B, T, S, F).items()}
-
-    def time(self, B, T, S, F=nf):
-        return self.step_model.time(B, T, S, F) / self.tp
 
 
 class CalibratedLedger:
@@ -482,7 +532,9 @@ class CalibratedLedger:
         self.engine = checked_choice("engine", engine, ENGINES)
         self.calibration = calibration or shipped_calibration()
         self.factor, _, self.per_sequence = self.calibration.constants(self.hardware, self.engine)
-        self.fixed = self.calibration.fixed(self.hardware, self.engine, self.layers)
+        moe_layers = self.layers if cost_model.model.ffn.is_moe else 0.0  # the ledger's layer stands for every layer
+        self.fixed = (self.calibration.fixed(self.hardware, self.engine, self.layers)
+                      + self.calibration.moe_layer(self.hardware) * moe_layers)
         if self.calibration.extra_flops(self.hardware):
             raise ValueError("step_time: this calibration charges the extra verified positions' FLOPs, which the "
                              "per-layer ledger does not count; give the model and hardware instead of cost_model")

@@ -29,13 +29,14 @@ from dataclasses import KW_ONLY, dataclass
 import numpy as np
 
 from .._checks import checked_choice, checked_int
-from ..presets import Drafter, drafter as drafter_preset, resolve
+from ..presets import Drafter, KV_BYTES, PRECISIONS, drafter as drafter_preset, resolve
 from . import calibrated as _cal
 from . import capacity as _capacity
 from . import cost as _cost
 from . import drafters as _draft
 from . import moe as _moe
 from . import step as _step
+from .layout import Layout, ParallelStep
 from .pricing import LedgerPricing, StepPricing
 
 
@@ -75,6 +76,13 @@ class Deployment:
     ``cost_model`` (:func:`speclib.core.parallel.expert_parallel_cost_model`),
     price its all-to-all with its interconnect's latency (True) or by
     bandwidth alone (False); None keeps the cost model's own choice.
+    ``ep`` and ``dp_attention``: how the engine splits the model over the
+    ``tp`` GPUs (:class:`speclib.core.layout.Layout`: experts whole over
+    ``ep`` GPUs, attention by sequence); the default is plain tensor
+    parallelism. ``weights`` and ``kv_cache``: the precision of the
+    checkpoint's decoder weights (``"bf16"``, ``"fp8"``, ``"fp4"``) and of
+    the KV cache (``"bf16"``, ``"fp8"``) as served (None: the preset's own;
+    :meth:`speclib.presets.Model.quantised`).
 
     A drafter preset, the aggregate rule, a hybrid model, a calibrated step
     or a routing price the whole model's step (:attr:`whole_step`).
@@ -96,6 +104,10 @@ class Deployment:
     rollback: str = _step.DEFAULT_ROLLBACK
     attention: str = "paper"
     comm_latency: bool | None = None
+    ep: int = 1
+    dp_attention: bool = False
+    weights: str | None = None
+    kv_cache: str | None = None
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen
@@ -133,12 +145,21 @@ class Deployment:
                                  "has none")
             put("comm_latency", bool(self.comm_latency))
             put("cost_model", self.cost_model.with_latency(self.comm_latency))
+        for name in ("weights", "kv_cache"):
+            if getattr(self, name) is not None:
+                put(name, checked_choice(name, getattr(self, name),
+                                         PRECISIONS if name == "weights" else tuple(KV_BYTES)))
+        put("layout", Layout(self.tp, self.ep, self.dp_attention))
+        put("ep", self.layout.ep)
+        put("dp_attention", self.layout.dp_attention)
         if self.cost_model is not None:
             self._check_cost_model()
         else:
             model, hardware = resolve(self.model, self.hardware)
+            model = model.quantised(self.weights, self.kv_cache, hardware.vendor)
             put("model", model)
             put("hardware", hardware)
+            self.layout.check(model.step_architecture())
             if self.routing is not None:
                 if not model.ffn.is_moe:
                     raise ValueError(f"routing is for mixture-of-experts models; {model.name} is dense")
@@ -171,9 +192,9 @@ class Deployment:
         if self.drafter is not None or self.roofline != "per-component":
             raise ValueError("cost_model prices the paper's per-layer ledger; drafter= and roofline='aggregate' "
                              "price the whole model's step")
-        if self.routing is not None or self.tp != 1:
-            raise ValueError("cost_model prices the paper's per-layer ledger on one GPU; tp= and routing= price the "
-                             "whole model's step")
+        if self.routing is not None or self.tp != 1 or self.weights or self.kv_cache:
+            raise ValueError("cost_model prices the paper's per-layer ledger on one GPU; tp=, routing=, weights= "
+                             "and kv_cache= price the whole model's step")
         if self.query_bytes:
             raise ValueError("query_bytes must be False with cost_model (the cost model already fixes whether the "
                              "query bytes count)")
@@ -190,7 +211,7 @@ class Deployment:
         if self.cost_model is not None:
             return False
         return (self.drafter is not None or self.roofline != "per-component" or self.model.is_hybrid
-                or self.step_time != "roofline" or self.routing is not None)
+                or self.step_time != "roofline" or self.routing is not None or not self.layout.plain)
 
     def pricing(self, c_draft=None, *, whole_step: bool = False):
         """How a speculative step of this deployment is priced: a
@@ -233,13 +254,28 @@ class Deployment:
         base = _step.step_model(m, hw, roofline=self.roofline, routing=self.routing, rollback=self.rollback)
         calibration = _cal.calibration_of(self.step_time)
         if calibration is not None:
-            target = _cal.CalibratedStepModel(base, hw, tp=self.tp, engine=self.engine, calibration=calibration)
+            target = _cal.CalibratedStepModel(self.parallel_step(), hw, engine=self.engine, calibration=calibration)
         else:
-            target = base if self.tp == 1 else _cal.TensorParallelStep(base, self.tp)
+            target = base if self.tp == 1 else self.parallel_step()
         drafting = _draft.resolve_drafter(self.drafter, c, hw, roofline=self.roofline)
         if target is not base and isinstance(drafting, _draft.PricedDrafter):
             drafting = _cal.ScaledDrafter(drafting, target)
         return StepPricing(target, drafting)
+
+    def parallel_step(self) -> ParallelStep:
+        """One GPU's share of the whole model's step under this deployment's
+        layout, at the roofline (its collectives included): what the
+        calibrated step scales and the prefill of arriving requests is priced on."""
+        if self.cost_model is not None:
+            raise ValueError("cost_model prices the paper's per-layer ledger; the whole model's step needs the "
+                             "model and hardware")
+        cached = self.__dict__.get("_parallel")
+        if cached is None:
+            base = _step.step_model(self.model, self.hardware, roofline=self.roofline, routing=self.routing,
+                                    rollback=self.rollback)
+            cached = ParallelStep(base, self.layout)
+            object.__setattr__(self, "_parallel", cached)
+        return cached
 
     # --- as a value ---------------------------------------------------------------------
     def replace(self, **changes) -> "Deployment":

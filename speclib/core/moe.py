@@ -201,3 +201,70 @@ def knees(model=None, hardware=None) -> dict:
         "moe_ridge": hi,
         "slope_ratio": float(nf.moe_slope_ratio(k, E, n_s)),
     }
+
+
+# --- experts split over GPUs: the most loaded GPU ------------------------------------------
+
+#: Points of the quadrature that takes an expected maximum of normal loads.
+_QUADRATURE = 2001
+
+
+def normal_max_constant(n: int) -> float:
+    """c_n, the expected maximum of ``n`` independent standard normals (0 at
+    one; 0.5642 at two, 1.4236 at eight): :func:`max_of_normals` of ``n``
+    standard normals."""
+    n = checked_int("n", n, lo=1)
+    return float(max_of_normals(np.zeros(n), np.ones(n)))
+
+
+def max_of_normals(means, sds) -> np.ndarray:
+    """The expected maximum of independent normal loads of ``means`` and
+    ``sds`` (along the last axis; other axes broadcast), by quadrature of
+    E[max] = x0 + int_x0^inf (1 - F) - int_-inf^x0 F, F the product of the
+    loads' normal distribution functions."""
+    means, sds = np.broadcast_arrays(np.asarray(means, dtype=float), np.asarray(sds, dtype=float))
+    from math import erf, sqrt
+
+    Phi = np.vectorize(lambda z: 0.5 * (1.0 + erf(z / sqrt(2.0))), otypes=[float])
+    lo = (means - 8.0 * sds).min(axis=-1, keepdims=True)
+    hi = (means + 8.0 * sds).max(axis=-1, keepdims=True)
+    hi = np.where(hi > lo, hi, lo + 1.0)
+    x = lo + (hi - lo) * np.linspace(0.0, 1.0, _QUADRATURE)  # (..., points)
+    z = (x[..., None, :] - means[..., :, None]) / np.where(sds > 0, sds, 1.0)[..., :, None]
+    cdf = np.where(sds[..., :, None] > 0, Phi(z), (x[..., None, :] >= means[..., :, None]).astype(float))
+    F = cdf.prod(axis=-2)
+    return lo[..., 0] + np.trapezoid(1.0 - F, x, axis=-1)
+
+
+def rank_max_load(tokens, k, E, G, routing=None) -> tuple:
+    """The most loaded of ``G`` GPUs that hold E / G of the routed experts
+    each, when ``tokens`` tokens each pick ``k``: (the expected number of its
+    experts the tokens touch, never more than E / G, and the expected number
+    of token picks it serves over the mean, tokens x k / G). Uniform routing
+    (``routing`` None) or a measured popularity (one share per expert, as
+    :func:`experts_activated` takes it; the measured shares are ranked, not
+    by expert, so they are dealt to the GPUs round-robin, the placement that
+    spreads the popular experts). Each GPU's loads are taken as normal about
+    their mean (:data:`speclib.formulas.moe.rank_max_expr`); one GPU is the
+    whole load, exactly."""
+    tokens = np.asarray(tokens, dtype=float)
+    G = checked_int("G", G, lo=1, hi=E)
+    if G == 1:
+        return experts_activated(tokens, k, E, routing) + 0.0 * tokens, np.ones(tokens.shape)
+    values, inverse = np.unique(tokens, return_inverse=True)
+    if routing is None:
+        shares = np.full(E, 1.0 / E)
+    else:
+        shares = check_routing(routing, E, k)
+    blocks = [np.arange(g, E, G) for g in range(G)]
+    hit = nf.expert_hit_probability(values[:, None], np.minimum(k * shares, 1.0)[None, :])  # (N, E)
+    if routing is None:  # every GPU alike: the closed form
+        touched = np.minimum(nf.rank_max_touched(float(E), float(G), hit[:, 0], normal_max_constant(G)), E / G)
+    else:
+        mean = np.stack([hit[:, b].sum(axis=1) for b in blocks], axis=-1)
+        var = np.stack([(hit[:, b] * (1 - hit[:, b])).sum(axis=1) for b in blocks], axis=-1)
+        touched = np.minimum(max_of_normals(mean, np.sqrt(var)), max(len(b) for b in blocks))
+    picks = values[:, None] * k
+    share = np.array([shares[b].sum() for b in blocks])[None, :]
+    served = max_of_normals(picks * share, np.sqrt(picks * share * (1 - share))) / (picks[:, 0] / G)
+    return touched[inverse].reshape(tokens.shape), served[inverse].reshape(tokens.shape)

@@ -108,6 +108,10 @@ class StepModel:
         a = architecture
         self._precision = {"dense": a.dense_precision, "ffn": a.ffn_precision, "attention": a.attention_precision}
         self._peak = {name: hardware.peak_flops(p) for name, p in self._precision.items()}
+        if a.bf16_params and a.dense_params:  # the head and routers in bf16: the dense FLOPs' mean peak
+            rest = a.dense_params - a.bf16_params
+            self._peak["dense"] = a.dense_params / (rest / self._peak["dense"] + a.bf16_params
+                                                    / hardware.peak_flops("bf16"))
 
     def experts_touched(self, B, T, F=nf):
         """Distinct routed experts a step touches (0 without routed experts).
@@ -161,13 +165,32 @@ class StepModel:
 
     def time(self, B, T, S, F=nf):
         """Seconds of the step."""
-        if self.roofline == "per-component":
-            return sum(self.component_times(B, T, S, F).values())
-        streams = {}
-        for name, (flops, moved) in self.components(B, T, S, F).items():
-            total, bytes_ = streams.get(self._precision[name], (0.0, 0.0))
-            streams[self._precision[name]] = (total + flops, bytes_ + moved)
+        return self.compose(self.components(B, T, S, F), F)
+
+    def compose(self, parts: dict, F=nf):
+        """Seconds of {component: (FLOPs, bytes)} by this model's rule: each
+        component its own roofline (per-component), or one roofline per
+        precision stream (aggregate), the dense weights kept in bf16 (the
+        output head and routers of an fp8 or fp4 checkpoint) in the bf16
+        stream."""
         M = self.hardware.memory_bandwidth
+        if self.roofline == "per-component":
+            return sum(F.roofline_time(flops, moved, self._peak[name], M) for name, (flops, moved) in parts.items())
+        a = self.architecture
+        streams = {}
+
+        def add(precision, flops, moved):
+            total, bytes_ = streams.get(precision, (0.0, 0.0))
+            streams[precision] = (total + flops, bytes_ + moved)
+
+        for name, (flops, moved) in parts.items():
+            if name == "dense" and a.bf16_params and a.dense_precision != "bf16":
+                f16 = a.bf16_params / a.dense_params  # FLOPs go with the weights
+                b16 = a.bf16_params * 2.0 / (a.dense_params * a.dense_bytes)
+                add("bf16", f16 * flops, b16 * moved)
+                add(a.dense_precision, (1 - f16) * flops, (1 - b16) * moved)
+            else:
+                add(self._precision[name], flops, moved)
         return sum(F.roofline_time(flops, moved, self.hardware.peak_flops(p), M)
                    for p, (flops, moved) in streams.items())
 

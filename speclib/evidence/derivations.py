@@ -41,7 +41,7 @@ from ..formulas import moe as _moe
 from ..formulas import speculation as _spec
 from ..formulas import parallel as _par
 from ..formulas import workload as _work
-from ..presets import LLAMA_3_70B, GQAAttention, MLAAttention, default_interconnect, resolve
+from ..presets import KV_BYTES, LLAMA_3_70B, GQAAttention, MLAAttention, default_interconnect, resolve, weight_bytes_for
 from ..presets import interconnect as presets_interconnect
 from ..core import parallel as _parallel_core
 from . import validation as _val
@@ -1067,13 +1067,15 @@ def decode_workload(model=_val.MEASURED_MODEL, hardware="H200", precision="fp8",
     """The workload algebra of the measured-decode chapter and the
     whole-model step, as a sympy step list."""
     model, hw = resolve(model, hardware)
-    _val._check_dense(model)
+    if model.ffn.is_moe:
+        raise ValueError(f"decode_workload covers dense models (every weight read each step); {model.name} is a "
+                         "mixture of experts")
     S_bar, B_dec = sp.symbols("Sbar B_decode")
-    wb = _val.weight_bytes_for(precision, hw)
+    wb = weight_bytes_for(precision, hw.vendor)
     head = model.vocab_size * model.hidden_size
     decoder = model.total_params() - 2 * head
     weights_gb = sp.Float((decoder * wb + head * 2.0) / 1e9, 6)
-    kv_per_token = model.context_bytes / model.attention.kv_bytes * _val.KV_BYTES[kv_precision] * model.n_layers
+    kv_per_token = model.context_bytes / model.attention.kv_bytes * KV_BYTES[kv_precision] * model.n_layers
     steps = [
         Step("context", "Mean cached context over a request's O decode steps (sympy summation)",
              (S_bar, sp.Sum(_work.I_in + _work._j, (_work._j, 0, _work.O_out - 1)) / _work.O_out,

@@ -37,8 +37,8 @@ from ..core import calibrated as _cal
 from ..core import drafters as _draft
 from ..core import parallel as _par
 from ..core import speculation as _spec
-from ..core import step as _step
 from ..core import cost as _cost
+from ..core.deployment import Deployment
 from ..presets import resolve
 
 #: How a run is priced (see the module notes).
@@ -163,7 +163,10 @@ def _pricing(r: EngineRun, how: str, fixed_s: float = 0.0):
         if r.expert_parallel:
             return _spec.LedgerPricing(_cal.CalibratedLedger(_ledger(r), per_token=per_token), drafter)
         model, hw = resolve(r.model, r.hardware)
-        target = _cal.CalibratedStepModel(_step.step_model(model, hw), hw, tp=r.gpus, per_token=per_token)
+        step = Deployment(model, hw, tp=r.gpus).parallel_step()
+        engine = {"TensorRT-LLM": "TRT"}.get(r.engine, r.engine)
+        target = _cal.CalibratedStepModel(step, hw, engine=engine if engine in _cal.ENGINES else _cal.DEFAULT_ENGINE,
+                                          per_token=per_token)
         return _spec.StepPricing(target, drafter)
     return _spec.LedgerPricing(_AnchoredLedger(_ledger(r), _seconds_per_layer_cost(r), fixed_s), drafter)
 

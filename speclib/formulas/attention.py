@@ -74,6 +74,11 @@ mqa_form_flops_expr = T * S * mla_flops_per_pair_expr
 mha_form_flops_expr = S * 2 * d_c * n_h * (d_n + d_v) + T * S * 2 * n_h * ((d_n + d_r) + d_v)
 #: Verify width past which the up-projected (MHA) form is cheaper.
 mha_form_crossover_expr = sp.simplify(sp.solve(sp.Eq(mqa_form_flops_expr, mha_form_flops_expr), T)[0])
+#: FLOPs per query-key pair of the up-projected form once the keys and values
+#: are up-projected (a prompt's prefill runs it: with as many queries as keys
+#: the up-projection is paid once per key and amortised, and the per-pair work
+#: of the absorbed form, on the 512-wide latent, would be larger).
+mha_flops_per_pair_expr = 2 * n_h * ((d_n + d_r) + d_v)
 
 # --- DeepSeek-V4's compressed variants: the context each one attends over ---
 c_hca = sp.Symbol("c_HCA", positive=True)  # HCA compression ratio along the sequence

@@ -103,6 +103,8 @@ NUMERIC = (
     Formula("mla_context_bytes", _a.mla_context_bytes_expr, (_a.d_c, _a.d_r, _a.b_kv), "MLA m_c"),
     Formula("mla_query_bytes", _a.mla_query_bytes_expr, (_a.n_h, _a.d_c, _a.d_r, _a.b_q), "MLA m_q"),
     Formula("mla_flops_per_pair", _a.mla_flops_per_pair_expr, (_a.n_h, _a.d_c, _a.d_r), "MLA f"),
+    Formula("mha_flops_per_pair", _a.mha_flops_per_pair_expr, (_a.n_h, _a.d_n, _a.d_r, _a.d_v),
+            "MLA's up-projected (prefill) form: FLOPs per query-key pair"),
     Formula("gqa_context_bytes", _a.gqa_context_bytes_expr, (_a.n_kv, _a.d_h, _a.b_kv), "GQA m_c"),
     Formula("gqa_query_bytes", _a.gqa_query_bytes_expr, (_a.n_h, _a.d_h, _a.b_q), "GQA m_q"),
     Formula("gqa_flops_per_pair", _a.gqa_flops_per_pair_expr, (_a.n_h, _a.d_h), "GQA f"),
@@ -118,6 +120,8 @@ NUMERIC = (
             "survival of draft position d under i.i.d. acceptance"),
     # --- pricing a step (speclib.formulas.cost, .parallel) ---
     *_rooflines(),
+    Formula("rank_max_touched", _m.rank_max_expr, (_m.E, _m.G, _m.h_i, _m.c_G),
+            "expected experts touched on the most loaded of G GPUs holding E / G routed experts each"),
     Formula("local_experts", _m.numeric_form(_par.local_experts_expr), (_par.t, _m.k, _m.E, _par.G),
             "distinct routed experts one GPU of an expert-parallel group reads"),
     Formula("comm_cost", _par.comm_cost_expr, _par.COMM_ARGS, "all-to-all time of a step, HBM byte-equivalents"),
@@ -147,6 +151,8 @@ NUMERIC = (
     Formula("engine_step", _s.engine_step_expr, (_s.t_k, _s.t_c, _s.a, _s.d, _s.e, _s.B, _s.T, _s.chi, _s.t_x),
             "the calibrated engine step: kernels, compute not hidden, fixed, per sequence, per extra position, "
             "the extra positions' work below peak"),
+    Formula("kernel_time", _s.kernel_time_expr, (_s.mu, _s.t_r, _s.nu, _s.t_at),
+            "one GPU's calibrated kernel time"),
     Formula("fixed_by_layers", _s.fixed_by_layers_expr, (_s.a_0, _s.L, _s.L_ref),
             "a fixed time per step measured on a model of L_ref layers, for a model of L"),
     Formula("attended_context", _s.attended_context_expr, (_s.S, _s.T),
@@ -216,6 +222,15 @@ NUMERIC = (
     Formula("prefill_share_seconds", _work.prefill_share_seconds_expr,
             (_work.B_dec, _work.I_in, _work.O_out, _work.P_act, _work.L_att, _work.f_pair, _work.n_tp, _work.peak_p),
             "seconds of prefill one closed-loop decode step of B sequences carries, at peak"),
+    Formula("prefill_share_roofline", _work.prefill_share_roofline_expr,
+            (_work.B_dec, _work.I_in, _work.O_out, _work.P_act, _work.L_att, _work.f_pair, _work.n_tp, _work.peak_p,
+             _work.Q_p, _work.M_bw),
+            "seconds of prefill one closed-loop decode step of B sequences carries, by its roofline"),
+    # --- one GPU's share of a step split over GPUs (speclib.core.layout) ---
+    Formula("gqa_kv_share", _s.gqa_kv_share_expr, (_s.n_tp, _s.n_kv),
+            "share of a grouped-query layer's KV cache one of n_tp GPUs reads"),
+    Formula("allreduce_time", _s.allreduce_time_expr, (_s.n_c, _s.l_c, _s.n_tp, _s.B, _s.T, _s.h_a, _s.b_a, _s.W_link),
+            "seconds of a step's tensor-parallel all-reduces"),
 )
 
 FORMULAS = {formula.name: formula for formula in NUMERIC}

@@ -117,3 +117,22 @@ def numeric_form(expr, miss=miss_probability_expr):
     expr = expr.replace(is_complement, complement)
     expr = expr.replace(is_miss_power, lambda e: sp.exp(e.exp * log_miss))
     return expr.replace(lambda e: isinstance(e, sp.log) and e.args[0] == miss, lambda e: log_miss)
+
+
+# --- experts split over GPUs: the most loaded GPU (speclib.core.layout) ---------------------
+G = sp.Symbol("G", positive=True)  # GPUs the routed experts are split over, whole (expert parallelism)
+h_i = sp.Symbol("h", positive=True)  # the chance one expert is touched by the step's tokens
+c_G = sp.Symbol("c_G", nonnegative=True)  # the expected maximum of G independent standard normals
+#: The routed experts one of G GPUs holds (E / G of them) that the step's
+#: tokens touch: a sum of E / G indicators, each 1 with probability h, so of
+#: mean (E / G) h and, the experts taken as independent (one token's k picks
+#: are slightly anti-correlated, which this overstates), variance
+#: (E / G) h (1 - h).
+rank_touched_mean_expr = E / G * h_i
+rank_touched_variance_expr = E / G * h_i * (1 - h_i)
+#: The step waits for the most loaded GPU: the expected maximum over G GPUs
+#: of loads normally distributed about their mean, c_G standard deviations
+#: above it (c_G = E[max of G standard normals]: 0 at one GPU, 0.564 at
+#: two, 1.424 at eight).
+rank_max_expr = rank_touched_mean_expr + c_G * sp.sqrt(rank_touched_variance_expr)
+

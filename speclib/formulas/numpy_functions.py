@@ -30,6 +30,7 @@ ARGUMENTS = {
     'mla_context_bytes': ('d_c', 'd_r', 'b_kv'),
     'mla_query_bytes': ('n_h', 'd_c', 'd_r', 'b_q'),
     'mla_flops_per_pair': ('n_h', 'd_c', 'd_r'),
+    'mha_flops_per_pair': ('n_h', 'd_n', 'd_r', 'd_v'),
     'gqa_context_bytes': ('n_kv', 'd_h', 'b_kv'),
     'gqa_query_bytes': ('n_h', 'd_h', 'b_q'),
     'gqa_flops_per_pair': ('n_h', 'd_h'),
@@ -50,6 +51,7 @@ ARGUMENTS = {
     'served_attn_slope': ('B', 'q', 'S', 'm_c', 'm_q', 'f', 'R', 'm_ci', 'm_qi', 'f_i', 'c_CSA', 'c_HCA', 'K_CSA', 'W_win', 'n_f', 'n_w', 'n_c', 'n_h'),
     'ep_moe_cost': ('t', 'k', 'E', 'n_s', 'W_E', 'b', 'R', 'G'),
     'ep_moe_slope': ('t', 'k', 'E', 'n_s', 'W_E', 'b', 'R', 'G'),
+    'rank_max_touched': ('E', 'G', 'h', 'c_G'),
     'local_experts': ('t', 'k', 'E', 'G'),
     'comm_cost': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L'),
     'comm_slope': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L'),
@@ -63,6 +65,7 @@ ARGUMENTS = {
     'throughput': ('B', 'N', 'C_gamma'),
     'roofline_time': ('F', 'Q', 'P', 'M'),
     'engine_step': ('t_k', 't_c', 'a', 'd', 'e', 'B', 'T', 'chi', 't_x'),
+    'kernel_time': ('mu', 't_r', 'nu', 't_at'),
     'fixed_by_layers': ('a_0', 'L', 'L_ref'),
     'attended_context': ('S', 'T'),
     'experts_touched': ('B', 'T', 'k', 'E'),
@@ -95,6 +98,9 @@ ARGUMENTS = {
     'mean_decode_context': ('I', 'O'),
     'littles_law_batch': ('X', 'n_tp', 'I', 'O', 'tau'),
     'prefill_share_seconds': ('B', 'I', 'O', 'P_act', 'L_a', 'f', 'n_tp', 'P_peak'),
+    'prefill_share_roofline': ('B', 'I', 'O', 'P_act', 'L_a', 'f', 'n_tp', 'P_peak', 'Q_p', 'M'),
+    'gqa_kv_share': ('n_tp', 'n_kv'),
+    'allreduce_time': ('n_c', 'l_c', 'n_tp', 'B', 'T', 'h', 'b_a', 'W'),
 }
 
 
@@ -258,6 +264,14 @@ def mla_flops_per_pair(n_h, d_c, d_r):
     return 2*n_h*(2*d_c + d_r)
 
 
+def mha_flops_per_pair(n_h, d_n, d_r, d_v):
+    """MLA's up-projected (prefill) form: FLOPs per query-key pair:
+
+    2*n_h*(d_n + d_r + d_v)
+    """
+    return 2*n_h*(d_n + d_r + d_v)
+
+
 def gqa_context_bytes(n_kv, d_h, b_kv):
     """GQA m_c:
 
@@ -418,6 +432,14 @@ def ep_moe_slope(t, k, E, n_s, W_E, b, R, G):
     return numpy.select([numpy.greater_equal(W_E*t*(2*k + 2*n_s)/R, W_E*b*(-E*numpy.expm1(G*t*numpy.log1p(-k/E))/G + n_s)),True], [1,-E*t*numpy.exp(G*t*numpy.log1p(-k/E))*numpy.log1p(-k/E)/(-E*numpy.expm1(G*t*numpy.log1p(-k/E))/G + n_s)], default=numpy.nan)
 
 
+def rank_max_touched(E, G, h, c_G):
+    """expected experts touched on the most loaded of G GPUs holding E / G routed experts each:
+
+    sqrt(E)*c_G*sqrt(h)*sqrt(1 - h)/sqrt(G) + E*h/G
+    """
+    return numpy.sqrt(E)*c_G*numpy.sqrt(h)*numpy.sqrt(1 - h)/numpy.sqrt(G) + E*h/G
+
+
 def local_experts(t, k, E, G):
     """distinct routed experts one GPU of an expert-parallel group reads:
 
@@ -520,6 +542,14 @@ def engine_step(t_k, t_c, a, d, e, B, T, chi, t_x):
     B*d + B*e*(T - 1) + a + chi*t_x + t_c + t_k
     """
     return B*d + B*e*(T - 1) + a + chi*t_x + t_c + t_k
+
+
+def kernel_time(mu, t_r, nu, t_at):
+    """one GPU's calibrated kernel time:
+
+    mu*t_r + nu*t_at
+    """
+    return mu*t_r + nu*t_at
 
 
 def fixed_by_layers(a_0, L, L_ref):
@@ -776,3 +806,27 @@ def prefill_share_seconds(B, I, O, P_act, L_a, f, n_tp, P_peak):
     B*I*(L_a*f*(I - 1) + 4*P_act)/(2*O*P_peak*n_tp)
     """
     return (1/2)*B*I*(L_a*f*(I - 1) + 4*P_act)/(O*P_peak*n_tp)
+
+
+def prefill_share_roofline(B, I, O, P_act, L_a, f, n_tp, P_peak, Q_p, M):
+    """seconds of prefill one closed-loop decode step of B sequences carries, by its roofline:
+
+    B*Max(Q_p/M, I*(L_a*f*(I - 1) + 4*P_act)/(2*P_peak*n_tp))/O
+    """
+    return B*functools.reduce(numpy.maximum, [Q_p/M, (1/2)*I*(L_a*f*(I - 1) + 4*P_act)/(P_peak*n_tp)])/O
+
+
+def gqa_kv_share(n_tp, n_kv):
+    """share of a grouped-query layer's KV cache one of n_tp GPUs reads:
+
+    Max(1/n_kv, 1/n_tp)
+    """
+    return functools.reduce(numpy.maximum, [n_kv**(-1.0), n_tp**(-1.0)])
+
+
+def allreduce_time(n_c, l_c, n_tp, B, T, h, b_a, W):
+    """seconds of a step's tensor-parallel all-reduces:
+
+    n_c*(B*T*b_a*h*(2*n_tp - 2)/(W*n_tp) + l_c)
+    """
+    return n_c*(B*T*b_a*h*(2*n_tp - 2)/(W*n_tp) + l_c)

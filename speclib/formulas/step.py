@@ -104,7 +104,16 @@ intensity_expr = F / Q
 
 
 # --- the calibrated engine step (speclib.core.calibrated, fitted by speclib.evidence.step_fit) ---
-t_k = sp.Symbol("t_k", nonnegative=True)  # the step's roofline time x mu_chip / tp (kernel time)
+mu = sp.Symbol("mu", positive=True)  # how much slower than the roofline the chip's kernels run
+nu = sp.Symbol("nu", nonnegative=True)  # how much slower again attention's kernels run, by vendor
+t_r = sp.Symbol("t_r", nonnegative=True)  # the roofline time of one GPU's kernels
+t_at = sp.Symbol("t_at", nonnegative=True)  # its attention component
+#: One GPU's kernel time, calibrated: the roofline scaled by the chip's
+#: factor, and attention's part by a further factor of its vendor's kernels
+#: (decode attention reads many short rows per sequence, and reaches less of
+#: the bandwidth than the weights' GEMMs do).
+kernel_time_expr = mu * t_r + nu * t_at
+t_k = sp.Symbol("t_k", nonnegative=True)  # the step's calibrated kernel time (kernel_time_expr)
 t_c = sp.Symbol("t_c", nonnegative=True)  # kappa x the step's FLOPs at peak / tp (compute not hidden)
 a = sp.Symbol("a", nonnegative=True)  # fixed time per engine step (chip, engine)
 d = sp.Symbol("d", nonnegative=True)  # time per sequence in the step
@@ -142,3 +151,26 @@ a_0 = sp.Symbol("a_0", nonnegative=True)  # the fixed time per step measured on 
 #: layer, each with a floor on its duration): a_0 measured on a model of
 #: L_ref layers, for a model of L.
 fixed_by_layers_expr = a_0 * L / L_ref
+
+
+# --- one GPU's share of a step split over n_tp GPUs (speclib.core.layout) -----------
+n_kv = sp.Symbol("n_kv", positive=True)  # KV heads of a grouped-query attention layer
+#: The share of a grouped-query layer's KV cache one of n_tp GPUs reads when
+#: the query heads are split over them: its own KV heads, and never less than
+#: one whole head (with fewer KV heads than GPUs, each KV head is held and read
+#: by n_tp / n_kv GPUs). MLA's latent is one cache shared by every query head,
+#: so each GPU reads all of it (a share of 1); attention split by sequence
+#: (data-parallel attention) reads 1 / n_tp.
+gqa_kv_share_expr = sp.Max(1 / n_tp, 1 / n_kv)
+
+n_c = sp.Symbol("n_c", nonnegative=True)  # collectives on a step's critical path
+l_c = sp.Symbol("l_c", nonnegative=True)  # latency of one collective over n_tp GPUs, seconds
+h_a = sp.Symbol("h", positive=True)  # hidden size: activation elements per position
+b_a = sp.Symbol("b_a", positive=True)  # bytes per activation element
+W_link = sp.Symbol("W", positive=True)  # link bandwidth per GPU, each way, bytes/s
+#: The step's tensor-parallel all-reduces: n_c collectives of the step's
+#: activations (B x T positions of h elements), each waiting one latency and,
+#: as a ring, sending (and receiving) 2 (n_tp - 1) / n_tp of the message over
+#: the link. Two per layer at decode (after attention's output projection and
+#: after the feed-forward block); none on one GPU.
+allreduce_time_expr = n_c * (l_c + 2 * (n_tp - 1) / n_tp * B * T * h_a * b_a / W_link)

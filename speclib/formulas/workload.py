@@ -46,3 +46,14 @@ N_c, C_0, C_g, p_s = sp.symbols("N C_0 C_gamma p", positive=True)
 #: decode speed-up N C_0 / C_gamma (:func:`speclib.evidence.step_fit` prices
 #: the runs whose source states both lengths this way).
 served_speedup_expr = N_c * (C_0 + p_s) / (C_g + N_c * p_s)
+
+Q_p = sp.Symbol("Q_p", nonnegative=True)  # bytes one prefill reads on one GPU (the weights its prompt touches)
+M_bw = sp.Symbol("M", positive=True)  # HBM bandwidth, bytes/s
+#: The same prefill priced by its roofline: each of the B / O prefills a
+#: step carries takes its FLOPs over n_tp GPUs at peak or the bytes it reads
+#: on one GPU (the dense weights and every expert its I tokens touch) over
+#: the HBM bandwidth, whichever is slower. A short prompt of a
+#: mixture-of-experts model reads nearly every expert for few FLOPs, so it is
+#: bound by memory; a long one by compute, where attention's term grows as
+#: I squared.
+prefill_share_roofline_expr = B_dec / O_out * sp.Max(prefill_flops_expr / (n_tp * peak_p), Q_p / M_bw)

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from . import catalog as _catalog
 from .architecture import (
+    BF16_BYTES,
+    KV_BYTES,
+    NVFP4_BYTES,
     PRECISIONS,
+    WEIGHT_BYTES,
+    weight_bytes_for,
     DRAFTER_KINDS,
     DenseFFN,
     Drafter,

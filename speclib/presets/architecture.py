@@ -6,11 +6,15 @@ of :mod:`speclib.formulas` printed to numpy; the presets themselves are data
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
 
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Optional, Union
+
+import numpy as np
 
 from .._checks import checked_array, checked_choice, checked_int
 from ..formulas import numpy_functions as nf
@@ -27,6 +31,27 @@ def _evaluate(functions, values: dict) -> tuple:
 #: dequantised and multiplied in fp8), so it gets that precision's peak while
 #: the bytes moved stay those of the narrow format.
 PRECISIONS = ("fp4", "fp8", "bf16")
+#: Bytes per stored weight of a checkpoint in each precision. fp4 depends on
+#: the block format: NVIDIA's NVFP4 keeps one 8-bit scale per 16 values (4.5
+#: bits), the OCP MXFP4 of AMD's checkpoints one per 32 (4.25 bits).
+NVFP4_BYTES = (4 + 8 / 16) / 8
+MXFP4_BYTES = (4 + 8 / 32) / 8
+WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": NVFP4_BYTES}
+#: Vendors whose fp4 checkpoints are MXFP4 rather than NVFP4.
+MXFP4_VENDORS = ("AMD",)
+#: Bytes per cached KV (or MLA latent) element of each cache precision.
+KV_BYTES = {"bf16": 2.0, "fp8": 1.0}
+#: Bytes per embedding, output-head and router weight: fp8 and fp4
+#: checkpoints keep them in bf16.
+BF16_BYTES = 2.0
+
+
+def weight_bytes_for(precision: str, vendor: str = "") -> float:
+    """Bytes per weight of a ``precision`` checkpoint served on a chip of ``vendor``."""
+    precision = checked_choice("weights", precision, PRECISIONS)
+    if precision == "fp4" and vendor in MXFP4_VENDORS:
+        return MXFP4_BYTES
+    return WEIGHT_BYTES[precision]
 
 @dataclass(frozen=True)
 class Hardware:
@@ -48,6 +73,10 @@ class Hardware:
     #: Whose chip and software stack ("NVIDIA", "AMD"): the calibrated step
     #: prices each verified position past the first by it.
     vendor: str = ""
+    #: The chip's architecture ("Hopper", "Blackwell", "CDNA 3", "CDNA 4"):
+    #: a chip the calibrated step has not seen takes the constants of the
+    #: fitted chips of its generation, else of its vendor.
+    generation: str = ""
 
     def __post_init__(self):
         if self.hbm_capacity is not None:
@@ -140,6 +169,17 @@ class MLAAttention(_AttentionConstants):
 
     kind = "mla"
     _FORMULAS = ("mla_context_bytes", "mla_query_bytes", "mla_flops_per_pair")
+    #: KV heads a tensor-parallel split can divide: none, the latent is one
+    #: cache every query head reads (:data:`speclib.formulas.step.gqa_kv_share_expr`)
+    kv_heads = 0
+
+    @property
+    def prefill_flops_per_pair(self) -> float:
+        """f of a prompt's prefill: the up-projected (MHA) form where the
+        model stores the up-projection (V2/V3), else the absorbed form's f."""
+        if self.kv_up_proj and self.mha_nope_dim and self.mha_v_dim:
+            return float(nf.mha_flops_per_pair(self.n_heads, self.mha_nope_dim, self.rope_dim, self.mha_v_dim))
+        return self.flops_per_pair
 
     def architecture(self) -> dict:
         return {"n_h": self.n_heads, "d_c": self.kv_lora_rank, "d_r": self.rope_dim, "b_kv": self.kv_bytes,
@@ -199,6 +239,14 @@ class GQAAttention(_AttentionConstants):
 
     kind = "gqa"
     _FORMULAS = ("gqa_context_bytes", "gqa_query_bytes", "gqa_flops_per_pair")
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads
+
+    @property
+    def prefill_flops_per_pair(self) -> float:
+        return self.flops_per_pair
 
     def architecture(self) -> dict:
         return {"n_h": self.n_heads, "n_kv": self.n_kv_heads, "d_h": self.head_dim, "b_kv": self.kv_bytes,
@@ -412,6 +460,24 @@ class Model:
         """Whether some layers use linear attention."""
         return self.linear_attention is not None and self.n_linear_layers > 0
 
+    def quantised(self, weights: Optional[str] = None, kv_cache: Optional[str] = None, vendor: str = "") -> "Model":
+        """This model served from a ``weights`` checkpoint (every decoder
+        GEMM's weights, projections and experts, stored and multiplied in
+        that precision; fp4 as NVFP4, or MXFP4 on a chip whose ``vendor``
+        stores it so: :func:`weight_bytes_for`) with its KV cache in
+        ``kv_cache``; None keeps the preset's own. Embeddings, the output head
+        and the routers stay in bf16 (:data:`BF16_BYTES`), as the released
+        fp8 and fp4 checkpoints keep them."""
+        changes = {}
+        if weights is not None:
+            b = weight_bytes_for(weights, vendor)
+            changes.update(proj_weight_bytes=b, proj_precision=weights,
+                           ffn=dataclasses.replace(self.ffn, weight_bytes=b, precision=weights))
+        if kv_cache is not None:
+            kv = KV_BYTES[checked_choice("kv_cache", kv_cache, tuple(KV_BYTES))]
+            changes["attention"] = dataclasses.replace(self.attention, kv_bytes=kv)
+        return dataclasses.replace(self, **changes) if changes else self
+
     # --- whole-model totals --------------------------------------------------
     def _layer_counts(self):
         if self.n_layers is None or self.vocab_size is None:
@@ -539,10 +605,34 @@ class Interconnect:
     aliases: tuple = ()
     latency: Optional[float] = None
     latency_source: str = ""
+    #: seconds one small all-reduce takes over n GPUs, ((n, seconds), ...) by
+    #: n (empty: no published measurement), with its source
+    allreduce_latency: tuple = ()
+    allreduce_latency_source: str = ""
 
     def __post_init__(self):
         if self.latency is not None:
             checked_array("latency", self.latency, lo=0, lo_open=True)
+        points = []
+        for n, seconds in self.allreduce_latency:
+            points.append((checked_int("allreduce_latency (GPUs)", n, lo=2),
+                           float(checked_array("allreduce_latency", seconds, lo=0, lo_open=True))))
+        object.__setattr__(self, "allreduce_latency", tuple(sorted(points)))
+
+    def allreduce_latency_at(self, gpus: int) -> float:
+        """Seconds of one small all-reduce over ``gpus`` GPUs: 0 on one GPU;
+        the measured figure, interpolated linearly in log2 of the GPUs between
+        measured counts, and held at the nearest count beyond them. A network
+        with none is refused, naming the field."""
+        gpus = checked_int("tp", gpus, lo=1)
+        if gpus == 1:
+            return 0.0
+        if not self.allreduce_latency:
+            raise ValueError(f"interconnect {self.name!r} has no allreduce_latency_us (no published all-reduce "
+                             "latency): a step split over GPUs cannot be priced on it")
+        counts = [n for n, _ in self.allreduce_latency]
+        times = [t for _, t in self.allreduce_latency]
+        return float(np.interp(math.log2(gpus), [math.log2(n) for n in counts], times))
 
 
 @dataclass(frozen=True)
@@ -578,6 +668,27 @@ class StepArchitecture:
     state_bytes: float = 0.0
     linear_flops: float = 0.0
     replay_bytes: float = 0.0
+    #: what a step split over several GPUs needs (:mod:`speclib.core.layout`):
+    #: the attention projections among the dense weights (replicated on every
+    #: GPU under data-parallel attention), the KV heads a tensor-parallel split
+    #: divides (0: one cache every query head reads, MLA's latent), the hidden
+    #: size (the all-reduced activations per position), the layers and the
+    #: layers with routed experts
+    attention_params: float = 0.0
+    #: the dense weights kept and multiplied in bf16 (the output head and the
+    #: routers of an fp8 or fp4 checkpoint), among ``dense_params``
+    bf16_params: float = 0.0
+    kv_heads: int = 0
+    hidden_size: int = 0
+    n_layers: int = 0
+    moe_layers: int = 0
+    #: what a prompt's prefill needs: the active weights per token, f of the
+    #: prefill's attention (:attr:`MLAAttention.prefill_flops_per_pair`), and
+    #: the bytes of the weights every token reads (the dense weights) and of
+    #: one expert summed over the MoE layers are ``dense_params`` x
+    #: ``dense_bytes`` and ``ffn_params`` x ``ffn_bytes``
+    active_params: float = 0.0
+    prefill_flops_per_pair: float = 0.0
 
     def __post_init__(self):
         checked_array("dense_params", self.dense_params, lo=0)
@@ -601,8 +712,11 @@ def _step_architecture(model: "Model") -> StepArchitecture:
     n_layers, n_ffn_layers, n_dense = model._layer_counts()
     h = model.hidden_size
     ffn = model.ffn
-    dense = model._attention_params(n_layers) + model.vocab_size * h  # the output head
+    attention = model._attention_params(n_layers)
+    in_bf16 = model.vocab_size * h  # the output head
+    dense = attention + in_bf16
     if ffn.is_moe:
+        in_bf16 += n_ffn_layers * h * ffn.n_routed  # routers
         dense += n_ffn_layers * (h * ffn.n_routed + ffn.dense_params)  # routers, a latent MoE's dense part
         if n_dense:
             dense += n_dense * 3 * h * model.dense_ffn_width
@@ -611,10 +725,12 @@ def _step_architecture(model: "Model") -> StepArchitecture:
     else:
         experts = dict(ffn_params=float(n_layers * model.expert_params), n_shared=1)
     linear = model.linear_attention if model.is_hybrid else None
+    # the output head and the routers in bf16, the rest at the projections' bytes: their mean per dense weight
+    dense_bytes = (in_bf16 * BF16_BYTES + (dense - in_bf16) * model.proj_weight_bytes) / dense
     return StepArchitecture(
         name=model.name,
         dense_params=float(dense),
-        dense_bytes=model.proj_weight_bytes,
+        dense_bytes=float(dense_bytes),
         dense_precision=model.proj_precision,
         ffn_bytes=ffn.weight_bytes,
         ffn_precision=ffn.precision,
@@ -627,6 +743,14 @@ def _step_architecture(model: "Model") -> StepArchitecture:
         state_bytes=linear.state_bytes if linear else 0.0,
         linear_flops=linear.flops_per_position if linear else 0.0,
         replay_bytes=linear.replay_bytes if linear else 0.0,
+        attention_params=float(attention),
+        bf16_params=float(in_bf16),
+        kv_heads=int(model.attention.kv_heads),
+        hidden_size=int(h),
+        n_layers=int(n_layers),
+        moe_layers=int(n_ffn_layers if ffn.is_moe else 0),
+        active_params=float(model.active_params()),
+        prefill_flops_per_pair=float(model.attention.prefill_flops_per_pair),
     )
 
 

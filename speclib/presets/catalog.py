@@ -37,6 +37,18 @@ def _same(value):
     return value
 
 
+def _latencies(by_gpus):
+    """{"GPUs": microseconds} as ((GPUs, seconds), ...); null as ()."""
+    if by_gpus is None:
+        return ()
+    if not isinstance(by_gpus, dict):
+        raise ValueError(f"allreduce_latency_us must map GPU counts to microseconds; got {by_gpus!r}")
+    try:
+        return tuple((int(n), float(us) * 1e-6) for n, us in by_gpus.items())
+    except (TypeError, ValueError):
+        raise ValueError(f"allreduce_latency_us must map GPU counts to microseconds; got {by_gpus!r}") from None
+
+
 def _drafter(name, aliases, kind, target, acceptance, dense_params, weight_bytes, precision, experts, block, source):
     experts = experts or {}
     step = StepArchitecture(
@@ -54,6 +66,7 @@ _TABLES = {
     "hardware": ("hardware.json", Hardware, {
         "name": ("name", str),
         "vendor": ("vendor", str),
+        "generation": ("generation", str),
         "aliases": ("aliases", tuple),
         "memory_bandwidth_TBps": ("memory_bandwidth", _scaled(_TERA)),
         "hbm_capacity_GB": ("hbm_capacity", _scaled(_GIGA)),
@@ -71,6 +84,8 @@ _TABLES = {
         "source": ("source", str),
         "latency_us": ("latency", _scaled(1e-6)),
         "latency_source": ("latency_source", str),
+        "allreduce_latency_us": ("allreduce_latency", _latencies),
+        "allreduce_latency_source": ("allreduce_latency_source", str),
     }),
     "drafters": ("drafters.json", _drafter, {
         "name": ("name", str),

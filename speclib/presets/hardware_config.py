@@ -13,6 +13,8 @@ field                      required  meaning
 ``bf16_TFLOPS``            yes       dense bf16 peak per GPU, 1e12 FLOP/s, > 0
 ``fp8_TFLOPS``             yes       dense fp8 peak, > 0, or null: no fp8 tensor cores
 ``fp4_TFLOPS``             yes       dense fp4 peak, > 0, or null: no fp4 tensor cores
+``generation``             no        the chip's architecture (``Hopper``, ``CDNA 3``, ...):
+                                     an uncalibrated chip takes its generation's constants
 ``name``                   no        default: the file's name without its suffix
 ``aliases``                no        other names
 ``interconnect``           no        an interconnect preset (``speclib presets``), or null
@@ -44,6 +46,7 @@ FIELDS = {
     "bf16_TFLOPS": (True, "a number > 0 (dense TFLOP/s)"),
     "fp8_TFLOPS": (True, "a number > 0 (dense TFLOP/s), or null for no fp8 tensor cores"),
     "fp4_TFLOPS": (True, "a number > 0 (dense TFLOP/s), or null for no fp4 tensor cores"),
+    "generation": (False, "the chip's architecture, text such as Hopper or CDNA 3"),
     "name": (False, "a non-empty name"),
     "aliases": (False, "a list of names"),
     "interconnect": (False, "an interconnect preset's name, or null"),
@@ -117,6 +120,9 @@ def from_hardware_config(config) -> Hardware:
         except ValueError:
             raise ValueError(f"{where}: interconnect must be one of {', '.join(interconnect_names())} or null; got "
                              f"{link!r}") from None
+    generation = data.get("generation", "")
+    if not isinstance(generation, str):
+        raise ValueError(f"{where}: generation must be {FIELDS['generation'][1]}; got {generation!r}")
     source = data.get("source", f"hardware config {where}")
     if not isinstance(source, str):
         raise ValueError(f"{where}: source must be text; got {source!r}")
@@ -124,4 +130,5 @@ def from_hardware_config(config) -> Hardware:
     return Hardware(name=name.strip(), vendor=vendor.strip(), aliases=tuple(a.strip() for a in aliases),
                     memory_bandwidth=numbers["memory_bandwidth_TBps"] * _TERA,
                     hbm_capacity=numbers["hbm_capacity_GB"] * _GIGA, bf16_flops=tera["bf16_TFLOPS"],
-                    fp8_flops=tera["fp8_TFLOPS"], fp4_flops=tera["fp4_TFLOPS"], interconnect=link, source=source)
+                    fp8_flops=tera["fp8_TFLOPS"], fp4_flops=tera["fp4_TFLOPS"], interconnect=link, source=source,
+                    generation=generation.strip())

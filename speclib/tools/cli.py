@@ -1175,7 +1175,7 @@ FIT_EPILOG = """examples:
 
 
 def run_fit(args, out) -> int:
-    from ..evidence import bench_results, step_fit
+    from ..evidence import bench_results, own_fit
 
     if args.model is None and args.model_config is None:
         raise UsageError("--model: required (a model preset name), or --model-config PATH")
@@ -1189,7 +1189,7 @@ def run_fit(args, out) -> int:
     try:
         for path in args.files:
             records.extend(bench_results.read_results(path, format=args.format, gamma=args.gamma, tp=args.tp))
-        fitted = step_fit.fit_measurements(records, model, chip, tp=args.tp, engine=args.engine,
+        fitted = own_fit.fit_measurements(records, model, chip, tp=args.tp, engine=args.engine,
                                            label=os.path.basename(args.output))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -1204,8 +1204,8 @@ def run_fit(args, out) -> int:
     for name, (r, fitted_ms, err) in zip(names, fitted.residuals):
         out.write(f"{name:<{wide}} {r.concurrency:>6} {r.gamma or 0:>5} {r.tpot_ms:>9.3f} "
                   f"{fitted_ms:>9.3f} {err * 100:>6.1f}%\n")
-    data = {"about": "A calibration fitted by `speclib fit` (speclib.evidence.step_fit.fit_measurements); read it "
-                     "with --calibration or speclib.evidence.step_fit.read_calibration.", **cal.to_json()}
+    data = {"about": "A calibration fitted by `speclib fit` (speclib.evidence.own_fit.fit_measurements); read it "
+                     "with --calibration or speclib.evidence.own_fit.read_calibration.", **cal.to_json()}
     _write_atomically(args.output, json.dumps(data, indent=1) + "\n")
     return 0
 
@@ -1221,10 +1221,10 @@ def _apply_calibration(args) -> None:
     """--calibration FILE: the step is priced with that calibration."""
     path = getattr(args, "calibration", None)
     if path:
-        from ..evidence import step_fit
+        from ..evidence import own_fit
 
         try:
-            args.step_time = step_fit.read_calibration(path)
+            args.step_time = own_fit.read_calibration(path)
         except ValueError as exc:
             raise UsageError(f"--calibration {exc}") from None
 

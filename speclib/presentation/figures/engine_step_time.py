@@ -19,7 +19,11 @@ import numpy as np
 from ..._checks import checked_int
 from ...core import capacity as _capacity
 from ...core.deployment import Deployment
+from ...evidence import decode_runs as _dec
+from ...evidence import held_out as _ho
+from ...evidence import step_report as _rep
 from ...evidence import validation as _val
+from ...evidence.step_fit import decode_rows
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Key, Line, Panel, Points, Text
 from ..style import COLORS, CYCLE
@@ -236,56 +240,116 @@ STEP_TIME_LABELS = {"roofline": "roofline (the paper's step)", "calibrated": "ca
                     "anchored": "roofline + the run's own fixed time"}
 
 
+def _decode_runs(p):
+    """The indices of the decode runs of ``p``'s model, chip, engine, weights and workload."""
+    runs = decode_rows()[0]
+    family = resolve(p.model, None)[0].family
+    return [i for i, r in enumerate(runs) if r.family == family and r.chip == resolve(None, p.chip)[1].name
+            and r.engine == p.engine and r.weights == p.precision and r.workload == p.workload]
+
+
 def _tpot(p, xp):
-    held = _val.held_out() if p.held is None else p.held
-    runs = held.runs
-    out = {"tps": [], "train": next(w for w in _val.WORKLOADS if w != p.workload)}
-    for tp in _val.TP_WIDTHS:
-        idx = runs.select(chip=p.chip, framework=p.engine, precision=p.precision, workload=p.workload, tp=tp)
-        if idx.size == 0:
-            continue
-        idx = idx[np.argsort(runs.column("concurrency")[idx])]
-        out["tps"].append(tp)
-        out[f"c{tp}"] = runs.column("concurrency")[idx].astype(float)
-        out[f"measured{tp}"] = runs.measured_s[idx] * 1e3
-        out[f"roofline{tp}"] = runs.predicted_s[idx] * 1e3
-        out[f"calibrated{tp}"] = held.predicted_s[idx] * 1e3
+    runs, y = decode_rows()
+    held = _ho.stored_decode_by_workload() if p.held is None else p.held
+    layouts = {}
+    for i in _decode_runs(p):
+        layouts.setdefault(runs[i].layout, []).append(i)
+    out = {"layouts": [], "model": p.model, "chip": resolve(None, p.chip)[1].name}
+    for k, (layout, idx) in enumerate(sorted(layouts.items(), key=lambda kv: (runs[kv[1][0]].tp, kv[0]))):
+        idx = np.array(idx)[np.argsort([runs[i].concurrency for i in idx], kind="stable")]
+        conc = np.array([runs[i].concurrency for i in idx], dtype=float)
+        out["layouts"].append(layout)
+        out[f"c{k}"], out[f"measured{k}"] = conc, y[idx] * 1e3
+        one = sorted({c: i for c, i in zip(conc, idx)}.items())  # one prediction per concurrency
+        out[f"cl{k}"] = np.array([c for c, _ in one])
+        dep = runs[idx[0]]
+        roof = [_tpot_of(c, dep, "roofline") for c, _ in one]
+        out[f"roofline{k}"] = np.array(roof) * 1e3
+        out[f"calibrated{k}"] = np.array([held[i] for _, i in one]) * 1e3
     return out
+
+
+def _tpot_of(concurrency, run, step_time):
+    from ...core.decode import tpot
+
+    return float(tpot(concurrency, run.context, workload=(run.input_len, run.output_len),
+                      deployment=run.deployment(step_time)))
 
 
 def _tpot_panels(data):
     series = []
-    for tp in data["tps"]:
-        c = common.TP_COLORS[tp]
-        series += [Points(f"c{tp}", f"measured{tp}", color=c, size=5, gid=f"measured_tp{tp}"),
-                   Line(f"c{tp}", f"roofline{tp}", color=c, dash="dashed", width=1.3, gid=f"roofline_tp{tp}"),
-                   Line(f"c{tp}", f"calibrated{tp}", label=f"TP = {tp}", color=c, width=1.8, gid=f"calibrated_tp{tp}")]
-    return (Panel(Axis("concurrent requests (decode batch)", "log", ticks=(4, 8, 16, 32, 64, 128)),
+    for k, layout in enumerate(data["layouts"]):
+        c = CYCLE[k % len(CYCLE)]
+        series += [Points(f"c{k}", f"measured{k}", color=c, size=4, alpha=0.7, gid=f"measured_{k}"),
+                   Line(f"cl{k}", f"roofline{k}", color=c, dash="dashed", width=1.3, gid=f"roofline_{k}"),
+                   Line(f"cl{k}", f"calibrated{k}", label=layout, color=c, width=1.8, gid=f"calibrated_{k}")]
+    return (Panel(Axis("concurrent requests (decode batch)", "log", ticks=(1, 4, 16, 64, 256)),
                   Axis("time per output token (ms)", lo=0), tuple(series),
-                  title="Llama-3.3-70B on {chip}, {engine}, {precision}, {workload}: calibrated on {train} only",
+                  title="{model} on {chip}, {engine}, {precision}, {workload}: calibrated without this workload's runs",
                   legend="upper left"),)
 
 
 calibrated_tpot = Figure(
     name="calibrated_tpot", title="", compute=_tpot, panels=_tpot_panels, size=(7.6, 4.4),
-    params={"chip": "B200", "engine": "vLLM", "precision": "fp8", "workload": "1k8k", "held": None},
+    params={"model": "Llama-3.3-70B", "chip": "B200", "engine": "vLLM", "precision": "fp8", "workload": "1k8k",
+            "held": None},
     keys=(Key("measured", marker="o"), Key("calibrated (held out)"), Key("roofline (lower bound)", dash="dashed")),
-    doc="Measured TPOT against concurrency for one chip, engine and precision, one colour per TP: the measurement "
-        "(markers), the roofline (dashed) and the calibrated prediction fitted on the other workload (solid).")
+    doc="Measured TPOT against concurrency for one model, chip, engine, precision and workload, one colour per "
+        "layout: the measurement (markers; repeated runs of a configuration on other dates too), the roofline "
+        "(dashed) and the calibrated prediction fitted without this workload's decode runs (solid).")
 
 
-def held_out_rows(held=None, by=("chip", "tp")):
-    """Rows (group..., runs, median |error| %, max |error| %) of the held-out
-    errors: each run predicted by the calibration fitted on the other workload."""
-    held = _val.held_out() if held is None else held
-    return [(*g, n, 100 * med, 100 * worst) for *g, n, med, worst in held.summary(by)]
+def held_out_rows(held=None, by=("model", "chip", "tp")):
+    """Rows (group..., runs, median |error| %, max |error| %) of the decode
+    runs, each predicted by the calibrated step fitted without its workload's
+    decode runs."""
+    runs, y = decode_rows()
+    held = _ho.stored_decode_by_workload() if held is None else held
+    e = held / y - 1.0
+    groups = {}
+    for i, r in enumerate(runs):
+        key = tuple(getattr(r, f) for f in by)
+        groups.setdefault(key, []).append(i)
+    order = {c: i for i, c in enumerate(_val.CHIPS)}
+    rows = []
+    for key in sorted(groups, key=lambda k: tuple((order.get(v, len(order)), v) if isinstance(v, str) else (v, "")
+                                                  for v in k)):
+        err = np.abs(e[groups[key]])
+        rows.append((*key, int(err.size), 100 * float(np.median(err)), 100 * float(np.max(err))))
+    return rows
 
 
-def ablation_rows(variants=None):
-    """Rows (terms, parameters, median and max |error| % testing on 1k8k,
-    then on 1k1k) for calibrations with fewer or more terms."""
-    return [(label, params, *(100 * v for test in ("1k8k", "1k1k") for v in held.overall(test)[1:]))
-            for label, params, held in _val.ablation(variants or _val.ABLATION)]
+def ablation_rows():
+    """Rows (variant, held out by chip: every decode run's median |error| and
+    worst median signed error by concurrency, Llama's and DeepSeek's median,
+    then by model family the speed-ups' median; all %)."""
+    return [(label, *(100 * v for v in values)) for label, *values in _ho.stored_decode_ablation()]
+
+
+def r1_decode_table() -> NumberTable:
+    """DeepSeek-R1's decode runs (fp8, eight GPUs in plain tensor parallel)
+    by chip, engine and workload: measured and predicted TPOT, the signed
+    error, and the signed error held out by chip."""
+    rows = tuple((chip, engine, wl, n, meas, pred, f"{100 * e:+.0f} %", f"{100 * h:+.0f} %")
+                 for chip, engine, wl, n, meas, pred, e, h in _rep.r1_decode_rows())
+    return NumberTable(("chip", "engine", "workload", "runs", "measured TPOT (ms)", "calibrated (ms)", "error",
+                        "error, its chip held out"), rows, formats=("", "", "", "", ".1f", ".1f"), align="lll",
+                       caption="DeepSeek-R1, fp8, 8 GPUs in tensor parallel (InferenceX): medians over each "
+                               "configuration's runs, every concurrency and date; calibrated: speclib.tpot with the "
+                               "shipped constants; held out by chip: fitted without any run on that chip")
+
+
+def mtp_table() -> NumberTable:
+    """DeepSeek-R1's MTP pairs (InferenceX) against the calibrated step with
+    their model family held out, each point with its 80 % interval."""
+    rows = tuple((label.replace(" (InferenceX)", "").replace(", MTP on/off", ""), b, g, f"{m:.2f}\u00d7",
+                  f"{q:.2f}\u00d7 [{lo:.2f}\u2013{hi:.2f}]" if ok else f"{q:.2f}\u00d7 (sets the acceptance)")
+                 for label, b, g, m, q, lo, hi, ok in _rep.mtp_rows())
+    return NumberTable(("deployment and workload", "concurrency", "\u03b3", "measured", "predicted [80 %]"), rows,
+                       align="lrrrr",
+                       caption="DeepSeek-R1 with MTP over the same deployment without it, TPOT over TPOT at the same "
+                               "concurrency; predicted by the calibrated step fitted without any DeepSeek run, the "
+                               "acceptance (which InferenceX does not report) set by the smallest concurrency")
 
 
 # --- gamma* with either step time ----------------------------------------------------------
@@ -380,23 +444,39 @@ def decode_facts(comparison=None) -> dict:
     return out
 
 
-def calibration_facts(calibration=None, held=None) -> dict:
-    """The numbers the chapter states about the decode-only calibration: how far
-    each vendor's chips sit above the datasheet, the fixed times, the time per
-    sequence, and the held-out errors across workloads."""
+def calibration_facts(calibration=None) -> dict:
+    """The numbers the chapter states about the calibrated step's decode
+    side: how far each vendor's chips sit above the datasheet, the fixed
+    times, the time per sequence and per MoE layer, attention's factor, the
+    prefill's efficiency and the held-out errors across workloads and chips."""
+    from ...core.calibrated import shipped_calibration
     from ...presets import hardware as hardware_preset
 
-    cal = _val.fit_calibration().calibration if calibration is None else calibration
-    held = _val.held_out() if held is None else held
+    cal = shipped_calibration() if calibration is None else calibration
     over = {v: [mu - 1 for chip, mu in cal.roofline_factor.items() if hardware_preset(chip).vendor == v]
             for v in ("NVIDIA", "AMD")}
     fixed = [a for by in cal.fixed_s.values() for a in by.values()]
-    rows = held.summary(("chip", "tp"))
-    medians = np.array([m for *_, n, m, w in rows])
-    e = np.abs(held.error)
-    return {"nvidia_over_lo": min(over["NVIDIA"]), "nvidia_over_hi": max(over["NVIDIA"]),
-            "amd_over_lo": min(over["AMD"]), "amd_over_hi": max(over["AMD"]),
-            "fixed_lo_ms": 1e3 * min(fixed), "fixed_hi_ms": 1e3 * max(fixed), "per_sequence_us": 1e6 * cal.per_sequence_s,
-            "constants": len(cal.roofline_factor) + len(fixed) + 1, "combos": len(rows),
-            "combos_below_10": int((medians < 0.10).sum()), "combos_below_15": int((medians < 0.15).sum()),
-            "within_20": float((e < 0.20).mean())}
+    runs, y = decode_rows()
+    fam = np.array([r.family for r in runs])
+    by_workload = np.abs(_ho.stored_decode_by_workload() / y - 1)
+    chip = _ho.stored_held_out("chip")
+    rows = held_out_rows()
+    medians = np.array([m for *_, n, m, w in rows]) / 100
+    r1 = _rep.r1_decode_summary()
+    out = {"nvidia_over_lo": min(over["NVIDIA"]), "nvidia_over_hi": max(over["NVIDIA"]),
+           "amd_over_lo": min(over["AMD"]), "amd_over_hi": max(over["AMD"]),
+           "fixed_lo_ms": 1e3 * min(fixed), "fixed_hi_ms": 1e3 * max(fixed),
+           "per_sequence_us": 1e6 * cal.per_sequence_s, "prefill_factor": cal.prefill_factor,
+           "combos": len(rows), "combos_below_10": int((medians < 0.10).sum()),
+           "combos_below_15": int((medians < 0.15).sum()), "within_20": float((by_workload < 0.20).mean()),
+           "llama_by_workload": float(np.median(by_workload[fam == "Llama"])),
+           "r1_by_workload": float(np.median(by_workload[fam == "DeepSeek"])),
+           "r1_runs": r1["runs"], "r1_median": r1["median_abs_error"], "r1_worst5": r1["worst_median_signed_5"],
+           "r1_long_median": r1["long_prompt_median_abs_error"],
+           "chip_decode_median": chip.decode_summary()["decode_median_abs_error"],
+           "chip_decode_runs": chip.decode_summary()["decode_runs"],
+           "chip_r1_median": chip.decode_summary(_dec.target_subset(runs))["decode_median_abs_error"]}
+    for vendor in ("NVIDIA", "AMD"):
+        out[f"moe_layer_us_{vendor.lower()}"] = 1e6 * cal.moe_layer_s.get(vendor, 0.0)
+        out[f"attention_factor_{vendor.lower()}"] = cal.attention_factor_by_vendor.get(vendor, 0.0)
+    return out

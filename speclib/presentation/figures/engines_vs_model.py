@@ -9,8 +9,12 @@ import numpy as np
 
 from ...core import speculation as _spec
 from ...evidence import engines as _eng
+from ...evidence import held_out as _ho
+from ...evidence import spec_runs as _runs
+from ...evidence import step_features as _feat
 from ...evidence import step_fit as _fit
-from ...evidence import validation as _val
+from ...evidence import step_predictions as _pred
+from ...evidence import step_report as _rep
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Points, VLine
 from ..tables import NumberTable
@@ -88,19 +92,13 @@ step_time_gamma_v3 = step_time_gamma.variant("step_time_gamma_v3", model="DeepSe
                                              alpha=0.68, c_draft=0.05, tp=8, gamma_max=8)
 
 
-# --- the engine step fitted on the runs, held out (speclib.evidence.step_fit) -----------------
-
-
-@lru_cache(maxsize=1)
-def held_out_fit():
-    """Every run predicted by the fit without it (cached: the chapter's tables share it)."""
-    return _fit.leave_one_run_out()
+# --- the engine step fitted on the runs, held out (speclib.evidence.held_out) ---------------
 
 
 def fit_run_rows(held=None):
     """Rows per run: run, engine, model on chip, points scored, median and max
     |error| (%), best draft length (measured -> predicted, by batch)."""
-    held = held_out_fit() if held is None else held
+    held = _ho.stored_held_out("run") if held is None else held
     rows = []
     for p in held.runs:
         e = np.abs(p.error[p.scored]) * 100
@@ -111,21 +109,11 @@ def fit_run_rows(held=None):
     return rows
 
 
-def against_rows():
-    """The decode-only calibration (which never saw a speculative run) against
-    the joint fit held out: what, decode-only, joint fit."""
-    held = (_fit.against(_fit.Fit.of(_val.fit_calibration().calibration).calibration()), held_out_fit())
-    return [("speed-up, median |error|", *(f"{100 * h.summary()['median_abs_error']:.1f} %" for h in held)),
-            ("speed-up, max |error|", *(f"{100 * h.summary()['max_abs_error']:.0f} %" for h in held)),
-            ("best draft length within \u00b11", *("{} of {}".format(*h.best_hits()) for h in held))]
-
-
 def fit_ablation_rows():
-    """Each candidate term dropped or added: variant, held-out speed-up median
-    and max |error| %, best-length hits, decode median |error| %."""
-    return [(name if name != "none" else "the fitted terms", 100 * s["median_abs_error"], 100 * s["max_abs_error"],
-             f"{s['best_gamma_within_1']} of {s['best_gamma_points']}", 100 * s["decode_median_abs_error"])
-            for name, s in _fit.ablation()]
+    """Each decode term dropped: variant, held out by chip the decode runs'
+    median |error| and worst median signed error by concurrency (%), Llama's
+    and DeepSeek's median (%), and by model family the speed-ups' median (%)."""
+    return [(name, *(100 * v for v in values)) for name, *values in _ho.stored_decode_ablation()]
 
 
 #: The acceptance rates of Figure 3 beside its calibrated counterpart.
@@ -177,7 +165,7 @@ paper_vs_calibrated = Figure(
 def _acceptance_label(run) -> str:
     if run.accept or run.accept_at:
         return "reported"
-    if _fit.alpha_fitted(run):
+    if _runs.alpha_fitted(run):
         return "fitted at its smallest batch"
     return f"assumed \u03b1 = {run.alpha:g}" if not run.acceptance_reported else f"\u03b1 = {run.alpha:.2f}"
 
@@ -185,7 +173,7 @@ def _acceptance_label(run) -> str:
 def runs_table() -> NumberTable:
     """Every measured speculative run the step is fitted on and held out against."""
     rows = []
-    for r in _fit.spec_runs():
+    for r in _runs.spec_runs():
         model = resolve(r.model, None)[0]
         rows.append((model.family, model.name, f"{r.gpus} \u00d7 {r.chip}", r.engine, r.drafter.split(" (")[0],
                      ", ".join(map(str, r.batches)), _acceptance_label(r), r.cite))
@@ -196,38 +184,58 @@ def runs_table() -> NumberTable:
 
 
 def holdout_table() -> NumberTable:
-    """The three hold-outs of the calibrated step side by side."""
-    return NumberTable(("held out", "one run at a time", "one model family at a time", "one source at a time"),
-                       tuple(_fit.holdout_rows()), align="lrrr",
+    """The hold-outs of the calibrated step side by side."""
+    return NumberTable(("held out", "one run at a time", "one model family at a time", "one source at a time",
+                        "one chip at a time"),
+                       tuple(_rep.holdout_rows()), align="lrrrr",
                        caption="the calibrated step (fitted on engines), each run predicted without its run, its model "
-                               "family or its source; in the last two the form is chosen inside each fold")
+                               "family, its source or its chip; in the last three the form is chosen inside each fold")
 
 
 def family_table() -> NumberTable:
-    """Held out by model family: each family's runs, points and median |error|, and the form its fold chose."""
-    return NumberTable(("family held out", "runs", "points", "median |error|", "form chosen without it"),
-                       tuple((f, n, pts, f"{100 * med:.0f} %", form) for f, n, pts, med, form in _fit.family_rows()),
-                       align="lrrrl", caption="the calibrated step held out one model family at a time")
+    """Held out by model family: each family's runs, points, median |error|
+    and median signed error, the share of its points inside their interval,
+    how many of its runs have their acceptance fitted at their smallest
+    batch, and the form its fold chose."""
+    rows = tuple((f, n, pts, f"{100 * med:.0f} %", f"{100 * bias:+.0f} %", f"{100 * cov:.0f} %", fitted, form)
+                 for f, n, pts, med, bias, cov, fitted, form in _rep.family_rows())
+    return NumberTable(("family held out", "runs", "points", "median |error|", "median signed error",
+                        "inside their 80 % interval", "runs with acceptance fitted", "form chosen without it"), rows,
+                       align="lrrrrrrl",
+                       caption="the calibrated step held out one model family at a time; a run whose source reports no "
+                               "acceptance has it fitted at its smallest batch, whose points then set it and are not "
+                               "scored")
 
 
 def targets_table() -> NumberTable:
-    """The held-out figures against the targets a transferable step was set."""
-    return NumberTable(("what", "target", "held out", "met"), tuple(_fit.targets()), align="llll",
-                       caption="the calibrated step, held out (by model family: the form chosen inside each fold)")
+    """The figures against their targets."""
+    return NumberTable(("what", "target", "measured", "met"), tuple(_rep.targets()), align="llll",
+                       caption="the calibrated step against its targets: DeepSeek-R1 through speclib.tpot with the "
+                               "shipped constants; the rest held out (by model family and by chip: the form chosen "
+                               "inside each fold)")
 
 
-def constants_table(samples: int = 200) -> NumberTable:
-    """The shipped step's constants, each with its 5-95 % interval over refits to resampled model families."""
-    return NumberTable(("constant", "fitted", "5\u201395 % interval", "unit"), tuple(_fit.constants(samples=samples)),
+def constants_table() -> NumberTable:
+    """The shipped step's constants, each with its 5-95 % interval over the
+    calibration's bootstrap draws (model families resampled)."""
+    return NumberTable(("constant", "fitted", "5\u201395 % interval", "unit"), tuple(_rep.constants()),
                        formats=("", ".3g", "", ""), align="lrrl",
                        caption="the calibrated step fitted on every run; intervals over refits to model families "
                                "drawn with replacement")
 
 
+def estimates_table() -> NumberTable:
+    """Each fitted term beside an independent estimate of what it stands for."""
+    rows = tuple((term, what, fitted, estimate, f"{{cite}}`{cite}`" if cite else "") for term, what, fitted, estimate,
+                 cite in _rep.estimate_rows())
+    return NumberTable(("term", "stands for", "fitted", "independent estimate", "source"), rows, align="lllll",
+                       caption="the fitted terms beside what published measurements of the same work give")
+
+
 def forms_table() -> NumberTable:
     """Every candidate form's held-out score by model family on every run (what the choice saw)."""
-    best, scores = _fit.choose_form()
-    rows = [(form.label, _fit.form_size(form), f"{100 * score:.1f} %", "kept" if form == best else "")
+    best, scores = _ho.stored_forms()
+    rows = [(form.label, _ho.form_size(form), f"{100 * score:.1f} %", "kept" if form == best else "")
             for form, score in sorted(scores.items(), key=lambda kv: kv[1])]
     return NumberTable(("form of the calibrated step", "constants", "median over runs, held out by family", ""),
                        tuple(rows), align="lrrl",
@@ -238,7 +246,7 @@ def forms_table() -> NumberTable:
 def run_rows(by: str = "model"):
     """Per run, held out ``by`` a grouping: run, family, points, median |error| (%),
     points inside their 80 % interval, best draft length measured -> predicted."""
-    held = _fit.stored_held_out(by)
+    held = _ho.stored_held_out(by)
     rows = []
     for p in held.runs:
         e = np.abs(p.error[p.scored]) * 100
@@ -253,8 +261,8 @@ def dspark_table(run_id: str = "vllm-dspark-dsv4-flash-mi350x-k7") -> NumberTabl
     """One run by concurrency: measured, the calibrated step held out by model
     family (with its interval), and the roofline (each with the acceptance
     that best fits the run's smallest batch)."""
-    held = _fit.stored_held_out("model").run(run_id)
-    roof = _fit.predict_run(_fit.roofline_fit(), _fit.spec_run(run_id))
+    held = _ho.stored_held_out("model").run(run_id)
+    roof = _pred.predict_run(_fit.roofline_fit(), _runs.spec_run(run_id))
     rows = tuple((int(b), f"{m:.2f}\u00d7", f"{q:.2f}\u00d7 [{lo:.2f}\u2013{hi:.2f}]" if ok else f"{q:.2f}\u00d7 (sets \u03b1)",
                   f"{r:.2f}\u00d7") for b, m, q, lo, hi, ok, r in
                  zip(held.batch, held.measured, held.predicted, held.lo, held.hi, held.scored, roof.predicted))
@@ -269,7 +277,7 @@ def dspark_table(run_id: str = "vllm-dspark-dsv4-flash-mi350x-k7") -> NumberTabl
 
 
 def _held_points(p, xp):
-    held = _fit.stored_held_out("model")
+    held = _ho.stored_held_out("model")
     out = {"families": sorted({q.run.family for q in held.runs}), "lim": [0.4, 6.0]}
     for fam in out["families"]:
         m, q, lo, hi = (np.concatenate([getattr(r, k)[r.scored] for r in held.runs if r.run.family == fam])
@@ -305,8 +313,8 @@ def chapter_facts() -> dict:
     """The numbers the chapter's prose states, each computed here from the
     data, the pricings and the stored hold-outs (the chapter glues them)."""
     points = _eng.comparison()
-    runs = _fit.spec_runs()
-    model = _fit.stored_held_out("model")
+    runs = _runs.spec_runs()
+    model = _ho.stored_held_out("model")
     out = {"runs": len(runs), "families": len({r.family for r in runs}), "sources": len({r.source for r in runs}),
            "points_scored": int(sum(p.scored.sum() for p in model.runs))}
     docs1, v4_1, v4_8 = (_point(points, "sglang-docs", "batch 1"), _point(points, "vllm-v4pro-mi355x", "concurrency 1"),
@@ -318,17 +326,17 @@ def chapter_facts() -> dict:
     out.update(qwen_best_first=int(sweep["best_measured"][0]), qwen_best_last=int(sweep["best_measured"][-1]),
                qwen_roofline_first=int(sweep["best_roofline"][0]), qwen_roofline_last=int(sweep["best_roofline"][-1]),
                qwen_last_batch=int(sweep["batches"][-1]))
-    floor = [row for row in _fit.below_floor() if row[0] == "vllm-v4pro-mi355x"]
+    floor = [row for row in _runs.below_floor() if row[0] == "vllm-v4pro-mi355x"]
     out["v4pro_floor"] = floor[0][4] if floor else float("nan")
-    f = _fit.fit(_fit.SHIPPED_FORM)
+    f = _fit.fit(_feat.SHIPPED_FORM)
     out.update(e_us=1e6 * f.theta["per_position"], d_us=1e6 * f.theta["per_sequence"], prefill=f.theta["prefill"])
     cal = f.calibration()
     out.update(h200_fixed_ms=1e3 * cal.fixed_s["H200"]["vLLM"])
     m, hw = resolve("deepseek-v3", "H200")
     from ...core import step as _step
     out["v3_weights_ms"] = 1e3 * float(_step.step_model(m, hw).time(np.float64(1), np.float64(1), np.float64(2048))) / 8
-    for by in _fit.GROUPINGS:
-        held = _fit.stored_held_out(by)
+    for by in _ho.GROUPINGS:
+        held = _ho.stored_held_out(by)
         s = held.summary()
         out.update({f"{by}_{k}": v for k, v in s.items() if isinstance(v, float)})
         out[f"{by}_best"] = "{} of {}".format(*held.best_hits())
@@ -337,9 +345,9 @@ def chapter_facts() -> dict:
     out.update(dspark32_predicted=float(dspark.predicted[at32]), dspark32_lo=float(dspark.lo[at32]),
                dspark32_hi=float(dspark.hi[at32]), dspark_last_predicted=float(dspark.predicted[-1]),
                dspark_last_batch=int(dspark.batch[-1]))
-    best, scores = _fit.choose_form()
+    best, scores = _ho.stored_forms()
     out.update(best_score=min(scores.values()), kept_score=scores[best], forms=len(scores),
                flops_score=min(v for k, v in scores.items() if "extra_flops" in k.terms))
-    fams = {fam: med for fam, _, _, med, _ in _fit.family_rows()}
+    fams = {fam: med for fam, _, _, med, *_ in _rep.family_rows()}
     out.update(llama_family_median=fams.get("Llama", float("nan")), qwen_family_median=fams.get("Qwen", float("nan")))
     return out

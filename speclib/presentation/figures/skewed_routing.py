@@ -127,7 +127,9 @@ def gutter(model="DeepSeek-V4-Flash", hardware="B200", *, S=4096, c_draft=0.10, 
     drafter = _draft.resolve_drafter(None, c_draft, hw)
     uniform = np.full(m.ffn.n_routed, 1.0 / m.ffn.n_routed)
     arch = m.step_architecture()
-    layers_only = dataclasses.replace(arch, dense_params=arch.dense_params - outside_the_layers(m)["total"])
+    # the layers' own projections, at their own bytes: the head and routers (kept in bf16) left out
+    layers_only = dataclasses.replace(arch, dense_params=arch.dense_params - outside_the_layers(m)["total"],
+                                      dense_bytes=m.proj_weight_bytes, bf16_params=0.0)
     shares = {"uniform": uniform, "skewed": _moe.measured_popularity() if popularity is None else popularity}
     steps = {key: _step.step_model(m, hw, routing=routing) for key, routing in shares.items()}
     steps["layers_only"] = _step.StepModel(layers_only, hw, routing=uniform)

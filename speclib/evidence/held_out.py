@@ -1,0 +1,614 @@
+"""The fitted step held out: every measured run predicted by constants
+fitted without it, a group at a time, with intervals; the form chosen by
+held-out error; the shipped calibration and the stored hold-outs.
+
+A group is held out whole, its speculative runs
+(:mod:`speclib.evidence.spec_runs`) and its decode runs
+(:mod:`speclib.evidence.decode_runs`) together (:data:`GROUPINGS`):
+
+* ``"run"``: each speculative run alone; each decode sweep (one deployment
+  and workload at several concurrencies) in turn;
+* ``"model"``: a model family (every DeepSeek run, decode and speculative);
+* ``"source"``: a source (every run of one publication or benchmark);
+* ``"chip"``: a chip (every run on it): its factor and fixed times then come
+  from the chips of its generation, else of its vendor, as a chip the
+  calibration has not seen does.
+
+:func:`bootstrap_fits` resamples the model families for the constants'
+intervals and :func:`residual_sd` measures what they do not carry;
+:func:`choose_form` picks the form by held-out error by model family.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from .._checks import checked_choice
+from ..core import calibrated as _cal
+from . import spec_runs as _spec
+from . import step_features as _feat
+from .spec_runs import SpecRun
+from .step_features import DEFAULT_TERMS, FIXED_SCALINGS, SHIPPED_FORM, Form, as_form
+from .step_fit import _problem, fit
+from .step_predictions import RunPrediction, predict_decode, predict_run
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """Every speculative run predicted by constants fitted without its group
+    (``by``: :data:`GROUPINGS`), the decode runs likewise, and the forms
+    fitted in each fold."""
+
+    runs: tuple  # RunPrediction per run
+    decode_measured: np.ndarray
+    decode_predicted: np.ndarray  # NaN where a decode run was not held out
+    decode_concurrency: np.ndarray
+    decode_workload: np.ndarray
+    terms: tuple
+    by: str = "run"
+    forms: dict = dataclasses.field(default_factory=dict)  # group -> Form fitted without it
+
+    def speedup_errors(self) -> np.ndarray:
+        return np.concatenate([p.error[p.scored] for p in self.runs]) if self.runs else np.zeros(0)
+
+    def best_hits(self) -> tuple:
+        """(points within +-1 of the measured best draft length, points)."""
+        pairs = [v for p in self.runs for v in p.best.values()]
+        return sum(abs(m - q) <= 1 for m, q in pairs), len(pairs)
+
+    def decode_errors(self, mask=None) -> np.ndarray:
+        e = self.decode_predicted / self.decode_measured - 1.0
+        keep = np.isfinite(e) if mask is None else np.isfinite(e) & np.asarray(mask, dtype=bool)
+        return e[keep]
+
+    def decode_by_concurrency(self, mask=None) -> list:
+        """(concurrency, runs, median signed error) rows (of the decode runs in ``mask``)."""
+        e = self.decode_predicted / self.decode_measured - 1.0
+        ok = np.isfinite(e) if mask is None else np.isfinite(e) & np.asarray(mask, dtype=bool)
+        return [(int(c), int((ok & (self.decode_concurrency == c)).sum()),
+                 float(np.median(e[ok & (self.decode_concurrency == c)])))
+                for c in np.unique(self.decode_concurrency[ok])]
+
+    def run_medians(self) -> list:
+        """(run id, median |error| of its scored points) for each run with one."""
+        return [(p.run.id, float(np.median(np.abs(p.error[p.scored])))) for p in self.runs if p.scored.any()]
+
+    def sign_right(self) -> float:
+        """The fraction of scored speed-up points (over plain decoding)
+        predicted on the same side of 1x as measured."""
+        m = np.concatenate([p.measured[p.scored] for p in self.runs if p.is_speedup])
+        q = np.concatenate([p.predicted[p.scored] for p in self.runs if p.is_speedup])
+        return float(np.mean((m > 1.0) == (q > 1.0))) if m.size else float("nan")
+
+    def interval_coverage(self) -> float:
+        """The fraction of scored points inside their interval (NaN without intervals)."""
+        inside = [((p.measured >= p.lo) & (p.measured <= p.hi))[p.scored] for p in self.runs
+                  if p.lo is not None and np.isfinite(p.lo).all()]
+        return float(np.mean(np.concatenate(inside))) if inside else float("nan")
+
+    def decode_summary(self, mask=None) -> dict:
+        """The decode runs' held-out errors (of those in ``mask``): how many,
+        the median |error| and the worst median signed error by concurrency."""
+        d = np.abs(self.decode_errors(mask))
+        by_conc = self.decode_by_concurrency(mask)
+        return {"decode_runs": int(d.size),
+                "decode_median_abs_error": float(np.median(d)) if d.size else float("nan"),
+                "decode_worst_median_signed": max((abs(m) for _, _, m in by_conc), default=float("nan"))}
+
+    def summary(self) -> dict:
+        e = np.abs(self.speedup_errors())
+        hit, n = self.best_hits()
+        return {"runs": len(self.runs), "points": int(e.size), "median_abs_error": float(np.median(e)),
+                "p90_abs_error": float(np.percentile(e, 90)), "max_abs_error": float(np.max(e)),
+                "run_median_abs_error": float(np.median([m for _, m in self.run_medians()])),
+                "sign_right": self.sign_right(), "interval_coverage": self.interval_coverage(),
+                "best_gamma_within_1": hit, "best_gamma_points": n, **self.decode_summary()}
+
+    def run(self, run_id: str) -> RunPrediction:
+        for p in self.runs:
+            if p.run.id == run_id:
+                return p
+        raise ValueError(f"run_id must be one of {', '.join(p.run.id for p in self.runs)}; got {run_id!r}")
+
+
+#: How runs are grouped when held out: one run, a model family, a source, a chip.
+GROUPINGS = ("run", "model", "source", "chip")
+
+
+def group_of(run: SpecRun, by: str) -> str:
+    """The group the speculative ``run`` is held out with."""
+    by = checked_choice("by", by, GROUPINGS)
+    return {"run": run.id, "model": run.family, "source": run.source,
+            "chip": _feat.chip_key(run.chip)}[by]
+
+
+def decode_groups(by: str = "run") -> np.ndarray:
+    """Each decode run's group ``by`` a grouping (``"run"``: its sweep, one
+    deployment and workload measured at several concurrencies)."""
+    by = checked_choice("by", by, GROUPINGS)
+    runs = _problem()[2]
+    of = {"run": lambda r: r.sweep, "model": lambda r: r.family, "source": lambda r: r.source,
+          "chip": lambda r: _feat.chip_key(r.chip)}[by]
+    return np.array([of(r) for r in runs])
+
+
+def groups(by: str) -> dict:
+    """{group: run ids} of the speculative runs, ``by`` one of :data:`GROUPINGS`."""
+    out = {}
+    for r in _spec.spec_runs():
+        out.setdefault(group_of(r, by), []).append(r.id)
+    return {g: tuple(ids) for g, ids in out.items()}
+
+
+@dataclass(frozen=True)
+class Fold:
+    """What a fit leaves out: speculative run ids and a decode mask (True: held out)."""
+
+    runs: tuple
+    decode: np.ndarray
+
+    def fit(self, form, **kw):
+        return fit(form, exclude_runs=self.runs, decode_weights=(~self.decode).astype(float), **kw)
+
+    def join(self, other: "Fold") -> "Fold":
+        return Fold(tuple(dict.fromkeys(self.runs + other.runs)), self.decode | other.decode)
+
+
+def no_fold() -> Fold:
+    return Fold((), np.zeros(len(_problem()[1]), dtype=bool))
+
+
+def _fold(by: str, group: str) -> Fold:
+    """The runs, speculative and decode, of ``group`` ``by`` a grouping."""
+    ids = tuple(r.id for r in _spec.spec_runs() if group_of(r, by) == group)
+    decode = decode_groups(by) == group if by != "run" else np.zeros(len(_problem()[1]), dtype=bool)
+    return Fold(ids, decode)
+
+
+def _group_names(by: str, exclude: Fold) -> list:
+    names = {group_of(r, by) for r in _spec.spec_runs() if r.id not in exclude.runs}
+    if by != "run":
+        names |= set(decode_groups(by)[~exclude.decode])
+    return sorted(names)
+
+
+#: The forms a fitted step is chosen from (simplest first: a tie goes to the
+#: earlier): the time per extra verified position as a constant per vendor,
+#: as the extra positions' FLOPs at a fitted fraction of the vendor's peak,
+#: or both; the fixed time per step the same for every model or scaled by
+#: its layers.
+_NO_E = tuple(t for t in DEFAULT_TERMS if t != "per_position")
+_PER_TOKEN = ((DEFAULT_TERMS, ()), (DEFAULT_TERMS, ("per_position",)), (_NO_E + ("extra_flops",), ()),
+              (_NO_E + ("extra_flops",), ("extra_flops",)))
+CANDIDATE_FORMS = tuple(Form(terms + drafting, fixed, pooled) for fixed in FIXED_SCALINGS
+                        for drafting in ((), ("per_draft_pass",)) for terms, pooled in _PER_TOKEN)
+#: How a choice between forms is scored: the median over runs of each run's
+#: median |error|, held out by model family (each run counts once).
+CHOICE_GROUPING = "model"
+
+
+def _predict_group(form: Form, by: str, exclude: Fold = None) -> list:
+    """Each speculative run not in ``exclude`` predicted by ``form`` fitted
+    without its ``by`` group (and ``exclude``)."""
+    exclude = exclude or no_fold()
+    out = []
+    for g in _group_names(by, exclude):
+        fold = _fold(by, g)
+        mine = [r for r in _spec.spec_runs() if r.id in fold.runs and r.id not in exclude.runs]
+        if not mine:
+            continue
+        f = exclude.join(fold).fit(form)
+        out += [predict_run(f, r) for r in mine]
+    return out
+
+
+def _run_medians(preds) -> np.ndarray:
+    return np.array([float(np.median(np.abs(p.error[p.scored]))) for p in preds if p.scored.any()])
+
+
+def choice_score(preds) -> float:
+    """The median over runs of each run's median |error| (lower is better)."""
+    meds = _run_medians(preds)
+    return float(np.median(meds)) if meds.size else float("inf")
+
+
+def _standard_error(preds, samples: int = 200, seed: int = 0) -> float:
+    """The bootstrap standard error of :func:`choice_score` over the runs."""
+    meds = _run_medians(preds)
+    rng = np.random.default_rng(seed)
+    return float(np.std([np.median(rng.choice(meds, meds.size)) for _ in range(samples)])) if meds.size else 0.0
+
+
+def form_size(form: Form) -> int:
+    """How many constants a form fits on every run (its chips' factors and fixed times included)."""
+    from .step_fit import _names, _parameters
+
+    return len(_parameters(form, _names())[0])
+
+
+def choose_form(exclude: Fold = None, candidates=CANDIDATE_FORMS) -> tuple:
+    """(the form chosen on the runs not in ``exclude``, {form: score}): held
+    out by model family, the forms within one standard error of the best
+    :func:`choice_score` are as good as the data can tell, and of those the
+    one with the fewest constants is chosen, the better score between
+    equals (the one-standard-error rule)."""
+    preds = {form: _predict_group(form, CHOICE_GROUPING, exclude) for form in candidates}
+    scores = {form: choice_score(p) for form, p in preds.items()}
+    best = min(candidates, key=lambda form: scores[form])
+    bar = scores[best] + _standard_error(preds[best])
+    return min((f for f in candidates if scores[f] <= bar), key=lambda f: (form_size(f), scores[f])), scores
+
+
+def bootstrap_fits(form: Form = None, *, exclude: Fold = None, samples: int = 100, seed: int = 0) -> list:
+    """Fits of ``form`` to ``samples`` resamplings of the runs not in
+    ``exclude``: the model families drawn with replacement (a family's
+    speculative runs together, since a prediction for a new deployment is a
+    prediction for a family the fit has not seen), and the decode runs with
+    replacement."""
+    form = form or SHIPPED_FORM
+    exclude = exclude or no_fold()
+    rng = np.random.default_rng(seed)
+    runs = [r for r in _spec.spec_runs() if r.id not in exclude.runs]
+    families = sorted({r.family for r in runs})
+    n_dec = len(_problem()[1])
+    keep = ~exclude.decode
+    out = []
+    for _ in range(samples):
+        pick = rng.integers(0, len(families), len(families))
+        count = {fam: float((pick == i).sum()) for i, fam in enumerate(families)}
+        weights = {r.id: count[r.family] for r in runs}
+        dw = np.bincount(rng.integers(0, n_dec, n_dec), minlength=n_dec).astype(float) * keep
+        out.append(fit(form, exclude_runs=exclude.runs, run_weights=weights, decode_weights=dw))
+    return out
+
+
+def residual_sd(form: Form = None, *, exclude: Fold = None) -> float:
+    """The spread (a robust standard deviation) of the log error of points
+    held out by model family on the runs not in ``exclude``: what a
+    prediction for an unseen family misses beyond its constants."""
+    preds = _predict_group(form or SHIPPED_FORM, CHOICE_GROUPING, exclude)
+    e = np.concatenate([np.log(p.predicted[p.scored] / p.measured[p.scored]) for p in preds])
+    return float(1.4826 * np.median(np.abs(e - np.median(e)))) if e.size else 0.0
+
+
+#: Draws the intervals are taken over.
+INTERVAL_DRAWS = 100
+
+
+def held_out(by: str = "run", terms=None, *, choose=None, intervals: bool = True,
+             samples: int = INTERVAL_DRAWS) -> HeldOut:
+    """Every run predicted by a step fitted without its group (``by`` one of
+    :data:`GROUPINGS`, see the module notes). ``terms``: the form fitted
+    (default: the shipped one). ``choose`` (by default for every grouping
+    but ``"run"``): in each fold the form is chosen among
+    :data:`CANDIDATE_FORMS` by its own held-out score on the runs left in
+    (:func:`choose_form`), so that the score reported is not the one the
+    form was chosen on. ``intervals``: each point gets its interval from
+    ``samples`` bootstrap fits to the runs left in, spread by their held-out
+    residual (:func:`residual_sd`). The book and the benchmark read the
+    stored result (:func:`stored_held_out`)."""
+    by = checked_choice("by", by, GROUPINGS)
+    base = as_form(terms) if terms is not None else SHIPPED_FORM
+    choose = (by != "run") if choose is None else bool(choose)
+    _, dec_y, dec_runs, _ = _problem()
+    preds, forms = {}, {}
+    predicted = np.full(len(dec_y), np.nan)
+    for g in _group_names(by, no_fold()):
+        forms[g], fold_preds, fold_decode = held_out_fold(by, g, base, choose=choose, intervals=intervals,
+                                                          samples=samples)
+        preds.update(fold_preds)
+        predicted[np.isfinite(fold_decode)] = fold_decode[np.isfinite(fold_decode)]
+    if by == "run":
+        sweeps = decode_groups("run")
+        for s in np.unique(sweeps):
+            out = sweeps == s
+            predicted[out] = predict_decode(Fold((), out).fit(base))[out]
+    return HeldOut(tuple(preds[r.id] for r in _spec.spec_runs() if r.id in preds), dec_y, predicted,
+                   np.array([r.concurrency for r in dec_runs]), np.array([r.workload for r in dec_runs]),
+                   base.terms, by, forms)
+
+
+def held_out_fold(by: str, group: str, terms=None, *, choose: bool = False, intervals: bool = True,
+                  samples: int = INTERVAL_DRAWS) -> tuple:
+    """(the form fitted, {run id: :class:`RunPrediction`}, the decode runs'
+    predicted TPOT, NaN outside the fold) for the runs of one ``group`` held
+    out ``by`` a grouping (see :func:`held_out`)."""
+    base = as_form(terms) if terms is not None else SHIPPED_FORM
+    fold = _fold(by, group)
+    form = choose_form(fold)[0] if choose else base
+    f = fold.fit(form)
+    draws, sd = (), 0.0
+    mine = [r for r in _spec.spec_runs() if r.id in fold.runs]
+    if intervals and mine:
+        draws = bootstrap_fits(form, exclude=fold, samples=samples)
+        sd = residual_sd(form, exclude=fold)
+    decode = np.full(len(fold.decode), np.nan)
+    if fold.decode.any():
+        decode[fold.decode] = predict_decode(f)[fold.decode]
+    return form, {r.id: predict_run(f, r, draws, sd) for r in mine}, decode
+
+
+def leave_one_run_out(terms=None) -> HeldOut:
+    """Each speculative run predicted by constants fitted without it; each
+    decode sweep likewise (:func:`held_out` by run, without intervals)."""
+    return held_out("run", terms, intervals=False)
+
+
+def held_out_decode(by: str = "workload", terms=None) -> np.ndarray:
+    """Each decode run's TPOT (s) predicted by ``terms`` (default: the
+    shipped form) fitted without the decode runs of its group, ``by``
+    ``"workload"`` or ``"chip"`` (every speculative run stays in)."""
+    form = as_form(terms) if terms is not None else SHIPPED_FORM
+    runs = _problem()[2]
+    of = {"workload": lambda r: r.workload, "chip": lambda r: _feat.chip_key(r.chip)}[
+        checked_choice("by", by, ("workload", "chip"))]
+    keys = np.array([of(r) for r in runs])
+    out = np.full(len(runs), np.nan)
+    for k in np.unique(keys):
+        mine = keys == k
+        out[mine] = predict_decode(Fold((), mine).fit(form))[mine]
+    return out
+
+
+#: The decode terms whose need the ablation shows: (label, form), the shipped form first.
+DECODE_VARIANTS = (
+    ("the shipped form", SHIPPED_FORM),
+    ("without attention's own factor", Form(tuple(t for t in SHIPPED_FORM.terms if t != "attention_factor"),
+                                            SHIPPED_FORM.fixed, SHIPPED_FORM.pooled)),
+    ("without the time per MoE layer", Form(tuple(t for t in SHIPPED_FORM.terms if t != "moe_fixed"),
+                                            SHIPPED_FORM.fixed, SHIPPED_FORM.pooled)),
+    ("without either", Form(tuple(t for t in SHIPPED_FORM.terms if t not in ("attention_factor", "moe_fixed")),
+                            SHIPPED_FORM.fixed, SHIPPED_FORM.pooled)),
+    ("the fixed time scaled by layers", Form(SHIPPED_FORM.terms, "layers", SHIPPED_FORM.pooled)),
+)
+
+
+def decode_ablation() -> list:
+    """For each of :data:`DECODE_VARIANTS` and for the collectives left
+    uncharged: (variant, held out by chip: the decode runs' median |error|
+    and worst median signed error by concurrency, Llama's and DeepSeek's
+    median |error|; held out by model family: the speed-ups' median |error|)."""
+    runs = _problem()[2]
+    fam = np.array([r.family for r in runs])
+
+    def row(label, form):
+        chip = held_out("chip", form, choose=False, intervals=False)
+        model = held_out("model", form, choose=False, intervals=False)
+        s = chip.decode_summary()
+        return (label, s["decode_median_abs_error"], s["decode_worst_median_signed"],
+                chip.decode_summary(fam == "Llama")["decode_median_abs_error"],
+                chip.decode_summary(fam == "DeepSeek")["decode_median_abs_error"],
+                model.summary()["median_abs_error"])
+
+    out = [row(label, form) for label, form in DECODE_VARIANTS]
+    try:
+        _feat.COLLECTIVES_CHARGED = False
+        _clear_caches()
+        out.append(row("the collectives not charged", SHIPPED_FORM))
+    finally:
+        _feat.COLLECTIVES_CHARGED = True
+        _clear_caches()
+    return out
+
+
+def _clear_caches():
+    from . import step_fit, step_predictions
+
+    _problem.cache_clear()
+    step_fit._ROWS.clear()
+    step_fit._MATRICES.clear()
+    step_predictions._POINTS.clear()
+
+
+def held_out_workloads(terms=None) -> list:
+    """Decode TPOT fitted on one workload's decode runs (and every
+    speculative run) and predicted on each other workload: (train, test,
+    runs, median |error|, worst median signed error by concurrency)."""
+    form = as_form(terms) if terms is not None else SHIPPED_FORM
+    _, dec_y, dec_runs, _ = _problem()
+    dec_wl = np.array([r.workload for r in dec_runs])
+    dec_conc = np.array([r.concurrency for r in dec_runs])
+    rows = []
+    for train in sorted(set(dec_wl)):
+        pred = predict_decode(fit(form, workloads=(train,)))
+        for test in sorted(set(dec_wl) - {train}):
+            m = dec_wl == test
+            e = pred[m] / dec_y[m] - 1.0
+            worst = max(abs(float(np.median(e[dec_conc[m] == c]))) for c in np.unique(dec_conc[m]))
+            rows.append((train, test, int(m.sum()), float(np.median(np.abs(e))), worst))
+    return rows
+
+
+def bootstrap(terms=None, samples: int = 200, seed: int = 0) -> dict:
+    """{constant: (5th, 50th, 95th percentile)} over :func:`bootstrap_fits`."""
+    draws = {}
+    for f in bootstrap_fits(as_form(terms) if terms is not None else SHIPPED_FORM, samples=samples, seed=seed):
+        for k, v in f.theta.items():
+            draws.setdefault(k, []).append(v)
+    return {k: tuple(float(np.percentile(v, q)) for q in (5, 50, 95)) for k, v in draws.items()}
+
+
+def against(calibration: _cal.Calibration) -> HeldOut:
+    """Every run priced by ``calibration`` as it is (not refitted)."""
+    from .step_fit import Fit
+
+    f = Fit.of(calibration)
+    _, dec_y, dec_runs, _ = _problem()
+    return HeldOut(tuple(predict_run(f, r) for r in _spec.spec_runs()), dec_y, predict_decode(f),
+                   np.array([r.concurrency for r in dec_runs]), np.array([r.workload for r in dec_runs]),
+                   _feat.TERMS)
+
+
+def ablation(terms=None, by: str = "run") -> list:
+    """(variant, held-out summary) for the shipped form, each other
+    candidate form (:data:`CANDIDATE_FORMS`) and the drafter priced as a
+    share of a plain step instead of by its own roofline."""
+    base = as_form(terms) if terms is not None else SHIPPED_FORM
+    out = [("the shipped form: " + base.label, held_out(by, base, choose=False, intervals=False).summary())]
+    out += [(form.label, held_out(by, form, choose=False, intervals=False).summary()) for form in CANDIDATE_FORMS
+            if form != base]
+    try:
+        _feat.DRAFTER_PRICING = "share"
+        out.append(("drafter as a share of a step", held_out(by, base, choose=False, intervals=False).summary()))
+    finally:
+        _feat.DRAFTER_PRICING = "roofline"
+    return out
+
+
+def shipped_fit(samples: int = INTERVAL_DRAWS) -> _cal.Calibration:
+    """The calibration to ship: :data:`SHIPPED_FORM` fitted on every run, with
+    ``samples`` bootstrap draws (:func:`bootstrap_fits`) and the held-out
+    residual spread (:func:`residual_sd`) that its intervals are taken over."""
+    cal = fit(SHIPPED_FORM).calibration()
+    draws = []
+    for f in bootstrap_fits(SHIPPED_FORM, samples=samples):
+        c = f.calibration().to_json()
+        draws.append({k: _rounded(c[k]) for k in _cal.DRAW_FIELDS if k in c})
+    return dataclasses.replace(cal, draws=tuple(draws), residual_sd=residual_sd(SHIPPED_FORM))
+
+
+def _rounded(value):
+    """A constant to 6 significant digits (the draws' spread is far wider)."""
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return float(f"{value:.6g}")
+
+
+def write_calibration(path=None) -> dict:
+    """Fit on everything and write the shipped calibration,
+    ``data/calibration/step_time.json`` (what ``step_time="calibrated"`` prices with)."""
+    from pathlib import Path
+
+    data = {"about": "Calibrated step time (speclib.core.calibrated): the shipped constants, fitted by "
+                     "speclib.evidence.step_fit on measured decoding and measured speculative runs, with bootstrap "
+                     "draws (model families resampled) for intervals. Written by `python -m speclib.evidence.held_out "
+                     "--write-calibration`; tests/test_step_fit.py refits and compares.",
+            **shipped_fit().to_json()}
+    target = Path(path) if path is not None else Path(__file__).resolve().parents[1].joinpath(*_cal.CALIBRATION_FILE)
+    target.write_text(_dumps(data), encoding="utf-8")
+    return data
+
+
+def _dumps(data: dict) -> str:
+    """JSON with one line per item of a long list (the draws, the points)."""
+    out = []
+    for key, value in data.items():
+        if isinstance(value, list) and len(value) > 20:
+            items = ",\n  ".join(json.dumps(v, separators=(",", ":")) for v in value)
+            out.append(f" {json.dumps(key)}: [\n  {items}\n ]")
+        else:
+            out.append(f" {json.dumps(key)}: {json.dumps(value, indent=1)}")
+    return "{\n" + ",\n".join(out) + "\n}\n"
+
+
+#: Where the stored hold-outs live, beside the calibration.
+HELD_OUT_FILE = ("data", "calibration", "held_out.json")
+
+
+def _fold_record(form: Form, preds: dict) -> dict:
+    return {"form": {"terms": list(form.terms), "fixed": form.fixed, "pooled": list(form.pooled)},
+            "runs": {rid: {"alpha": p.run.alpha,
+                           "points": [[int(b), int(g), float(m), float(q), float(lo), float(hi), bool(ok)]
+                                      for b, g, m, q, lo, hi, ok in zip(p.batch, p.gamma, p.measured, p.predicted,
+                                                                        p.lo, p.hi, p.scored)],
+                           "best": [[int(b), int(mb), int(qb)] for b, (mb, qb) in p.best.items()]}
+                     for rid, p in preds.items()}}
+
+
+def write_held_out(path=None) -> dict:
+    """Compute the hold-outs of :func:`held_out` (with intervals; the form
+    chosen inside each fold for every grouping but the run) and write them
+    to ``data/calibration/held_out.json``, which the book and the benchmark
+    read (:func:`stored_held_out`); a test recomputes a fold."""
+    from pathlib import Path
+
+    data = {"about": "The calibrated step's held-out predictions (speclib.evidence.held_out.held_out), by run, by "
+                     "model family, by source and by chip, each fold's form and each point's 80 % interval, and "
+                     "each decode run's held-out TPOT. Written by `python -m speclib.evidence.held_out "
+                     "--write-calibration`; tests/test_step_fit.py recomputes a fold and compares.",
+            "shipped_form": _fold_record(SHIPPED_FORM, {})["form"]}
+    for by in GROUPINGS:
+        h = held_out(by)
+        data[by] = {"folds": {g: _fold_record(h.forms[g], {p.run.id: p for p in h.runs if group_of(p.run, by) == g})
+                              for g in sorted(h.forms)},
+                    "decode_predicted": _numbers(h.decode_predicted)}
+    chosen, scores = choose_form()
+    data["forms"] = [{"form": _fold_record(form, {})["form"], "score": float(score), "size": form_size(form),
+                      "kept": form == chosen} for form, score in scores.items()]
+    data["decode_by_workload"] = _numbers(held_out_decode("workload"))
+    data["decode_ablation"] = [list(row) for row in decode_ablation()]
+    target = Path(path) if path is not None else Path(__file__).resolve().parents[1].joinpath(*HELD_OUT_FILE)
+    target.write_text(json.dumps(data, indent=None, separators=(",", ":")) + "\n", encoding="utf-8")
+    return data
+
+
+def _numbers(values) -> list:
+    return [None if not np.isfinite(x) else float(f"{x:.9g}") for x in values]
+
+
+@lru_cache(maxsize=1)
+def _stored() -> dict:
+    return json.loads(resources.files("speclib").joinpath(*HELD_OUT_FILE).read_text(encoding="utf-8"))
+
+
+def stored_forms() -> tuple:
+    """(the form kept, {form: score}) of :func:`choose_form` on every run, as stored."""
+    scores, kept = {}, None
+    for rec in _stored()["forms"]:
+        form = Form(tuple(rec["form"]["terms"]), rec["form"]["fixed"], tuple(rec["form"]["pooled"]))
+        scores[form] = rec["score"]
+        kept = form if rec["kept"] else kept
+    return kept, scores
+
+
+def stored_decode_by_workload() -> np.ndarray:
+    """:func:`held_out_decode` by workload, as stored."""
+    return np.array([np.nan if x is None else x for x in _stored()["decode_by_workload"]], dtype=float)
+
+
+def stored_decode_ablation() -> list:
+    """:func:`decode_ablation`, as stored."""
+    return [tuple(row) for row in _stored()["decode_ablation"]]
+
+
+def _prediction(run: SpecRun, record: dict) -> RunPrediction:
+    pts = np.array(record["points"], dtype=float).reshape(-1, 7)
+    return RunPrediction(dataclasses.replace(run, alpha=record["alpha"]), pts[:, 0].astype(int), pts[:, 1].astype(int),
+                         pts[:, 2], pts[:, 3], {int(b): (int(mb), int(qb)) for b, mb, qb in record["best"]},
+                         pts[:, 6].astype(bool), pts[:, 4], pts[:, 5])
+
+
+@lru_cache(maxsize=None)
+def stored_held_out(by: str = "run") -> HeldOut:
+    """The stored :func:`held_out` of ``by`` (written by :func:`write_held_out`)."""
+    by = checked_choice("by", by, GROUPINGS)
+    data = _stored()[by]
+    records, forms = {}, {}
+    for g, fold in data["folds"].items():
+        forms[g] = Form(tuple(fold["form"]["terms"]), fold["form"]["fixed"], tuple(fold["form"]["pooled"]))
+        records.update(fold["runs"])
+    _, dec_y, dec_runs, _ = _problem()
+    dec = np.array([np.nan if x is None else x for x in data["decode_predicted"]], dtype=float)
+    return HeldOut(tuple(_prediction(r, records[r.id]) for r in _spec.spec_runs() if r.id in records), dec_y, dec,
+                   np.array([r.concurrency for r in dec_runs]), np.array([r.workload for r in dec_runs]),
+                   SHIPPED_FORM.terms, by, forms)
+
+
+def _main(argv=None) -> int:  # pragma: no cover - a maintenance command
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m speclib.evidence.held_out")
+    parser.add_argument("--write-calibration", action="store_true")
+    if parser.parse_args(argv).write_calibration:
+        write_calibration()
+        write_held_out()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(_main())

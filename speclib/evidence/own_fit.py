@@ -1,0 +1,160 @@
+"""A step fitted to one deployment's own benchmark files (``speclib fit``):
+the fixed time, the time per sequence and, from runs with speculation, the
+time per extra verified position and per drafter pass, with the chip's
+factors held at the shipped calibration's; and the calibration files it
+writes, read back checked."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._checks import checked_choice
+from ..core import calibrated as _cal
+from ..core.deployment import Deployment
+from ..presets import resolve
+from .spec_runs import DEFAULT_DRAFT_SHARE
+from .step_features import chip_key
+from .step_fit import _nnls
+
+
+@dataclass(frozen=True)
+class OwnFit:
+    """A calibration fitted to one deployment's measurements, and each
+    record's fitted TPOT (``residuals``: (record, fitted ms, error))."""
+
+    calibration: _cal.Calibration
+    residuals: tuple
+
+
+def fit_measurements(records, model, hardware, *, tp: int = 1, engine: str = _cal.DEFAULT_ENGINE,
+                     label: str = "") -> OwnFit:
+    """Fit a deployment's step from its own benchmark records
+    (:func:`speclib.evidence.bench_results.read_results`): the fixed time a,
+    the time per sequence d and, from the runs with speculation (their
+    ``gamma`` and measured ``accept_length``), the time per extra verified
+    position e and per drafter pass a_d. The chip factor mu stays the shipped
+    one (a property of the chip; on one deployment's decode runs it is not
+    separable from a and d), and the prefill of arriving requests is charged
+    as the shipped calibration charges it. Refuses, naming the file and the
+    field, data that cannot identify a term."""
+    m, hw = resolve(model, hardware)
+    engine = checked_choice("engine", engine, _cal.ENGINES)
+    records = list(records)
+    if not records:
+        raise ValueError("records: no measurements to fit")
+    shipped = _cal.shipped_calibration()
+    try:
+        chip = chip_key(hw.name)
+    except ValueError:  # a chip from a hardware config, not a preset: its own name, and the roofline's speed
+        chip = hw.name
+    mu = shipped.roofline_factor.get(chip, 1.0)
+    nu = shipped.attention_factor(hw)
+    step = Deployment(m, hw, tp=tp).parallel_step()
+    moe = shipped.moe_layer(hw) * step.architecture.moe_layers
+
+    def kernels(B, T, S):  # this GPU's calibrated kernels and its collectives (mu and nu held)
+        B, T, S = np.float64(B), np.float64(T), np.float64(S)
+        return float(mu * step.kernel_time(B, T, S) + nu * step.component_times(B, T, S)["attention"]
+                     + step.communication(B, T)) + moe
+
+    rows, ys, plain_b, spec_b = [], [], set(), set()
+    for r in records:
+        where = f"{r.source}: "
+        if r.concurrency is None:
+            raise ValueError(f"{where}max_concurrency is not set; the fit needs the batch (runs at a fixed concurrency)")
+        B, S = float(r.concurrency), float(r.input_len + (r.output_len - 1) / 2)
+        g = int(r.gamma or 0)
+        n = 1.0
+        if g:
+            if r.accept_length is None:
+                raise ValueError(f"{where}accept_length is missing for a run with gamma {g}; the fit needs the "
+                                 "measured tokens per verify")
+            n = float(r.accept_length)
+            spec_b.add(B)
+        else:
+            plain_b.add(B)
+        T = (g + 1.0) if g else 1.0
+        plain_roof = kernels(B, 1.0, S)
+        roof = kernels(B, T, S)
+        share = DEFAULT_DRAFT_SHARE * g
+        prefill = float(step.prefill_share(np.float64(B), r.input_len, r.output_len)) * shipped.prefill_factor
+        x = np.array([1.0 + share, B * (1.0 + share), B * (T - 1.0), float(g)])
+        y = n * (r.tpot_ms * 1e-3 - prefill) - (roof + share * plain_roof)
+        rows.append(x), ys.append((y, n * r.tpot_ms * 1e-3, r, roof + share * plain_roof, prefill, n))
+    name = records[0].source
+    if len(plain_b) < 2:
+        raise ValueError(f"{name}: max_concurrency: runs without speculation at {len(plain_b)} distinct batch(es); "
+                         "the fixed and per-sequence times need at least two")
+    if spec_b and len(spec_b) < 2:
+        raise ValueError(f"{name}: max_concurrency: runs with speculation at one batch only; the per-position and "
+                         "per-pass times need at least two batches")
+    X = np.array(rows)
+    if not spec_b:
+        X = X[:, :2]
+    scale = np.array([t for _, t, *_ in ys])
+    theta = _nnls(X / scale[:, None], np.array([y for y, *_ in ys]) / scale)
+    theta = np.concatenate([theta, np.zeros(4 - theta.size)])
+    residuals = []
+    for x, (_, _, r, kernel, prefill, n) in zip(rows, ys):
+        fitted = (kernel + float(x @ theta)) / n + prefill
+        residuals.append((r, fitted * 1e3, fitted / (r.tpot_ms * 1e-3) - 1.0))
+    cal = _cal.Calibration(
+        roofline_factor={chip: mu}, fixed_s={chip: {engine: float(theta[0])}}, per_sequence_s=float(theta[1]),
+        per_position_s=float(theta[2]), per_draft_pass_s=float(theta[3]), prefill_factor=shipped.prefill_factor,
+        attention_factor_by_vendor={hw.vendor: nu} if nu else {},
+        moe_layer_s={hw.vendor: shipped.moe_layer(hw)} if moe else {},
+        model=m.name, fitted_on=tuple(sorted({r.source for r in records})),
+        batch_range=(int(min(plain_b | spec_b)), int(max(plain_b | spec_b))), label=label or name,
+        source=f"speclib.evidence.own_fit.fit_measurements: {len(records)} runs of {m.name} on {tp} x {hw.name} "
+               f"({engine}); mu held at the shipped {mu:.3g}, attention's nu at {nu:.3g}")
+    return OwnFit(cal, tuple(residuals))
+
+
+#: The fields a calibration file must have.
+CALIBRATION_FIELDS = ("roofline_factor", "fixed_s", "per_sequence_s")
+
+
+def read_calibration(path) -> _cal.Calibration:
+    """A calibration file (as ``speclib fit`` writes it), checked: a missing
+    or bad field is a ValueError naming the file and the field."""
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{p}: no such file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{p}: not JSON ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: must hold a JSON object")
+    for key in CALIBRATION_FIELDS:
+        if key not in data:
+            raise ValueError(f"{p}: missing field {key}")
+    for key in ("per_sequence_s", "compute_factor", "per_position_s", "per_draft_pass_s", "prefill_factor"):
+        if key in data and (isinstance(data[key], bool) or not isinstance(data[key], (int, float))
+                            or not np.isfinite(data[key]) or data[key] < 0):
+            raise ValueError(f"{p}: {key} must be a number >= 0; got {data[key]!r}")
+    if not isinstance(data["roofline_factor"], dict) or not data["roofline_factor"]:
+        raise ValueError(f"{p}: roofline_factor must map chip names to factors")
+    for chip, v in data["roofline_factor"].items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
+            raise ValueError(f"{p}: roofline_factor.{chip} must be a number > 0; got {v!r}")
+    if not isinstance(data["fixed_s"], dict):
+        raise ValueError(f"{p}: fixed_s must map chip names to {{engine: seconds}}")
+    for chip, by in data["fixed_s"].items():
+        if not isinstance(by, dict):
+            raise ValueError(f"{p}: fixed_s.{chip} must map engines to seconds")
+        for e, v in by.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+                raise ValueError(f"{p}: fixed_s.{chip}.{e} must be a number >= 0; got {v!r}")
+    by_vendor = data.get("per_position_by_vendor", {})
+    if not isinstance(by_vendor, dict):
+        raise ValueError(f"{p}: per_position_by_vendor must map vendors (NVIDIA, AMD) to seconds")
+    for vendor, v in by_vendor.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+            raise ValueError(f"{p}: per_position_by_vendor.{vendor} must be a number >= 0; got {v!r}")
+    return dataclasses.replace(_cal.Calibration.from_json(data), label=data.get("label") or p.name)

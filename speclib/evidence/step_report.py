@@ -1,0 +1,344 @@
+"""The fitted step in words and numbers: its constants with their intervals
+and an independent estimate of what each stands for, the hold-outs side by
+side, DeepSeek-R1's decode and MTP runs against their predictions, and the
+targets, as the engines chapter and ``benchmarks/bench_step_fit.py`` print
+them."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.decode import tpot
+from . import decode_runs as _dec
+from . import spec_runs as _spec
+from .held_out import GROUPINGS, HeldOut, held_out_workloads, stored_held_out
+from .step_features import BY_VENDOR, SHIPPED_FORM, chip_key
+from .step_fit import decode_rows, fit
+from .step_predictions import predict_decode
+
+#: The constants a reader reads off a fit: scale to the unit, and the unit.
+UNITS = {"per_sequence": (1e6, "\u00b5s per sequence per step"),
+         "per_position": (1e6, "\u00b5s per verified position past the first, per sequence"),
+         "extra_flops": (1.0, "\u00d7 the extra positions' FLOPs at peak (1 / eta)"),
+         "per_draft_pass": (1e3, "ms per drafter pass"), "compute": (1.0, "\u00d7 FLOPs at peak (\u03ba)"),
+         "prefill": (1.0, "\u00d7 the prefill's roofline"),
+         "moe_fixed": (1e6, "\u00b5s per MoE layer per step"),
+         "attention_factor": (1.0, "\u00d7 attention's roofline, on top of \u03bc")}
+#: Terms fitted per vendor (or pooled), listed after the one-number constants.
+_PER_VENDOR = BY_VENDOR + ("moe_fixed", "attention_factor")
+
+
+#: Where a fitted constant sits in a calibration's bootstrap draw
+#: (:data:`speclib.core.calibrated.DRAW_FIELDS`): its field, then its keys.
+_DRAW_FIELD = {"factor": "roofline_factor", "fixed": "fixed_s", "per_sequence": "per_sequence_s",
+               "per_position": ("per_position_s", "per_position_by_vendor"), "extra_flops": "extra_flops_by_vendor",
+               "per_draft_pass": "per_draft_pass_s", "prefill": "prefill_factor", "compute": "compute_factor",
+               "moe_fixed": "moe_layer_s", "attention_factor": "attention_factor_by_vendor"}
+
+
+def _draw_value(draw: dict, key) -> float:
+    """The constant ``key`` (a fit's name for it) in one bootstrap draw."""
+    term = key[0] if isinstance(key, tuple) else key
+    field = _DRAW_FIELD[term]
+    if isinstance(field, tuple):  # one number, or one per vendor
+        field = field[0] if not isinstance(key, tuple) else field[1]
+    value = draw.get(field, 0.0)
+    for part in (key[1:] if isinstance(key, tuple) else ()):
+        value = value.get(part, np.nan) if isinstance(value, dict) else np.nan
+    return float(value)
+
+
+def constants(calibration=None) -> list:
+    """Every fitted constant of the shipped form with its 5-95 % interval over
+    the shipped calibration's bootstrap draws (model families resampled,
+    :func:`speclib.evidence.held_out.bootstrap_fits`): (constant, value,
+    interval, unit) in the unit of :data:`UNITS`; the chip factors (mu) and
+    fixed times (a) after them."""
+    from ..core.calibrated import shipped_calibration
+
+    calibration = shipped_calibration() if calibration is None else calibration
+    f = fit(SHIPPED_FORM)
+    named = [(k, k, *UNITS[k]) for k in UNITS if k in f.theta]
+    named += [(k, f"{k[0]}, {k[1]}", *UNITS[k[0]])
+              for k in sorted((k for k in f.theta if isinstance(k, tuple) and k[0] in _PER_VENDOR), key=str)]
+    for k in sorted((k for k in f.theta if isinstance(k, tuple) and k[0] in ("factor", "fixed")
+                     and k not in f.imputed), key=str):
+        named.append((k, f"\u03bc {k[1]}", 1.0, "\u00d7 the roofline") if k[0] == "factor"
+                     else (k, f"a {k[1]}, {k[2]}", 1e3,
+                           "ms per step" + (" (a model of L_ref layers)" if f.fixed == "layers" else "")))
+    out = []
+    for k, name, scale, unit in named:
+        draws = np.array([_draw_value(d, k) for d in calibration.draws])
+        draws = draws[np.isfinite(draws)]
+        lo, hi = (np.percentile(draws, 5) * scale, np.percentile(draws, 95) * scale) if draws.size else (np.nan,) * 2
+        out.append((name, f.theta[k] * scale, f"{lo:.3g} \u2013 {hi:.3g}", unit))
+    return out
+
+
+#: What each fitted term stands for, estimated without the fit: (term, what it
+#: stands for, the estimate, its source key in references.bib). Numbers are
+#: the sources' own; the arithmetic in the estimate is ours and says so.
+ESTIMATES = (
+    ("moe_fixed", "kernels a MoE layer adds to a decode step",
+     "13 modules per MoE layer in TensorRT-LLM's DeepSeek-R1 decode step; the smallest GEMM in a CUDA graph takes "
+     "2.44 \u00b5s on H200 and an m = 1 GEMM 7.94 \u00b5s (median): 13 \u00d7 2.4 to 13 \u00d7 7.9 = 32 to 103 \u00b5s",
+     "trtllm2025r1b200,aiconfigurator2026"),
+    ("per_sequence", "the host's work for each request in a step",
+     "about 29 \u00b5s per request (SGLang on H100, a fit to a published series of step times by batch); vLLM's "
+     "output processing about 1.1 \u00b5s per request",
+     "sglangomni760,vllm46112"),
+    ("per_position", "sampling and the rejection test for each verified position",
+     "top-k/top-p sampling over a 131k vocabulary: 0.7 to 1.5 \u00b5s per row (FlashInfer), 11 to 16 \u00b5s per "
+     "row (PyTorch's sort)",
+     "vllm40376"),
+    ("attention_factor", "decode attention's kernels against the bandwidth",
+     "FlashMLA reads 3,000 GB/s on an H800 (about 90 % of its bandwidth); AMD's AITER MLA decode kernel has a floor "
+     "of 12.8 to 15.5 \u00b5s a call at tiny contexts, 61 calls a DeepSeek step",
+     "flashmla2025,aiter3188"),
+    ("prefill", "the prefill's efficiency against its roofline", "no published figure for these engines and chips",
+     ""),
+)
+
+
+def estimate_rows(f=None) -> list:
+    """Each fitted term beside its independent estimate: (term, what it
+    stands for, fitted value in its unit, the estimate, citation keys)."""
+    f = fit(SHIPPED_FORM) if f is None else f
+    out = []
+    for term, what, estimate, cite in ESTIMATES:
+        scale, unit = UNITS[term]
+        values = {k[1] if isinstance(k, tuple) else "": v for k, v in f.theta.items()
+                  if (k[0] if isinstance(k, tuple) else k) == term}
+        fitted = "; ".join(f"{who + ' ' if who else ''}{v * scale:.3g}" for who, v in sorted(values.items()))
+        out.append((term, what, f"{fitted} {unit}" if values else "not in the form", estimate, cite))
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+# --- DeepSeek-R1's runs against their predictions ----------------------------------------
+
+
+def r1_decode_predicted(runs=None) -> np.ndarray:
+    """The shipped calibration's TPOT (s) for each DeepSeek-R1 decode run,
+    through the public function (:func:`speclib.core.decode.tpot`) with the
+    run's deployment and workload."""
+    runs = decode_rows()[0] if runs is None else runs
+    return np.array([float(tpot(r.concurrency, r.context, workload=(r.input_len, r.output_len),
+                                deployment=r.deployment("calibrated"))) for r in runs])
+
+
+def r1_decode_rows(held: HeldOut = None) -> list:
+    """DeepSeek-R1's decode runs of the targets' set by chip, engine and
+    workload: (chip, engine, workload, runs, median measured TPOT ms, median
+    predicted ms, median signed error, median signed error held out by chip)."""
+    held = stored_held_out("chip") if held is None else held
+    runs, y = decode_rows()
+    pred = predict_decode(fit(SHIPPED_FORM))
+    keep = _dec.target_subset(runs)
+    out = {}
+    for i in np.flatnonzero(keep):
+        r = runs[i]
+        out.setdefault((chip_key(r.chip), r.engine, r.workload), []).append(i)
+    rows = []
+    for (chip, engine, workload), idx in sorted(out.items()):
+        idx = np.array(idx)
+        rows.append((chip, engine, workload, len(idx), 1e3 * float(np.median(y[idx])),
+                     1e3 * float(np.median(pred[idx])), float(np.median(pred[idx] / y[idx] - 1)),
+                     float(np.median(held.decode_predicted[idx] / y[idx] - 1))))
+    return rows
+
+
+def mtp_rows(held: HeldOut = None) -> list:
+    """DeepSeek-R1's MTP pairs held out by model family: (configuration,
+    concurrency, gamma, measured speed-up, predicted, lo, hi, scored, same
+    run) for every point."""
+    held = stored_held_out("model") if held is None else held
+    rows = []
+    for p in held.runs:
+        if p.run.source != _dec.SOURCES["r1"]:
+            continue
+        for b, g, m, q, lo, hi, ok in zip(p.batch, p.gamma, p.measured, p.predicted, p.lo, p.hi, p.scored):
+            rows.append((p.run.label, int(b), int(g), float(m), float(q), float(lo), float(hi), bool(ok)))
+    return rows
+
+
+# --- the targets -------------------------------------------------------------------------
+
+
+def _concurrency_rows(e, conc) -> list:
+    return [(int(c), int((conc == c).sum()), float(np.median(e[conc == c]))) for c in np.unique(conc)]
+
+
+def r1_decode_summary(predicted=None) -> dict:
+    """The targets' DeepSeek-R1 runs through the public function: runs,
+    median |error|, the worst median signed error by concurrency (all, and
+    over concurrencies of five runs or more), and the 8k/1k runs' median."""
+    runs, y = decode_rows()
+    keep = _dec.target_subset(runs)
+    sub = [r for r, k in zip(runs, keep) if k]
+    pred = r1_decode_predicted(sub) if predicted is None else np.asarray(predicted)[keep]
+    e = pred / y[keep] - 1
+    conc = np.array([r.concurrency for r in sub])
+    by_conc = _concurrency_rows(e, conc)
+    long = np.array([r.workload == "8k1k" for r in sub])
+    return {"runs": int(e.size), "median_abs_error": float(np.median(np.abs(e))),
+            "worst_median_signed": max(abs(m) for _, _, m in by_conc),
+            "worst_median_signed_5": max(abs(m) for _, n, m in by_conc if n >= 5),
+            "long_prompt_median_abs_error": float(np.median(np.abs(e[long]))), "by_concurrency": by_conc}
+
+
+def targets(model: HeldOut = None, run: HeldOut = None, chip: HeldOut = None) -> list:
+    """The targets, (what, target, measured, met): DeepSeek-R1 decode through
+    the public function, the hold-outs by chip, by model family and by run
+    (default: the stored ones, :func:`speclib.evidence.held_out.stored_held_out`),
+    the decode runs across workloads, and what a transferable step must keep."""
+    model = stored_held_out("model") if model is None else model
+    run = stored_held_out("run") if run is None else run
+    chip = stored_held_out("chip") if chip is None else chip
+    runs = decode_rows()[0]
+    llama = np.array([r.family == "Llama" for r in runs])
+    m, r = model.summary(), run.summary()
+    c = chip.decode_summary()
+    lr = run.decode_summary(llama)
+    hit, n = model.best_hits()
+    r1 = r1_decode_summary()
+    v4 = run.run("vllm-v4pro-mi355x")
+    v4_32 = float(v4.predicted[v4.batch == 32][0])
+    qwen = run.run("sglang-autospec")
+    q = [qwen.best[b][1] for b in sorted(qwen.best)]
+    across = held_out_workloads()
+    llama_across = [row for row in across if {row[0], row[1]} <= {"1k1k", "1k8k"}]
+    worst_med = max(med for *_, med, _ in llama_across)
+    worst_bias = max(bias for *_, bias in llama_across)
+    long_ctx = _long_context()
+    rows = [
+        ("DeepSeek-R1 decode, fp8, 8 GPUs in tensor parallel, five chips: median |error| through speclib.tpot",
+         "\u2264 12 %", _pct(r1["median_abs_error"]), r1["median_abs_error"] <= 0.12),
+        ("the same: worst median signed error by concurrency (all; concurrencies of 5 runs or more)", "\u2264 15 %",
+         f"{_pct(r1['worst_median_signed'])}; {_pct(r1['worst_median_signed_5'])}",
+         r1["worst_median_signed"] <= 0.15),
+        ("decode held out by chip: median |error|", f"\u2264 12 % over \u2265 300 runs",
+         f"{_pct(c['decode_median_abs_error'])} over {c['decode_runs']:,}",
+         c["decode_median_abs_error"] <= 0.12 and c["decode_runs"] >= 300),
+        ("decode held out by chip: worst median signed error by concurrency", "\u2264 15 %",
+         _pct(c["decode_worst_median_signed"]), c["decode_worst_median_signed"] <= 0.15),
+        ("by model family: speed-up, median |error|", "\u2264 12 %", _pct(m["median_abs_error"]),
+         m["median_abs_error"] <= 0.12),
+        ("by model family: median over runs of each run's median |error|", "\u2264 15 %",
+         _pct(m["run_median_abs_error"]), m["run_median_abs_error"] <= 0.15),
+        ("by model family: speed-up, 90th percentile |error|", "\u2264 30 %", _pct(m["p90_abs_error"]),
+         m["p90_abs_error"] <= 0.30),
+        ("by model family: gain on the right side of 1\u00d7", "\u2265 95 % of points", _pct(m["sign_right"]),
+         m["sign_right"] >= 0.95),
+        ("by model family: points inside their 80 % interval", "70\u201390 %", _pct(m["interval_coverage"]),
+         0.70 <= m["interval_coverage"] <= 0.90),
+        ("by model family: best draft length within \u00b11", "\u2265 80 % of (run, batch)", f"{hit} of {n}",
+         hit >= 0.8 * n),
+        ("Llama-3.3-70B decode held out by sweep: median |error|", "\u2264 7 %", _pct(lr["decode_median_abs_error"]),
+         lr["decode_median_abs_error"] <= 0.07),
+        ("the same: worst median signed error by concurrency", "\u2264 15 %", _pct(lr["decode_worst_median_signed"]),
+         lr["decode_worst_median_signed"] <= 0.15),
+        ("DeepSeek-R1's 8k/1k runs (long prompts), median |error| through speclib.tpot", "reported",
+         _pct(r1["long_prompt_median_abs_error"]), True),
+        ("by run: speed-up, median |error|", "\u2264 7 %", _pct(r["median_abs_error"]), r["median_abs_error"] <= 0.07),
+        ("Llama decode fitted on one workload, tested on the other: worst median |error|", "\u2264 12 %",
+         _pct(worst_med), worst_med <= 0.12),
+        ("the same: worst median signed error by concurrency", "\u2264 15 %", _pct(worst_bias), worst_bias <= 0.15),
+        ("DeepSeek-V4-Pro, 8 x MI355X, concurrency 32, held out", "below 1.0\u00d7 (measured 0.63\u00d7)",
+         f"{v4_32:.2f}\u00d7", v4_32 < 1.0),
+        ("Qwen3-235B best draft length, batch 2 \u2192 64, held out", "falling", " \u2192 ".join(map(str, q)),
+         q[0] > q[-1]),
+        ("Llama-3.3-70B, 8 x H200, batch 256, alpha 0.7: gamma* at 32k context, at 1k",
+         "> 0 (a gain), 0 (a loss)", f"{long_ctx[32768]}, {long_ctx[1024]}",
+         long_ctx[32768] > 0 and long_ctx[1024] == 0),
+    ]
+    return [(*row[:3], "yes" if row[3] else "no") for row in rows]
+
+
+def _long_context() -> dict:
+    """{context: gamma*} of a dense model at batch 256 under the shipped calibrated step."""
+    from ..core.deployment import Deployment
+    from ..core.speculation import optimal_gamma
+
+    dep = Deployment("llama-3-70b", "H200", tp=8, step_time="calibrated")
+    return {S: int(optimal_gamma(0.7, 256, S, 0.05, deployment=dep)[0]) for S in (1024, 32768)}
+
+
+GROUPING_LABELS = {"run": "one run", "model": "one model family", "source": "one source", "chip": "one chip"}
+
+
+def holdout_rows(helds=None) -> list:
+    """The hold-outs side by side: (what, by run, by model family, by source, by chip)."""
+    helds = helds or {by: stored_held_out(by) for by in GROUPINGS}
+    s = {by: h.summary() for by, h in helds.items()}
+    hits = {by: h.best_hits() for by, h in helds.items()}
+    rows = [("speed-up, median |error|", "median_abs_error", _pct), ("speed-up, 90th percentile |error|",
+            "p90_abs_error", _pct), ("median over runs of each run's median |error|", "run_median_abs_error", _pct),
+            ("gain on the right side of 1\u00d7", "sign_right", _pct),
+            ("points inside their 80 % interval", "interval_coverage", _pct),
+            ("decode TPOT, median |error|", "decode_median_abs_error", _pct),
+            ("decode TPOT, worst median signed error by concurrency", "decode_worst_median_signed", _pct)]
+    out = [(what, *(fmt(s[by][key]) for by in GROUPINGS)) for what, key, fmt in rows]
+    out.append(("best draft length within \u00b11", *(f"{hits[by][0]} of {hits[by][1]}" for by in GROUPINGS)))
+    out.append(("form fitted", "the shipped one", *("chosen in each fold",) * (len(GROUPINGS) - 1)))
+    return out
+
+
+def family_rows(held: HeldOut = None) -> list:
+    """Held out by model family, per family: (family, runs, points, median
+    |error|, median signed error, share of points inside their interval,
+    runs whose acceptance is fitted at their smallest batch, the form its
+    fold chose)."""
+    held = stored_held_out("model") if held is None else held
+    out = []
+    for fam in sorted(held.forms):
+        preds = [p for p in held.runs if p.run.family == fam]
+        if not preds:
+            continue
+        e = np.concatenate([p.error[p.scored] for p in preds])
+        inside = np.concatenate([((p.measured >= p.lo) & (p.measured <= p.hi))[p.scored] for p in preds])
+        out.append((fam, len(preds), int(e.size), float(np.median(np.abs(e))) if e.size else float("nan"),
+                    float(np.median(e)) if e.size else float("nan"),
+                    float(np.mean(inside)) if inside.size else float("nan"),
+                    sum(1 for p in preds if _spec.alpha_fitted(p.run)), held.forms[fam].label))
+    return out
+
+
+def report() -> str:
+    """The fit in words and numbers, as ``benchmarks/bench_step_fit.py``
+    prints it: the constants with their intervals (:func:`constants`), each
+    beside its independent estimate, the hold-outs side by side, by family,
+    DeepSeek-R1's decode by chip and workload, its MTP pairs, every point
+    held out by model family with its interval, and the targets."""
+    f = fit(SHIPPED_FORM)
+    out = [f"The shipped form: {SHIPPED_FORM.label}.",
+           "Constants (fit on every run; 5-95 % over refits to resampled model families):"]
+    out += [f"  {name:<26} {value:9.3g} {unit}  [{interval}]"
+            for name, value, interval, unit in constants()]
+    if f.alphas:
+        out.append("  acceptance fitted to a run's smallest batch (not reported): "
+                   + ", ".join(f"{k} {v:.3f}" for k, v in f.alphas.items()))
+    out += ["", "Each fitted term beside an independent estimate of what it stands for:"]
+    out += [f"  {term}: {what}: fitted {fitted}; estimate: {estimate}" for term, what, fitted, estimate, _ in
+            estimate_rows(f)]
+    out += ["", "Held out (" + ", ".join(GROUPING_LABELS.values()) + " at a time):"]
+    out += ["  " + " ".join([f"{row[0]:<52}"] + [f"{v:>20}" for v in row[1:]]) for row in holdout_rows()]
+    out += ["", "Held out by model family, per family (form chosen in the fold):"]
+    out += [f"  {fam:<10} {n:>2} runs {pts:>3} points  median {100 * med:5.1f} %  signed {100 * bias:+5.1f} %  "
+            f"inside {100 * cov:5.1f} %  acceptance fitted in {fitted}  {form}"
+            for fam, n, pts, med, bias, cov, fitted, form in family_rows()]
+    out += ["", "DeepSeek-R1 decode (fp8, TP8 plain) by chip, engine and workload: measured, predicted, "
+                "signed error, held out by chip:"]
+    out += [f"  {chip:<7} {engine:<7} {wl:<5} {n:>3} runs  {meas:6.1f} ms  {pred:6.1f} ms  {100 * e:+6.1f} %  "
+            f"{100 * h:+6.1f} %" for chip, engine, wl, n, meas, pred, e, h in r1_decode_rows()]
+    out += ["", "DeepSeek-R1 MTP pairs held out by model family (speed-up, measured and predicted [80 %]):"]
+    out += [f"  {label[:70]:<70} c {b:>3} g {g}  {m:5.2f}  {q:5.2f} [{lo:.2f}\u2013{hi:.2f}]"
+            + ("" if ok else "  (sets the acceptance)") for label, b, g, m, q, lo, hi, ok in mtp_rows()]
+    out += ["", "Targets:"]
+    out += [f"  {what}: {value} (target {target}; met: {met})" for what, target, value, met in targets()]
+    out += ["", "Decode TPOT fitted on one workload, tested on another: "
+            + "; ".join(f"{tr} \u2192 {te}: median {100 * med:.1f} %, worst signed by concurrency {100 * b:.1f} %"
+                        for tr, te, _, med, b in held_out_workloads())]
+    return "\n".join(out)
