@@ -28,9 +28,20 @@ Three formats, each read from the engine's own source:
   ``Accepted: N tokens``, ``Drafted: N tokens``, ``Per-position acceptance
   rate`` (position j's accepted count over the drafts of the interval, three
   decimals each) and ``Avg Draft acceptance rate``; each line covers the
-  interval since the one before. Lines are combined weighted by their drafts,
-  taken as ``Drafted`` over the number of positions (exact when every draft
-  has the same length, as with a fixed ``num_speculative_tokens``).
+  interval since the one before. The fields are read by name, because their
+  order changed between versions: vllm-project/vllm PR #16665 (April 2025)
+  printed ``Draft acceptance rate: X%, Mean acceptance length, Accepted,
+  Drafted, Per-position acceptance rate``; PR #24127 (September 2025) added
+  the two throughputs, and as tested in that PR printed ``Draft acceptance
+  rate`` first and nothing after the rates (a line posted there is shipped in
+  ``speclib/data/samples/public/``); the version read above moved it to the
+  end as ``Avg Draft acceptance rate``. A line without per-position rates
+  (PR #15902's ``Draft acceptance rate, Accepted, Drafted`` of early 2025, or
+  the V0 engine's ``Speculative metrics:``) is refused. Lines are combined
+  weighted by their drafts, taken as ``Drafted`` over the number of positions
+  (exact when every draft has the same length, as with a fixed
+  ``num_speculative_tokens``; where a line's printed mean length disagrees
+  with that count beyond its rounding, the result carries a note).
 * ``sglang-log``: SGLang's scheduler ``Decode batch`` log line
   (``log_decode_stats`` in ``python/sglang/srt/managers/scheduler_metrics_mixin.py``,
   sgl-project/sglang @ 78ac30c2056f2c25089c1d3203c3d5c13dc3d946):
@@ -77,12 +88,12 @@ PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 COUNTERS = (DRAFTS, DRAFT_TOKENS, ACCEPTED, PER_POSITION)
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf"
-_VLLM_LINE = re.compile(
-    r"SpecDecoding metrics: Mean acceptance length: (?P<mean>{n}), "
-    r"Accepted throughput: (?:{n}) tokens/s, Drafted throughput: (?:{n}) tokens/s, "
-    r"Accepted: (?P<accepted>\d+) tokens, Drafted: (?P<drafted>\d+) tokens, "
-    r"Per-position acceptance rate: (?P<rates>(?:{n})(?:, (?:{n}))*), "
-    r"Avg Draft acceptance rate: (?:{n})%".format(n=_NUMBER))
+# The fields of vLLM's 'SpecDecoding metrics:' line, read by name: their order and the fields
+# around them changed between versions (see the module notes), these three did not.
+_VLLM_ACCEPTED = re.compile(r"\bAccepted: (?P<accepted>\d+) tokens\b")
+_VLLM_DRAFTED = re.compile(r"\bDrafted: (?P<drafted>\d+) tokens\b")
+_VLLM_RATES = re.compile(r"\bPer-position acceptance rate: (?P<rates>(?:{n})(?:, (?:{n}))*)".format(n=_NUMBER))
+_VLLM_MEAN = re.compile(r"\bMean acceptance length: (?P<mean>{n})".format(n=_NUMBER))
 _SGLANG_LINE = re.compile(r"Decode batch\b.*?#running-req: (?P<running>\d+),.*?accept len: (?P<length>{n})"
                           .format(n=_NUMBER))
 
@@ -343,21 +354,29 @@ def _implied(kind, sources, length, gamma, where, **counts) -> EngineAcceptance:
 
 # --- logs -----------------------------------------------------------------------------
 def _vllm_log(text, path, gamma) -> EngineAcceptance:
-    rows = []
+    rows, mismatched = [], []
     for number, line in enumerate(text.splitlines(), 1):
         if "SpecDecoding metrics:" not in line:
             continue
-        match = _VLLM_LINE.search(line)
-        if match is None:
-            raise ValueError(f"{path}: line {number}: a 'SpecDecoding metrics:' line not in vLLM's format (Mean "
-                             "acceptance length, Accepted/Drafted throughput, Accepted, Drafted, Per-position "
-                             "acceptance rate, Avg Draft acceptance rate)")
-        rates = np.array([float(x) for x in match["rates"].split(",")])
-        drafted, accepted = int(match["drafted"]), int(match["accepted"])
+        found = {name: rx.search(line) for name, rx in
+                 (("Accepted: N tokens", _VLLM_ACCEPTED), ("Drafted: N tokens", _VLLM_DRAFTED),
+                  ("Per-position acceptance rate", _VLLM_RATES))}
+        missing = [name for name, m in found.items() if m is None]
+        if missing:
+            older = (" (vLLM printed the per-position rates from PR #16665, April 2025, on; an older line gives "
+                     "no per-position acceptance)" if missing == ["Per-position acceptance rate"] else "")
+            raise ValueError(f"{path}: line {number}: a 'SpecDecoding metrics:' line without "
+                             f"{', '.join(missing)}: not in vLLM's format{older}")
+        rates = np.array([float(x) for x in found["Per-position acceptance rate"]["rates"].split(",")])
+        drafted, accepted = int(found["Drafted: N tokens"]["drafted"]), int(found["Accepted: N tokens"]["accepted"])
         if drafted == 0 or not np.all(np.isfinite(rates)):
             continue  # an interval without drafts: nothing to weigh
         if np.any(rates < 0) or np.any(rates > 1):
             raise ValueError(f"{path}: line {number}: a per-position acceptance rate outside [0, 1]")
+        mean = _VLLM_MEAN.search(line)
+        if mean is not None and not math.isclose(float(mean["mean"]), 1 + accepted * len(rates) / drafted,
+                                                  abs_tol=0.0051):
+            mismatched.append(number)
         rows.append((number, rates, drafted, accepted))
     if not rows:
         raise ValueError(f"{path}: no 'SpecDecoding metrics:' line with drafts (speculative decoding off, or the log "
@@ -375,6 +394,10 @@ def _vllm_log(text, path, gamma) -> EngineAcceptance:
     survival = SurvivalCurve(drafts @ rates / drafts.sum(), name="vLLM log", source=str(path))
     length = 1.0 + accepted / float(drafts.sum())
     notes = (f"{len(rows)} logged intervals, weighted by their drafts (Drafted / {k} positions)",)
+    if mismatched:
+        notes += (f"line(s) {', '.join(map(str, mismatched))}: the printed mean acceptance length differs from "
+                  f"1 + Accepted / (Drafted / {k}) by more than its rounding: not every draft had {k} tokens, so "
+                  "the drafts (and the weights) are estimates",)
     return EngineAcceptance("vllm-log", (str(path),), survival, length, _iid_alpha(min(length, k + 1.0), k), True,
                             drafts=float(drafts.sum()), draft_tokens=float(sum(d for *_, d, _ in rows)),
                             accepted_tokens=accepted, lines=len(rows), notes=notes,
