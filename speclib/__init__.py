@@ -21,7 +21,10 @@ are a shorthand for ``deployment=Deployment(model, hardware)``)::
     throughput(B, gamma, S, *, acceptance=None, c_draft=None, model=None, hardware=None, deployment=None)
     tpot(batch, context, *, workload=None, model=None, hardware=None, deployment=None)
                                                       time per output token of plain decoding
-    max_batch(model, hardware, context, tp=1)         what fits in HBM
+    tree_speedup(accept_length, B, S, *, depth, width, topk=1, c_draft=None, deployment=None)
+                                                      a draft tree's speed-up, from its measured accept length
+    max_batch(model, hardware, context, tp=1, *, deployment=None, gamma=0)
+                                                      what fits in HBM (Deployment.max_batch: its layout, draft)
     schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, max_batch=256,
              gamma_max=64, deployment=None, step_costs=None)
                                                       gamma* per batch size, as engines read it
@@ -52,7 +55,7 @@ from .core.cost import marginal_cost
 from .core.decode import tpot
 from .core.deployment import Deployment
 from .core.moe import experts_activated
-from .core.speculation import optimal_gamma, speedup, throughput
+from .core.speculation import optimal_gamma, speedup, throughput, tree_speedup
 
 
 def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, max_batch: int = 256,
@@ -81,4 +84,5 @@ __all__ = [
     "speedup",
     "throughput",
     "tpot",
+    "tree_speedup",
 ]

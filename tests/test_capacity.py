@@ -141,7 +141,16 @@ def test_max_batch_broadcasts_and_is_monotone():
 def test_the_papers_largest_batches_cannot_fit_on_one_b200():
     check = capacity.check(30_000, 4096)
     assert not check.fits and check.max_batch == capacity.max_batch(None, None, 4096)
-    assert check.min_tp == 8  # four GPUs hold 648 GB, short of the 714 GB needed
+    # Under plain tensor parallelism every GPU holds the whole MLA latent of all 30,000 sequences (560 GB at
+    # 18.7 MB each): no tensor-parallel width fits them. Split by sequence (data-parallel attention), eight GPUs
+    # hold 8 x 162 GB usable, four hold 648 GB, short of the 714 GB needed.
+    assert check.min_tp is None and "holds the whole MLA latent" in check.message()
+    per_sequence = capacity.sequence_bytes(4096)
+    need = capacity.weight_bytes() + 30_000 * per_sequence
+    for gpus, enough in ((4, False), (8, True)):
+        split = speclib.Deployment(None, None, tp=gpus, dp_attention=True, attention="served")
+        assert (split.max_batch(4096) >= 30_000) is enough
+        assert (gpus * 0.9 * 180e9 >= need) is enough  # the hand count (the attention weights aside)
     # With the paper's uncompressed MLA (576 B per token in all 43 layers) the caches alone take terabytes.
     assert 30_000 * 43 * 576 * 4096 > 3e12
 
@@ -153,7 +162,7 @@ def test_reserve_is_the_fraction_kept_free():
 
 
 def test_min_tp_is_the_smallest_that_fits():
-    for B, S in ((64, 4096), (1000, 32768), (1, 1)):
+    for B, S in ((64, 4096), (200, 8192), (1, 1)):
         n = capacity.min_tp(B, S, "llama-3-70b", "H100", powers_of_two=False)
         assert capacity.fits(B, S, "llama-3-70b", "H100", n)
         assert n == 1 or not capacity.fits(B, S, "llama-3-70b", "H100", n - 1)
@@ -161,9 +170,20 @@ def test_min_tp_is_the_smallest_that_fits():
         assert p2 >= n and p2 & (p2 - 1) == 0 and p2 < 2 * n
 
 
+def test_min_tp_is_none_where_the_kv_heads_stop_splitting():
+    # Llama-3-70B has 8 KV heads: past 8 GPUs each still holds one head of every sequence's cache, 80 layers x
+    # 2 x 128 x 2 bytes = 40,960 bytes per token. 1,000 sequences of 32,768 tokens need 1.34 TB on every GPU.
+    per_gpu = 1000 * 32768 * 80 * 2 * 128 * 2
+    assert per_gpu > 80e9 and capacity.min_tp(1000, 32768, "llama-3-70b", "H100") is None
+    for gpus in (8, 16):  # by hand: the weights split 1/tp, one KV head of every sequence on each GPU
+        by_hand = (0.9 * 80e9 - capacity.weight_bytes("llama-3-70b") / gpus) // (32768 * 80 * 2 * 128 * 2)
+        assert capacity.max_batch("llama-3-70b", "H100", 32768, gpus) == by_hand
+
+
 def test_check_message_says_what_it_needs_in_one_line():
     text = capacity.check(30_000, 4096).message()
-    assert "\n" not in text and "do not fit" in text and "smallest tensor-parallel size that fits is 8" in text
+    assert "\n" not in text and "do not fit" in text and "no tensor-parallel size" in text
+    assert "smallest tensor-parallel size that fits is 2" in capacity.check(600, 4096).message()
     assert "fit on one B200" in capacity.check(64, 4096).message()
 
 

@@ -334,16 +334,20 @@ def test_gamma_at_a_batch_that_cannot_fit_says_so_in_one_line_and_still_answers(
     assert code == 0 and err == ""
     memory = [line for line in out.splitlines() if "memory:" in line]
     assert len(memory) == 1
-    assert "do not fit on one B200" in memory[0] and "smallest tensor-parallel size that fits is 8" in memory[0]
+    assert "do not fit on one B200" in memory[0] and "holds the whole MLA latent" in memory[0]
     assert "gamma*" in out  # the per-layer answer stands
-    code, out, _ = run(capsys, "gamma", "--batch", "30000", "--seq", "4096", "--alpha", "0.75", "--tp", "8")
-    assert "memory:" not in out
+    # split by sequence over eight GPUs, the compressed caches as served hold them
+    code, out, _ = run(capsys, "gamma", "--batch", "30000", "--seq", "4096", "--alpha", "0.75", "--tp", "8",
+                       "--ep", "8", "--dp-attention", "--attention", "served")
+    assert code == 0 and "memory:" not in out
 
 
 def test_gamma_json_reports_the_memory_check(capsys):
     _, out, _ = run(capsys, "gamma", "--batch", "64", "--seq", "4096", "--alpha", "0.75", "--json")
-    memory = json.loads(out)["memory"]
-    assert memory["fits"] and memory["max_batch"] == speclib.core.capacity.max_batch(None, None, 4096)
+    record = json.loads(out)
+    memory = record["memory"]
+    held = speclib.Deployment(c_draft=0.1).max_batch(4096, record["gamma_star"])
+    assert memory["fits"] and memory["max_batch"] == held
 
 
 def test_gamma_calibrated_step_time_matches_the_library(capsys):
@@ -363,11 +367,12 @@ def test_sweep_fits_column_and_calibrated_step_time(capsys):
     assert list(table)[-4:] == ["step_time", "tp", "fits", "max_batch"]
     assert list(table)[:8] == list(cli.SWEEP_COLUMNS)
     B, S = np.array(table["batch"], dtype=float), np.array(table["seq"], dtype=float)
-    limit = speclib.core.capacity.max_batch(None, None, S, 2)
+    deployment = speclib.Deployment(step_time="calibrated", tp=2)
+    g, _ = speclib.optimal_gamma(0.75, B, S, 0.1, deployment=deployment)
+    np.testing.assert_array_equal(np.array(table["gamma_star"], dtype=int), g)
+    limit = [deployment.max_batch(s, k) for s, k in zip(S, g)]  # what it holds while drafting gamma*
     assert table["max_batch"] == [str(x) for x in limit]
     assert table["fits"] == [str(b <= m).lower() for b, m in zip(B, limit)]
-    g, _ = speclib.optimal_gamma(0.75, B, S, 0.1, deployment=speclib.Deployment(step_time="calibrated", tp=2))
-    np.testing.assert_array_equal(np.array(table["gamma_star"], dtype=int), g)
 
 
 def test_a_missing_extra_is_one_line_and_status_2(monkeypatch, capsys):

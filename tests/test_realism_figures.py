@@ -28,8 +28,10 @@ def test_capacity_figure_plots_max_batch_and_notes_models_that_cannot_fit():
 
 def test_capacity_rows():
     rows = deployment_capacity.capacity_rows(models=("DeepSeek-V4-Flash",), chips=("B200",))
-    name, weights, per_seq, fits, smallest = rows[0]
-    assert fits == capacity.max_batch(None, "B200", 4096) and smallest == 8
+    name, weights, per_seq, fits, plain, split = rows[0]
+    # under plain tensor parallelism every GPU holds all 30,000 latents (560 GB): no group does; split by
+    # sequence, eight B200s hold 8 x 162 GB against the 714 GB needed, four do not
+    assert fits == capacity.max_batch(None, "B200", 4096) and plain is None and split == 8
     assert weights == pytest.approx(capacity.weight_bytes() / 1e9)
 
 

@@ -60,10 +60,25 @@ def make_profile(**kw):
 
 
 def optimal(n, **kw):
+    """gamma* at batches 1..n by brute force: every draft length priced on its
+    own, and where the deployment checks memory only those whose draft it
+    holds at that batch (ties to the shorter draft)."""
     own, deployment = _split(kw)
-    g, _ = speclib.optimal_gamma(own.get("alpha"), np.arange(1, n + 1), own["seq"], own.get("c_draft"),
-                                 deployment=deployment)
-    return [int(x) for x in g]
+    B = np.arange(1, n + 1, dtype=float)
+    g, _ = speclib.optimal_gamma(own.get("alpha"), B, own["seq"], own.get("c_draft"), deployment=deployment)
+    if deployment.reserve is None:
+        return [int(x) for x in g]
+    top = int(own.get("gamma_max", 64))
+    alpha = own.get("alpha")
+    if isinstance(alpha, speclib.SurvivalCurve):
+        top = min(top, len(alpha))
+    best, best_at = np.zeros(n, dtype=int), np.full(n, -np.inf)
+    for k in range(top + 1):
+        value = np.asarray(speclib.speedup(alpha, k, B, own["seq"], own.get("c_draft"), deployment=deployment))
+        value = np.where(B <= deployment.max_batch(own["seq"], k), value, -np.inf)
+        better = value > best_at
+        best, best_at = np.where(better, k, best), np.where(better, value, best_at)
+    return [int(x) for x in best]
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +99,9 @@ def qwen_mtp():
 
 # --- the per-batch optimum is optimal_gamma's -------------------------------------------
 def test_gamma_star_is_optimal_gamma(dsv4, qwen_mtp):
-    assert list(dsv4.gamma_star) == optimal(4096, **DSV4)
+    assert list(dsv4.gamma_star) == optimal(4096, **DSV4, **NO_MEMORY_CAP)
     assert list(qwen_mtp.gamma_star) == optimal(2048, model="Qwen3.6-35B-A3B", hardware="B200", seq=512,
-                                                drafter="qwen3.6-mtp", roofline="aggregate")
+                                                drafter="qwen3.6-mtp", roofline="aggregate", **NO_MEMORY_CAP)
 
 
 def test_dense_table_is_monotone(llama):
@@ -113,15 +128,16 @@ def test_deepseek_shows_the_gutter():
 
 # --- the memory check (issue 14) ------------------------------------------------------------
 def test_the_table_stops_where_memory_does():
-    fit = speclib.core.capacity.max_batch("DeepSeek-V4-Flash", "B200", 4096)
+    fit = speclib.Deployment("DeepSeek-V4-Flash", "B200").max_batch(4096)
     capped = make(**DSV4, max_batch=4096)
     assert capped.max_batch == fit < 4096 and f"capped at batch {fit:,}" in capped.memory
     assert list(capped.gamma_star) == optimal(fit, **DSV4)
-    wider = make(**DSV4, max_batch=4096, tp=8)
-    assert wider.max_batch == min(4096, speclib.core.capacity.max_batch("DeepSeek-V4-Flash", "B200", 4096, tp=8))
+    wider = make(**DSV4, max_batch=4096, tp=8, ep=8, dp_attention=True)
+    assert wider.max_batch == min(4096, speclib.Deployment(tp=8, ep=8, dp_attention=True).max_batch(4096))
+    served = speclib.Deployment("DeepSeek-V4-Flash", "B200", attention="served").max_batch(4096)
     status, out, _ = run(["schedule", "--model", "deepseek-v4-flash", "--seq", "4096", "--alpha", "0.75",
-                          "--max-batch", "4096", "--engine", "vllm"])
-    assert status == 0 and json.loads(out)["num_speculative_tokens_per_batch_size"][-1][1] == fit
+                          "--max-batch", "4096", "--engine", "vllm"])  # a schedule serves: V4's attention as served
+    assert status == 0 and json.loads(out)["num_speculative_tokens_per_batch_size"][-1][1] == served
 
 
 def test_weights_that_do_not_fit_name_the_tensor_parallel_size_that_does():
@@ -505,8 +521,8 @@ def test_acceptance_file(tmp_path):
     curve.write_text(json.dumps({"mtp": [0.8, 0.6, 0.4], "dflash": [0.7, 0.5]}))
     status, out, _ = run(["schedule", "--acceptance", f"{curve}#mtp", "--max-batch", "64", "--engine", "vllm"])
     assert status == 0
-    g, _ = speclib.optimal_gamma(speclib.SurvivalCurve([0.8, 0.6, 0.4]), np.arange(1, 65), 4096, 0.1)
-    assert engines.expand_vllm(json.loads(out), 64) == [int(x) for x in g]
+    assert engines.expand_vllm(json.loads(out), 64) == optimal(
+        64, seq=4096, alpha=speclib.SurvivalCurve([0.8, 0.6, 0.4]), c_draft=0.1, attention="served")
     rising = tmp_path / "rising.txt"
     rising.write_text("0.5, 0.7")
     status, _, err = run(["schedule", "--acceptance", str(rising), "--max-batch", "64"])
@@ -683,7 +699,7 @@ def test_an_sglang_schedule_prices_sglangs_own_fixed_time():
     assert "no fixed time of its own" not in comments
     doc = yaml.safe_load(sglang)
     mine = speclib.schedule(seq=4096, alpha=0.75, max_batch=64, deployment=speclib.Deployment(
-        step_time="calibrated", engine="SGLang"))
+        step_time="calibrated", engine="SGLang", attention="served"))
     assert engines.expand_sglang_fixed(doc, 64) == [int(g) for g in mine.gamma_star]
 
 

@@ -215,3 +215,76 @@ def test_gamma_regions_paper_headline():
     lo, hi = regions["gutters"][0]
     assert 1 < lo and hi < 42.7  # below the expert knee E/k
     assert regions["last_speculating"] < 30_000
+
+
+# --- draft trees ---------------------------------------------------------------------------
+@pytest.mark.parametrize("kw", [dict(model="deepseek-v3", hardware="H200", tp=8, step_time="calibrated"),
+                                dict(model="qwen3.6", hardware="B200", drafter="qwen3.6-mtp"),
+                                dict(model="deepseek-v4-flash", hardware="B200")])
+def test_a_tree_of_width_w_costs_what_a_chain_of_w_minus_1_costs_to_verify(kw):
+    d = speclib.Deployment(**kw)
+    priced = d.pricing(whole_step=True) if d.whole_step else None
+    B, S = np.array([1.0, 16, 256]), 4096.0
+    for depth, topk, width in ((3, 4, 8), (5, 2, 9), (2, 8, 16)):
+        if priced is not None:  # the verify, apart from the drafting
+            tree = priced.tree_step(depth, topk, width, B, S) - priced.tree_step(depth, topk, depth + 1, B, S)
+            chain = priced.step_model.time(B, float(width), S) - priced.step_model.time(B, depth + 1.0, S)
+            np.testing.assert_allclose(tree, chain, rtol=1e-12)
+        else:  # the paper's ledger: a tree's speed-up is a chain's with the verify of width - 1 drafted tokens
+            ledger = d.pricing()
+            c0, cv = ledger.cost_model.decode(B, S), ledger.cost_model.verify(B, float(width), S)
+            n = 2.5
+            np.testing.assert_allclose(speclib.tree_speedup(n, B, S, depth=depth, topk=topk, width=width,
+                                                            deployment=d),
+                                       n * c0 / (cv + 0.1 * depth * c0), rtol=1e-12)
+
+
+def test_a_one_wide_tree_is_the_chain():
+    d = speclib.Deployment("qwen3.6", "B200", drafter="qwen3.6-mtp")
+    curve = speclib.SurvivalCurve([0.8, 0.6, 0.45, 0.3])
+    B = np.array([1.0, 8, 64, 512])
+    for gamma in (1, 2, 4):
+        n = speclib.expected_committed_from_survival(curve, gamma)
+        np.testing.assert_allclose(speclib.tree_speedup(n, B, 2048, depth=gamma, width=gamma + 1, deployment=d),
+                                   speclib.speedup(curve, gamma, B, 2048, deployment=d), rtol=1e-12)
+
+
+def test_a_wider_tree_costs_more_at_large_batch_for_the_same_accept_length():
+    d = speclib.Deployment("llama-3-70b", "H200", tp=4, step_time="calibrated")
+    narrow = speclib.tree_speedup(3.0, 512, 2048, depth=3, topk=1, width=4, deployment=d)
+    wide = speclib.tree_speedup(3.0, 512, 2048, depth=3, topk=4, width=10, deployment=d)
+    assert wide < narrow
+
+
+@pytest.mark.parametrize("kw, field", [(dict(depth=3, width=3), "width"), (dict(depth=3, topk=2, width=8), "width"),
+                                       (dict(depth=0, width=1), "depth"), (dict(depth=3, width=4, topk=0), "topk")])
+def test_a_tree_the_engine_cannot_draft_is_refused_naming_the_field(kw, field):
+    with pytest.raises(ValueError, match=field):
+        speclib.tree_speedup(2.0, 8, 1024, **kw)
+
+
+def test_an_accept_length_beyond_the_tree_is_refused():
+    with pytest.raises(ValueError, match="accept_length"):
+        speclib.tree_speedup(5.0, 8, 1024, depth=3, width=4)
+
+
+# --- overlap scheduling ----------------------------------------------------------------------
+def test_a_speculative_path_without_overlap_pays_the_host_time_plain_decoding_hides():
+    from speclib.core import overlap
+
+    on = speclib.Deployment("llama-3-70b", "H200", tp=4, step_time="calibrated", drafter="llama-3.3-70b-eagle3")
+    off = on.replace(spec_overlap=False)
+    B, S = np.array([1.0, 32, 256]), 2048.0
+    for gamma in (1, 3):
+        step_on, step_off = on.pricing().step(gamma, B, S), off.pricing().step(gamma, B, S)
+        # by hand: the published estimate, 0.9 ms a step plus 29 us a running request
+        np.testing.assert_allclose(step_off - step_on, 0.9e-3 + 29e-6 * B, rtol=1e-12)
+    np.testing.assert_array_equal(off.pricing().plain(B, S), on.pricing().plain(B, S))
+    assert speclib.speedup(0.8, 0, B, S, deployment=off) == pytest.approx(1.0)
+    assert np.all(speclib.speedup(0.8, 3, B, S, deployment=off) < speclib.speedup(0.8, 3, B, S, deployment=on))
+    assert {row[0] for row in overlap.OVERLAP} == {"SGLang", "vLLM", "TensorRT-LLM"}
+
+
+def test_spec_overlap_takes_true_or_false():
+    with pytest.raises(ValueError, match="spec_overlap"):
+        speclib.Deployment(spec_overlap="no")

@@ -65,6 +65,9 @@ RANGES = {
     "mu": (1, 3), "nu": (0, 4), "t_r": (1e-4, 1e-1), "t_at": (1e-6, 1e-2), "l_c": (1e-6, 1e-3), "h": (1024, 16384),
     "b_a": (1, 2), "Q_p": (1e8, 1e12), "d_n": (64, 256), "d_r": (32, 128), "n_tp": (1, 16), "I": (1, 32768),
     "O": (1, 32768), "P_act": (1e9, 1e12), "P_peak": (1e14, 2e16),
+    # one GPU's memory in a deployment: draft slots and states, shares, drafter, weights held whole
+    "g": (0, 130), "g_s": (0, 65), "s_c": (0.01, 1), "s_l": (0.01, 1), "rho_m": (0, 1e7), "m_d": (0, 2e4),
+    "R_w": (0, 2e10), "W_d": (0, 2e10), "W_g": (1e9, 1e11), "m_g": (1e5, 1e9), "n_p": (1, 1e6),
 }
 INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d", "L_f", "L_csa", "L_hca", "L_w", "n", "n_f", "n_w",
            "n_c", "n_h", "n_m"}

@@ -72,15 +72,15 @@ def check_attention(value) -> str:
     return checked_choice("attention", value, ATTENTIONS)
 
 
-def served_attention_constants(model, hardware, query_bytes: bool = False):
-    """The constants of :data:`speclib.formulas.cost.served_attn_cost_expr`
-    after (B, q, S) for ``model`` on ``hardware``: its MLA's and its
-    indexer's (m_c, m_q, f), the ridge, the CSA and HCA ratios, CSA's top-k,
-    the sliding window, and how many layers of each kind (full, window only,
-    CSA, HCA) the config's ``compress_ratios`` list. None for a model whose
-    attention nothing compresses (it is priced as the paper prices it).
-    A compression ratio keeps 1/ratio of the context; one that would keep
-    more than all of it, or nothing, is refused naming the field."""
+def served_layers(model) -> dict | None:
+    """How ``model`` serves its attention, compressed: how many layers of
+    each kind (``full``, ``window`` only, ``csa``, ``hca``) its config's
+    ``compress_ratios`` list, its indexer's (``m_ci``, ``m_qi``, ``f_i``),
+    the CSA and HCA ratios, CSA's ``top_k`` and the sliding ``window``. None
+    for a model whose attention nothing compresses (it is served as the
+    paper prices it). A compression ratio keeps 1/ratio of the context; one
+    that would keep more than all of it, or nothing, is refused naming the
+    field."""
     attn = model.attention
     if getattr(attn, "hca_ratio", None) is None:
         return None
@@ -95,11 +95,25 @@ def served_attention_constants(model, hardware, query_bytes: bool = False):
     n_layers = model._layer_counts()[0]
     window_only = n_layers - layout["full"] - layout["csa"] - layout["hca"]
     m_ci, m_qi, f_i, _ = attn.variant_constants("indexer", 1.0)
+    return {"full": float(layout["full"]), "window": float(window_only), "csa": float(layout["csa"]),
+            "hca": float(layout["hca"]), "m_ci": m_ci, "m_qi": m_qi, "f_i": f_i, "csa_ratio": float(attn.csa_ratio),
+            "hca_ratio": float(attn.hca_ratio), "top_k": float(attn.csa_top_k),
+            "window_tokens": float(model.sliding_window or 0)}
+
+
+def served_attention_constants(model, hardware, query_bytes: bool = False):
+    """The constants of :data:`speclib.formulas.cost.served_attn_cost_expr`
+    after (B, q, S) for ``model`` on ``hardware``: its MLA's and its
+    indexer's (m_c, m_q, f), the ridge, then :func:`served_layers`'s ratios,
+    top-k, window and layer counts. None for a model whose attention nothing
+    compresses (it is priced as the paper prices it)."""
+    v = served_layers(model)
+    if v is None:
+        return None
     keep_q = 1.0 if query_bytes else 0.0
     return (model.context_bytes, model.query_bytes * keep_q, model.flops_per_pair,
-            hardware.ridge(model.attention_precision), m_ci, m_qi * keep_q, f_i, float(attn.csa_ratio),
-            float(attn.hca_ratio), float(attn.csa_top_k), float(model.sliding_window or 0), float(layout["full"]),
-            float(window_only), float(layout["csa"]), float(layout["hca"]))
+            hardware.ridge(model.attention_precision), v["m_ci"], v["m_qi"] * keep_q, v["f_i"], v["csa_ratio"],
+            v["hca_ratio"], v["top_k"], v["window_tokens"], v["full"], v["window"], v["csa"], v["hca"])
 
 
 @dataclass(frozen=True)

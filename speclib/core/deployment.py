@@ -35,6 +35,7 @@ from . import capacity as _capacity
 from . import cost as _cost
 from . import drafters as _draft
 from . import moe as _moe
+from . import overlap as _overlap
 from . import step as _step
 from .layout import Layout, ParallelStep
 from .pricing import LedgerPricing, StepPricing
@@ -69,10 +70,12 @@ class Deployment:
     (:data:`speclib.core.step.ROLLBACKS`): by default a snapshot per verified
     position, as vLLM and SGLang do (:data:`speclib.core.step.DEFAULT_ROLLBACK`);
     ``"none"`` leaves it out, as the sequel's simulator does. ``attention``:
-    how the paper's ledger prices DeepSeek-V4's attention
+    how DeepSeek-V4's attention is priced and held
     (:data:`speclib.core.cost.ATTENTIONS`): ``"paper"``, every layer as MLA
-    over the whole context, or ``"served"``, compressed as the published
-    config serves it. ``comm_latency``: with an expert-parallel
+    over the whole context (the paper's pricing, the default), or
+    ``"served"``, compressed as the published config serves it, alike in the
+    ledger, the whole step, the calibrated step and the memory
+    :meth:`max_batch` counts. ``comm_latency``: with an expert-parallel
     ``cost_model`` (:func:`speclib.core.parallel.expert_parallel_cost_model`),
     price its all-to-all with its interconnect's latency (True) or by
     bandwidth alone (False); None keeps the cost model's own choice.
@@ -82,7 +85,11 @@ class Deployment:
     parallelism. ``weights`` and ``kv_cache``: the precision of the
     checkpoint's decoder weights (``"bf16"``, ``"fp8"``, ``"fp4"``) and of
     the KV cache (``"bf16"``, ``"fp8"``) as served (None: the preset's own;
-    :meth:`speclib.presets.Model.quantised`).
+    :meth:`speclib.presets.Model.quantised`). ``spec_overlap``: whether the
+    engine's speculative path overlaps scheduling with the GPU as its plain
+    path does (True, as the current releases of all three engines do for MTP
+    and EAGLE-3), or not, so that a speculative step pays the host time a
+    plain step hides (:mod:`speclib.core.overlap`).
 
     A drafter preset, the aggregate rule, a hybrid model, a calibrated step
     or a routing price the whole model's step (:attr:`whole_step`).
@@ -108,10 +115,12 @@ class Deployment:
     dp_attention: bool = False
     weights: str | None = None
     kv_cache: str | None = None
+    spec_overlap: bool = True
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen
         put("roofline", _step.check_roofline(self.roofline))
+        put("spec_overlap", _overlap.check_spec_overlap(self.spec_overlap))
         put("rollback", _step.check_rollback(self.rollback))
         put("attention", _cost.check_attention(self.attention))
         put("step_time", _cal.check_step_time(self.step_time))
@@ -168,9 +177,6 @@ class Deployment:
             if self.query_bytes and self.whole_step:
                 raise ValueError("query_bytes is an option of the paper's per-layer ledger; the whole-model step "
                                  "leaves the query bytes out, as the sequel does")
-            if self.attention != "paper" and self.whole_step:
-                raise ValueError("attention='served' is an option of the paper's per-layer ledger; the whole-model "
-                                 "step prices every layer's attention over the whole context")
             if self.attention != "paper":
                 _cost.served_attention_constants(model, hardware)  # its compression ratios, checked now
         # What only the pricing's parts can check: a chip or an engine without
@@ -211,7 +217,8 @@ class Deployment:
         if self.cost_model is not None:
             return False
         return (self.drafter is not None or self.roofline != "per-component" or self.model.is_hybrid
-                or self.step_time != "roofline" or self.routing is not None or not self.layout.plain)
+                or self.step_time != "roofline" or self.routing is not None or not self.layout.plain
+                or not self.spec_overlap)
 
     def pricing(self, c_draft=None, *, whole_step: bool = False):
         """How a speculative step of this deployment is priced: a
@@ -248,10 +255,8 @@ class Deployment:
         if self.query_bytes:
             raise ValueError("query_bytes is an option of the paper's per-layer ledger; throughput prices the "
                              "whole model's step, which leaves the query bytes out")
-        if self.attention != "paper":
-            raise ValueError("attention='served' is an option of the paper's per-layer ledger; throughput prices the "
-                             "whole model's step, every layer's attention over the whole context")
-        base = _step.step_model(m, hw, roofline=self.roofline, routing=self.routing, rollback=self.rollback)
+        base = _step.step_model(m, hw, roofline=self.roofline, routing=self.routing, rollback=self.rollback,
+                                attention=self.attention)
         calibration = _cal.calibration_of(self.step_time)
         if calibration is not None:
             target = _cal.CalibratedStepModel(self.parallel_step(), hw, engine=self.engine, calibration=calibration)
@@ -260,7 +265,7 @@ class Deployment:
         drafting = _draft.resolve_drafter(self.drafter, c, hw, roofline=self.roofline)
         if target is not base and isinstance(drafting, _draft.PricedDrafter):
             drafting = _cal.ScaledDrafter(drafting, target)
-        return StepPricing(target, drafting)
+        return StepPricing(target, drafting, exposed_host=None if self.spec_overlap else _overlap.host_time)
 
     def parallel_step(self) -> ParallelStep:
         """One GPU's share of the whole model's step under this deployment's
@@ -272,10 +277,28 @@ class Deployment:
         cached = self.__dict__.get("_parallel")
         if cached is None:
             base = _step.step_model(self.model, self.hardware, roofline=self.roofline, routing=self.routing,
-                                    rollback=self.rollback)
+                                    rollback=self.rollback, attention=self.attention)
             cached = ParallelStep(base, self.layout)
             object.__setattr__(self, "_parallel", cached)
         return cached
+
+    # --- what it holds ------------------------------------------------------------------
+    def memory(self, context, gamma=0, *, reserve=None):
+        """What one GPU holds at ``context`` cached tokens with ``gamma``
+        draft positions per sequence, by part and rule
+        (:class:`speclib.core.capacity.DeploymentMemory`); ``context`` is one number."""
+        return _capacity.deployment_memory(self, context, gamma, reserve=reserve)
+
+    def max_batch(self, context, gamma=0, *, reserve=None) -> int:
+        """The largest batch of sequences this deployment holds at
+        ``context`` cached tokens each while drafting ``gamma`` tokens a step:
+        weights by its layout, the caches it prices (MLA latents whole on
+        every GPU under plain tensor parallelism, split under data-parallel
+        attention), the draft positions' cache slots and rollback states, the
+        drafter's weights and cache, with ``reserve`` (None: the
+        deployment's) of each GPU's HBM kept free. 0 when the weights alone
+        do not fit. Broadcasts over ``context`` and ``gamma``."""
+        return _capacity.deployment_max_batch(self, context, gamma, reserve=reserve)
 
     # --- as a value ---------------------------------------------------------------------
     def replace(self, **changes) -> "Deployment":

@@ -67,7 +67,7 @@ class PricedDrafter:
 
     def passes(self, gamma, F=nf):
         """Sequential passes for ``gamma`` tokens: one per token (MTP), one per block (DFlash)."""
-        return F.mtp_draft_time(gamma, 1.0) if self.kind == "mtp" else F.dflash_draft_time(gamma, 1.0)
+        return F.dflash_draft_time(gamma, 1.0) if self.kind == "dflash" else F.mtp_draft_time(gamma, 1.0)
 
     def pass_time(self, B, S=0.0, F=nf):
         """Seconds of one pass: one position per sequence (MTP) or a block (DFlash)."""
@@ -75,7 +75,7 @@ class PricedDrafter:
 
     def time(self, gamma, B, S=0.0, target=None, F=nf):
         """Seconds of drafting ``gamma`` tokens for ``B`` sequences (``F``: see :meth:`StepModel.experts_touched`)."""
-        draft = F.mtp_draft_time if self.kind == "mtp" else F.dflash_draft_time
+        draft = F.dflash_draft_time if self.kind == "dflash" else F.mtp_draft_time
         return draft(gamma, self.pass_time(B, S, F))
 
 

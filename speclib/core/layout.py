@@ -113,6 +113,23 @@ class Layout:
         return " ".join(parts)
 
 
+def cache_share(architecture, layout: Layout, F=nf):
+    """The share of each sequence's attention cache one GPU of ``layout``
+    holds and reads, for the group's batch: all of it on one GPU; 1/tp under
+    data-parallel attention (each GPU holds its own sequences); under tensor
+    parallelism an MLA latent whole (every GPU holds it, as SGLang, vLLM and
+    TensorRT-LLM do), a GQA cache split by KV head down to one head per GPU
+    (:data:`speclib.formulas.step.gqa_kv_share_expr`)."""
+    n = layout.tp
+    if n == 1:
+        return 1.0
+    if layout.dp_attention:
+        return 1.0 / n
+    if not architecture.kv_heads:  # MLA: one latent every query head reads
+        return 1.0
+    return F.gqa_kv_share(float(n), float(architecture.kv_heads))
+
+
 class ParallelStep:
     """One GPU's share of a step of ``step_model`` split by ``layout`` over
     GPUs joined by ``interconnect`` (None: the chip's own), in the interface
@@ -147,14 +164,7 @@ class ParallelStep:
 
     def kv_share(self, F=nf):
         """The share of a full-attention layer's cache one GPU reads."""
-        a, n = self.architecture, self.tp
-        if n == 1:
-            return 1.0
-        if self.layout.dp_attention:
-            return 1.0 / n
-        if not a.kv_heads:  # MLA: one latent every query head reads
-            return 1.0
-        return F.gqa_kv_share(float(n), float(a.kv_heads))
+        return cache_share(self.architecture, self.layout, F)
 
     def components(self, B, T, S, F=nf) -> dict:
         """{component: (FLOPs, bytes)} of one GPU's share of the step."""
@@ -172,7 +182,7 @@ class ParallelStep:
         if self.layout.ep > 1:
             ffn_flops, ffn_bytes = self._expert_parallel_ffn(B, T)
         attention_flops, attention_bytes = whole["attention"]
-        full = F.attention_bytes(B, T, S, a.attention_layers, a.context_bytes, 0.0, 0.0)
+        full = self.step_model.cache_bytes(B, T, S, F)
         attention_bytes = full * self.kv_share(F) + (attention_bytes - full) / n
         return {"dense": (dense_flops / n, dense_bytes), "ffn": (ffn_flops / n, ffn_bytes / n),
                 "attention": (attention_flops / n, attention_bytes)}

@@ -38,14 +38,26 @@ class LedgerPricing:
         B, S, _ = np.broadcast_arrays(B, S, self.drafter.c)
         return B, S
 
+    def tree_speedup(self, n, depth, topk, width, B, S):
+        """A draft tree's speed-up: ``n`` tokens a step; ``depth`` drafter
+        passes at the constant cost each; the target verifying ``width``
+        positions a sequence, as a chain of ``width - 1`` drafted tokens is
+        verified. (``topk`` does not change a constant drafter's cost.)"""
+        c0 = self.cost_model.decode(B, S)
+        cv = self.cost_model.verify(B, width, S)
+        return nf.speedup(n, c0, cv, self.drafter.c, depth)
+
 
 class StepPricing:
     """The sequel's: the whole model's step in seconds (``step_model``), the
     drafter on the same clock."""
 
-    def __init__(self, step_model: _step.StepModel, drafter):
+    def __init__(self, step_model: _step.StepModel, drafter, exposed_host=None):
         self.step_model = step_model
         self.drafter = drafter
+        #: seconds per speculative step of host time the plain path hides and the speculative path does not
+        #: (a function of the batch; None: both paths overlap alike, :mod:`speclib.core.overlap`)
+        self.exposed_host = exposed_host
         self.max_gamma = drafter.max_gamma
         self.acceptance = drafter.acceptance
 
@@ -56,11 +68,31 @@ class StepPricing:
 
     def step(self, gamma, B, S, F=nf):
         """Seconds of one speculative step: verify gamma + 1 positions, draft gamma."""
-        return (self.step_model.time(B, gamma + 1.0, S, F) + self.drafter.time(gamma, B, S, self.step_model, F)
-                + getattr(self.step_model, "per_draft_pass", 0.0) * self.drafter.passes(gamma, F))
+        seconds = (self.step_model.time(B, gamma + 1.0, S, F) + self.drafter.time(gamma, B, S, self.step_model, F)
+                   + getattr(self.step_model, "per_draft_pass", 0.0) * self.drafter.passes(gamma, F))
+        if self.exposed_host is None:
+            return seconds
+        return seconds + np.where(np.asarray(gamma) > 0, self.exposed_host(B), 0.0)  # none without a draft
 
     def speedup(self, n, gamma, B, S, F=nf):
         return F.priced_speedup(n, self.plain(B, S, F), self.step(gamma, B, S, F))
+
+    def tree_step(self, depth, topk, width, B, S):
+        """Seconds of one step of a draft tree: the target verifies ``width``
+        positions a sequence (as it verifies a chain of ``width - 1`` drafted
+        tokens), and the drafter runs ``depth`` passes, each over the
+        ``topk`` candidates it expands per sequence."""
+        verify = self.step_model.time(B, width, S)
+        if isinstance(self.drafter, _draft.ConstantDrafter):
+            draft = self.drafter.time(depth, B, S, self.step_model)
+        else:  # each pass runs the drafter over topk positions of each sequence
+            draft = self.drafter.time(depth, B * topk, S, self.step_model)
+        per_pass = getattr(self.step_model, "per_draft_pass", 0.0) * self.drafter.passes(depth)
+        host = 0.0 if self.exposed_host is None else self.exposed_host(B)
+        return verify + draft + per_pass + host
+
+    def tree_speedup(self, n, depth, topk, width, B, S):
+        return nf.priced_speedup(n, self.plain(B, S), self.tree_step(depth, topk, width, B, S))
 
     def throughput(self, B, gamma, S, acceptance):
         """Committed tokens per second (arguments checked by the caller)."""

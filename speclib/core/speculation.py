@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import checked_int, scalar_or_array
+from .._checks import checked_array, checked_int, scalar_or_array
 from ..presets import resolve
 from . import acceptance as _acc
 from . import calibrated as _cal
@@ -82,6 +82,35 @@ def speedup(alpha, gamma, B, S, c_draft=None, model=None, hardware=None, *, depl
     if not interval:
         return value
     return _interval(dep, c_draft, acceptance, gamma_arr, B_arr, S_arr, value)
+
+
+def tree_speedup(accept_length, B, S, *, depth, width, topk=1, c_draft=None, deployment=None):
+    """Throughput of speculative decoding with a draft tree relative to plain
+    decoding, at batch ``B`` and context ``S``; broadcasts over
+    ``accept_length``, ``B`` and ``S``.
+
+    A tree drafts ``depth`` levels, expanding ``topk`` candidates per
+    sequence at each (SGLang's ``--speculative-num-steps`` and
+    ``--speculative-eagle-topk``), and the target verifies ``width``
+    positions per sequence (``--speculative-num-draft-tokens``, the root
+    included; TensorRT-LLM's dynamic trees likewise): a step is priced as a
+    verify of ``width`` positions, what a chain of ``width - 1`` drafted
+    tokens costs, plus ``depth`` drafter passes over ``topk`` positions per
+    sequence. ``accept_length``: the tokens a step commits, measured (what
+    SGLang's log prints as ``accept len``, which ``speclib acceptance``
+    reads), in [1, depth + 1]. A chain is ``topk=1``, ``width=depth + 1``.
+    ``deployment`` (None: the default) and ``c_draft``: as :func:`speedup`."""
+    B_arr, S_arr = check_batch(B), check_context(S)
+    depth = checked_int("depth", depth, lo=1, hi=4096)
+    topk = checked_int("topk", topk, lo=1, hi=4096)
+    width = checked_int("width", width, lo=depth + 1, hi=1 + depth * topk)
+    n = checked_array("accept_length", accept_length, lo=1, hi=depth + 1)
+    dep = deployment_of(deployment)
+    priced = dep.pricing(c_draft)
+    if priced.max_gamma is not None and depth > priced.max_gamma:
+        raise ValueError(f"depth must be at most {priced.max_gamma} ({priced.drafter.name} drafts one block of "
+                         f"{priced.max_gamma} positions); got {depth}")
+    return scalar_or_array(priced.tree_speedup(n, float(depth), float(topk), float(width), B_arr, S_arr))
 
 
 def _interval(dep, c_draft, acceptance, gamma, B, S, value):
@@ -186,8 +215,7 @@ def stops_paying(alpha, S, c_draft=None, *, deployment, max_batch: int = 4096, g
     acceptance = _acc.Acceptance.of(alpha, priced)
     top_batch = checked_int("max_batch", max_batch, lo=1, hi=1 << 20)
     if dep.cost_model is None and dep.reserve is not None:
-        top_batch = max(1, min(top_batch, int(_capacity.max_batch(dep.model, dep.hardware, float(S), dep.tp,
-                                                                     reserve=dep.reserve))))
+        top_batch = max(1, min(top_batch, int(dep.max_batch(float(S)))))
     B = np.arange(1, top_batch + 1, dtype=float)
     S_arr = np.full_like(B, float(check_context(S)))
     top = min(x for x in (gamma_max, acceptance.max_gamma, priced.max_gamma) if x is not None)

@@ -12,6 +12,7 @@ from .._checks import checked_array, checked_choice
 from ..formulas import numpy_functions as nf
 from ..presets import StepArchitecture, resolve
 from . import moe as _moe
+from .cost import served_layers
 
 
 #: How a step's components compose into its time.
@@ -95,8 +96,9 @@ class StepModel:
 
     def __init__(self, architecture: StepArchitecture, hardware, *, roofline: str = "per-component",
                  expert_count: str = "top-k", linear_attention_flops: bool = False, routing=None,
-                 rollback: str = "none"):
+                 rollback: str = "none", served_attention: tuple | None = None):
         self.architecture = architecture
+        self.served_attention = None if served_attention is None else tuple(float(x) for x in served_attention)
         self.hardware = hardware
         self.roofline = check_roofline(roofline)
         self.rollback = check_rollback(rollback)
@@ -129,13 +131,29 @@ class StepModel:
         with np.errstate(divide="ignore"):  # k == E: see speclib.formulas.moe.numeric_form
             return count(B, T, a.top_k, a.n_routed)
 
+    def cache_bytes(self, B, T, S, F=nf):
+        """Bytes the step reads from the attention layers' caches (the KV
+        cache or MLA latent, and DeepSeek-V4's compressed caches as served),
+        without the linear layers' state: what a tensor-parallel split shares
+        out by KV head (:class:`speclib.core.layout.ParallelStep`)."""
+        a = self.architecture
+        if self.served_attention is not None:
+            return F.served_attention_bytes(B, T, S, a.context_bytes, 0.0, 0.0, *self.served_attention)
+        return F.attention_bytes(B, T, S, a.attention_layers, a.context_bytes, 0.0, 0.0)
+
     def components(self, B, T, S, F=nf) -> dict:
         """{component: (FLOPs, bytes)} of one step."""
         a = self.architecture
         phi = a.linear_flops if self.linear_attention_flops else 0.0
-        attention_flops = F.attention_flops(B, T, S, a.attention_layers, a.flops_per_pair, a.linear_layers, phi)
-        attention_bytes = F.attention_bytes(B, T, S, a.attention_layers, a.context_bytes, a.linear_layers,
-                                            a.state_bytes)
+        if self.served_attention is not None:
+            attention_flops = F.served_attention_flops(B, T, S, a.flops_per_pair, a.linear_layers, phi,
+                                                       *self.served_attention)
+            attention_bytes = F.served_attention_bytes(B, T, S, a.context_bytes, a.linear_layers, a.state_bytes,
+                                                       *self.served_attention)
+        else:
+            attention_flops = F.attention_flops(B, T, S, a.attention_layers, a.flops_per_pair, a.linear_layers, phi)
+            attention_bytes = F.attention_bytes(B, T, S, a.attention_layers, a.context_bytes, a.linear_layers,
+                                                a.state_bytes)
         if self.rollback != "none" and a.linear_layers:
             rho, psi = self._rollback
             attention_bytes = attention_bytes + F.rollback_bytes(B, T, a.linear_layers, rho)
@@ -198,20 +216,46 @@ class StepModel:
 _cache: dict = {}
 
 
+def served_attention_constants(model) -> tuple | None:
+    """The constants of :data:`speclib.formulas.step.served_attention_bytes_expr`
+    after (B, T, S, m_c, L_l, sigma) for ``model``: its layers by kind (full
+    MLA, window only, CSA, HCA), its indexer's bytes and FLOPs per compressed
+    position, the CSA and HCA ratios, CSA's top-k and the sliding window
+    (:func:`speclib.core.cost.served_layers`). None for a model whose
+    attention nothing compresses: it is served as the paper prices it."""
+    v = served_layers(model)
+    if v is None:
+        return None
+    return (v["full"], v["window"], v["csa"], v["hca"], v["m_ci"], v["f_i"], v["csa_ratio"], v["hca_ratio"],
+            v["top_k"], v["window_tokens"])
+
+
+#: How a whole step prices DeepSeek-V4's attention: as the paper prices it,
+#: every layer MLA over the whole context, or as served (compressed, by
+#: layer); the same choice as :data:`speclib.core.cost.ATTENTIONS`.
+ATTENTIONS = ("paper", "served")
+
+
 def step_model(model=None, hardware=None, *, roofline: str = "per-component", expert_count: str = "top-k",
-               linear_attention_flops: bool = False, routing=None, rollback: str = "none") -> StepModel:
-    """The (cached) :class:`StepModel` of a whole ``model`` on ``hardware``."""
+               linear_attention_flops: bool = False, routing=None, rollback: str = "none",
+               attention: str = "paper") -> StepModel:
+    """The (cached) :class:`StepModel` of a whole ``model`` on ``hardware``;
+    ``attention``: :data:`ATTENTIONS`."""
     model, hardware = resolve(model, hardware)
+    served = (served_attention_constants(model) if checked_choice("attention", attention, ATTENTIONS) == "served"
+              else None)
     shares = None
     if routing is not None:
         if not model.ffn.is_moe:
             raise ValueError(f"routing is for mixture-of-experts models; {model.name} is dense")
         shares = _moe.check_routing(routing, model.ffn.n_routed, model.ffn.top_k)
     key = (model, hardware, check_roofline(roofline), checked_choice("expert_count", expert_count, EXPERT_COUNTS),
-           bool(linear_attention_flops), None if shares is None else shares.tobytes(), check_rollback(rollback))
+           bool(linear_attention_flops), None if shares is None else shares.tobytes(), check_rollback(rollback),
+           served)
     if key not in _cache:
         _cache[key] = StepModel(model.step_architecture(), hardware, roofline=roofline, expert_count=expert_count,
-                                linear_attention_flops=linear_attention_flops, routing=shares, rollback=rollback)
+                                linear_attention_flops=linear_attention_flops, routing=shares, rollback=rollback,
+                                served_attention=served)
     return _cache[key]
 
 

@@ -55,14 +55,16 @@ c_hca = sp.Symbol("c_hca", positive=True)  # their compression ratio
 L_w = sp.Symbol("L_w", nonnegative=True)  # layers keeping a sliding window uncompressed
 W_win = sp.Symbol("W_win", nonnegative=True)  # the window, tokens
 
-#: Bytes one sequence keeps at context S, over all layers.
-sequence_bytes_expr = (
+#: Bytes of one sequence's attention caches at context S, over all layers.
+cache_bytes_expr = (
     L_f * m_c * S
-    + L_l * sigma
     + L_csa * (m_c + m_i) * S / c_csa
     + L_hca * m_c * S / c_hca
     + L_w * m_c * sp.Min(S, W_win)
 )
+
+#: Bytes one sequence keeps at context S, over all layers.
+sequence_bytes_expr = cache_bytes_expr + L_l * sigma
 
 # --- what fits ---------------------------------------------------------------------------
 C = sp.Symbol("C", positive=True)  # HBM capacity of one GPU, bytes
@@ -85,3 +87,38 @@ max_batch_expr = sp.floor(max_batch_real_expr)
 #: The fewest GPUs over which weights plus B sequences fit, as a real number
 #: (round it up; engines also want it to divide the heads).
 min_gpus_expr = sp.solve(sp.Eq(memory_per_gpu_expr, usable_expr), n)[0]
+
+
+# --- one GPU of a deployment -------------------------------------------------------------
+# A serving engine does not split everything evenly over its n GPUs
+# (speclib.core.capacity.deployment_memory says which rule applies where):
+# under plain tensor parallelism an MLA latent (and a GQA layer's KV heads
+# where there are fewer than n) is held whole by several GPUs, and under
+# data-parallel attention each GPU holds the attention weights whole. And a
+# speculative deployment holds more per sequence: g more positions of cache
+# (the draft's slots; how many per draft position depends on the engine), g_s
+# states for a hybrid model's linear layers (a snapshot, rho_m = sigma;
+# recomputing keeps each position's inputs instead), and its drafter's own
+# cache.
+g = sp.Symbol("g", nonnegative=True)  # cache slots per sequence for draft positions
+g_s = sp.Symbol("g_s", nonnegative=True)  # rollback states per sequence kept for draft positions
+s_c = sp.Symbol("s_c", positive=True)  # share of a sequence's attention caches one GPU holds
+s_l = sp.Symbol("s_l", positive=True)  # share of its linear-attention state one GPU holds
+rho_m = sp.Symbol("rho_m", nonnegative=True)  # bytes kept per draft position per linear layer
+m_d = sp.Symbol("m_d", nonnegative=True)  # the drafter's cache bytes per cached token
+R_w = sp.Symbol("R_w", nonnegative=True)  # weight bytes every GPU holds whole
+W_d = sp.Symbol("W_d", nonnegative=True)  # the drafter's own weight bytes
+
+#: Bytes one GPU holds for each sequence of the group's batch.
+gpu_sequence_bytes_expr = (s_c * (cache_bytes_expr.subs(S, S + g) + m_d * (S + g))
+                           + s_l * L_l * (sigma + rho_m * g_s))
+
+#: Bytes of weights on one GPU: what it holds whole, and its share of the rest
+#: (the target's and the drafter's).
+gpu_weight_bytes_expr = R_w + (W + W_d - R_w) / n
+
+W_g = sp.Symbol("W_g", nonnegative=True)  # weight bytes on one GPU (gpu_weight_bytes_expr)
+m_g = sp.Symbol("m_g", positive=True)  # bytes on one GPU per sequence (gpu_sequence_bytes_expr)
+
+#: The largest group batch whose weights and caches fit on every GPU.
+gpu_max_batch_expr = sp.floor(sp.solve(sp.Eq(W_g + B * m_g, usable_expr), B)[0])

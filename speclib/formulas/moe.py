@@ -135,4 +135,10 @@ rank_touched_variance_expr = E / G * h_i * (1 - h_i)
 #: above it (c_G = E[max of G standard normals]: 0 at one GPU, 0.564 at
 #: two, 1.424 at eight).
 rank_max_expr = rank_touched_mean_expr + c_G * sp.sqrt(rank_touched_variance_expr)
+#: The token picks the most loaded GPU serves when n picks land on the G GPUs
+#: alike: each GPU's count is binomial, n / G on average with variance
+#: n / G (1 - 1 / G) (the k picks of one token, distinct experts, are taken
+#: as independent), and the most loaded is c_G standard deviations above.
+n_p = sp.Symbol("n_p", positive=True)  # token picks of the step: tokens x k
+rank_max_picks_expr = n_p / G + c_G * sp.sqrt(n_p / G * (1 - 1 / G))
 

@@ -52,6 +52,7 @@ ARGUMENTS = {
     'ep_moe_cost': ('t', 'k', 'E', 'n_s', 'W_E', 'b', 'R', 'G'),
     'ep_moe_slope': ('t', 'k', 'E', 'n_s', 'W_E', 'b', 'R', 'G'),
     'rank_max_touched': ('E', 'G', 'h', 'c_G'),
+    'rank_max_picks': ('n_p', 'G', 'c_G'),
     'local_experts': ('t', 'k', 'E', 'G'),
     'comm_cost': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L'),
     'comm_slope': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L'),
@@ -79,6 +80,8 @@ ARGUMENTS = {
     'linear_state_bytes': ('n_k', 'n_v', 'd_k', 'd_v', 'K_conv', 'b_s'),
     'linear_flops_per_position': ('n_v', 'd_k', 'd_v'),
     'linear_replay_bytes': ('n_k', 'n_v', 'd_k', 'd_v', 'b_s'),
+    'served_attention_flops': ('B', 'T', 'S', 'f', 'L_l', 'phi', 'n_f', 'n_w', 'n_c', 'n_h', 'm_ci', 'f_i', 'c_CSA', 'c_HCA', 'K_CSA', 'W_win'),
+    'served_attention_bytes': ('B', 'T', 'S', 'm_c', 'L_l', 'sigma', 'n_f', 'n_w', 'n_c', 'n_h', 'm_ci', 'f_i', 'c_CSA', 'c_HCA', 'K_CSA', 'W_win'),
     'rollback_bytes': ('B', 'T', 'L_l', 'rho'),
     'rollback_flops': ('B', 'T', 'L_l', 'psi'),
     'linear_intensity': ('T', 'n_k', 'n_v', 'd_k', 'd_v', 'K_conv', 'b_s'),
@@ -90,6 +93,9 @@ ARGUMENTS = {
     'sequence_bytes': ('S', 'L_f', 'm_c', 'L_l', 'sigma', 'L_csa', 'c_csa', 'm_i', 'L_hca', 'c_hca', 'L_w', 'W_win'),
     'memory_per_gpu': ('W', 'B', 'm', 'n'),
     'max_batch': ('C', 'r', 'n', 'W', 'm'),
+    'gpu_sequence_bytes': ('S', 'g', 'g_s', 's_c', 's_l', 'L_f', 'm_c', 'L_l', 'sigma', 'rho_m', 'L_csa', 'c_csa', 'm_i', 'L_hca', 'c_hca', 'L_w', 'W_win', 'm_d'),
+    'gpu_weight_bytes': ('W', 'W_d', 'R_w', 'n'),
+    'gpu_max_batch': ('C', 'r', 'W_g', 'm_g'),
     'min_gpus': ('B', 'm', 'W', 'C', 'r'),
     'cache_bytes': ('B', 'S', 'L_a', 'm_c', 'L_l', 'sigma'),
     'kv_state_crossing': ('L_a', 'm_c', 'L_l', 'sigma'),
@@ -440,6 +446,14 @@ def rank_max_touched(E, G, h, c_G):
     return numpy.sqrt(E)*c_G*numpy.sqrt(h)*numpy.sqrt(1 - h)/numpy.sqrt(G) + E*h/G
 
 
+def rank_max_picks(n_p, G, c_G):
+    """expected token picks the most loaded of G GPUs serves when n_p picks land on them alike:
+
+    n_p/G + c_G*sqrt(n_p)*sqrt(1 - 1/G)/sqrt(G)
+    """
+    return n_p/G + c_G*numpy.sqrt(n_p)*numpy.sqrt(1 - 1/G)/numpy.sqrt(G)
+
+
 def local_experts(t, k, E, G):
     """distinct routed experts one GPU of an expert-parallel group reads:
 
@@ -656,6 +670,22 @@ def linear_replay_bytes(n_k, n_v, d_k, d_v, b_s):
     return b_s*(2*d_k*n_k + d_v*n_v + 2*n_v)
 
 
+def served_attention_flops(B, T, S, f, L_l, phi, n_f, n_w, n_c, n_h, m_ci, f_i, c_CSA, c_HCA, K_CSA, W_win):
+    """FLOPs of every attention layer of a step, DeepSeek-V4's attention as served:
+
+    B*T*(L_l*phi + f*(n_c*(Min(K_CSA, (S + ceiling(T/2))/c_CSA) + Min(W_win, S + ceiling(T/2))) + n_f*(S + ceiling(T/2)) + n_h*(Min(W_win, S + ceiling(T/2)) + (S + ceiling(T/2))/c_HCA) + n_w*Min(W_win, S + ceiling(T/2))) + f_i*n_c*(S + ceiling(T/2))/c_CSA)
+    """
+    return B*T*(L_l*phi + f*(n_c*(functools.reduce(numpy.minimum, [K_CSA, (S + numpy.ceil((1/2)*T))/c_CSA]) + functools.reduce(numpy.minimum, [W_win, S + numpy.ceil((1/2)*T)])) + n_f*(S + numpy.ceil((1/2)*T)) + n_h*(functools.reduce(numpy.minimum, [W_win, S + numpy.ceil((1/2)*T)]) + (S + numpy.ceil((1/2)*T))/c_HCA) + n_w*functools.reduce(numpy.minimum, [W_win, S + numpy.ceil((1/2)*T)])) + f_i*n_c*(S + numpy.ceil((1/2)*T))/c_CSA)
+
+
+def served_attention_bytes(B, T, S, m_c, L_l, sigma, n_f, n_w, n_c, n_h, m_ci, f_i, c_CSA, c_HCA, K_CSA, W_win):
+    """bytes every attention layer of a step reads, DeepSeek-V4's attention as served:
+
+    B*(L_l*sigma + m_c*(n_c*(Min(K_CSA, (S + ceiling(T/2))/c_CSA) + Min(W_win, S + ceiling(T/2))) + n_f*(S + ceiling(T/2)) + n_h*(Min(W_win, S + ceiling(T/2)) + (S + ceiling(T/2))/c_HCA) + n_w*Min(W_win, S + ceiling(T/2))) + m_ci*n_c*(S + ceiling(T/2))/c_CSA)
+    """
+    return B*(L_l*sigma + m_c*(n_c*(functools.reduce(numpy.minimum, [K_CSA, (S + numpy.ceil((1/2)*T))/c_CSA]) + functools.reduce(numpy.minimum, [W_win, S + numpy.ceil((1/2)*T)])) + n_f*(S + numpy.ceil((1/2)*T)) + n_h*(functools.reduce(numpy.minimum, [W_win, S + numpy.ceil((1/2)*T)]) + (S + numpy.ceil((1/2)*T))/c_HCA) + n_w*functools.reduce(numpy.minimum, [W_win, S + numpy.ceil((1/2)*T)])) + m_ci*n_c*(S + numpy.ceil((1/2)*T))/c_CSA)
+
+
 def rollback_bytes(B, T, L_l, rho):
     """bytes a step moves to roll the linear layers back past a rejected draft:
 
@@ -742,6 +772,30 @@ def max_batch(C, r, n, W, m):
     floor((-C*n*r + C*n - W)/m)
     """
     return numpy.floor((-C*n*r + C*n - W)/m)
+
+
+def gpu_sequence_bytes(S, g, g_s, s_c, s_l, L_f, m_c, L_l, sigma, rho_m, L_csa, c_csa, m_i, L_hca, c_hca, L_w, W_win, m_d):
+    """bytes one GPU holds per sequence: its share of the caches with the draft's slots, states, drafter cache:
+
+    L_l*s_l*(g_s*rho_m + sigma) + s_c*(L_csa*(S + g)*(m_c + m_i)/c_csa + L_f*m_c*(S + g) + L_hca*m_c*(S + g)/c_hca + L_w*m_c*Min(W_win, S + g) + m_d*(S + g))
+    """
+    return L_l*s_l*(g_s*rho_m + sigma) + s_c*(L_csa*(S + g)*(m_c + m_i)/c_csa + L_f*m_c*(S + g) + L_hca*m_c*(S + g)/c_hca + L_w*m_c*functools.reduce(numpy.minimum, [W_win, S + g]) + m_d*(S + g))
+
+
+def gpu_weight_bytes(W, W_d, R_w, n):
+    """bytes of weights on one GPU: what it holds whole and its share of the rest:
+
+    R_w + (-R_w + W + W_d)/n
+    """
+    return R_w + (-R_w + W + W_d)/n
+
+
+def gpu_max_batch(C, r, W_g, m_g):
+    """largest group batch whose weights and caches fit on every GPU:
+
+    floor((-C*r + C - W_g)/m_g)
+    """
+    return numpy.floor((-C*r + C - W_g)/m_g)
 
 
 def min_gpus(B, m, W, C, r):

@@ -85,6 +85,35 @@ expert_bytes_expr = b_e * w * (n_s + A)
 attention_flops_expr = B * T * (L_a * f * attended_context_expr + L_l * phi)
 attention_bytes_expr = B * (L_a * m_c * attended_context_expr + L_l * sigma)
 
+# --- DeepSeek-V4's attention as served, over the whole model ----------------------
+# The paper prices every attention layer of DeepSeek-V4 as MLA over the whole
+# context (attention_*_expr with L_a layers). As served, its config's
+# compress_ratios give each layer its own context (speclib.formulas.attention):
+# n_f layers of full MLA, n_w of the sliding window alone, n_c CSA layers (MLA
+# over the top K of the S / c_CSA compressed positions plus the window, and an
+# indexer scoring all S / c_CSA of them with its own m_ci bytes and f_i FLOPs)
+# and n_h HCA layers (MLA over S / c_HCA compressed positions plus the
+# window). Each reads its cache once per step and attends with T positions,
+# over the attended context as above. With n_w = n_c = n_h = 0 and n_f = L_a
+# it is the paper's form.
+def _served_attention():
+    from . import attention as _a
+    n_f, n_w, n_c, n_h = sp.symbols("n_f n_w n_c n_h", nonnegative=True)
+    m_ci, f_i = sp.symbols("m_ci f_i", nonnegative=True)
+    on = {_a.S: attended_context_expr}
+    context = (n_f * attended_context_expr + n_w * _a.window_context_expr.subs(on)
+               + n_c * _a.served_csa_context_expr.subs(on) + n_h * _a.served_hca_context_expr.subs(on))
+    indexed = n_c * _a.indexer_context_expr.subs(on)
+    flops = B * T * (f * context + f_i * indexed + L_l * phi)
+    moved = B * (m_c * context + m_ci * indexed + L_l * sigma)
+    args = (n_f, n_w, n_c, n_h, m_ci, f_i, _a.c_csa, _a.c_hca, _a.K_csa, _a.W_win)
+    return flops, moved, args
+
+
+#: FLOPs and bytes of every attention layer of a step, as DeepSeek-V4 serves
+#: its attention; the constants after (B, T, S, f, m_c, L_l, phi, sigma).
+served_attention_flops_expr, served_attention_bytes_expr, SERVED_ATTENTION_ARGS = _served_attention()
+
 #: Rolling back the linear layers' state past a rejected draft
 #: (:mod:`speclib.formulas.attention` describes the two ways). Each verified
 #: position past the first costs, per sequence and linear layer, ``rho``

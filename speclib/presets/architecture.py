@@ -757,7 +757,18 @@ def _step_architecture(model: "Model") -> StepArchitecture:
 #: Drafter kinds: ``mtp`` drafts one position per pass (gamma passes in
 #: series), ``dflash`` one block of positions per pass (one pass for any gamma
 #: up to the block).
-DRAFTER_KINDS = ("mtp", "dflash")
+DRAFTER_KINDS = ("mtp", "eagle3", "dflash")
+#: The kinds that draft one position per pass, in series (gamma passes for gamma tokens).
+CHAINED_KINDS = ("mtp", "eagle3")
+
+
+def _dense_bytes_without_bf16(step) -> float:
+    """Bytes per dense weight of ``step`` outside its bf16 part (its
+    ``dense_bytes`` is the mean over both)."""
+    if not step.bf16_params:
+        return step.dense_bytes
+    rest = step.dense_params - step.bf16_params
+    return (step.dense_bytes * step.dense_params - 2.0 * step.bf16_params) / rest
 
 
 @dataclass(frozen=True)
@@ -776,6 +787,8 @@ class Drafter:
     target: Optional[str] = None
     acceptance: Optional[str] = None
     aliases: tuple = ()
+    shared_params: float = 0.0
+    cache_bytes_per_token: float = 0.0
 
     def __post_init__(self):
         checked_choice("kind", self.kind, DRAFTER_KINDS)
@@ -792,4 +805,16 @@ class Drafter:
     @property
     def positions_per_pass(self) -> int:
         """Positions one pass drafts per sequence: one (MTP) or its block (DFlash)."""
-        return 1 if self.kind == "mtp" else self.block
+        return self.block if self.kind == "dflash" else 1
+
+    @property
+    def resident_bytes(self) -> float:
+        """Bytes of weights the drafter holds beyond its target's: its own
+        dense weights (those it shares with the target, its output head,
+        are held once, by the target) and every one of its experts."""
+        s = self.step
+        own_dense = s.dense_params - self.shared_params
+        bf16_own = max(s.bf16_params - self.shared_params, 0.0)
+        dense = (own_dense - bf16_own) * _dense_bytes_without_bf16(s) + bf16_own * 2.0
+        experts = (s.n_routed + s.n_shared) * s.ffn_params * s.ffn_bytes
+        return float(dense + experts)

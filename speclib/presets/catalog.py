@@ -49,15 +49,27 @@ def _latencies(by_gpus):
         raise ValueError(f"allreduce_latency_us must map GPU counts to microseconds; got {by_gpus!r}") from None
 
 
-def _drafter(name, aliases, kind, target, acceptance, dense_params, weight_bytes, precision, experts, block, source):
+def _drafter(name, aliases, kind, target, acceptance, dense_params, weight_bytes, precision, experts, block,
+             shared_params, bf16_params, expert_weight_bytes, cache_bytes_per_token, source):
     experts = experts or {}
-    step = StepArchitecture(
-        name=name, dense_params=float(dense_params), dense_bytes=float(weight_bytes), dense_precision=precision,
-        ffn_params=float(experts.get("expert_params", 0)), ffn_bytes=float(weight_bytes), ffn_precision=precision,
+    dense, bf16 = float(dense_params), float(bf16_params)
+    expert_bytes = float(weight_bytes if expert_weight_bytes is None else expert_weight_bytes)
+    step = StepArchitecture(  # the dense bytes are the mean over the bf16 head and the rest, as a model's are
+        name=name, dense_params=dense, dense_bytes=(float(weight_bytes) * (dense - bf16) + 2.0 * bf16) / dense,
+        dense_precision=precision, bf16_params=bf16,
+        ffn_params=float(experts.get("expert_params", 0)), ffn_bytes=expert_bytes,
+        ffn_precision=_expert_precision(precision, expert_bytes, float(weight_bytes)),
         n_routed=experts.get("n_routed", 0), top_k=experts.get("top_k", 0), n_shared=experts.get("n_shared", 0),
     )
     return Drafter(name=name, kind=kind, step=step, source=source, block=block, target=target,
-                   acceptance=acceptance, aliases=aliases)
+                   acceptance=acceptance, aliases=aliases, shared_params=float(shared_params),
+                   cache_bytes_per_token=float(cache_bytes_per_token))
+
+
+def _expert_precision(precision, expert_bytes, weight_bytes):
+    """The experts' GEMM precision: the drafter's, or fp4 where they are stored
+    in a 4-bit format."""
+    return "fp4" if expert_bytes < 1.0 <= weight_bytes else precision
 
 
 #: Per table: the file, what builds one preset, and each field's keyword for
@@ -91,7 +103,8 @@ _TABLES = {
         "name": ("name", str),
         "aliases": ("aliases", tuple),
         **{key: (key, _same) for key in ("kind", "target", "acceptance", "dense_params", "weight_bytes",
-                                         "precision", "experts", "block")},
+                                         "precision", "experts", "block", "shared_params", "bf16_params",
+                                         "expert_weight_bytes", "cache_bytes_per_token")},
         "source": ("source", str),
     }),
 }

@@ -43,6 +43,7 @@ from .. import presets
 from .._extras import MissingExtra
 from ..core import calibrated as _cal
 from ..core import capacity as _capacity
+from ..core import cost as _cost
 from ..core import speculation as _spec
 from ..core.acceptance import Acceptance
 from ..core.cost import COMPONENTS, cost_shares, marginal_cost
@@ -241,7 +242,8 @@ def _deployment(args, model=None, chip=None, drafter=None) -> Deployment:
     c_draft = None if args.command == "sweep" else args.draft_cost
     try:
         return Deployment(model, chip, tp=args.tp, engine=engine, step_time=args.step_time, roofline=args.roofline,
-                          drafter=drafter, c_draft=c_draft, query_bytes=args.query_bytes, reserve=args.reserve)
+                          drafter=drafter, c_draft=c_draft, query_bytes=args.query_bytes, reserve=args.reserve,
+                          ep=args.ep, dp_attention=args.dp_attention, attention=args.attention)
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
 
@@ -285,17 +287,19 @@ def run_gamma(args, out) -> int:
         _spec.check_batch(args.batch), _spec.check_context(args.seq)
         deployment = _deployment(args, model, chip, drafter)
         priced = deployment.pricing()
-        memory = _memory_check(args, model, chip)
         if isinstance(priced, _spec.StepPricing):
-            return _gamma_whole_step(args, out, model, chip, priced, memory, deployment)
+            return _gamma_whole_step(args, out, model, chip, priced, deployment)
         c_draft = float(priced.drafter.c)
         curve = args.acceptance_curve
         alpha = curve if curve is not None else _required_alpha(args)
         searched = args.gamma_max if curve is None else min(args.gamma_max, len(curve))
         gamma_star, speedup = optimal_gamma(alpha, args.batch, args.seq, gamma_max=searched,
                                             deployment=deployment)
-        costs = marginal_cost(args.batch, args.seq, c_draft, model, chip, query_bytes=args.query_bytes)
-        shares = cost_shares(args.batch, args.seq, model, chip, query_bytes=args.query_bytes)
+        costs = marginal_cost(args.batch, args.seq, c_draft, model, chip, query_bytes=args.query_bytes,
+                              attention=deployment.attention)
+        shares = cost_shares(args.batch, args.seq, model, chip, query_bytes=args.query_bytes,
+                             attention=deployment.attention)
+        memory = _memory_check(args, deployment, gamma_star)
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
 
@@ -339,24 +343,29 @@ def run_gamma(args, out) -> int:
     ]
     if args.query_bytes:
         lines.append("\n  (attention's cost includes the query bytes)")
-    lines += _memory_lines(memory)
+    lines += _memory_lines(memory, gamma_star)
     out.write("\n".join(lines) + "\n")
     return 0
 
 
-def _memory_check(args, model, chip):
-    """The capacity check of the operating point (None when the model lacks
-    the totals it needs or the chip has no capacity)."""
+def _memory_check(args, deployment, gamma):
+    """The capacity check of the operating point while drafting ``gamma``
+    tokens (None when the model lacks the totals it needs or the chip has no
+    capacity)."""
+    model, chip = deployment.model, deployment.hardware
     if chip.hbm_capacity is None or model.n_layers is None or model.vocab_size is None:
         return None
-    return _capacity.check(args.batch, args.seq, model, chip, args.tp, reserve=args.reserve)
+    return _capacity.check(args.batch, args.seq, deployment=deployment.replace(reserve=args.reserve),
+                           gamma=gamma)
 
 
-def _memory_lines(memory) -> list:
-    """One line when the batch cannot fit (the answer stands: the per-layer argument does not need it to)."""
+def _memory_lines(memory, gamma=0) -> list:
+    """One line when the batch cannot fit at the draft length found (the
+    answer stands: the per-layer argument does not need it to)."""
     if memory is None or memory.fits:
         return []
-    return ["", "  " + memory.message() + " (the answer above prices the step regardless)"]
+    drafting = f" while drafting {gamma}" if gamma else ""
+    return ["", "  " + memory.message() + f"{drafting} (the answer above prices the step regardless)"]
 
 
 def _memory_record(memory):
@@ -383,7 +392,7 @@ def _acceptance_label(args, priced) -> str:
     return f"acceptance: {priced.drafter.name}'s measured survival curve"
 
 
-def _gamma_whole_step(args, out, model, chip, priced, memory=None, deployment=None) -> int:
+def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
     """gamma with the whole model's step in seconds: a drafter priced by its
     roofline, the aggregate rule, a hybrid model or a calibrated step (its
     80 % interval and what it extrapolates printed with it)."""
@@ -394,7 +403,11 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None, deployment=No
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
     gamma_star, speedup = _spec.best_gamma(priced, acceptance, B, S, args.gamma_max)
-    calibration = _cal.calibration_of(deployment.step_time) if deployment is not None else None
+    try:
+        memory = _memory_check(args, deployment, gamma_star)
+    except ValueError as exc:
+        raise UsageError(_speclib_error(exc)) from None
+    calibration = _cal.calibration_of(deployment.step_time)
     interval, notes = None, ()
     if calibration is not None:
         notes = calibration.notes(model, chip, deployment.engine, B)
@@ -452,7 +465,7 @@ def _gamma_whole_step(args, out, model, chip, priced, memory=None, deployment=No
         "",
         "\n".join("  " + line for line in format_table(("part", "time (us)"), rows).splitlines()),
     ]
-    lines += _memory_lines(memory)
+    lines += _memory_lines(memory, gamma_star)
     lines += [f"  note: extrapolates: {note}" for note in notes]
     out.write("\n".join(lines) + "\n")
     return 0
@@ -506,19 +519,21 @@ def sweep_records(models, chips, batch, seq, alpha, draft_cost, *, drafters=(Non
     return rows
 
 
-def capacity_cells(rows, tp=1, reserve=_capacity.DEFAULT_RESERVE) -> list:
-    """(fits, max_batch) for each sweep row: the batch against what fits at
-    its context on ``tp`` GPUs of its chip; (None, None) when the model lacks
-    the totals or the chip its capacity."""
+def capacity_cells(rows, deployment) -> list:
+    """(fits, max_batch) for each sweep row: its batch against what its
+    deployment (``deployment`` with the row's model, chip and drafter) holds
+    at its context while drafting the row's gamma*; (None, None) when the
+    model lacks the totals or the chip its capacity."""
     limits = {}
     cells = []
-    for m, h, b, s, *_ in rows:
-        key = (m, h, s)
+    for m, h, b, s, _a, _c, g, _sp, d in rows:
+        key = (m, h, s, g, d)
         if key not in limits:
             model, chip = presets.resolve(m if not isinstance(m, str) else _model_by_name(m),
                                           h if not isinstance(h, str) else _chip_by_name(h))
             try:
-                limits[key] = _capacity.max_batch(model, chip, s, tp, reserve=reserve)
+                dep = deployment.replace(model=model, hardware=chip, drafter=d, c_draft=None)
+                limits[key] = dep.max_batch(s, g)
             except ValueError:
                 limits[key] = None
         limit = limits[key]
@@ -558,7 +573,7 @@ def run_sweep(args, out) -> int:
     rows = sweep_records(models, chips, batch, seq, alpha, draft_cost, drafters=drafters, gamma_max=args.gamma_max,
                          deployment=_deployment(args, models[0], chips[0]))
     try:
-        memory = capacity_cells(rows, args.tp, args.reserve)
+        memory = capacity_cells(rows, _deployment(args, models[0], chips[0]))
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
     priced = drafters != [None] or args.roofline != "per-component" or args.step_time != "roofline"
@@ -820,8 +835,10 @@ examples:
 
 output columns: model, hardware, batch, seq, alpha, draft_cost, gamma_star, speedup,
 then drafter, roofline (whole-step pricing), step_time, tp (--step-time calibrated or --tp),
-and last fits, max_batch (whether the batch fits in HBM at that context, and the largest
-that does). CSV numbers are written so that they read back exactly.
+and last fits, max_batch (whether the deployment holds the batch at that context while
+drafting gamma_star tokens, and the largest batch it holds so: the --tp/--ep/--dp-attention
+layout, the draft's cache slots, rollback states and the drafter counted). CSV numbers are
+written so that they read back exactly.
 """
 
 PRESETS_EPILOG = """\
@@ -876,7 +893,7 @@ examples:
 """
 
 
-def _add_model_options(parser, *, several: bool, calibration_engine: bool = True):
+def _add_model_options(parser, *, several: bool, calibration_engine: bool = True, serving: bool = False):
     noun = "name(s), comma-separated" if several else "name"
     parser.add_argument("--model", help=f"model preset {noun} (default {presets.DEFAULT_MODEL.name}; see 'speclib presets')")
     parser.add_argument("--model-config", metavar="PATH", help="a Hugging Face style config.json to build the model from, instead of --model")
@@ -909,6 +926,18 @@ def _add_model_options(parser, *, several: bool, calibration_engine: bool = True
     parser.add_argument("--tp", type=_typed("--tp", int), default=1, metavar="N",
                         help="GPUs the model is split over (tensor parallel, 1..1024, default 1): sets the memory "
                         "check, and the calibrated step's share per GPU")
+    parser.add_argument("--ep", type=_typed("--ep", int), default=1, metavar="N",
+                        help="GPUs of the --tp group the routed experts are split over, whole (expert parallelism; "
+                        "divides --tp and the experts; default 1)")
+    parser.add_argument("--dp-attention", action="store_true",
+                        help="split attention by sequence over the --tp GPUs (data-parallel attention: each GPU "
+                        "holds its own sequences' caches and the attention weights whole)")
+    parser.add_argument("--attention", choices=_cost.ATTENTIONS, default="served" if serving else "paper",
+                        help="how DeepSeek-V4's attention is priced and held: served (compressed, as its config "
+                        "serves it" + ("; default, as a schedule is for serving)" if serving else ")")
+                        + " or paper (every layer MLA over the whole context, as the paper prices it"
+                        + ("" if serving else "; default, reproducing the paper") + "); other models are the same "
+                        "either way")
     parser.add_argument("--calibration", metavar="FILE",
                         help="price every step with this calibration (as 'speclib fit' writes it) instead of "
                         "--step-time: implies a calibrated step")
@@ -1095,7 +1124,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "state no maximum)")
     sched.add_argument("--method", metavar="NAME", help="vLLM method / TensorRT-LLM decoding_type / SGLang "
                        "algorithm (default from the drafter: mtp, MTP, EAGLE; dflash, DFlash, DFLASH)")
-    _add_model_options(sched, several=False, calibration_engine=False)
+    _add_model_options(sched, several=False, calibration_engine=False, serving=True)
     sched.add_argument("--output", metavar="FILE", help="write to FILE (replaced only when everything succeeded)")
     sched.set_defaults(handler=run_schedule)
 
@@ -1112,7 +1141,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the paper's drafter cost per drafted token, x a decode step (default 0.1)")
     prof.add_argument("--acceptance", metavar="FILE", help="a survival curve (as for schedule): no draft longer "
                       "than its positions is profiled")
-    _add_model_options(prof, several=False)
+    _add_model_options(prof, several=False, serving=True)
     prof.set_defaults(gamma_max=16)
     for action in prof._actions:
         if action.dest == "gamma_max":

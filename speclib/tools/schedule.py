@@ -253,6 +253,11 @@ class Schedule:
     notes: tuple = ()
     #: what the reader must know before deploying this schedule (:data:`ROOFLINE_WARNING` under the roofline)
     warnings: tuple = ()
+    #: ``memory_limits[c, i]``: the largest batch the deployment holds at ``contexts[c]`` while drafting
+    #: ``gammas[i]`` tokens (None: no memory check); a draft length is never chosen for a batch it cannot hold
+    memory_limits: np.ndarray | None = None
+    #: where the schedule runs ("one B200", "8 x H200 TP8 EP8"), for the memory lines
+    where: str = ""
 
     # --- the per-batch optimum ---------------------------------------------------
     @property
@@ -263,11 +268,39 @@ class Schedule:
     def batches(self) -> np.ndarray:
         return np.arange(1, self.max_batch + 1)
 
+    def feasible(self, c: int = 0) -> np.ndarray:
+        """``[i, b]``: whether batch ``b + 1`` fits in memory at ``contexts[c]``
+        while drafting ``gammas[i]`` tokens (all True without a memory check;
+        gamma = 0 always, so that a batch past what a longer context holds is
+        set to plain decoding rather than to a draft)."""
+        if self.memory_limits is None:
+            return np.ones(self.speedups.shape[1:], dtype=bool)
+        held = self.batches[None, :] <= np.asarray(self.memory_limits)[c][:, None]
+        held[self.gammas == 0] = True  # plain decoding stands for a batch no draft fits (a longer context's)
+        return held
+
+    def _held(self, c: int = 0) -> np.ndarray:
+        """The speed-ups at context ``c``, -inf where memory cannot hold the batch at that draft length."""
+        return np.where(self.feasible(c), self.speedups[c], -np.inf)
+
     def gamma_star_at(self, c: int = 0) -> np.ndarray:
-        return self.gammas[np.argmax(self.speedups[c], axis=0)]
+        return self.gammas[np.argmax(self._held(c), axis=0)]
 
     def speedup_at(self, c: int = 0) -> np.ndarray:
-        return np.max(self.speedups[c], axis=0)
+        return np.max(self._held(c), axis=0)
+
+    def memory_lines(self, ks=None) -> list:
+        """Where memory ends, one line: the largest batch held without a draft
+        and at each draft length in ``ks`` (default: the per-batch optimum's),
+        at the reference context."""
+        if self.memory_limits is None:
+            return []
+        limits = np.asarray(self.memory_limits)[0]
+        shown = sorted({int(k) for k in (self.gamma_star if ks is None else ks)} - {0})
+        parts = [f"{int(limits[np.searchsorted(self.gammas, k)]):,} at gamma {k}" for k in shown]
+        held = f"{int(limits[0]):,} sequences without drafting" + (", " + ", ".join(parts) if parts else "")
+        return [f"memory: {self.where} holds {held} at context {self.contexts[0]:g} (draft slots, rollback states "
+                "and the drafter counted); no draft length is set above the batch that holds it"]
 
     @property
     def gamma_star(self) -> np.ndarray:
@@ -299,8 +332,9 @@ class Schedule:
         return [(int(a) + 1, int(b)) for a, b in zip(edges[::2], edges[1::2])]
 
     def relative(self, c: int = 0) -> np.ndarray:
-        """throughput(B, gamma) / throughput(B, gamma*(B)) per draft length and batch."""
-        return self.speedups[c] / self.speedup_at(c)[None, :]
+        """throughput(B, gamma) / throughput(B, gamma*(B)) per draft length and
+        batch; -inf where memory cannot hold the batch at that draft length."""
+        return self._held(c) / self.speedup_at(c)[None, :]
 
     @property
     def weights(self) -> np.ndarray:
@@ -587,7 +621,7 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
     if step_costs is not None and len(contexts) > 1:
         raise ValueError("seq: measured step costs are at one context length; give one seq (or none)")
     priced = dep.pricing(c_draft)
-    max_batch, memory = _memory_cap(m, hw, contexts[0], dep.tp, dep.reserve, max_batch)
+    max_batch, memory = _memory_cap(dep, contexts[0], max_batch)
     accepted = _acc.Acceptance.of(alpha, priced)
     B = np.arange(1, max_batch + 1, dtype=float)
     top = int(gamma_max)
@@ -610,11 +644,14 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         tables = nf.priced_speedup(n, seconds[0][None, :], seconds)[None]
         source = f"measured step costs ({step_costs.path})"
         interval, notes, warnings = None, (), ()
+    limits = None
+    if dep.reserve is not None:
+        limits = np.stack([np.asarray(dep.max_batch(s, np.asarray(gammas, dtype=float))) for s in contexts])
     return Schedule(
         model=m.name, hardware=hw.name, contexts=contexts, acceptance=accepted.describe(),
         drafter=priced.drafter.name, roofline=dep.roofline, source=source, gammas=np.asarray(gammas),
         speedups=np.asarray(tables, dtype=float), memory=memory, interval=interval, notes=notes,
-        warnings=warnings,
+        warnings=warnings, memory_limits=limits, where=where_of(dep),
     )
 
 
@@ -639,20 +676,31 @@ def _model_deployment(deployment, model, hardware):
     return dep
 
 
-def _memory_cap(model, hardware, context, tp, reserve, max_batch):
-    """(batches to cover, a line saying why) under the memory check."""
-    if reserve is None:
+def where_of(dep) -> str:
+    """Where a deployment runs, in words: "one B200", "8 x H200 (TP8 EP8 data-parallel attention)"."""
+    if dep.tp == 1:
+        return f"one {dep.hardware.name}"
+    return f"{dep.tp} x {dep.hardware.name}" + ("" if dep.layout.plain else f" ({dep.layout})")
+
+
+def _memory_cap(dep, context, max_batch):
+    """(batches to cover, a line saying why) under the deployment's memory
+    check (:meth:`speclib.Deployment.max_batch` without a draft; each draft
+    length's own limit is applied per batch by :class:`Schedule`)."""
+    if dep.reserve is None:
         return max_batch, ""
-    fit = _capacity.max_batch(model, hardware, context, tp, reserve=reserve)
-    where = f"{tp} x {hardware.name}" if tp > 1 else f"one {hardware.name}"
+    fit = dep.max_batch(context)
+    where, reserve = where_of(dep), dep.reserve
     if fit == 0:
-        need = _capacity.min_tp(1, context, model, hardware, reserve=reserve)
-        raise ValueError(f"tp must be at least {need}: {model.name}'s weights do not fit on {where} with "
-                         f"{reserve:.0%} of HBM kept free")
+        if dep.layout.plain:
+            need = _capacity.min_tp(1, context, dep.model, dep.hardware, reserve=reserve)
+            raise ValueError(f"tp must be at least {need}: {dep.model.name}'s weights do not fit on {where} with "
+                             f"{reserve:.0%} of HBM kept free")
+        raise ValueError(f"tp: {dep.model.name}'s weights do not fit on {where} with {reserve:.0%} of HBM kept free")
     if fit >= max_batch:
-        return max_batch, f"memory: all {max_batch:,} batch sizes fit on {where} at context {context:g}"
-    return fit, (f"memory: capped at batch {fit:,}, the largest whose weights and caches fit on {where} at "
-                 f"context {context:g} with {reserve:.0%} of HBM kept free (asked for {max_batch:,})")
+        return max_batch, f"memory: all {max_batch:,} batch sizes fit on {where} at context {context:g} without drafting"
+    return fit, (f"memory: capped at batch {fit:,}, the largest {where} holds at context {context:g} without "
+                 f"drafting, with {reserve:.0%} of HBM kept free (asked for {max_batch:,})")
 
 
 def profile(model=None, hardware=None, seq=4096, *, c_draft=None, batches=None, max_batch: int = 256,
@@ -723,6 +771,7 @@ def _header(sched: Schedule) -> list:
         f"drafter {sched.drafter}; cost: {sched.source}",
         f"batch sizes 1..{sched.max_batch}; draft lengths searched: {_span(sched.gammas)}",
         *([sched.memory] if sched.memory else []),
+        *sched.memory_lines(),
         *(f"warning: {warning}" for warning in sched.warnings),
         *(f"note: extrapolates: {note}" for note in sched.notes),
     ]

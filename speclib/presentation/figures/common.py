@@ -152,20 +152,29 @@ def nice_ceiling(xp, x):
 
 
 def fits(model, hardware, xp, S, tp=1):
-    """The largest batch whose weights and KV caches (as served: what memory
-    holds) fit at context ``S`` (may be traced), from the catalogue's
-    ``max_batch`` and ``sequence_bytes``; None when the model or chip lacks
-    what the check needs."""
+    """The largest batch whose weights and caches (as served: what memory
+    holds) fit at context ``S`` on ``tp`` GPUs under plain tensor
+    parallelism (either may be traced), by the rule
+    :meth:`speclib.Deployment.max_batch` counts with: the catalogue's
+    ``gpu_sequence_bytes`` and ``gpu_max_batch``, an MLA latent whole on
+    every GPU, a GQA cache split by KV head down to one per GPU; None when
+    the model or chip lacks what the check needs."""
     try:
         weights = _capacity.weight_bytes(model)
-        layout = _capacity.layout_arguments(model, "served")
+        layout = [float(v) for v in _capacity.layout_arguments(model, "served")]
         reserve = _capacity.check_reserve(_capacity.DEFAULT_RESERVE)
+        kv_heads = model.step_architecture().kv_heads
     except ValueError:
         return None
     if hardware.hbm_capacity is None:
         return None
-    m = xp.F.sequence_bytes(S, *[float(v) for v in layout])
-    return xp.floor(xp.F.max_batch(_capacity._capacity_of(hardware), reserve, float(tp), weights, m))
+    n = xp.asarray(tp) * 1.0
+    share = xp.F.gqa_kv_share(n, float(kv_heads)) if kv_heads else 1.0
+    L_f, m_c, L_l, sigma, L_csa, c_csa, m_i, L_hca, c_hca, L_w, W_win = layout
+    m = xp.F.gpu_sequence_bytes(S, 0.0, 0.0, share, 1.0 / n, L_f, m_c, L_l, sigma, 0.0, L_csa, c_csa, m_i, L_hca,
+                                c_hca, L_w, W_win, 0.0)
+    W_g = xp.F.gpu_weight_bytes(weights, 0.0, 0.0, n)
+    return xp.floor(xp.F.gpu_max_batch(_capacity._capacity_of(hardware), reserve, W_g, m))
 
 
 #: The batches (the output ``no_fit``) that cannot fit in HBM, hatched, with their legend label.

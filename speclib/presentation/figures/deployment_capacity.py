@@ -62,14 +62,16 @@ capacity_limits = Figure(
 def capacity_rows(models=CAPACITY_MODELS, chips=("B200", "H200", "MI355X", "GB300"), context=4096, batch=30_000):
     """Table rows: model, weights (GB), bytes per sequence at ``context``
     (MB), the largest batch at ``context`` on one GPU of each chip, and the
-    smallest tensor-parallel size (a power of two) holding ``batch`` of them
-    on the first chip."""
+    smallest group of the first chip (a power of two) holding ``batch`` of
+    them under plain tensor parallelism and with data-parallel attention
+    (None: no group up to 1,024 GPUs)."""
     rows = []
     for name in models:
         m, _ = resolve(name, None)
         row = [m.name, _capacity.weight_bytes(m) / 1e9, _capacity.sequence_bytes(context, m) / 1e6]
         row += [_capacity.max_batch(m, chip, context) for chip in chips]
         row.append(_capacity.min_tp(batch, context, m, chips[0]))
+        row.append(_capacity.min_tp(batch, context, m, chips[0], dp_attention=True))
         rows.append(tuple(row))
     return rows
 
