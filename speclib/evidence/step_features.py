@@ -41,8 +41,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._checks import checked_choice
+from ..core.drafters import PricedDrafter
+from ..presets import drafter_for, resolve
 from ..presets import hardware as hardware_preset
-from ..presets import resolve
 from . import engines as _eng
 from . import validation as _val
 from .decode_runs import DecodeRun
@@ -222,10 +223,17 @@ class SpecSteps:
         return out
 
     def draft_pass(self, B, positions=1.0) -> float:
-        """Roofline seconds of one drafter pass (this GPU's share): one
-        decoder layer's worth of the target's active weights plus the output
-        head, in bf16, over B sequences of ``positions`` positions."""
+        """Roofline seconds of one drafter pass (this GPU's share), priced as
+        a :class:`speclib.Deployment` prices it: the drafter preset made for
+        the run's model and method where there is one
+        (:func:`speclib.presets.drafter_for`: DeepSeek-V3/R1's MTP module,
+        Llama-3.3-70B's EAGLE-3 head), its own roofline over B sequences of
+        ``positions`` positions; otherwise a stand-in, one decoder layer's
+        worth of the target's active weights plus the output head in bf16."""
         hw = self.hardware
+        preset = _drafter_preset(self.run)
+        if preset is not None:
+            return float(PricedDrafter(preset, hw).pass_model.time(B, positions, 0.0)) / self.tp
         model, _ = resolve(self.run.model, self.run.chip)
         weights = model.active_params() / model.n_layers + model.vocab_size * model.hidden_size
         flops = 2.0 * weights * B * positions
@@ -248,3 +256,19 @@ class SpecSteps:
             out["prefill"] = run.committed(gamma, B) * p
         return out
 
+
+
+#: Drafting methods as the measured runs name them, and the drafter kind of
+#: the presets that price them.
+_PRESET_KINDS = {"mtp": "mtp", "eagle3": "eagle3"}
+
+
+def _drafter_preset(run):
+    """The drafter preset for ``run``'s model and method, or None."""
+    kind = _PRESET_KINDS.get(run.drafter.lower())
+    if kind is None:
+        return None
+    try:
+        return drafter_for(run.model, kind)
+    except ValueError:  # a model the presets do not have
+        return None

@@ -78,6 +78,17 @@ def drafter(name) -> Drafter:
     return lookup("drafter", name, _DRAFTERS)
 
 
+def drafter_for(model, kind: str):
+    """The drafter preset of ``kind`` ("mtp", "eagle3", "dflash") made for
+    ``model`` (a model preset or its name, aliases resolved: DeepSeek-R1 is
+    DeepSeek-V3's architecture), or None where there is none."""
+    target = model.name if isinstance(model, Model) else lookup("model", model, _MODELS).name
+    for d in _DRAFTERS:
+        if d.kind == kind and d.target == target:
+            return d
+    return None
+
+
 def drafter_names() -> list:
     return [d.name for d in _DRAFTERS]
 
