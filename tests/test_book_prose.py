@@ -236,6 +236,57 @@ def test_the_prose_speaks_of_its_subject_not_of_how_it_was_made(name):
     assert found == [], f"{name}: {sorted(set(found))}"
 
 
+# --- no scaffolding on a page ---------------------------------------------------------------------
+
+#: A cell's machinery, which a page must not show: changing directory, scratch files, gluing a
+#: number into the prose, and a check that the prose still says what the numbers do.
+SCAFFOLDING = {"os.chdir": r"\bos\.chdir\(", "shutil": r"\bshutil\b", "tempfile": r"\btempfile\b",
+               "glue(": r"\bglue\(", "assert": r"^\s*assert\b"}
+
+
+def rendered_cells(name: str) -> list:
+    """(cell index, the text of a code cell a page shows) of a chapter, as jupyter-book 1.x renders
+    it from the stored notebook (the HTML is not built when the tests run, so the cell tags are
+    applied here as the build applies them): a ``remove-cell`` cell is not on the page,
+    ``remove-input`` drops its source and ``remove-output`` its outputs; ``hide-input`` only folds
+    the source, which is still on the page. The text is the source and the text outputs."""
+    out = []
+    for i, cell in enumerate(notebook(name)["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        tags = set(cell.get("metadata", {}).get("tags", ()))
+        if "remove-cell" in tags:
+            continue
+        parts = [] if "remove-input" in tags else ["".join(cell["source"])]
+        if "remove-output" not in tags:
+            for o in cell.get("outputs", ()):
+                text = o.get("text") or o.get("data", {}).get("text/plain") or ""
+                parts.append("".join(text))
+        out.append((i, "\n".join(parts)))
+    return out
+
+
+@pytest.mark.parametrize("name", chapters())
+def test_no_page_shows_a_cells_scaffolding(name):
+    found = sorted({(i, what) for i, text in rendered_cells(name) for what, pattern in SCAFFOLDING.items()
+                    if re.search(pattern, text, flags=re.M)})
+    assert found == [], f"{name} shows (cell, scaffolding) {found}: hide the cell (remove-cell) or its source " \
+        "(remove-input), or move the line into a hidden cell"
+
+
+def test_the_scaffolding_check_sees_what_a_page_shows(monkeypatch):
+    cells = [{"cell_type": "code", "metadata": {}, "source": ["import shutil\n", "x = 1"], "outputs": []},
+             {"cell_type": "code", "metadata": {"tags": ["remove-input"]}, "source": ["glue('a', 1)"],
+              "outputs": [{"output_type": "stream", "text": ["os.chdir('/tmp')\n"]}]},
+             {"cell_type": "code", "metadata": {"tags": ["remove-cell"]}, "source": ["assert x"], "outputs": []},
+             {"cell_type": "code", "metadata": {"tags": ["hide-input"]}, "source": ["assert x == 1"], "outputs": []}]
+    monkeypatch.setattr(__import__(__name__), "notebook", lambda name: {"cells": cells})
+    shown = dict(rendered_cells("any"))
+    assert set(shown) == {0, 1, 3} and "glue(" not in shown[1] and "os.chdir" in shown[1]
+    with pytest.raises(AssertionError, match="shutil"):
+        test_no_page_shows_a_cells_scaffolding("any")
+
+
 # --- citations -----------------------------------------------------------------------------------
 
 #: Methods, models, benchmarks and datasets the book names, and the entry each is cited by.

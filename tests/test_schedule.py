@@ -32,6 +32,10 @@ DSV4 = dict(model="DeepSeek-V4-Flash", hardware="B200", seq=4096, alpha=0.75, c_
 #: monotone table) hold at batches past what one GPU's memory holds; these
 #: fixtures switch the memory check off (reserve=None) to test them there.
 NO_MEMORY_CAP = dict(reserve=None)
+#: Llama-3-70B has no MTP layers: its configurations name an EAGLE-3 head and its checkpoint
+#: (the EAGLE authors' head for Llama-3.3-70B-Instruct).
+LLAMA_EAGLE3 = dict(method="eagle3", draft_model="yuhuili/EAGLE3-LLaMA3.3-Instruct-70B")
+LLAMA_EAGLE3_ARGV = ["--method", "eagle3", "--draft-model", "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B"]
 
 
 def run(argv):
@@ -107,7 +111,8 @@ def test_gamma_star_is_optimal_gamma(dsv4, qwen_mtp):
 def test_dense_table_is_monotone(llama):
     ks = [r.k for r in llama.ranges]
     assert ks == sorted(ks, reverse=True) and len(ks) > 1
-    config = json.loads(render(llama, "vllm"))
+    config = json.loads(render(llama, "vllm", **LLAMA_EAGLE3))
+    assert (config["method"], config["model"]) == ("eagle3", LLAMA_EAGLE3["draft_model"])
     table = [k for _, _, k in config["num_speculative_tokens_per_batch_size"]]
     assert table == sorted(table, reverse=True)
 
@@ -166,7 +171,8 @@ def test_a_calibrated_schedule_prices_every_step_with_the_calibrated_time():
 @pytest.mark.parametrize("which", ["dsv4", "llama", "qwen_mtp"])
 def test_vllm_config_expands_to_gamma_star(which, request):
     sched = request.getfixturevalue(which)
-    config = json.loads(render(sched, "vllm"))
+    config = json.loads(render(sched, "vllm", **(LLAMA_EAGLE3 if which == "llama" else {})))
+    assert config["method"] == ("eagle3" if which == "llama" else "mtp")
     assert config["num_speculative_tokens"] == max(1, int(sched.gamma_star.max()))
     assert engines.expand_vllm(config, sched.max_batch) == [int(g) for g in sched.gamma_star]
     ranges = config["num_speculative_tokens_per_batch_size"]
@@ -177,9 +183,9 @@ def test_vllm_config_expands_to_gamma_star(which, request):
 @pytest.mark.parametrize("which", ["dsv4", "llama", "qwen_mtp"])
 def test_trtllm_config_expands_to_its_table(which, request):
     sched = request.getfixturevalue(which)
-    text = render(sched, "trtllm")
+    text = render(sched, "trtllm", **(LLAMA_EAGLE3 if which == "llama" else {}))
     spec = yaml.safe_load(text)["speculative_config"]
-    assert spec["decoding_type"] == "MTP" and "max_concurrency" not in spec
+    assert spec["decoding_type"] == ("Eagle3" if which == "llama" else "MTP") and "max_concurrency" not in spec
     ks = engines.expand_trtllm(spec, sched.max_batch)
     table = sched.table(first_is_max=True, implicit_zero_tail=True)
     assert ks == [int(k) for k in table.k_per_batch]
@@ -190,7 +196,8 @@ def test_trtllm_config_expands_to_its_table(which, request):
 
 
 def test_trtllm_dense_is_gamma_star(llama):
-    spec = yaml.safe_load(render(llama, "trtllm"))["speculative_config"]
+    spec = yaml.safe_load(render(llama, "trtllm", **LLAMA_EAGLE3))["speculative_config"]
+    assert (spec["decoding_type"], spec["speculative_model"]) == ("Eagle3", LLAMA_EAGLE3["draft_model"])
     assert engines.expand_trtllm(spec, llama.max_batch) == [int(g) for g in llama.gamma_star]
     assert spec["max_draft_len"] == int(llama.gamma_star[0])
 
@@ -208,9 +215,20 @@ def test_trtllm_turns_off_above_the_last_speculating_batch(dsv4):
 @pytest.mark.parametrize("which", ["dsv4", "llama", "qwen_mtp"])
 def test_sglang_document_parses_and_expands(which, request):
     sched = request.getfixturevalue(which)
-    doc = yaml.safe_load(render(sched, "sglang"))
-    assert engines.expand_sglang_fixed(doc, sched.max_batch) == [int(g) for g in sched.gamma_star]
-    adaptive = doc["adaptive"]
+    kw = LLAMA_EAGLE3 if which == "llama" else {}
+    doc = yaml.safe_load(render(sched, "sglang", **kw))
+    # one server: the batch-size slots give each batch its gamma*, as SGLang's router reads them
+    slots = doc["by_batch_size"]
+    assert engines.expand_sglang_slots(slots["adaptive_config"], sched.max_batch) == [int(g) for g in sched.gamma_star]
+    parsed = engines.parse_sglang_args(slots["args"])
+    assert parsed["adaptive"] and parsed["topk"] == 1 and parsed["num_steps"] == max(1, int(sched.gamma_star.max()))
+    assert parsed["algorithm"] == ("EAGLE3" if kw else "EAGLE") and parsed["draft_model"] == kw.get("draft_model")
+    # one static depth: the single K that keeps the most, by brute force over the searched lengths
+    static = doc["static"]
+    kept = [sched.kept(np.full(sched.max_batch, g)) for g in sched.gammas]
+    assert static["gamma"] == int(sched.gammas[int(np.argmax(kept))])
+    assert engines.parse_sglang_args(static["args"]).get("num_steps", 0) == static["gamma"]
+    adaptive = doc["adaptive_tiers"]
     tiers = adaptive["candidate_steps"]
     assert 1 <= len(tiers) <= 3 and all(t >= 1 for t in tiers) and tiers == sorted(tiers)
     assert adaptive["adaptive_config"] == {"candidate_steps": tiers}
@@ -384,14 +402,16 @@ def test_sglang_documented_examples_parse():
              "--speculative-eagle-topk 1 --speculative-num-steps 3 --speculative-num-draft-tokens 4 "
              "--speculative-adaptive")
     parsed = engines.parse_sglang_args(usage)
-    assert parsed == {"num_steps": 3, "topk": 1, "num_draft_tokens": 4, "adaptive": True}
+    assert parsed == {"algorithm": "EAGLE", "draft_model": "lmsys/sglang-EAGLE-llama2-chat-7B", "num_steps": 3,
+                      "topk": 1, "num_draft_tokens": 4, "adaptive": True}
     config = {"candidate_steps": [1, 3, 7], "ema_alpha": 0.2, "warmup_batches": 10, "update_interval": 5}
     assert engines.sglang_adaptive_config(config["candidate_steps"]) == {"candidate_steps": [1, 3, 7]}
     # the MTP example: one step, topk 1, two draft tokens
     assert engines.parse_sglang_args("--speculative-num-steps 1 --speculative-eagle-topk 1 "
                                      "--speculative-num-draft-tokens 2")["num_steps"] == 1
-    assert engines.parse_sglang_args(engines.sglang_fixed_args(3)) == {"num_steps": 3, "topk": 1,
-                                                                       "num_draft_tokens": 4}
+    assert engines.parse_sglang_args(engines.sglang_static_args(3)) == {"algorithm": "EAGLE", "draft_model": None,
+                                                                        "num_steps": 3, "topk": 1,
+                                                                        "num_draft_tokens": 4}
     with pytest.raises(ValueError, match="num_steps \\+ 1"):
         engines.parse_sglang_args("--speculative-num-steps 3 --speculative-eagle-topk 1 "
                                   "--speculative-num-draft-tokens 6")
@@ -416,7 +436,9 @@ def test_profile_then_schedule_is_the_model_schedule(kw, tmp_path):
     measured = make(**measured_kw, alpha=alpha, max_batch=1024, step_costs=str(path), gamma_max=16)
     assert list(measured.gamma_star) == list(model_sched.gamma_star)
     np.testing.assert_allclose(measured.speedup, model_sched.speedup, rtol=1e-12)
-    assert render(measured, "vllm") == render(model_sched, "vllm")
+    method = (LLAMA_EAGLE3 if kw["model"] == "Llama-3-70B" else
+              dict(draft_model="z-lab/Qwen3.6-35B-A3B-DFlash") if kw.get("drafter") == "qwen3.6-dflash" else {})
+    assert render(measured, "vllm", **method) == render(model_sched, "vllm", **method)
 
 
 def test_profile_cli_round_trip(tmp_path):
@@ -427,10 +449,10 @@ def test_profile_cli_round_trip(tmp_path):
     header = path.read_text().splitlines()[0]
     assert header == "batch_size,num_draft_tokens,step_seconds"
     s1, from_model, _ = run(["schedule", "--model", "llama-3-70b", "--seq", "4096", "--alpha", "0.8",
-                             "--max-batch", "256", "--gamma-max", "16", "--engine", "vllm"])
+                             "--max-batch", "256", "--gamma-max", "16", "--engine", "vllm", *LLAMA_EAGLE3_ARGV])
     s2, from_file, _ = run(["schedule", "--model", "llama-3-70b", "--seq", "4096", "--alpha", "0.8",
                             "--max-batch", "256", "--gamma-max", "16", "--engine", "vllm",
-                            "--step-costs", str(path)])
+                            "--step-costs", str(path), *LLAMA_EAGLE3_ARGV])
     assert s1 == s2 == 0 and from_model == from_file
 
 
@@ -592,21 +614,23 @@ def dsv4_calibrated():
 def test_every_line_of_the_text_fits_the_width(which, engine, request):
     sched = request.getfixturevalue(which)
     for width in (76, 64):  # the tables' rows are not wrapped: 64 holds the widest
-        text = render(sched, engine, method="EAGLE3" if engine == "sglang" else None, width=width)
+        method = LLAMA_EAGLE3 if which == "llama" and engine != "table" else {}
+        text = render(sched, engine, width=width, **method)
         long = [line for line in text.splitlines() if len(line) > width]
         assert long == [], long
 
 
 @pytest.mark.parametrize("which", ["dsv4", "dsv4_calibrated"])
 def test_folded_sglang_args_read_back_as_the_engines_flags(which, request):
-    """A folded args block reads back as the string engines.py writes, so a
-    router that reads the YAML starts the same servers."""
+    """A folded args block reads back as the string engines.py writes, so the
+    flags pasted from the YAML start the server it describes."""
     sched = request.getfixturevalue(which)
     doc = yaml.safe_load(render(sched, "sglang", width=60))
     table = sched.table()
-    assert [d["args"] for d in doc["fixed_depth"]] == [engines.sglang_fixed_args(r.k, "EAGLE") for r in table.ranges]
+    assert doc["by_batch_size"]["args"] == engines.sglang_slots_args(table.ranges, "EAGLE")
+    assert doc["static"]["args"] == engines.sglang_static_args(doc["static"]["gamma"], "EAGLE")
     tiers = list(sched.tiers(3).tiers)
-    assert doc["adaptive"]["args"] == engines.sglang_adaptive_args(tiers, tiers[len(tiers) // 2], "EAGLE")
+    assert doc["adaptive_tiers"]["args"] == engines.sglang_adaptive_args(tiers, tiers[len(tiers) // 2], "EAGLE")
 
 
 def test_a_roofline_schedule_warns_and_a_calibrated_one_gives_its_interval(dsv4, dsv4_calibrated, tmp_path):
@@ -629,9 +653,12 @@ def test_vllm_json_keeps_stdout_clean_and_warns_on_stderr():
     argv = ["schedule", "--model", "deepseek-v4-flash", "--alpha", "0.75", "--max-batch", "64", "--engine", "vllm"]
     status, out, err = run(argv)
     assert status == 0 and json.loads(out)["num_speculative_tokens_per_batch_size"]
-    assert err.count("\n") == 1 and "warning: roofline step time" in err
+    assert err.count("warning:") == 1 and "warning: roofline step time" in err
+    # and vLLM's documented limits of the per-batch table, one note a line (MTP is not among the tested methods)
+    notes = [line for line in err.splitlines() if line.startswith("speclib schedule: note: ")]
+    assert len(notes) == err.count("\n") - 1 == 3 and "tested with eagle, eagle3 and dflash" in notes[0]
     status, out, err = run(argv + ["--step-time", "calibrated"])
-    assert status == 0 and json.loads(out) and err == ""
+    assert status == 0 and json.loads(out) and "warning:" not in err and err.count("note:") == 3
 
 
 # --- the chapter's table of both step models and the facts its prose quotes ---------------------
@@ -700,7 +727,8 @@ def test_an_sglang_schedule_prices_sglangs_own_fixed_time():
     doc = yaml.safe_load(sglang)
     mine = speclib.schedule(seq=4096, alpha=0.75, max_batch=64, deployment=speclib.Deployment(
         step_time="calibrated", engine="SGLang", attention="served"))
-    assert engines.expand_sglang_fixed(doc, 64) == [int(g) for g in mine.gamma_star]
+    assert engines.expand_sglang_slots(doc["by_batch_size"]["adaptive_config"], 64) == [int(g) for g in
+                                                                                       mine.gamma_star]
 
 
 def test_facts_at_another_context_are_that_contexts():

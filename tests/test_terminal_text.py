@@ -45,3 +45,42 @@ def test_the_terminal_block_escapes_html():
     block = Terminal("speclib x --a <b>", "1 < 2 & 3\n")
     assert block.text() == "$ speclib x --a <b>\n1 < 2 & 3"
     assert "&lt;b&gt;" in block._repr_html_() and "1 &lt; 2 &amp; 3" in block._repr_html_()
+
+
+def test_the_shell_shows_a_command_once_with_what_it_printed(tmp_path, monkeypatch):
+    """A chapter's command runs in the shell's own folder on a copy of the public file, the caller's working
+    directory untouched; the block holds the command once, then the output; a failure it did not expect raises."""
+    from speclib.presentation.figures.your_deployment import PUBLIC, Shell
+
+    monkeypatch.chdir(tmp_path)
+    name = "vllm-club3090-105-qwen3.6-27b-mtp-k6.log"
+    shell = Shell(name)
+    block = shell.run(f"speclib acceptance {name} --output curve.json")
+    text = block.text()
+    assert text.startswith(f"$ speclib acceptance {name}") and text.count("$ speclib") == 1
+    assert "525 drafts" in text and shell.path("curve.json").is_file() and not (tmp_path / "curve.json").exists()
+    assert (shell.path(name).read_bytes() == (PUBLIC / name).read_bytes()) and str(tmp_path) == __import__("os").getcwd()
+    refused = shell.run("speclib acceptance sglang-decode.log", status=2)  # not copied: refused in one line
+    assert refused.text().splitlines()[1].startswith("speclib acceptance: error:")
+    with pytest.raises(RuntimeError, match="exited with status 2, not 0"):
+        shell.run("speclib acceptance nothing.log")
+    with pytest.raises(ValueError, match="files must be"):
+        Shell("no-such-file.log")
+    root = shell.root
+    shell.close()
+    assert not root.exists()
+
+
+def test_the_public_sweep_table_is_the_sources_numbers():
+    import json
+
+    from speclib.presentation.figures.your_deployment import PUBLIC, public_sweep_table
+
+    quoted = json.loads((PUBLIC / "vllm-pr24243-minicpm3-eagle3-sweep.json").read_text())["quoted"]
+    complete = sorted((r for r in quoted if r["speedup"] is not None), key=lambda r: r["concurrency"])
+    table = public_sweep_table()
+    assert [row[0] for row in table.rows] == [1, 10] == [r["concurrency"] for r in complete]
+    for row, r in zip(table.rows, complete):
+        assert row[2:] == (r["baseline_seconds"], r["speculative_seconds"], r["speedup"], r["mean_acceptance_length"])
+        assert round(row[2] / row[3], 2) == row[4]  # the speed-up is the two times' ratio
+    assert "measured" in table.caption

@@ -213,7 +213,8 @@ def test_acceptance_prints_the_rates_and_writes_a_curve_the_other_commands_read(
     # schedule --acceptance with the interval's ends (FILE#KEY)
     for key in ("survival", "survival_lower", "survival_upper"):
         code, text, err = run(capsys, "schedule", "--model", "llama-3-70b", "--acceptance", f"{out}#{key}",
-                              "--max-batch", 64, "--engine", "vllm")
+                              "--max-batch", 64, "--engine", "vllm", "--method", "eagle3", "--draft-model",
+                              "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B")
         assert code == 0, err
     # profile --acceptance: no draft longer than the curve is profiled
     code, text, _ = run(capsys, "profile", "--model", "llama-3-70b", "--acceptance", out, "--batch", "1,8")
@@ -372,7 +373,8 @@ def test_the_whole_path_on_the_samples(capsys, tmp_path):
                "--output", fitted)[0] == 0
     deployment = ["--model-config", QWEN_CONFIG, "--hardware-config", H20, "--seq", 2048, "--max-batch", 64,
                   "--acceptance", curve, "--draft-cost", spec_runs.DEFAULT_DRAFT_SHARE]
-    code, text, err = run(capsys, "schedule", *deployment, "--calibration", fitted, "--engine", "vllm")
+    code, text, err = run(capsys, "schedule", *deployment, "--calibration", fitted, "--engine", "vllm",
+                          "--method", "eagle3", "--draft-model", "./qwen3-30b-a3b-eagle3")
     assert code == 0, err
     config = json.loads(text[text.index("{"):])
     # the same schedule through the library, from the pieces read by their own functions

@@ -148,7 +148,8 @@ def test_the_lean_install_runs_a_deployments_own_path_on_the_shipped_samples(lea
     assert json.loads(fitted.read_text())["per_sequence_s"] > 0
     schedule = run(speclib_cmd, "schedule", "--model-config", config, "--hardware-config", samples / "h20.yaml",
                    "--calibration", fitted, "--acceptance", curve, "--draft-cost", "0.05", "--seq", "2048",
-                   "--max-batch", "64", "--engine", "vllm", cwd=tmp_path)
+                   "--max-batch", "64", "--engine", "vllm", "--method", "eagle3", "--draft-model",
+                   "./qwen3-30b-a3b-eagle3", cwd=tmp_path)
     document = json.loads(schedule.stdout[schedule.stdout.index("{"):])
     assert document["num_speculative_tokens_per_batch_size"][0][0] == 1
 

@@ -429,6 +429,9 @@ class Model:
     n_linear_layers: int = 0  # layers that use it; the rest use ``attention``
     compress_ratios: tuple = ()  # DeepSeek-V4: each layer's KV compression (0 = sliding window only)
     sliding_window: Optional[int] = None  # DeepSeek-V4: uncompressed recent tokens every layer keeps
+    #: multi-token-prediction (MTP / NextN) layers the checkpoint ships: a drafter of its own
+    #: (``num_nextn_predict_layers`` or ``mtp_num_hidden_layers`` in its config; 0: none)
+    mtp_layers: int = 0
 
     @property
     def attn_proj_params(self) -> int:

@@ -491,4 +491,8 @@ def from_hf_config(config, *, name: Optional[str] = None) -> Model:
         # DeepSeek-V4's every-layer window of uncompressed tokens; a GQA model's
         # sliding-window layers (gpt-oss, Mistral) are counted as full attention.
         sliding_window=r.integer("sliding_window", None) if r.present("o_groups") else None,
+        # the checkpoint's own drafter: DeepSeek and GLM spell it num_nextn_predict_layers, Qwen3.5/3.6
+        # mtp_num_hidden_layers (vLLM's SpeculativeConfig.hf_config_override reads the same keys)
+        mtp_layers=r.integer(r.first_present("num_nextn_predict_layers", "mtp_num_hidden_layers")
+                             or "num_nextn_predict_layers", 0, lo=0),
     )

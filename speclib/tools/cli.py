@@ -74,6 +74,8 @@ OPTION_FOR_PARAMETER = {
     "reserve": "--reserve",
     "context": "--seq",
     "batch": "--batch",
+    "method": "--method",
+    "draft_model": "--draft-model",
 }
 
 #: The ranges speclib accepts, as its error messages state them (a test holds
@@ -172,8 +174,9 @@ def _speclib_error(exc: ValueError) -> str:
     """speclib's message with its parameter name swapped for the CLI option."""
     message = str(exc)
     head, _, rest = message.partition(" ")
-    if head in OPTION_FOR_PARAMETER:
-        return f"{OPTION_FOR_PARAMETER[head]} {rest}"
+    name, colon = (head[:-1], ":") if head.endswith(":") else (head, "")
+    if name in OPTION_FOR_PARAMETER:
+        return f"{OPTION_FOR_PARAMETER[name]}{colon} {rest}"
     return message
 
 
@@ -728,6 +731,9 @@ def run_schedule(args, out) -> int:
     from . import schedule as _schedule
 
     model, chip, drafter = _one_model(args)
+    if args.engine == "table" and (args.method is not None or args.draft_model is not None):
+        raise UsageError(f"{'--method' if args.method is not None else '--draft-model'}: the table names no "
+                         "method; give --engine vllm, sglang or trtllm for a configuration")
     if args.step_costs is not None and args.seq is not None and "," in args.seq:
         raise UsageError("--seq: measured step costs (--step-costs) are at one context length; give one --seq")
     if args.step_costs is not None and args.draft_cost is not None:
@@ -751,7 +757,8 @@ def run_schedule(args, out) -> int:
             seq=seq, alpha=acceptance if acceptance is not None else alpha, max_batch=args.max_batch,
             gamma_max=args.gamma_max, deployment=deployment, step_costs=step_costs,
         ).limited(*limits)
-        text = _schedule.render(sched, args.engine, method=args.method)
+        text = _schedule.render(sched, args.engine, method=args.method, draft_model=args.draft_model)
+        notes = _schedule.engine_notes(sched, args.engine, args.method, args.draft_model)
     except _schedule.StepCostsError as exc:
         raise UsageError(f"--step-costs: {exc}") from None
     except ValueError as exc:
@@ -759,6 +766,8 @@ def run_schedule(args, out) -> int:
     if args.engine == "vllm":  # JSON has no comments: what the header would say goes to standard error
         for warning in sched.warnings:
             sys.stderr.write(f"speclib schedule: warning: {warning}\n")
+        for note in notes:
+            sys.stderr.write(f"speclib schedule: note: {note}\n")
     return _write_output(args, text, out)
 
 
@@ -861,9 +870,22 @@ engines (--engine):
           max_draft_len and draft_len_schedule {upper batch: K}; max_concurrency (above
           which TensorRT-LLM drafts 0) is stated in a comment, since TensorRT-LLM
           rejects it together with draft_len_schedule.
-  sglang  YAML: one server's flags per batch range (SGLang takes one fixed depth per
-          server) and an adaptive tier set (candidate_steps, at most 3 tiers).
+  sglang  YAML for one server: by_batch_size, the adaptive config keyed by batch size
+          that pins each range's K (SGLang's current source; EAGLE and EAGLE3, topk 1),
+          static (one depth for every batch) and adaptive_tiers (the documented flat
+          candidate_steps, at most 3 tiers, switched on the accepted length).
   table   the ranges, gamma*, the expected speedup and what each engine's limits cost.
+
+methods (--method, one the model has; --draft-model PATH where the engine needs one):
+  mtp          the model's own MTP layers (DeepSeek-V3/R1, V4, GLM-4.x, Qwen3.6: their
+               config.json has num_nextn_predict_layers or mtp_num_hidden_layers); no path
+  eagle3       an EAGLE-3 head; eagle: an EAGLE-1/2 head (not in TensorRT-LLM's PyTorch backend)
+  draft_model  a small draft model (SGLang STANDALONE, TensorRT-LLM DraftTarget)
+  dflash       a DFlash block drafter
+  ngram        n-gram lookup, no weights (not written for SGLang)
+  The drafter's path goes in vLLM's "model", SGLang's --speculative-draft-model-path and
+  TensorRT-LLM's speculative_model. Each engine's limits are printed with its form (vLLM's
+  on standard error, JSON having no comments).
 
 kept = the mean over batch sizes 1..N of throughput at the table's K / throughput at
 gamma*(B). --max-ranges and --max-k limit the tables; the ranges are chosen to keep
@@ -874,7 +896,8 @@ examples:
   speclib schedule --model deepseek-v4-flash --hardware b200 --seq 4096 --alpha 0.75 --draft-cost 0.1 --max-batch 4096
   speclib schedule --model qwen3.6-35b-a3b --drafter qwen3.6-mtp --roofline aggregate --seq 512 \\
                    --max-batch 2048 --engine trtllm
-  speclib schedule --model llama-3-70b --alpha 0.8 --max-batch 512 --engine vllm --max-ranges 3
+  speclib schedule --model llama-3-70b --alpha 0.8 --max-batch 512 --engine vllm --max-ranges 3 \\
+                   --method eagle3 --draft-model yuhuili/EAGLE3-LLaMA3.3-Instruct-70B
   speclib schedule --model deepseek-v4-flash --alpha 0.75 --seq 1024,8192,65536 --max-batch 4096 --engine vllm
   speclib schedule --alpha 0.75 --step-costs steps.csv --max-batch 512 --engine sglang
 """
@@ -1122,8 +1145,12 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("--max-k", type=_typed("--max-k", int), metavar="K",
                        help="the engine's largest draft length (default: none below --gamma-max; the engines' docs "
                        "state no maximum)")
-    sched.add_argument("--method", metavar="NAME", help="vLLM method / TensorRT-LLM decoding_type / SGLang "
-                       "algorithm (default from the drafter: mtp, MTP, EAGLE; dflash, DFlash, DFLASH)")
+    sched.add_argument("--method", metavar="NAME", help="the speculative method, one the model has: mtp (the "
+                       "model's own MTP layers), eagle3, eagle, draft_model, dflash or ngram, or an engine's own "
+                       "spelling (default: the --drafter's kind, else mtp where the model has MTP layers)")
+    sched.add_argument("--draft-model", metavar="PATH", help="the drafter's checkpoint (a path or a Hugging Face "
+                       "name), required by eagle3, eagle, draft_model and dflash: vLLM's model, SGLang's "
+                       "--speculative-draft-model-path, TensorRT-LLM's speculative_model")
     _add_model_options(sched, several=False, calibration_engine=False, serving=True)
     sched.add_argument("--output", metavar="FILE", help="write to FILE (replaced only when everything succeeded)")
     sched.set_defaults(handler=run_schedule)

@@ -51,6 +51,15 @@ SGLang
   ``speculative_num_steps`` pre-built at start-up; the controller moves
   between tiers on an EMA of the accepted length (documented for EAGLE with
   topk 1), and the initial ``--speculative-num-steps`` is snapped to a tier.
+  SGLang's current source (python/sglang/srt/speculative/adaptive_spec_params.py
+  and adaptive_step_router.py, batch-size slots since pull request
+  sgl-project/sglang#24055) keys the config by batch size instead:
+  ``{"1": {"candidate_steps": [...]}, "8": {...}}``, a batch padded to its
+  CUDA-graph size and then served by the slot with the largest key at or below
+  it; steps of 0 turn drafting off; EAGLE and EAGLE3 with topk 1, not with
+  attention data parallelism; a config without a batch-size key is refused.
+  A slot with one candidate never switches, so one slot per batch range pins
+  the range's draft length on one server.
 """
 from __future__ import annotations
 
@@ -96,25 +105,31 @@ def expand_ranges(ranges, max_batch: int) -> list:
 
 
 # --- vLLM -----------------------------------------------------------------------
-def vllm_config(ranges, *, method: str | None = None) -> dict:
+def vllm_config(ranges, *, method: str | None = None, model: str | None = None) -> dict:
     """``speculative_config`` with ``num_speculative_tokens_per_batch_size``.
 
+    ``model`` is the drafter's checkpoint (vLLM's key of that name; none for
+    MTP, which drafts with the target's own layers, or n-gram).
     ``num_speculative_tokens`` is the table's largest K; vLLM sizes its buffers
     with it and rejects 0, so a table that never speculates still says 1."""
     config = {}
     if method:
         config["method"] = method
+    if model:
+        config["model"] = model
     config["num_speculative_tokens"] = max(1, max(r.k for r in ranges))
     config["num_speculative_tokens_per_batch_size"] = [[r.lo, r.hi, r.k] for r in ranges]
     return config
 
 
-def vllm_context_config(cells, contexts, *, method: str | None = None) -> dict:
+def vllm_context_config(cells, contexts, *, method: str | None = None, model: str | None = None) -> dict:
     """The proposed context-axis form: ``cells`` maps each batch range to one
     K per context bucket; ``contexts`` are the bucket bounds ``(lo, hi)``."""
     config = {}
     if method:
         config["method"] = method
+    if model:
+        config["model"] = model
     config["num_speculative_tokens"] = max(1, max(k for _, ks in cells for k in ks))
     config["num_speculative_tokens_per_batch_size"] = [
         [lo, hi, c_lo, c_hi, k] for (lo, hi), ks in cells for (c_lo, c_hi), k in zip(contexts, ks)
@@ -213,11 +228,15 @@ def trtllm_schedule(ranges) -> tuple:
     return first, schedule, (max(speculating) if speculating else None)
 
 
-def trtllm_config(ranges, *, decoding_type: str = "MTP") -> dict:
-    """The LLM API's ``speculative_config`` (a mapping for the YAML file)."""
+def trtllm_config(ranges, *, decoding_type: str = "MTP", speculative_model: str | None = None) -> dict:
+    """The LLM API's ``speculative_config`` (a mapping for the YAML file);
+    ``speculative_model`` is the drafter's checkpoint (none for MTP or NGram)."""
     max_draft_len, schedule, _ = trtllm_schedule(ranges)
-    return {"speculative_config": {"decoding_type": decoding_type, "max_draft_len": max_draft_len,
-                                   "draft_len_schedule": schedule}}
+    spec = {"decoding_type": decoding_type, "max_draft_len": max_draft_len}
+    if speculative_model:
+        spec["speculative_model"] = speculative_model
+    spec["draft_len_schedule"] = schedule
+    return {"speculative_config": spec}
 
 
 def expand_trtllm(spec: dict, max_batch: int) -> list:
@@ -251,20 +270,12 @@ def expand_trtllm(spec: dict, max_batch: int) -> list:
 
 
 # --- SGLang --------------------------------------------------------------------------
-def sglang_fixed_args(k: int, algorithm: str = "EAGLE") -> str:
-    """Server flags for a fixed chain of depth ``k`` (topk 1, so
-    num_draft_tokens = num_steps + 1); no speculative flags at ``k`` = 0."""
-    if k == 0:
-        return ""
-    return (f"--speculative-algorithm {algorithm} --speculative-eagle-topk 1 "
-            f"--speculative-num-steps {k} --speculative-num-draft-tokens {k + 1}")
-
-
-def sglang_adaptive_args(tiers, initial: int, algorithm: str = "EAGLE",
+def sglang_adaptive_args(tiers, initial: int, algorithm: str = "EAGLE", draft_model: str | None = None,
                          config_path: str = "adaptive_spec.json") -> str:
-    return (f"--speculative-algorithm {algorithm} --speculative-eagle-topk 1 "
-            f"--speculative-num-steps {initial} --speculative-num-draft-tokens {initial + 1} "
-            f"--speculative-adaptive --speculative-adaptive-config {config_path}")
+    """The flags of the documented adaptive mode: a topk-1 chain starting at
+    tier ``initial``, the tiers in ``config_path``."""
+    return (sglang_static_args(initial, algorithm, draft_model)
+            + f" --speculative-adaptive --speculative-adaptive-config {config_path}")
 
 
 def sglang_adaptive_config(tiers) -> dict:
@@ -273,10 +284,75 @@ def sglang_adaptive_config(tiers) -> dict:
     return {"candidate_steps": sorted(int(t) for t in tiers)}
 
 
+def sglang_static_args(k: int, algorithm: str = "EAGLE", draft_model: str | None = None) -> str:
+    """One server's flags for a fixed draft of ``k`` tokens: a topk-1 chain
+    (``--speculative-num-steps k``, num_draft_tokens k + 1) for the EAGLE
+    family and STANDALONE, the block's draft tokens (k drafted + 1) for
+    DFLASH; the drafter's checkpoint first where there is one; no flags at
+    ``k`` = 0 (plain decoding)."""
+    if k == 0:
+        return ""
+    path = f" --speculative-draft-model-path {shlex.quote(draft_model)}" if draft_model else ""
+    if algorithm == "DFLASH":
+        return f"--speculative-algorithm DFLASH{path} --speculative-num-draft-tokens {k + 1}"
+    return (f"--speculative-algorithm {algorithm}{path} --speculative-eagle-topk 1 "
+            f"--speculative-num-steps {k} --speculative-num-draft-tokens {k + 1}")
+
+
+def sglang_slots_config(ranges) -> dict:
+    """The batch-size-keyed ``--speculative-adaptive-config`` of SGLang's
+    current source with one slot per batch range, keyed by the range's first
+    batch and pinned to its draft length by a single candidate."""
+    return {str(r.lo): {"candidate_steps": [int(r.k)]} for r in ranges}
+
+
+def sglang_slots_args(ranges, algorithm: str = "EAGLE", draft_model: str | None = None,
+                      config_path: str = "adaptive_spec.json") -> str:
+    """The server flags that read :func:`sglang_slots_config`: a topk-1 chain
+    sized for the deepest slot, adaptive mode on."""
+    top = max(1, max(int(r.k) for r in ranges))
+    return (sglang_static_args(top, algorithm, draft_model)
+            + f" --speculative-adaptive --speculative-adaptive-config {config_path}")
+
+
+def expand_sglang_slots(config: dict, max_batch: int, cuda_graph_bs=None) -> list:
+    """Draft length at batch 1..max_batch of a batch-size-keyed adaptive
+    config, as SGLang's ``AdaptiveStepRouter`` routes a batch: padded up to the
+    next CUDA-graph batch size (when ``cuda_graph_bs`` is given), then the
+    slot with the largest key at or below it (the first slot below every key).
+    Checked as ``_load_adaptive_config`` checks it; a slot must hold one
+    candidate (with several, the controller picks among them on accepted
+    length, not by batch size)."""
+    slots = {}
+    for key, entry in config.items():
+        if not str(key).isdigit():
+            continue
+        steps = entry.get("candidate_steps") if isinstance(entry, dict) else None
+        if not isinstance(steps, list) or not steps or not all(isinstance(x, int) and x >= 0 for x in steps):
+            raise ValueError(f"BS {key}: candidate_steps must be a list of non-negative ints, got {steps!r}")
+        if len(set(steps)) != 1:
+            raise ValueError(f"BS {key}: {len(set(steps))} candidates; a pinned slot holds one")
+        slots[int(key)] = steps[0]
+    if not slots:
+        raise ValueError("the adaptive config must contain at least one integer-string batch-size key")
+    keys = sorted(slots)
+    graphs = sorted(cuda_graph_bs) if cuda_graph_bs else None
+    out = []
+    for b in range(1, max_batch + 1):
+        padded = b
+        if graphs is not None:
+            i = bisect.bisect_left(graphs, b)
+            if i < len(graphs):
+                padded = graphs[i]
+        out.append(slots[keys[max(0, bisect.bisect_right(keys, padded) - 1)]])
+    return out
+
+
 def parse_sglang_args(args: str) -> dict:
     """The speculative flags of an SGLang command line, checked as SGLang
-    resolves them: num_steps, topk and num_draft_tokens (num_steps + 1 when
-    topk is 1); {} when speculation is off."""
+    resolves them: the algorithm, the drafter's path (None without one),
+    num_steps, topk and num_draft_tokens (num_steps + 1 when topk is 1; a
+    DFLASH block drafts num_draft_tokens - 1); {} when speculation is off."""
     words = shlex.split(args)
     flags = {}
     for i, w in enumerate(words):
@@ -285,30 +361,21 @@ def parse_sglang_args(args: str) -> dict:
             flags[w[2:]] = nxt
     if not flags:
         return {}
-    steps = int(flags["speculative-num-steps"])
-    topk = int(flags.get("speculative-eagle-topk", 1))
-    tokens = int(flags.get("speculative-num-draft-tokens", steps + 1))
+    algorithm = flags.get("speculative-algorithm", "EAGLE")
+    if algorithm == "DFLASH":
+        tokens = int(flags["speculative-num-draft-tokens"])
+        steps, topk = tokens - 1, 1
+    else:
+        steps = int(flags["speculative-num-steps"])
+        topk = int(flags.get("speculative-eagle-topk", 1))
+        tokens = int(flags.get("speculative-num-draft-tokens", steps + 1))
     if topk == 1 and tokens != steps + 1:
         raise ValueError(f"with topk 1 SGLang uses num_draft_tokens = num_steps + 1 = {steps + 1}; got {tokens}")
-    out = {"num_steps": steps, "topk": topk, "num_draft_tokens": tokens}
+    out = {"algorithm": algorithm, "draft_model": flags.get("speculative-draft-model-path"), "num_steps": steps,
+           "topk": topk, "num_draft_tokens": tokens}
     if "speculative-adaptive" in flags:
         out["adaptive"] = True
     return out
-
-
-def expand_sglang_fixed(document: dict, max_batch: int) -> list:
-    """Depth per batch 1..max_batch of the ``fixed_depth`` servers of an
-    emitted SGLang document (each server's depth read back from its flags)."""
-    ks = [None] * max_batch
-    for entry in document["fixed_depth"]:
-        lo, hi = entry["batch_sizes"]
-        parsed = parse_sglang_args(entry["args"])
-        k = parsed.get("num_steps", 0)
-        if k != entry["gamma"]:
-            raise ValueError(f"flags say depth {k}, entry says {entry['gamma']}")
-        for b in range(lo, min(hi, max_batch) + 1):
-            ks[b - 1] = k
-    return ks
 
 
 def dumps_json(obj, indent: str = "") -> str:
@@ -325,3 +392,47 @@ def dumps_json(obj, indent: str = "") -> str:
             return "[" + ", ".join(json.dumps(v) for v in obj) + "]"
         return "[\n" + ",\n".join(step + dumps_json(v, step) for v in obj) + "\n" + indent + "]"
     return json.dumps(obj)
+
+
+# --- what each engine's per-batch table can and cannot do ---------------------------------
+#: vLLM's documented limits of num_speculative_tokens_per_batch_size
+#: (docs/features/speculative_decoding/dynamic_speculative_decoding.md, "Limitations").
+VLLM_TESTED_METHODS = ("eagle", "eagle3", "dflash")
+
+
+def vllm_limits(method: str) -> list:
+    """What vLLM's documentation says of a per-batch table with ``method``."""
+    lines = []
+    if method not in VLLM_TESTED_METHODS:
+        lines.append(f"vLLM documents num_speculative_tokens_per_batch_size as tested with eagle, eagle3 and "
+                     f"dflash; with method {method} it may or may not work: try it on your version before relying "
+                     "on it")
+    lines += ["full CUDA graphs with a per-batch table need vLLM's Model Runner V2; V1 runs piecewise graphs",
+              "with --data-parallel-size > 1 vLLM turns the table off and drafts num_speculative_tokens at every "
+              "batch size"]
+    return lines
+
+
+def trtllm_limits(decoding_type: str) -> list:
+    """What TensorRT-LLM's configuration and pull requests say of a
+    ``draft_len_schedule`` with ``decoding_type``."""
+    lines = []
+    if decoding_type in ("MTP", "Eagle3"):
+        lines.append("on the one-model path (MTP, EAGLE-3 one-model) draft_len_schedule needs a release with pull "
+                     "request NVIDIA/TensorRT-LLM#10860; an open one, #16888 ('Keep drafting alive when dynamic "
+                     "draft length hits its floor'), changes what a draft length of 0 (above the last key) does "
+                     "there: check your release")
+    if decoding_type == "MTP":
+        lines.append("TensorRT-LLM's speculative-decoding page says MTP is supported by DeepSeek models only; "
+                     "check that your release serves this model's MTP layers")
+    return lines
+
+
+def sglang_limits(algorithm: str) -> list:
+    """What SGLang's documentation and source say of varying the depth with
+    the batch on one server with ``algorithm``."""
+    if algorithm in ("EAGLE", "EAGLE3"):
+        return ["adaptive mode (--speculative-adaptive) needs --speculative-eagle-topk 1 and is off with "
+                "attention data parallelism"]
+    return [f"SGLang's adaptive mode takes EAGLE and EAGLE3 only: with {algorithm} a server runs one fixed depth "
+            "(static)"]

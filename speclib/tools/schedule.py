@@ -258,6 +258,10 @@ class Schedule:
     memory_limits: np.ndarray | None = None
     #: where the schedule runs ("one B200", "8 x H200 TP8 EP8"), for the memory lines
     where: str = ""
+    #: the target's own MTP layers (:attr:`speclib.presets.Model.mtp_layers`): whether MTP is a method it has
+    mtp_layers: int = 0
+    #: the drafter the schedule was priced for: ``constant`` (the paper's c_draft), ``mtp`` or ``dflash``
+    drafter_kind: str = "constant"
 
     # --- the per-batch optimum ---------------------------------------------------
     @property
@@ -651,7 +655,8 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         model=m.name, hardware=hw.name, contexts=contexts, acceptance=accepted.describe(),
         drafter=priced.drafter.name, roofline=dep.roofline, source=source, gammas=np.asarray(gammas),
         speedups=np.asarray(tables, dtype=float), memory=memory, interval=interval, notes=notes,
-        warnings=warnings, memory_limits=limits, where=where_of(dep),
+        warnings=warnings, memory_limits=limits, where=where_of(dep), mtp_layers=m.mtp_layers,
+        drafter_kind=priced.drafter.kind,
     )
 
 
@@ -726,18 +731,34 @@ def profile(model=None, hardware=None, seq=4096, *, c_draft=None, batches=None, 
 # --- writing a schedule in each engine's form ------------------------------------------
 ENGINES = ("vllm", "trtllm", "sglang", "table")
 
-#: The method / decoding type / algorithm each engine names, by drafter shape.
-DEFAULT_METHODS = {
-    "dflash": {"vllm": "dflash", "trtllm": "DFlash", "sglang": "DFLASH"},
-    "mtp": {"vllm": "mtp", "trtllm": "MTP", "sglang": "EAGLE"},
-}
 KEPT_DEFINITION = ("kept = mean over batch sizes B = 1..N, weighted by 1/B, of throughput at the table's K / "
                    "throughput at gamma*(B); worst = the batch size that keeps least")
 
 
-def default_method(sched: Schedule, engine: str) -> str:
-    kind = "dflash" if "dflash" in sched.drafter.lower() else "mtp"
-    return DEFAULT_METHODS[kind][engine]
+def method_for(sched: Schedule, engine: str, method=None, draft_model: str | None = None) -> tuple:
+    """(the :class:`~speclib.tools.methods.Method`, its name in ``engine``) of
+    a configuration of ``sched`` for ``engine``: ``method`` (speclib's name or
+    the engine's), or the one the schedule implies (its drafter preset's kind,
+    else the model's own MTP layers); checked against the model's drafters and
+    the engine's, with ``draft_model``, the drafter's checkpoint, where the
+    engine needs one (:func:`speclib.tools.methods.resolve`)."""
+    from . import methods
+
+    return methods.resolve(method, engine, model=sched.model, mtp_layers=sched.mtp_layers,
+                           drafter_kind=sched.drafter_kind if sched.drafter_kind != "constant" else None,
+                           draft_model=draft_model)
+
+
+def engine_notes(sched: Schedule, engine: str, method=None, draft_model: str | None = None) -> list:
+    """What ``engine``'s per-batch table can and cannot do with this
+    configuration's method (:mod:`speclib.tools.engines`): the lines a vLLM
+    configuration, JSON without comments, leaves to standard error."""
+    from . import engines
+
+    if engine == "table":
+        return []
+    _, name = method_for(sched, engine, method, draft_model)
+    return {"vllm": engines.vllm_limits, "trtllm": engines.trtllm_limits, "sglang": engines.sglang_limits}[engine](name)
 
 
 def _pct(x: float) -> str:
@@ -797,38 +818,44 @@ def _engine_tables(sched: Schedule):
         "vllm": sched.table(**limits),
         "trtllm": sched.table(**limits, first_is_max=True, implicit_zero_tail=True),
         "sglang": sched.table(**limits),
+        "sglang-static": sched.table(1, sched.max_k),
         "sglang-adaptive": sched.tiers(3, max_k=sched.max_k),
     }
 
 
-def render(sched: Schedule, engine: str, method: str | None = None, width: int = TEXT_WIDTH) -> str:
+def render(sched: Schedule, engine: str, method: str | None = None, width: int = TEXT_WIDTH,
+           draft_model: str | None = None) -> str:
     """The text ``speclib schedule --engine ENGINE`` prints, its prose and
     comments wrapped to ``width`` characters (a JSON or YAML value is never
-    split: a long YAML value is folded, which reads back the same)."""
+    split: a long YAML value is folded, which reads back the same).
+    ``method`` and ``draft_model`` (the drafter's checkpoint) are checked
+    against the model and the engine by :func:`method_for`; a method the
+    model lacks, or a missing path, is a ValueError naming the parameter."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
     width = checked_int("width", width, lo=40)
-    method = method or (default_method(sched, engine) if engine != "table" else None)
+    if engine == "table":
+        return _render_table(sched, width)
+    chosen, name = method_for(sched, engine, method, draft_model)
+    path = draft_model if chosen.needs_path else None
     if engine == "vllm":
-        return _render_vllm(sched, method)
+        return _render_vllm(sched, name, path)
     if engine == "trtllm":
-        return _render_trtllm(sched, method, width)
-    if engine == "sglang":
-        return _render_sglang(sched, method, width)
-    return _render_table(sched, width)
+        return _render_trtllm(sched, name, path, width)
+    return _render_sglang(sched, name, path, width)
 
 
-def _render_vllm(sched, method):
+def _render_vllm(sched, method, path):
     from . import engines
 
     table = sched.table(sched.max_ranges, sched.max_k)
-    config = engines.vllm_config(table.ranges, method=method)
+    config = engines.vllm_config(table.ranges, method=method, model=path)
     if len(sched.contexts) == 1:
         return engines.dumps_json(config) + "\n"
     order = np.argsort(sched.contexts)
     buckets = engines.context_buckets([sched.contexts[i] for i in order])
     cells = [(bounds, [ks[i] for i in order]) for bounds, ks in sched.context_cells(sched.max_k)]
-    proposed = engines.vllm_context_config(cells, buckets, method=method)
+    proposed = engines.vllm_context_config(cells, buckets, method=method, model=path)
     document = {
         "speculative_config": config,
         "proposed_context_axis": {
@@ -841,15 +868,14 @@ def _render_vllm(sched, method):
     return engines.dumps_json(document) + "\n"
 
 
-def _render_trtllm(sched, method, width):
+def _render_trtllm(sched, decoding_type, path, width):
     import yaml
 
     from . import engines
 
     table = sched.table(sched.max_ranges, sched.max_k, first_is_max=True, implicit_zero_tail=True)
     max_draft_len, schedule_map, concurrency = engines.trtllm_schedule(table.ranges)
-    config = {"speculative_config": {"decoding_type": method, "max_draft_len": max_draft_len,
-                                     "draft_len_schedule": schedule_map}}
+    config = engines.trtllm_config(table.ranges, decoding_type=decoding_type, speculative_model=path)
     lines = _header(sched) + [
         "TensorRT-LLM LLM API options (trtllm-serve / trtllm-bench --config FILE): draft length per batch size.",
         f"Keys are the upper ends of batch ranges; above {max(schedule_map)} TensorRT-LLM drafts 0.",
@@ -857,52 +883,62 @@ def _render_trtllm(sched, method, width):
         "(speculation is off above it; implied by draft_len_schedule, and TensorRT-LLM rejects the two together)",
         f"The first key must map to max_draft_len: this table keeps {_pct(table.kept)} of the per-batch optimum "
         f"({_worst(table)}).",
+        *(f"limit: {line}" for line in engines.trtllm_limits(decoding_type)),
         f"{KEPT_DEFINITION}.",
     ]
     return "\n".join(_comments(lines, width)) + "\n" + yaml.safe_dump(config, sort_keys=False,
                                                                    default_flow_style=False, width=width)
 
 
-def _render_sglang(sched, method, width):
+def _render_sglang(sched, algorithm, path, width):
     import yaml
 
     from . import engines
 
     table = sched.table(sched.max_ranges, sched.max_k)
-    tiers = sched.tiers(3, max_k=sched.max_k)
-    speed = sched.speedup_of(table.k_per_batch)
-    fixed = []
-    for r in table.ranges:
-        fixed.append({
-            "batch_sizes": [r.lo, r.hi],
-            "gamma": r.k,
-            "expected_speedup": [round(float(speed[r.lo - 1:r.hi].min()), 4), round(float(speed[r.lo - 1:r.hi].max()), 4)],
-            "args": engines.sglang_fixed_args(r.k, method),
-        })
-    initial = tiers.tiers[len(tiers.tiers) // 2]
-    document = {
-        "fixed_depth": fixed,
-        "adaptive": {
+    static = sched.table(1, sched.max_k)
+    k = int(static.ranges[0].k)
+    adaptive = algorithm in ("EAGLE", "EAGLE3")
+    document = {}
+    lines = _header(sched)
+    if adaptive:
+        document["by_batch_size"] = {
+            "adaptive_config": engines.sglang_slots_config(table.ranges),
+            "args": engines.sglang_slots_args(table.ranges, algorithm, path),
+            "kept": round(table.kept, 6),
+        }
+        lines += [
+            "by_batch_size: one server whose draft length follows the batch. SGLang's current source keys "
+            "--speculative-adaptive-config by batch size (adaptive_spec_params.py; batch-size slots since pull "
+            "request sgl-project/sglang#24055): one slot per batch range, keyed by its first batch, with one "
+            "candidate, so the controller never moves it (0: no drafting); write adaptive_config to "
+            f"adaptive_spec.json. {len(table)} slots keep {_pct(table.kept)} of the per-batch optimum "
+            f"({_worst(table)}). SGLang pads a batch to its CUDA-graph size before it picks the slot, so just "
+            "below a slot's first batch its draft length may already run.",
+        ]
+    document["static"] = {
+        "batch_sizes": [1, sched.max_batch],
+        "gamma": k,
+        "kept": round(static.kept, 6),
+        "args": engines.sglang_static_args(k, algorithm, path),
+    }
+    lines.append(f"static: one depth for every batch size (args empty: plain decoding): {k} keeps "
+                 f"{_pct(static.kept)} ({_worst(static)}).")
+    if adaptive:
+        tiers = sched.tiers(3, max_k=sched.max_k)
+        initial = tiers.tiers[len(tiers.tiers) // 2]
+        document["adaptive_tiers"] = {
             "candidate_steps": list(tiers.tiers),
             "adaptive_config": engines.sglang_adaptive_config(tiers.tiers),
-            "args": engines.sglang_adaptive_args(tiers.tiers, initial, method),
+            "args": engines.sglang_adaptive_args(tiers.tiers, initial, algorithm, path),
             "kept": round(tiers.kept, 6),
             "best_tier_by_batch": [[r.lo, r.hi, r.k] for r in tiers.ranges],
-        },
-    }
-    lines = _header(sched) + [
-        "SGLang takes one fixed depth per server (--speculative-num-steps; with --speculative-eagle-topk 1, "
-        "--speculative-num-draft-tokens = num_steps + 1): fixed_depth is one server configuration per batch range "
-        f"(args empty: plain decoding). They keep {_pct(table.kept)} of the per-batch optimum ({_worst(table)}).",
-        "adaptive: --speculative-adaptive with adaptive_config written to adaptive_spec.json; tiers are "
-        "speculative_num_steps values (>= 1), chosen so that, if every batch ran its best tier, they keep "
-        f"{_pct(tiers.kept)} ({_worst(tiers)}). SGLang switches tiers on an EMA of the accepted length, not on "
-        "cost, so this is what the tier set allows, not what the controller does.",
-    ]
-    if method != "EAGLE":
-        lines.append(f"SGLang documents adaptive mode for EAGLE with topk 1 only; algorithm {method} may fall back "
-                     "to static settings.")
-    lines.append(f"{KEPT_DEFINITION}.")
+        }
+        lines.append("adaptive_tiers: the form SGLang's adaptive-decoding page documents (a flat candidate_steps, "
+                     "tiers >= 1, switched on an EMA of the accepted length, not on the batch size; the current "
+                     "source refuses a config without a batch-size key): if every batch ran its best tier, these "
+                     f"keep {_pct(tiers.kept)} ({_worst(tiers)}); what the controller does is not this.")
+    lines += [*(f"limit: {line}" for line in engines.sglang_limits(algorithm)), f"{KEPT_DEFINITION}."]
     body = yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=10_000)
     return "\n".join(_comments(lines, width)) + "\n" + _fold_args(body, width)
 
@@ -919,6 +955,8 @@ def _fold_args(body: str, width: int) -> str:
             groups = []
             for word in value.split():
                 if word.startswith("--") or not groups:
+                    groups.append(word)
+                elif len(indent) + len(groups[-1]) + 1 + len(word) > width:  # a long value on a line of its own
                     groups.append(word)
                 else:
                     groups[-1] += " " + word
@@ -955,16 +993,18 @@ def _render_table(sched, width):
     tables = _engine_tables(sched)
     lines += [""] + _wrap("What each engine's limits cost" + (f" ({', '.join(limit)})" if limit else "") + ":",
                           width, "", "") + [""]
-    v, t, s, a = tables["vllm"], tables["trtllm"], tables["sglang"], tables["sglang-adaptive"]
+    v, t, s = tables["vllm"], tables["trtllm"], tables["sglang"]
+    one, a = tables["sglang-static"], tables["sglang-adaptive"]
     entries = [
-        ("vLLM num_speculative_tokens_per_batch_size", f"{len(v)} ranges", v),
+        ("vLLM num_speculative_tokens_per_batch_size", f"{len(v)} ranges keep", v),
         ("TensorRT-LLM draft_len_schedule (first key = max_draft_len)",
-         f"{len([r for r in t.ranges if r.k > 0 or r is not t.ranges[-1]])} keys", t),
-        ("SGLang, one fixed depth per server", f"{len(s)} servers", s),
-        (f"SGLang adaptive tiers {list(a.tiers)} (ideal controller)", f"{len(a.tiers)} tiers", a),
+         f"{len([r for r in t.ranges if r.k > 0 or r is not t.ranges[-1]])} keys keep", t),
+        ("SGLang adaptive slots by batch size (EAGLE, EAGLE3)", f"{len(s)} slots keep", s),
+        ("SGLang, one static depth", f"{one.ranges[0].k} keeps", one),
+        (f"SGLang adaptive tiers {list(a.tiers)} (ideal controller)", f"{len(a.tiers)} tiers keep", a),
     ]
     for name, count, tab in entries:
-        lines += _wrap(f"{name}: {count} keep {_pct(tab.kept)} of the per-batch optimum ({_worst(tab)})", width,
+        lines += _wrap(f"{name}: {count} {_pct(tab.kept)} of the per-batch optimum ({_worst(tab)})", width,
                        "  ", "    ")
     if sched.max_ranges is None:
         lines += [""] + _wrap("Fewer ranges (vLLM's table, chosen to lose the least):", width, "", "") + [""]

@@ -1,6 +1,7 @@
-"""What the chapter "Your own deployment, end to end" shows: a ``speclib``
-command line and what it printed, as a terminal would, fitted to the book's
-text column.
+"""What the chapters of part V show: a ``speclib`` command line and what it
+printed, as a terminal would, fitted to the book's text column; the scratch
+folder of public engine output the commands run in (:class:`Shell`); and the
+public with-and-without-speculation measurement as a table.
 
 The command is broken before its options into shell continuation lines
 (``\\`` at the end of a line), so it can be copied as it is; a line of
@@ -12,9 +13,16 @@ than the column, its first columns (the keys) in view.
 from __future__ import annotations
 
 import html
+import json
+import os
 import re
+import shutil
+import tempfile
 import textwrap
+import weakref
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 
 #: Characters of monospaced text the book's column shows (as speclib schedule's text).
 WIDTH = 76
@@ -86,3 +94,70 @@ class Terminal:
         size = f"max(7px, min(0.875em, calc(100cqw / {0.62 * widest + 3:.1f})))"
         return (f'<div class="speclib-terminal-box" style="container-type: inline-size">'
                 f'<pre class="speclib-terminal" style="font-size: {size}">{html.escape(text)}</pre></div>')
+
+
+#: The public engine output speclib ships (real runs, each with its source beside it).
+PUBLIC = Path(str(resources.files("speclib").joinpath("data", "samples", "public")))
+
+
+class Shell:
+    """A scratch folder holding copies of ``files`` (paths, or the names of
+    files in :data:`PUBLIC`), where :meth:`run` runs ``speclib`` command lines
+    as a shell in that folder would: the command and what it printed, once, as
+    a :class:`Terminal`. A command whose exit status is not the expected one
+    raises RuntimeError with what it printed, so a chapter cannot show a
+    failure it did not mean to. The folder is removed by :meth:`close` or
+    when the object is collected; the caller's working directory is never
+    changed."""
+
+    def __init__(self, *files, width: int = WIDTH):
+        self.width = width
+        self.root = Path(tempfile.mkdtemp(prefix="speclib-shell-"))
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.root), True)
+        for f in files:
+            source = Path(f) if Path(f).is_absolute() or Path(f).exists() else PUBLIC / str(f)
+            if not source.is_file():
+                raise ValueError(f"files must be paths or names of files in {PUBLIC}; got {str(f)!r}")
+            shutil.copy(source, self.root / source.name)
+
+    def run(self, line: str, status: int = 0) -> Terminal:
+        """``line`` run in the folder: a :class:`Terminal` of it and what it printed."""
+        from ...tools.cli import run_line
+
+        here = os.getcwd()
+        os.chdir(self.root)
+        try:
+            got, printed = run_line(line)
+        finally:
+            os.chdir(here)
+        if got != status:
+            raise RuntimeError(f"{line!r} exited with status {got}, not {status}; it printed:\n{printed}")
+        return Terminal(line, printed, self.width)
+
+    def path(self, name: str) -> Path:
+        """The path of ``name`` in the folder (a file a command wrote, or a copy)."""
+        return self.root / name
+
+    def close(self) -> None:
+        self._cleanup()
+
+
+def public_sweep() -> dict:
+    """The public with-and-without-speculation measurement shipped in :data:`PUBLIC`
+    (vLLM pull request #24243): its source and the runs it quoted."""
+    return json.loads((PUBLIC / "vllm-pr24243-minicpm3-eagle3-sweep.json").read_text(encoding="utf-8"))
+
+
+def public_sweep_table():
+    """The measurement's complete runs as a table: concurrency, the seconds
+    without and with speculation, their ratio as the source printed it, and
+    the mean acceptance length; a run cut off in the stored copy is left out."""
+    from ..tables import NumberTable
+
+    runs = sorted((r for r in public_sweep()["quoted"] if r["speedup"] is not None), key=lambda r: r["concurrency"])
+    rows = tuple((r["concurrency"], r["samples"], r["baseline_seconds"], r["speculative_seconds"], r["speedup"],
+                  r["mean_acceptance_length"]) for r in runs)
+    return NumberTable(("concurrency", "samples", "without (s)", "with (s)", "speed-up", "mean acceptance length"),
+                       rows, formats=("", "", ".2f", ".2f", ".2f", ".2f"),
+                       caption="MiniCPM3 with EAGLE-3 on one RTX 4090, measured: seconds to finish a fixed set "
+                               "of samples with and without speculation, as vLLM pull request #24243 printed them")
