@@ -2,7 +2,7 @@
 
 :func:`registry` returns one :class:`Claim` per quantitative statement of
 Finn (2026), "The economics of speculative decoding" (the post), of its
-sequel, "Adaptive speculative decoding" (Finn 2026), and of two older articles
+sequel, "Adaptive speculative decoding" (Finn 2026), and of an older article
 on speculative decoding that the same cost model can check with a dense
 preset (Llama-3-70B).
 
@@ -89,10 +89,8 @@ def _cite(key: str) -> str:
 #: author, date and address).
 POST = _cite("post")
 SEQUEL = _cite("sequel")
+#: The older article checked in an appendix with a dense preset.
 OLDER_IRCNF = _cite("ircnf")
-OLDER_NOTES = _cite("notes")
-#: The sources of the paper's chapters: the post and the older articles it is read against.
-PAPER_SOURCES = (POST, OLDER_IRCNF, OLDER_NOTES)
 
 
 # --- computations the claims need -------------------------------------------
@@ -106,7 +104,7 @@ FIG3_ACCEPTANCE = 0.75
 FIG3_DRAFT_COST = 0.1
 FIG3_MAX_BATCH = 30_000
 
-#: Assumptions for the older articles' dense checks: Llama-3-70B (bf16 weights
+#: Assumptions for the older article's dense checks: Llama-3-70B (bf16 weights
 #: and cache) on an H100, an 8B drafter costing 8/70 of a target step per
 #: drafted token, a chat-length context, and the articles' "usually 4-8"
 #: drafted tokens (so gamma* is searched up to 8).
@@ -489,14 +487,6 @@ def _older_articles():
     zeros = ", ".join(f"B = {a:,}-{b:,}" for a, b in zero_runs(batches, scan)) or "no batch up to 30,000"
     yield _ours("older.plain_decoding_wins_above_64", gstar, gamma_star=gstar, batch=batch, speedup=best,
                 alpha=alpha, zero_runs=zeros, **dense)
-    cm = cost.cost_model(llama, hw)
-    yield _ours("older.kv_traffic_ratio", cm.attention(10.0, 1.0, 1000.0) / cm.attention(1.0, 10.0, 1000.0))
-    for S, id, test in ((2048, "older.step_bytes_close_2k", lambda r: r <= 1.1),
-                        (131072, "older.step_bytes_significant_128k", lambda r: r >= 2)):
-        many = cm.verify(10.0, 1.0, float(S))
-        one = cm.verify(1.0, 10.0, float(S))
-        yield _holds(id, test(many / one), decode_gb=many / 1e9, verify_gb=one / 1e9, ratio=many / one,
-                     weights_gb=(cm.proj(10.0) + cm.ffn(10.0)) / 1e9, kv_gb=cm.attention(1.0, 1.0, float(S)) / 1e9)
 
 
 # --- the sequel: "Adaptive speculative decoding" (Finn 2026) --------------------------
