@@ -258,6 +258,15 @@ NAMED = {
     "DSpark": "deepseek2026dspark",
     "Kimi-K3": "kimi2026k3",
     "InferenceMAX": "inferencemax",
+    "MagicDec": "sadhukhan2024magicdec",
+    "SmartSpec": "liu2024smartspec",
+    "Medusa": "cai2024medusa",
+    "SpecInfer": "miao2024specinfer",
+    "Sequoia": "chen2024sequoia",
+    "SpecDec++": "huang2025specdecpp",
+    "Sarathi-Serve": "agrawal2024sarathiserve",
+    "FlashMLA": "flashmla2025",
+    "FlashAttention-3": "shah2024flashattention3",
 }
 
 
