@@ -14,6 +14,7 @@ Numbers quoted from a source stay typed: a sentence that cites
 """
 from __future__ import annotations
 
+import html
 import json
 import re
 from functools import lru_cache
@@ -222,6 +223,8 @@ MAKING = [
     r"\bshipped before\b", r"\bfit shipped\b", r"\bprevious fit\b", r"\bearlier fit\b",
     r"\bbenchmarks/", r"\btests/", r"\bscripts/", r"\bspeclib/[\w/.-]+", r"\bdata/[\w/.-]+\.\w+",
     r"\b[\w-]+\.(?:py|json|csv|yaml|yml|ipynb)\b",
+    # the book's own history: what it says now against what it said before
+    r"\bas promised\b", r"\bits old level\b", r"\badded since\b", r"\bfitted again\b",
 ]
 
 
@@ -306,6 +309,15 @@ NAMED = {
     "DSpark": "deepseek2026dspark",
     "Kimi-K3": "kimi2026k3",
     "InferenceMAX": "inferencemax",
+    "MagicDec": "sadhukhan2024magicdec",
+    "SmartSpec": "liu2024smartspec",
+    "Medusa": "cai2024medusa",
+    "SpecInfer": "miao2024specinfer",
+    "Sequoia": "chen2024sequoia",
+    "SpecDec++": "huang2025specdecpp",
+    "Sarathi-Serve": "agrawal2024sarathiserve",
+    "FlashMLA": "flashmla2025",
+    "FlashAttention-3": "shah2024flashattention3",
 }
 
 
@@ -348,3 +360,129 @@ def test_every_table_of_draft_lengths_or_speedups_names_its_step_model(name):
                 if re.search(r"γ|gamma|speed-?up|draft length", head) and not any(m in caption for m in STEP_MODELS):
                     unlabelled.append(caption[:80] or head[:80])
     assert unlabelled == [], f"{name}: tables without their step model: {unlabelled}"
+
+
+# --- no word twice -------------------------------------------------------------------------------
+#
+# The HTML of the built book does not exist when the tests run (CI runs them before the build:
+# .ci/run), so a chapter is read as it renders: its markdown with each role replaced by the text
+# the page shows ({doc} by the chapter's title, {glue} by the glued value, {cite:t} by the author
+# and year, {cite:p} by a bracket), code and maths left out, and the text its cells print (plain
+# text, and the text of HTML tables). That is where "the {doc}`pricing_rule` chapter" shows its
+# doubled word: the page reads "the The pricing rule chapter".
+
+#: A word, then the same word after a space or a line break; a word inside a name or a path
+#: ("TensorRT-LLM LLM API", "--model-config config.json") is not a word of the prose.
+_DOUBLED = re.compile(r"(?<![-./])\b([A-Za-z]+)(?:[ \t]+|[ \t]*\n[ \t]*)\1\b(?![-./]\w)", re.I)
+#: Pairs a sentence may repeat on purpose ("speculative speculative decoding" is a method's name).
+DOUBLED_ALLOWED = {"that that", "had had", "speculative speculative"}
+
+
+@lru_cache(maxsize=None)
+def title(name: str) -> str:
+    """A chapter's title as the book shows it (its first heading, markup dropped)."""
+    if (BOOK / f"{name}.ipynb").exists():
+        text = markdown(name)
+    else:
+        text = (BOOK / f"{name}.md").read_text(encoding="utf-8")
+    heading = re.search(r"^#\s+(.+)$", text, flags=re.M).group(1)
+    return re.sub(r"[*_`]", "", heading).strip()
+
+
+@lru_cache(maxsize=1)
+def _authors() -> dict:
+    """{bibliography key: (first author's last name, year)}, as the author-year citations print them."""
+    from pybtex.database import parse_file
+
+    out = {}
+    for key, entry in parse_file(str(ROOT / "references.bib")).entries.items():
+        people = entry.persons.get("author") or entry.persons.get("editor") or []
+        last = " ".join(people[0].last_names).strip("{}") if people else key
+        out[key] = (last, entry.fields.get("year", ""))
+    return out
+
+
+def _glued_text(name: str, ref: str) -> str:
+    from myst_nb.core.variables import format_plain_text
+
+    key, fmt = (ref.rsplit(":", 1) + ["s"])[:2] if ":" in ref.split("::")[-1] else (ref, "s")
+    doc, key = key.split("::", 1) if "::" in key else (name, key)
+    value = glued(doc.split("/")[-1].removesuffix(".ipynb")).get(key)
+    if value is None:
+        return "0"
+    try:
+        return str(format_plain_text(value, fmt))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _cite(kind: str, keys: str) -> str:
+    keys = [k.strip() for k in keys.split(",")]
+    if kind == "t":
+        return "; ".join(f"{_authors().get(k, (k, ''))[0]} [{_authors().get(k, ('', ''))[1]}]" for k in keys)
+    return "[" + "; ".join(", ".join(_authors().get(k, (k, ""))) for k in keys) + "]"
+
+
+def rendered_markdown(name: str, text: str | None = None) -> str:
+    """A chapter's markdown as its page reads: roles replaced by what they show, code and maths left out."""
+    text = markdown(name) if text is None else text
+
+    def role(m):
+        kind, body = m.group(1), m.group(2)
+        shown = re.fullmatch(r"(.*?)\s*<([^>]+)>", body, flags=re.S)
+        if kind in ("doc", "ref", "numref"):
+            if shown:
+                return shown.group(1)
+            return title(body.split("/")[-1].removesuffix(".ipynb")) if kind == "doc" else body
+        if kind.startswith("glue"):
+            return _glued_text(name, body)
+        if kind.startswith("cite"):
+            return _cite("t" if kind == "cite:t" else "p", body)
+        return " "
+
+    text = re.sub(r"```.*?```", " · ", text, flags=re.S)
+    text = re.sub(r"\{([\w:-]+)\}`([^`]*)`", role, text)
+    text = re.sub(r"``[^`]*``|`[^`]*`", " · ", text)  # a code span or a formula stands between its neighbours
+    return _MATH.sub(" · ", text)
+
+
+def printed(name: str) -> str:
+    """The text a chapter's cells print: stream and plain-text outputs, and HTML tables' text."""
+    out = []
+    for cell in notebook(name)["cells"]:
+        for o in cell.get("outputs", ()):
+            if o.get("metadata", {}).get("scrapbook"):
+                continue
+            data = o.get("data", {})
+            if "text/html" in data:  # a table's cells, a list's items: one apart from the next
+                page = re.sub(r"</?(?:td|th|tr|li|p|br|caption|div|table|thead|tbody)\b[^>]*>", " | ",
+                              "".join(data["text/html"]))
+                out.append(html.unescape(re.sub(r"<[^>]+>", "", page)))
+            elif "text/plain" in data:
+                out.append("".join(data["text/plain"]))
+            elif o.get("output_type") == "stream":
+                out.append("".join(o.get("text", "")))
+    # two spaces or more part the columns of a printed table; a displayed formula is maths, not words
+    text = re.sub(r"\\\[.*?\\\]", " · ", "\n\n".join(out), flags=re.S)
+    return re.sub(r"[ \t]{2,}", " | ", _MATH.sub(" · ", text))
+
+
+def doubled_words(text: str) -> list:
+    """Words printed twice in a row, across a line break too ("the The", "a a"), case-insensitive."""
+    return sorted({m.group(0).replace("\n", " ") for m in _DOUBLED.finditer(text)
+                   if " ".join(m.group(0).lower().split()) not in DOUBLED_ALLOWED})
+
+
+def test_the_doubled_word_check_can_fail():
+    assert doubled_words("as the The pricing rule chapter shows") == ["the The"]
+    assert doubled_words("a\na drafter") == ["a\na".replace("\n", " ")]
+    assert doubled_words("the theory, a b a") == []
+    assert doubled_words("TensorRT-LLM LLM API; --model-config config.json; survival curve curve.json") == []
+    assert title("pricing_rule") == "The pricing rule"
+    assert "the The pricing rule chapter" in rendered_markdown("x", "the {doc}`pricing_rule` chapter")
+
+
+@pytest.mark.parametrize("name", chapters())
+def test_no_word_is_printed_twice_in_a_row(name):
+    found = doubled_words(rendered_markdown(name)) + doubled_words(printed(name))
+    assert found == [], f"{name}: {found}"

@@ -25,7 +25,7 @@ def minimal():
             {"id": "v", "section": "s", "statement": "a value", "source": "post", "kind": "value",
              "paper_text": "~10,950", "tolerance": "printed", "note": "ours {x:.1f}"},
             {"id": "b", "section": "s", "statement": "a boolean", "source": "post", "kind": "boolean",
-             "paper_text": "memory-bound", "note_if_differs": "because {why}"},
+             "paper_text": "memory-bound", "note_if_differs": "because {why}", "side": "source"},
             {"id": "r", "section": "s", "statement": "a band", "source": "post", "kind": "range",
              "paper_text": "27-31", "range": [27, 31], "widen": 0.5},
         ],
@@ -60,10 +60,12 @@ def test_the_shipped_file_is_package_data():
 def test_printed_tolerances_follow_the_printed_precision_rule():
     data = claim_data.load().by_id()
     # independent of the reader: half a unit of the last printed digit, trailing zeros of "~" figures
-    assert data["moe.ridge_asymptotic"].tolerance == 5  # "~10,950"
-    assert data["hca.t2_ridge_context"].tolerance == 500  # "45k"
-    assert data["hca.speculation_band_low"].tolerance == 5000  # "~30k"
-    assert data["ledger.r_moe_b1"].tolerance == pytest.approx(0.005)  # "~0.85"
+    # a plain figure to half a unit of its last digit; an "about" figure ("~") to a whole unit
+    assert data["moe.ridge_asymptotic"].tolerance == 10  # "~10,950"
+    assert data["hca.t2_ridge_context"].tolerance == 1000  # "about 45k"
+    assert data["hca.speculation_band_low"].tolerance == 10_000  # "~30k"
+    assert data["ledger.r_moe_b1"].tolerance == pytest.approx(0.01)  # "~0.85"
+    assert data["sequel.headline.gain_mtp_c64"].tolerance == pytest.approx(0.005)  # "2.71"
     assert data["table1.value.S512_T1"].tolerance == 0.5  # "193"
     assert data["sequel.per_component_max_mtp"].paper_value == 29
     assert data["sequel.per_component_max_mtp"].tolerance == 2.5  # 27-31, ends printed to +-0.5
@@ -75,7 +77,7 @@ def test_printed_tolerances_follow_the_printed_precision_rule():
 def test_a_minimal_file_reads():
     data = claim_data.parse(minimal(), "test.json")
     v, b, r = data.claims
-    assert (v.paper_value, v.tolerance, v.paper_text) == (10950, 5, "~10,950")
+    assert (v.paper_value, v.tolerance, v.paper_text) == (10950, 10, "~10,950")
     assert (b.paper_value, b.tolerance) == (1, 0)
     assert (r.paper_value, r.tolerance) == (29, 2.5)
     assert v.source == "finn2026economics"
@@ -89,6 +91,25 @@ def test_notes_are_filled_and_only_the_outcome_s_note_is_added():
     assert held.status == "reproduced" and held.note == ""
     failed = b.claim(0.0, {"why": lambda: "the test failed"})
     assert failed.status == "differs" and failed.note == "because the test failed"
+
+
+def test_who_differs_comes_from_the_file_or_from_the_simulator_s_value():
+    raw = minimal()
+    raw["sources"]["post"]["called"] = "the post"
+    v, b, _ = claim_data.parse(raw, "test.json").claims
+    assert b.claim(0.0, {"why": "a test"}).verdict == "the post differs"
+    with pytest.raises(ValueError, match="needs a side"):
+        v.claim(20_000, {"x": 1})
+    # the simulator's value decides, and is always computed
+    assert v.claim(20_000, {"x": 1, "simulator_value": lambda: 10_951}).verdict == "our closed form differs"
+    assert v.claim(10_951, {"x": 1, "simulator_value": 20_000}).verdict == "the simulator differs"
+    assert v.claim(20_000, {"x": 1, "simulator_value": 20_000}).verdict == "the post differs"
+    with pytest.raises(ValueError, match="no side may be typed"):
+        b.claim(0.0, {"why": "a test", "simulator_value": 1.0})
+
+
+def test_every_shipped_source_says_how_a_verdict_calls_it():
+    assert {s.called for s in claim_data.load().sources.values()} <= {"the post", "the article"}
 
 
 def test_a_claim_keeps_the_numbers_its_note_quotes_and_only_those():
@@ -150,6 +171,7 @@ def test_an_unknown_key_names_the_claim_and_the_key(index, field):
     (0, {"statement": ""}, r"claim 'v': field 'statement' must be a non-empty string"),
     (2, {"range": [31, 27]}, r"claim 'r': field 'range' must be \[low, high\]"),
     (2, {"widen": "half"}, r"claim 'r': field 'widen' must be a finite number"),
+    (1, {"side": "nobody"}, r"claim 'b': field 'side' must be one of"),
 ])
 def test_a_bad_value_names_the_claim_and_the_field(index, changes, match):
     with pytest.raises(ValueError, match=match):

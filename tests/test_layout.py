@@ -220,3 +220,40 @@ def test_the_repository_stands_alone():
                  and pattern.search((root / f).read_text(encoding="utf-8", errors="replace"))]
     assert offenders == []
     assert (root / "docs" / "model.md").is_file() and (root / "docs" / "sequel.md").is_file()
+
+
+def names_taken_from_own_package(name: str) -> list:
+    """The names a module imports from its own package's ``__init__`` (``from .
+    import x`` where ``x`` is no module of the package): the package imports its
+    modules, so such an import is a cycle, at call time if it sits in a function."""
+    path = MODULES[name]
+    if path.name == "__init__.py":
+        return []
+    package = name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join(anchor + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        if base == package:
+            found += [alias.name for alias in node.names if f"{package}.{alias.name}" not in MODULES]
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n != "speclib"))
+def test_no_module_imports_a_name_from_its_own_package(name):
+    assert names_taken_from_own_package(name) == [], \
+        f"{name} imports {names_taken_from_own_package(name)} from its own package's __init__"
+
+
+def test_the_own_package_check_can_fail(tmp_path, monkeypatch):
+    """A module that reaches back into its package's ``__init__`` (the shape
+    of the old presets.hardware_config) is found."""
+    planted = tmp_path / "hardware_config.py"
+    planted.write_text("def f():\n    from . import interconnect, catalog\n    return interconnect\n")
+    monkeypatch.setitem(MODULES, "speclib.presets.planted", planted)
+    assert names_taken_from_own_package("speclib.presets.planted") == ["interconnect"]

@@ -20,9 +20,31 @@ Per claim (a JSON object in ``"claims"``, in the book's order):
 ``range`` and ``widen`` (range claims)
     the stated band ``[low, high]`` (required) and how far the printed
     precision of its ends widens it (default 0).
+``side`` (optional)
+    who differs when the claim differs and the computation has no
+    simulator's value to decide it (see below): ``"source"`` (the post or
+    article states a number its own inputs do not give: a rounding, a
+    shortcut, loose wording), ``"closed form"`` (our closed form, where the
+    source reports a simulation or a convention ours does not follow) or
+    ``"simulator"``.
 ``note``, ``note_if_reproduced``, ``note_if_differs``
     the explanation, as templates (:meth:`str.format` fields, filled by
     the computation); the last two are added only with that outcome.
+
+A source (``"sources"``) gives ``cite`` and ``title``, and may give
+``author``, ``date``, ``url`` and ``called``: how a verdict names it ("the
+post", "the article"; "the source" by default).
+
+Who differs
+-----------
+A claim that differs says which side does (:attr:`Claim.verdict`). Where the
+computation also supplies the simulator's own value of the quantity (the
+field ``simulator_value``: the sequel reports a simulated grid, which we hold),
+the side is derived from the three numbers, never typed: our closed form off
+and the simulator on the printed number, "our closed form differs"; the
+closed form on and the simulator off, "the simulator differs"; both off,
+the source differs. Otherwise the data file's ``side`` says who, and a
+claim that differs without one is an error.
 
 A missing field, an unknown key or a value of the wrong type is a
 :class:`ValueError` naming the file, the claim id and the field.
@@ -38,6 +60,10 @@ from functools import lru_cache
 from importlib import resources
 
 STATUSES = ("reproduced", "differs")
+#: Who differs, when a claim differs: the source (post or article), our closed form, or the simulator.
+SIDES = ("source", "closed form", "simulator")
+#: The field of a computation that carries the simulator's own value of a claim's quantity.
+SIMULATOR_FIELD = "simulator_value"
 TOLERANCE_KINDS = ("absolute", "relative")
 KINDS = ("value", "boolean", "range")
 
@@ -47,12 +73,13 @@ DATA_FILE = "claims.json"
 #: Fields by kind: (required, optional), besides the fields every claim has.
 _COMMON_REQUIRED = ("id", "section", "statement", "source", "kind", "paper_text")
 _NOTES = ("note", "note_if_reproduced", "note_if_differs")
+_COMMON_OPTIONAL = _NOTES + ("side",)
 _BY_KIND = {
     "value": (("tolerance",), ("tolerance_kind", "paper_value")),
     "boolean": ((), ()),
     "range": (("range",), ("widen",)),
 }
-_SOURCE_FIELDS = (("cite", "title"), ("author", "date", "url"))
+_SOURCE_FIELDS = (("cite", "title"), ("author", "date", "url", "called"))
 _TOP_LEVEL = ("about", "sources", "claims")
 
 
@@ -61,11 +88,14 @@ class Claim:
     """One quantitative statement, the paper's number and ours.
 
     ``status`` is not an argument: it is computed from ``our_value``,
-    ``paper_value`` and the tolerance. A claim that differs must carry a
-    ``note`` saying why (rounding, b = 0.5 vs 0.53, the ledger dropping the
-    query bytes, loose wording, a real error, ...). ``values`` holds the
-    numbers the note quotes, by the name its template gives them, so that a
-    text can quote them from the same computation.
+    ``paper_value`` and the tolerance, and from ``simulator_value`` where the
+    simulator's own value of the quantity is known. A claim that differs
+    must carry a ``note`` saying why (rounding, b = 0.5 vs 0.53, the ledger
+    dropping the query bytes, loose wording, a real error, ...) and a
+    ``side``, who differs (:data:`SIDES`): derived from ``simulator_value``
+    when it is given (a typed ``side`` is then refused), typed otherwise.
+    ``values`` holds the numbers the note quotes, by the name its template
+    gives them, so that a text can quote them from the same computation.
     """
 
     id: str
@@ -80,6 +110,9 @@ class Claim:
     paper_text: str = ""
     source: str = "finn2026economics"
     values: dict = field(default_factory=dict, compare=False, repr=False)
+    side: str = ""
+    simulator_value: float | None = None
+    source_called: str = "the source"
     status: str = field(init=False)
 
     def __post_init__(self):
@@ -93,10 +126,20 @@ class Claim:
             raise ValueError(f"paper_value must be finite; got {self.paper_value!r}")
         if self.kind == "boolean" and self.our_value not in (0.0, 1.0):
             raise ValueError(f"a boolean claim's our_value must be 0 or 1; got {self.our_value!r}")
-        status = "reproduced" if self.within_tolerance() else "differs"
+        if self.simulator_value is not None and not math.isfinite(self.simulator_value):
+            raise ValueError(f"simulator_value must be finite; got {self.simulator_value!r}")
+        if self.side and self.side not in SIDES:
+            raise ValueError(f"claim {self.id!r}: side must be one of {SIDES}; got {self.side!r}")
+        if self.side and self.simulator_value is not None:
+            raise ValueError(f"claim {self.id!r}: the simulator's value decides who differs, so no side may be typed")
+        status, side = verdict(self.our_value, self.paper_value, self.allowed, self.simulator_value, self.side)
         object.__setattr__(self, "status", status)
+        object.__setattr__(self, "side", side)
         if status == "differs" and not self.note.strip():
             raise ValueError(f"claim {self.id!r} differs from the paper, so it needs a note saying why")
+        if status == "differs" and not side:
+            raise ValueError(f"claim {self.id!r} differs from the paper, so it needs a side saying who differs "
+                             f"(one of {SIDES})")
         if not self.paper_text:
             object.__setattr__(self, "paper_text", _format_number(self.paper_value, self.display_decimals))
 
@@ -107,6 +150,16 @@ class Claim:
 
     def within_tolerance(self) -> bool:
         return _within(self.our_value, self.paper_value, self.allowed)
+
+    @property
+    def verdict(self) -> str:
+        """``"reproduced"``, or who differs: ``"the post differs"`` (the
+        source, as its record calls it), ``"our closed form differs"`` or
+        ``"the simulator differs"``."""
+        if self.status == "reproduced":
+            return "reproduced"
+        who = {"source": self.source_called, "closed form": "our closed form", "simulator": "the simulator"}[self.side]
+        return f"{who} differs"
 
     @property
     def display_decimals(self) -> int:
@@ -129,6 +182,24 @@ class Claim:
         return self.paper_text
 
 
+def verdict(our_value, paper_value, allowed, simulator_value=None, side="") -> tuple:
+    """(status, side) of a claim: who differs from the printed value.
+
+    Without the simulator's value: reproduced when ours is within
+    ``allowed``, else differs with the typed ``side``. With it, the side is
+    derived: both within, reproduced; ours off and the simulator's on, our
+    closed form differs; ours on and the simulator's off, the simulator
+    differs; both off, the source differs.
+    """
+    ours = _within(our_value, paper_value, allowed)
+    if simulator_value is None:
+        return ("reproduced", "") if ours else ("differs", side)
+    simulated = _within(simulator_value, paper_value, allowed)
+    if ours and simulated:
+        return "reproduced", ""
+    return "differs", "simulator" if ours else "closed form" if simulated else "source"
+
+
 def _allowed(paper_value, tolerance, tolerance_kind) -> float:
     return tolerance * abs(paper_value) if tolerance_kind == "relative" else tolerance
 
@@ -146,11 +217,16 @@ def _format_number(value: float, decimals: int) -> str:
 
 
 def printed_tolerance(text: str, approximate: bool = False) -> float:
-    """Half a unit of the last significant digit of a printed number.
+    """How far from a printed number a value may lie and still give it.
 
-    ``"281"`` -> 0.5, ``"0.85"`` -> 0.005, ``"45k"`` -> 500. With
-    ``approximate=True`` trailing zeros of an integer mark the rounding place
-    (``"10,950"`` -> 5, ``"170"`` -> 5, ``"30k"`` -> 5,000).
+    A number printed plainly is a rounding: a value gives it when it rounds
+    to it, within half a unit of its last significant digit (``"281"`` ->
+    0.5, ``"0.85"`` -> 0.005, ``"45k"`` -> 500). A number the source gives
+    as approximate ("about 45k", ``approximate=True``) concedes its last
+    digit: a value gives it when it rounds to it up or down, within one
+    unit of that digit (``"45k"`` -> 1,000, ``"0.85"`` -> 0.01), and
+    trailing zeros of an integer mark the rounding place (``"10,950"`` ->
+    10, ``"170"`` -> 10, ``"30k"`` -> 10,000).
     """
     cleaned = text.replace(",", "").strip().lower()
     scale = 1
@@ -161,7 +237,8 @@ def printed_tolerance(text: str, approximate: bool = False) -> float:
     if approximate and exponent == 0:
         digits = cleaned.lstrip("-")
         exponent = len(digits) - len(digits.rstrip("0"))
-    return float(Decimal(5) * Decimal(10) ** (exponent - 1) * scale)
+    unit = Decimal(10) ** exponent
+    return float((unit if approximate else unit / 2) * scale)
 
 
 def printed_value(text: str) -> float | None:
@@ -191,6 +268,7 @@ class Source:
     author: str = ""
     date: str = ""
     url: str = ""
+    called: str = "the source"
 
 
 @dataclass(frozen=True)
@@ -207,6 +285,8 @@ class ClaimSpec:
     tolerance: float
     tolerance_kind: str
     notes: tuple  # (note, note_if_reproduced, note_if_differs), templates
+    side: str = ""
+    source_called: str = "the source"
 
     def template_fields(self) -> set:
         """Every field name the note templates use."""
@@ -214,10 +294,17 @@ class ClaimSpec:
 
     def claim(self, our_value: float, fields: dict | None = None) -> Claim:
         """The claim with our value, its notes filled from ``fields`` (a
-        value there may be a callable, called only if a used note needs it)."""
+        value there may be a callable, called only if a used note needs it;
+        ``simulator_value``, the simulator's own value of the quantity, is
+        always called, since it decides who differs)."""
         fields = fields or {}
         our_value = float(our_value)
-        reproduced = _within(our_value, self.paper_value, _allowed(self.paper_value, self.tolerance, self.tolerance_kind))
+        simulated = fields.get(SIMULATOR_FIELD)
+        simulated = None if simulated is None else float(simulated() if callable(simulated) else simulated)
+        if simulated is not None:
+            fields = {**fields, SIMULATOR_FIELD: simulated}
+        allowed = _allowed(self.paper_value, self.tolerance, self.tolerance_kind)
+        reproduced = verdict(our_value, self.paper_value, allowed, simulated, self.side)[0] == "reproduced"
         note, if_reproduced, if_differs = self.notes
         parts = [note, if_reproduced if reproduced else if_differs]
         values = {}
@@ -235,6 +322,9 @@ class ClaimSpec:
             paper_text=self.paper_text,
             source=self.source,
             values=values,
+            side=self.side,
+            simulator_value=simulated,
+            source_called=self.source_called,
         )
 
     def _fill(self, template: str, fields: dict, used: dict) -> str:
@@ -332,7 +422,10 @@ def _spec(path, index, record, sources) -> ClaimSpec:
     if kind not in KINDS:
         _fail(where, f"field 'kind' must be one of {KINDS}; got {kind!r}")
     required, optional = _BY_KIND[kind]
-    _check_keys(where, record, _COMMON_REQUIRED + required, _NOTES + optional, "a claim")
+    _check_keys(where, record, _COMMON_REQUIRED + required, _COMMON_OPTIONAL + optional, "a claim")
+    side = record.get("side", "")
+    if side and side not in SIDES:
+        _fail(where, f"field 'side' must be one of {SIDES}; got {side!r}")
     for key in ("section", "statement", "paper_text"):
         _text(where, record, key)
     source = record["source"]
@@ -370,7 +463,8 @@ def _spec(path, index, record, sources) -> ClaimSpec:
         paper_value, tolerance = (band[0] + band[1]) / 2, (band[1] - band[0]) / 2 + widen
     return ClaimSpec(id=record["id"], section=record["section"], statement=record["statement"],
                      source=sources[source].cite, kind=kind, paper_text=paper_text, paper_value=float(paper_value),
-                     tolerance=float(tolerance), tolerance_kind=tolerance_kind, notes=notes)
+                     tolerance=float(tolerance), tolerance_kind=tolerance_kind, notes=notes, side=side,
+                     source_called=sources[source].called)
 
 
 def parse(raw, path: str = DATA_FILE) -> ClaimData:

@@ -2,7 +2,7 @@
 
 :func:`registry` returns one :class:`Claim` per quantitative statement of
 Finn (2026), "The economics of speculative decoding" (the post), of its
-sequel, "Adaptive speculative decoding" (Finn 2026), and of two older articles
+sequel, "Adaptive speculative decoding" (Finn 2026), and of an older article
 on speculative decoding that the same cost model can check with a dense
 preset (Llama-3-70B).
 
@@ -16,21 +16,31 @@ functions printed from them and the presets, never typed) and the numbers
 its note quotes. ``status`` is *derived*, never typed:
 
 ``status == "reproduced"``  when ``|our_value - paper_value| <= allowed``,
-``status == "differs"``     otherwise, and then ``note`` must say why.
+``status == "differs"``     otherwise, and then ``note`` must say why and
+                            ``side`` who differs (``Claim.verdict``).
+
+Where the quantity is an output of the sequel's simulation, the computation
+also yields the simulator's own value (the field ``simulator_value``, read
+from the shipped grid), and who differs is derived from the three numbers:
+our closed form, the simulator, or the post (see
+:func:`speclib.evidence.claim_data.verdict`).
 
 ``allowed`` is ``tolerance`` when ``tolerance_kind == "absolute"`` and
 ``tolerance * |paper_value|`` when it is ``"relative"``.
 
 How tolerances are chosen (the printed-precision rule)
 -------------------------------------------------------
-* A printed number is trusted to half a unit of its last significant digit:
-  "281" allows +-0.5, "0.85" +-0.005, "1.16" +-0.005. So 281.25 reproduces
-  "281" and 562.5 reproduces "563" (the half-up rounding of 562.5; the edge is
-  inclusive), but only within rounding.
-* In an *approximate* figure ("~10,950", "about 170", "45k") trailing zeros
-  mark the rounding place, not significant digits: "~10,950" allows +-5,
-  "~170" +-5, "45k" +-500, "30k" +-5,000. Table 1's integers are exact
-  roundings, so every cell allows +-0.5.
+* A printed number is a rounding: ours gives it when it rounds to it, within
+  half a unit of its last significant digit: "281" allows +-0.5, "0.85"
+  +-0.005, "1.16" +-0.005. So 281.25 reproduces "281" and 562.5 reproduces
+  "563" (the half-up rounding of 562.5; the edge is inclusive), but only
+  within rounding. Table 1's integers are exact roundings, so every cell
+  allows +-0.5.
+* A figure the source gives as approximate ("about 45k", "~10,950") concedes
+  its last digit: ours gives it when it rounds to it up or down, within one
+  unit of that digit, and trailing zeros mark the rounding place, not
+  significant digits: "about 45k" allows +-1,000 (so 45,555 gives it),
+  "~10,950" +-10, "~170" +-10, "~30k" +-10,000.
 * A qualitative statement ("memory-bound", "a gutter exists", "close") is a
   ``boolean`` claim: ``paper_value`` 1, ``our_value`` 1 or 0 from a stated,
   computed test, tolerance 0. The test and its threshold are in ``note``.
@@ -67,7 +77,7 @@ from ..core.speculation import optimal_gamma
 from . import claim_data as _claim_data
 from . import derivations as _derivations
 from . import simulator as _simulator
-from .claim_data import KINDS, STATUSES, TOLERANCE_KINDS, Claim, printed_tolerance  # noqa: F401  (the record, re-exported)
+from .claim_data import KINDS, SIDES, STATUSES, TOLERANCE_KINDS, Claim, printed_tolerance  # noqa: F401  (the record, re-exported)
 
 
 def _cite(key: str) -> str:
@@ -79,10 +89,8 @@ def _cite(key: str) -> str:
 #: author, date and address).
 POST = _cite("post")
 SEQUEL = _cite("sequel")
+#: The older article checked in an appendix with a dense preset.
 OLDER_IRCNF = _cite("ircnf")
-OLDER_NOTES = _cite("notes")
-#: The sources of the paper's chapters: the post and the older articles it is read against.
-PAPER_SOURCES = (POST, OLDER_IRCNF, OLDER_NOTES)
 
 
 # --- computations the claims need -------------------------------------------
@@ -96,7 +104,7 @@ FIG3_ACCEPTANCE = 0.75
 FIG3_DRAFT_COST = 0.1
 FIG3_MAX_BATCH = 30_000
 
-#: Assumptions for the older articles' dense checks: Llama-3-70B (bf16 weights
+#: Assumptions for the older article's dense checks: Llama-3-70B (bf16 weights
 #: and cache) on an H100, an 8B drafter costing 8/70 of a target step per
 #: drafted token, a chat-length context, and the articles' "usually 4-8"
 #: drafted tokens (so gamma* is searched up to 8).
@@ -479,14 +487,6 @@ def _older_articles():
     zeros = ", ".join(f"B = {a:,}-{b:,}" for a, b in zero_runs(batches, scan)) or "no batch up to 30,000"
     yield _ours("older.plain_decoding_wins_above_64", gstar, gamma_star=gstar, batch=batch, speedup=best,
                 alpha=alpha, zero_runs=zeros, **dense)
-    cm = cost.cost_model(llama, hw)
-    yield _ours("older.kv_traffic_ratio", cm.attention(10.0, 1.0, 1000.0) / cm.attention(1.0, 10.0, 1000.0))
-    for S, id, test in ((2048, "older.step_bytes_close_2k", lambda r: r <= 1.1),
-                        (131072, "older.step_bytes_significant_128k", lambda r: r >= 2)):
-        many = cm.verify(10.0, 1.0, float(S))
-        one = cm.verify(1.0, 10.0, float(S))
-        yield _holds(id, test(many / one), decode_gb=many / 1e9, verify_gb=one / 1e9, ratio=many / one,
-                     weights_gb=(cm.proj(10.0) + cm.ffn(10.0)) / 1e9, kv_gb=cm.attention(1.0, 1.0, float(S)) / 1e9)
 
 
 # --- the sequel: "Adaptive speculative decoding" (Finn 2026) --------------------------
@@ -601,7 +601,7 @@ def _sequel_grid():
         spread = c.predicted.max(axis=0) / c.predicted.min(axis=0)
         at = int(np.argmax(spread))
         yield _ours(f"sequel.mistuned_{key}", spread[at], ratio=float(spread[at]),
-                    simulated_ratio=float(np.max(c.grid.goodput.max(axis=0) / c.grid.goodput.min(axis=0))),
+                    simulator_value=float(np.max(c.grid.goodput.max(axis=0) / c.grid.goodput.min(axis=0))),
                     concurrency=int(grid.concurrency[at]), worst_gamma=int(c.grid.gammas[np.argmin(c.predicted[:, at])]))
     dflash = comparison["dflash"]
     at = C.index(128)
@@ -637,13 +637,13 @@ def _sequel_headline():
             slots = _simulator.compare(expert_count="slots")["mtp"].predicted[0, at]
             simulated = grid.drafters["mtp"].goodput[0, at]
             yield _ours("sequel.headline.plain_c1", ours, ours=ours, relative=ours / simulated - 1, slots=slots,
-                        slots_relative=slots / simulated - 1)
+                        slots_relative=slots / simulated - 1, simulator_value=simulated)
         for key, _ in _SEQUEL_DRAFTER_LABELS:
             c = comparison[key]
             yield _ours(f"sequel.headline.gamma_{key}_c{conc}", c.policy_gamma[at])
             best, plain = c.predicted[:, at].max(), c.predicted[0, at]
             yield _ours(f"sequel.headline.gain_{key}_c{conc}", best / plain,
-                        simulated=c.grid.goodput[:, at].max() / c.grid.goodput[0, at],
+                        simulator_value=c.grid.goodput[:, at].max() / c.grid.goodput[0, at],
                         best_relative=best / c.grid.goodput[:, at].max() - 1,
                         plain_relative=plain / c.grid.goodput[0, at] - 1)
     gains = {key: c.predicted.max(axis=0) / c.predicted[0] for key, c in comparison.items()}
@@ -701,10 +701,16 @@ def counts(claims=None) -> dict:
     return {status: sum(c.status == status for c in claims) for status in STATUSES}
 
 
+def sides(claims=None) -> dict:
+    """Of the claims that differ, how many by who differs (:data:`SIDES`)."""
+    claims = registry() if claims is None else claims
+    return {side: sum(c.status == "differs" and c.side == side for c in claims) for side in SIDES}
+
+
 
 # --- rendering ------------------------------------------------------------------
 
-COLUMNS = ("claim", "paper", "ours", "status", "note")
+COLUMNS = ("claim", "paper", "ours", "verdict", "note")
 
 
 class ClaimTable:
@@ -718,7 +724,7 @@ class ClaimTable:
     @property
     def rows(self) -> list:
         return [
-            (f"{c.id}: {c.statement}", c.paper_display, c.our_text, c.status, c.note)
+            (f"{c.id}: {c.statement}", c.paper_display, c.our_text, c.verdict, c.note)
             for c in self.claims
         ]
 

@@ -32,6 +32,7 @@ from .architecture import (
 )
 from .hardware_config import from_hardware_config
 from .hf_config import MXFP4_BYTES, SPECLIB_KEYS, from_hf_config
+from .registry import interconnect, interconnect_names, lookup
 
 TB = 1e12
 PFLOPS = 1e15
@@ -40,34 +41,13 @@ PFLOPS = 1e15
 CONFIG_DIR = _catalog.MODELS_DIR
 
 _HARDWARE = _catalog.read_table("hardware")
-_INTERCONNECTS = _catalog.read_table("interconnects")
 _DRAFTERS = _catalog.read_table("drafters")
 _MODELS = _catalog.read_models()
-
-
-def lookup(kind: str, name, registry):
-    """The item of ``registry`` whose name or alias is ``name`` (case-insensitive);
-    otherwise a ValueError listing the known names of this ``kind``."""
-    if isinstance(name, str):
-        key = name.strip().lower()
-        for item in registry:
-            if key == item.name.lower() or key in (a.lower() for a in item.aliases):
-                return item
-    known = ", ".join(item.name for item in registry)
-    raise ValueError(f"unknown {kind} {name!r}; known: {known}")
 
 
 def hardware(name: str) -> Hardware:
     """The hardware preset called ``name`` (case-insensitive)."""
     return lookup("hardware", name, _HARDWARE)
-
-
-def interconnect(name) -> Interconnect:
-    """The interconnect preset called ``name`` (case-insensitive), or
-    ``name`` itself if it already is an :class:`Interconnect`."""
-    if isinstance(name, Interconnect):
-        return name
-    return lookup("interconnect", name, _INTERCONNECTS)
 
 
 def drafter(name) -> Drafter:
@@ -109,10 +89,6 @@ def hardware_names() -> list:
 
 def model_names() -> list:
     return [m.name for m in _MODELS]
-
-
-def interconnect_names() -> list:
-    return [item.name for item in _INTERCONNECTS]
 
 
 def resolve(model_arg=None, hardware_arg=None):

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from .._checks import read_text
 from .architecture import Hardware
+from .registry import interconnect, interconnect_names
 
 _TERA = 1e12
 _GIGA = 1e9
@@ -113,8 +114,6 @@ def from_hardware_config(config) -> Hardware:
                for key in ("memory_bandwidth_TBps", "hbm_capacity_GB", "bf16_TFLOPS", "fp8_TFLOPS", "fp4_TFLOPS")}
     link = data.get("interconnect")
     if link is not None:
-        from . import interconnect, interconnect_names
-
         try:
             link = interconnect(link).name
         except ValueError:
