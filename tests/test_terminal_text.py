@@ -50,7 +50,8 @@ def test_the_terminal_block_escapes_html():
 def test_the_shell_shows_a_command_once_with_what_it_printed(tmp_path, monkeypatch):
     """A chapter's command runs in the shell's own folder on a copy of the public file, the caller's working
     directory untouched; the block holds the command once, then the output; a failure it did not expect raises."""
-    from speclib.presentation.figures.your_deployment import PUBLIC, Shell
+    from speclib.presentation.figures.your_deployment import PUBLIC
+    from speclib.tools.shell import Shell
 
     monkeypatch.chdir(tmp_path)
     name = "vllm-club3090-105-qwen3.6-27b-mtp-k6.log"

@@ -1,6 +1,6 @@
 """What the chapters of part V show: a ``speclib`` command line and what it
 printed, as a terminal would, fitted to the book's text column; the scratch
-folder of public engine output the commands run in (:class:`Shell`); and the
+folder of public engine output the commands run in (:class:`speclib.tools.shell.Shell`); and the
 public with-and-without-speculation measurement as a table.
 
 The command is broken before its options into shell continuation lines
@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import shutil
-import tempfile
 import textwrap
-import weakref
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -98,48 +94,6 @@ class Terminal:
 
 #: The public engine output speclib ships (real runs, each with its source beside it).
 PUBLIC = Path(str(resources.files("speclib").joinpath("data", "samples", "public")))
-
-
-class Shell:
-    """A scratch folder holding copies of ``files`` (paths, or the names of
-    files in :data:`PUBLIC`), where :meth:`run` runs ``speclib`` command lines
-    as a shell in that folder would: the command and what it printed, once, as
-    a :class:`Terminal`. A command whose exit status is not the expected one
-    raises RuntimeError with what it printed, so a chapter cannot show a
-    failure it did not mean to. The folder is removed by :meth:`close` or
-    when the object is collected; the caller's working directory is never
-    changed."""
-
-    def __init__(self, *files, width: int = WIDTH):
-        self.width = width
-        self.root = Path(tempfile.mkdtemp(prefix="speclib-shell-"))
-        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.root), True)
-        for f in files:
-            source = Path(f) if Path(f).is_absolute() or Path(f).exists() else PUBLIC / str(f)
-            if not source.is_file():
-                raise ValueError(f"files must be paths or names of files in {PUBLIC}; got {str(f)!r}")
-            shutil.copy(source, self.root / source.name)
-
-    def run(self, line: str, status: int = 0) -> Terminal:
-        """``line`` run in the folder: a :class:`Terminal` of it and what it printed."""
-        from ...tools.cli import run_line
-
-        here = os.getcwd()
-        os.chdir(self.root)
-        try:
-            got, printed = run_line(line)
-        finally:
-            os.chdir(here)
-        if got != status:
-            raise RuntimeError(f"{line!r} exited with status {got}, not {status}; it printed:\n{printed}")
-        return Terminal(line, printed, self.width)
-
-    def path(self, name: str) -> Path:
-        """The path of ``name`` in the folder (a file a command wrote, or a copy)."""
-        return self.root / name
-
-    def close(self) -> None:
-        self._cleanup()
 
 
 def public_sweep() -> dict:
