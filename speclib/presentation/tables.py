@@ -45,7 +45,9 @@ class NumberTable:
     (missing ones: :func:`number`); strings are shown as they are and None
     as a dash. ``align`` holds one ``"l"`` or ``"r"`` per column (missing
     ones: right); ``css_class`` adds a class of its own to the HTML table's
-    ``speclib-number-table`` (its padding and type) for styling."""
+    ``speclib-number-table`` (its padding and type) for styling. ``held``:
+    the operating points it prints, which a test holds against what each
+    deployment's memory holds."""
 
     columns: tuple
     rows: tuple
@@ -53,6 +55,10 @@ class NumberTable:
     caption: str = ""
     css_class: str = ""
     align: str = ""
+    #: the operating points the table prints, for the memory check
+    #: (:func:`speclib.presentation.figures.common.held_point`): (deployment,
+    #: context, batch, draft length, whether the table marks it as not held)
+    held: tuple = ()
 
     def __post_init__(self):
         if len(self.align) > len(self.columns) or set(self.align) - set(_CSS_ALIGN):

@@ -210,3 +210,39 @@ def ridge_crossing(x, y, ridge):
         return float(x[0])
     frac = (ridge - y[i - 1]) / (y[i] - y[i - 1])
     return float(np.exp(np.log(x[i - 1]) + frac * (np.log(x[i]) - np.log(x[i - 1]))))
+
+
+# --- where memory ends, in the tables that print a batch ------------------------------------
+#: The mark a table puts beside a batch its deployment cannot hold.
+NOT_HELD = "\u2020"
+
+
+def held_point(deployment, S, B, gamma) -> tuple:
+    """(the mark for batch ``B`` at context ``S`` drafting ``gamma`` tokens:
+    :data:`NOT_HELD` when ``deployment`` cannot hold it, else ""; the point,
+    for :attr:`speclib.presentation.tables.NumberTable.held`)."""
+    marked = float(B) > deployment.max_batch(float(S), int(gamma))
+    return (NOT_HELD if marked else ""), (deployment, float(S), float(B), int(gamma), bool(marked))
+
+
+def holds(deployment, S, *, served_too: bool = False) -> str:
+    """What ``deployment`` holds at ``S`` tokens, in words: "one B200 holds 76
+    sequences of 4,096 tokens without drafting" (and, for a DeepSeek-V4
+    deployment priced as the paper prices its attention, with ``served_too``,
+    how many with the cache as served)."""
+    where = (f"one {deployment.hardware.name}" if deployment.tp == 1
+             else f"{deployment.tp} \u00d7 {deployment.hardware.name}")
+    held = deployment.max_batch(float(S))
+    text = f"{where} holds {held:,} sequences of {S:,.0f} tokens without drafting"
+    if served_too and deployment.attention == "paper":
+        served = deployment.replace(attention="served").max_batch(float(S))
+        if served != held:
+            text += f" with a full cache in every layer, as the paper prices it, and {served:,} with the cache as served"
+    return text
+
+
+def memory_sentence(deployment, S, *, served_too: bool = False) -> str:
+    """Where memory ends, for a table's caption: what :data:`NOT_HELD` marks
+    and what the deployment holds (:func:`holds`)."""
+    return (f"{NOT_HELD}: a batch the deployment does not hold at that draft length; "
+            f"{holds(deployment, S, served_too=served_too)}")

@@ -16,6 +16,7 @@ from ..._checks import checked_array, checked_int
 from ...core import attention as _attention
 from ...core import moe as _moe
 from ...core import speculation as _speculation
+from ...core.deployment import Deployment
 from ...presets import PRECISIONS, describe_hardware, describe_model, resolve
 from ..definition import Axis, Figure, Heatmap, Panel
 from ..tables import NumberTable
@@ -105,10 +106,10 @@ attention_swap_maps = _maps_figure(
 
 
 # --- tables -----------------------------------------------------------------------------
-def _table(caption, headers, rows, align=""):
+def _table(caption, headers, rows, align="", held=()):
     """A table of preset-derived strings (default alignment: first column left, the rest right)."""
     return NumberTable(headers, tuple(rows), caption=caption, align=align or "l" + "r" * (len(headers) - 1),
-                       css_class="speclib-nowrap speclib-deployment-table")
+                       css_class="speclib-nowrap speclib-deployment-table", held=held)
 
 
 def _attention_label(model):
@@ -175,20 +176,33 @@ def gutter_table(models=MODELS, chips=("B200",), *, seq=4096, alpha=0.75, c_draf
     lo = int(checked_int("batch_range[0]", batch_range[0], lo=1))
     hi = int(checked_int("batch_range[1]", batch_range[1], lo=lo))
     batches = np.arange(lo, hi + 1, dtype=float)
-    rows = []
+    rows, held = [], []
     for name, chip_name in product(models, chips):
         model, chip = resolve(name, chip_name)
         z = _speculation.gamma_regions(alpha, seq, c_draft, model, chip, batches, gamma_max)
         small = ([z["low_edge"]] if z["low_edge"] else []) + z["gutters"]
+        dep = Deployment(model, chip)
         last = z["last_speculating"]
-        last = "none" if last is None else f"{last:,.0f}" + (" (every batch)" if last == hi else "")
-        rows.append((model.name, chip.name, ", ".join(_span(a, b) for a, b in small) or "none", last,
-                     f"{z['best_gamma']} (at {z['best_batch']:,.0f})"))
+        if last is None:
+            last_text = "none"
+        else:
+            gamma_last = int(_speculation.optimal_gamma(alpha, last, seq, c_draft, model, chip, gamma_max)[0])
+            mark, point = common.held_point(dep, seq, last, gamma_last)
+            held.append(point)
+            last_text = f"{last:,.0f}{mark}" + (" (every batch)" if last == hi else "")
+        mark, point = common.held_point(dep, seq, z["best_batch"], z["best_gamma"])
+        held.append(point)
+        fits = dep.max_batch(float(seq)) if chip.hbm_capacity else None
+        rows.append((model.name, chip.name, ", ".join(_span(a, b) for a, b in small) or "none", last_text,
+                     f"{z['best_gamma']} (at {z['best_batch']:,.0f}{mark})", "\u2013" if fits is None else f"{fits:,}"))
     caption = (f"Where plain decoding beats every draft length (\u03b3* = 0), priced by {STEP_MODEL}: "
                f"S = {seq:,} tokens, \u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, every "
-               f"whole batch from {lo:,} to {hi:,} sequences.")
-    headers = ("model", "chip", "\u03b3* = 0 at small batch", "last batch with \u03b3* > 0", "largest \u03b3* (batch)")
-    return _table(caption, headers, rows, align="llllr")
+               f"whole batch from {lo:,} to {hi:,} sequences. Last column: the most sequences of S tokens one chip "
+               f"holds without drafting, each model's cache as the paper prices it; {common.NOT_HELD}: a batch one "
+               "chip does not hold at that draft length.")
+    headers = ("model", "chip", "\u03b3* = 0 at small batch", "last batch with \u03b3* > 0", "largest \u03b3* (batch)",
+               "largest batch held")
+    return _table(caption, headers, rows, align="llllrr", held=tuple(held))
 
 
 def knee_table(chips=CHIPS, *, moe_model="DeepSeek-V4-Flash", dense_model="Llama-3-70B",

@@ -197,11 +197,15 @@ def gutter_table(batches=(1, 2, 3, 4, 8, 12, 13, 14, 16, 43), S=4096, alpha=0.75
     price = _cost.verify_price(B, S, c_draft, 1, m, hw)["total"]
     one = _spec.speedup(alpha, 1, B, S, c_draft, m, hw)
     g, best = _spec.optimal_gamma(alpha, B, S, c_draft, m, hw)
+    dep = Deployment(m, hw)
+    marks, points = zip(*(common.held_point(dep, S, b, k) for b, k in zip(B, g)))
     return NumberTable(("batch B", "price of one drafted token", "speed-up with \u03b3 = 1", "\u03b3*",
-                        "speed-up at \u03b3*"), tuple(zip(B, price, one, g, best)),
-                       formats=(",.0f", ".3f", ".3f", "", ".3f"),
+                        "speed-up at \u03b3*"), tuple(zip((f"{b:,.0f}{mk}" for b, mk in zip(B, marks)), price, one, g,
+                                                          best)),
+                       formats=("", ".3f", ".3f", "", ".3f"),
                        caption=f"{m.name} on {hw.name}, \u03b1 = {alpha:.2f}, S = {S:,.0f}, drafter {c_draft:.0%} of a "
-                               f"step; priced by {LEDGER}")
+                               f"step; priced by {LEDGER}. {common.memory_sentence(dep, S, served_too=True)}",
+                       held=points)
 
 
 #: The introduction's first look: a dense model against the MoE the post follows.
@@ -213,14 +217,22 @@ def first_look(batches=(1, 4, 16, 64, 256, 1024, 4096, 16384), S=4096, alpha=0.7
     """gamma* and its speedup at a few batches for each of ``models``, on
     the paper's per-layer ledger (the introduction's table)."""
     B = np.asarray(batches, dtype=float)
-    rows = []
+    rows, held, holding = [], [], []
     for name in models:
         m, hw = resolve(name, hardware)
         g, gain = _spec.optimal_gamma(alpha, B, S, c_draft, m, hw)
-        rows += [(m.name, "\u03b3*", *g), ("", "gain", *(f"{x:.2f}\u00d7" for x in gain))]
+        dep = Deployment(m, hw)
+        marks, points = zip(*(common.held_point(dep, S, b, k) for b, k in zip(B, g)))
+        held += points
+        rows += [(m.name, "\u03b3*", *(f"{k}{mk}" for k, mk in zip(g, marks))),
+                 ("", "gain", *(f"{x:.2f}\u00d7" for x in gain))]
+        holding.append(f"for {m.name}, {common.holds(dep, S, served_too=True)}")
     return NumberTable(("model", "batch B", *(f"{b:,.0f}" for b in B)), tuple(rows),
                        caption=f"Best draft length and its throughput gain on one {hw.name}, priced by {LEDGER}; "
-                               f"\u03b1 = {alpha:.2f}, S = {S:,.0f}, drafter {c_draft:.0%} of a step")
+                               f"\u03b1 = {alpha:.2f}, S = {S:,.0f}, drafter {c_draft:.0%} of a step. "
+                               f"{common.NOT_HELD}: a batch one {hw.name} does not hold at that draft length; "
+                               + "; ".join(holding),
+                       held=tuple(held))
 
 
 def where_ahead(S=4096, alpha=0.75, c_draft=0.10, models=FIRST_LOOK_MODELS, hardware=None,
@@ -237,3 +249,38 @@ def where_ahead(S=4096, alpha=0.75, c_draft=0.10, models=FIRST_LOOK_MODELS, hard
     if ahead.size != ahead[-1] - ahead[0] + 1 and batches is None:
         raise ValueError(f"{models[1]} is ahead of {models[0]} over more than one run of batches")
     return float(ahead[0]), float(ahead[-1])
+
+
+#: The conclusion's worked examples: (batch, context, acceptance, drafter cost).
+WORKED_EXAMPLES = ((8, 8192, 0.7, 0.05), (256, 8192, 0.7, 0.05), (2048, 32768, 0.8, 0.10))
+
+
+def worked_examples(examples=WORKED_EXAMPLES, model=None, hardware=None) -> NumberTable:
+    """gamma* and its speed-up at each (batch, context, acceptance, drafter
+    cost) of ``examples``, on the paper's ledger, each marked where one chip
+    does not hold the batch at that draft length, with the smallest group
+    that does (its attention split by sequence, the cache as served)."""
+    m, hw = resolve(model, hardware)
+    dep = Deployment(m, hw)
+    rows, held = [], []
+    for B, S, alpha, c in examples:
+        gamma, gain = _spec.optimal_gamma(alpha, B, S, c, m, hw)
+        mark, point = common.held_point(dep, S, B, gamma)
+        held.append(point)
+        group = "one" if not mark else _smallest_group(m, hw, B, S, gamma)
+        rows.append((f"{B:,}{mark}", f"{S:,}", f"{alpha:.2f}", f"{c:.0%}", gamma, f"{gain:.2f}", group))
+    return NumberTable(("batch B", "context S", "\u03b1", "drafter", "\u03b3*", "speed-up", "GPUs that hold it"),
+                       tuple(rows), align="rrrrrrr",
+                       caption=f"{m.name} on one {hw.name}, priced by {LEDGER}, which prices a layer at any batch. "
+                               f"{common.NOT_HELD}: one {hw.name} does not hold the batch at that draft length, "
+                               "with a full cache in every layer as the paper prices it; last column: the fewest "
+                               f"{hw.name}s that hold it, attention split by sequence over them and the cache as "
+                               "served",
+                       held=tuple(held))
+
+
+def _smallest_group(model, hardware, B, S, gamma) -> str:
+    for n in (2, 4, 8, 16, 32, 64):
+        if Deployment(model, hardware, tp=n, dp_attention=True, attention="served").max_batch(S, gamma) >= B:
+            return f"{n}"
+    return "more than 64"

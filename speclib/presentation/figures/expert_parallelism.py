@@ -117,22 +117,36 @@ def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096,
     step too, so it can add)."""
     m, hw = resolve(model, hardware)
     B = _cost.check_batch(integer_batches(EP_BATCHES[0], EP_BATCHES[1], 300) if B is None else B).ravel()
-    rows = []
+    rows, held = [], []
     for G in Gs:
         g, s = _optimal(_par.expert_parallel_cost_model(m, hw, G, interconnect), alpha, B, S, c_draft)
         g0, s0 = _optimal(_par.expert_parallel_cost_model(m, hw, G, _par.FREE_NETWORK), alpha, B, S, c_draft)
         best = int(np.argmax(s))
-        rows.append((str(G), _zero_runs(B, g), str(g.max()), f"{s[best]:.3f}", f"{B[best]:,.0f}",
+        dep = group_deployment(m, hw, G)
+        mark, point = common.held_point(dep, S, B[best] * G, g[best])
+        held.append(point)
+        rows.append((str(G), _zero_runs(B, g), str(g.max()), f"{s[best]:.3f}", f"{B[best]:,.0f}{mark}",
                      f"{max(np.max(1 - s / s0), 0.0):.1%}", f"{max(np.max(s / s0 - 1), 0.0):.1%}",
-                     str(np.count_nonzero(g != g0))))
+                     str(np.count_nonzero(g != g0)), f"{dep.max_batch(float(S)) // G:,}"))
     caption = (f"Expert parallelism, {m.name} on {hw.name} + {_network_name(hw, interconnect)}, {STEP_MODEL}: "
                f"S = {float(S):,.0f}, \u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, batch per "
-               f"GPU {B[0]:,.0f} to {B[-1]:,.0f}")
+               f"GPU {B[0]:,.0f} to {B[-1]:,.0f}. Last column: the sequences per GPU the group holds without "
+               f"drafting, its attention split by sequence and its cache as the paper prices it; {common.NOT_HELD}: "
+               "a batch the group does not hold at that draft length")
     head = ("G", "\u03b3* = 0 (batch per GPU)", "largest \u03b3*", "best speedup", "at batch",
             "speedup lost to all-to-all (max)", "speedup added by its latency (max)",
-            "batches where the all-to-all changes \u03b3*")
+            "batches where the all-to-all changes \u03b3*", "batch per GPU held")
     return NumberTable(head, tuple(rows), caption=caption, align="rl",
-                       css_class="speclib-nowrap speclib-ep-summary")
+                       css_class="speclib-nowrap speclib-ep-summary", held=tuple(held))
+
+
+def group_deployment(model, hardware, G) -> Deployment:
+    """The G-GPU group the expert-parallel ledger prices, as a deployment
+    holds it: experts split over the G GPUs, attention by sequence (one GPU:
+    the model alone)."""
+    if G == 1:
+        return Deployment(model, hardware)
+    return Deployment(model, hardware, tp=G, ep=G, dp_attention=True)
 
 
 def all_to_all_latency(cases=((8, None), (64, None), (64, "InfiniBand-NDR")), model=None, hardware=None, *, S=4096,

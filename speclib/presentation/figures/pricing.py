@@ -7,6 +7,7 @@ import numpy as np
 
 from ...core import cost as _cost
 from ...core import speculation as _spec
+from ...core.deployment import Deployment
 from ...presets import attention_kind, resolve
 from ..definition import Area, Figure, HLine, Line, Panel, Toggle
 from ..tables import NumberTable
@@ -91,12 +92,16 @@ def break_even(batches=(1, 4, 8, 16, 43, 128, 1024, 4096, 10_000, 30_000), S=409
     slope = _cost.marginal_cost(B, S, c_draft, m, hw)["total"]
     price = _cost.verify_price(B, S, c_draft, 1, m, hw)["total"]
     gain = _spec.speedup(alpha, 1, B, S, c_draft, m, hw)
+    dep = Deployment(m, hw)
+    marks, points = zip(*(common.held_point(dep, S, b, 1) for b in B))
     return NumberTable(
         ("batch B", "ledger's total (slope)", "price of one drafted token (secant)",
          f"speed-up with \u03b3 = 1, \u03b1 = {alpha:.2f}"),
-        tuple(zip(B, slope, price, gain)), formats=(",.0f", ".3f", ".3f", ".3f"),
+        tuple(zip((f"{b:,.0f}{mk}" for b, mk in zip(B, marks)), slope, price, gain)), formats=("", ".3f", ".3f", ".3f"),
         caption=f"{m.name} on {hw.name}, S = {S:,.0f}, drafter {c_draft:.0%} of a step; priced by {LEDGER}. "
-                "One drafted token pays exactly when \u03b1 beats the secant")
+                f"One drafted token pays exactly when \u03b1 beats the secant. "
+                f"{common.memory_sentence(dep, S, served_too=True)}",
+        held=points)
 
 
 def required_acceptance(S=8192, c_draft=0.10, model=None, hardware=None, batches=None) -> dict:

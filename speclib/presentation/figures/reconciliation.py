@@ -10,6 +10,7 @@ from ...core.deployment import Deployment
 from ...evidence import simulator as _sim
 from ...presets import resolve
 from ..tables import NumberTable
+from . import common
 
 #: The batches the sequel's setting is read at.
 SEQUEL_BATCHES = (8, 64, 234, 1024)
@@ -25,40 +26,55 @@ def sequel_rows(drafter: str = "dflash", batches=SEQUEL_BATCHES) -> list:
     """(pricing, then gamma* and its speed-up at each batch) for the sequel's
     model, chip, drafter and context, with the drafter's measured survival
     curve; the calibrated speed-up with its 80 % interval."""
+    return _sequel(drafter, batches)[0]
+
+
+def _sequel(drafter, batches):
+    """(rows, the operating points they print) of :func:`sequel_rows`."""
     base = _sim.deployment(drafter)
     S = _sim.context()
-    rows = []
+    rows, held = [], []
     for label, changes in SEQUEL_PRICINGS:
         dep = base.replace(**changes)
         cells = []
         for B in batches:
             calibrated = "step_time" in changes
             g, s = _spec.optimal_gamma(None, B, S, deployment=dep, interval=calibrated)
-            cells.append(f"{g}: {s}" if calibrated and g else f"{g}: {float(s.value if calibrated else s):.2f}\u00d7")
+            mark, point = common.held_point(dep, S, B, g)
+            held.append(point)
+            cells.append(f"{g}{mark}: {s}" if calibrated and g
+                         else f"{g}{mark}: {float(s.value if calibrated else s):.2f}\u00d7")
         rows.append((label, *cells))
-    return rows
+    return rows, tuple(held)
 
 
 def sequel_table(drafter: str = "dflash") -> NumberTable:
     model = _sim.simulated_model().name
+    rows, held = _sequel(drafter, SEQUEL_BATCHES)
+    dep = _sim.deployment(drafter).replace(rollback="snapshot")
     return NumberTable(("step priced by", *(f"batch {b}: \u03b3*, speed-up" for b in SEQUEL_BATCHES)),
-                       tuple(sequel_rows(drafter)), align="lrrrr",
+                       tuple(rows), align="lrrrr",
                        caption=f"{model} on one {_sim.HARDWARE} with the {_sim.DRAFTERS[drafter]} drafter and its "
                                f"measured acceptance, mean context {_sim.context():,.1f} tokens: \u03b3* and its speed-up under "
-                               "each step model (the calibrated one with its 80 % interval)")
+                               "each step model (the calibrated one with its 80 % interval). "
+                               f"{common.NOT_HELD}: a batch one {_sim.HARDWARE} does not hold at that draft length "
+                               f"(with a state snapshot per draft position, as the engines roll back; "
+                               f"{common.holds(dep, _sim.context())})",
+                       held=held)
 
 
-#: Kinds of model and chip: (kind, model, chip, tensor-parallel GPUs, engine).
+#: Kinds of model and chip, each served with the drafter made for it, priced
+#: by its own roofline: (kind, model, chip, tensor-parallel GPUs, engine,
+#: drafter preset). DeepSeek-V4-Flash's attention is priced as served.
 DEPLOYMENTS = (
-    ("a small dense model on one GPU", "llama-3.1-8b", "H100", 1, "vLLM"),
-    ("a large dense model on eight", "llama-3-70b", "H200", 8, "vLLM"),
-    ("a MoE with few active parameters on one GPU", "gpt-oss-120b", "B200", 1, "vLLM"),
-    ("the sequel's hybrid MoE on one GPU", "qwen3.6-35b-a3b", "B200", 1, "vLLM"),
-    ("a large MoE with MLA on eight", "deepseek-v3", "H200", 8, "SGLang"),
-    ("the paper's model on eight", "deepseek-v4-flash", "B200", 8, "vLLM"),
-    ("a large MoE on eight AMD GPUs", "deepseek-v3", "MI300X", 8, "SGLang"),
-    ("a large dense model on eight AMD GPUs", "llama-3-70b", "MI355X", 8, "vLLM"),
-    ("a chip the fit has not seen", "deepseek-v4-flash", "GB300", 8, "vLLM"),
+    ("a small dense model on one GPU", "llama-3.1-8b", "H100", 1, "vLLM", "llama-3.1-8b-eagle3"),
+    ("a large dense model on eight", "llama-3-70b", "H200", 8, "vLLM", "llama-3.3-70b-eagle3"),
+    ("the sequel's hybrid MoE on one GPU", "qwen3.6-35b-a3b", "B200", 1, "vLLM", "qwen3.6-mtp"),
+    ("a large MoE with MLA on eight", "deepseek-v3", "H200", 8, "SGLang", "deepseek-v3-mtp"),
+    ("the paper's model on eight", "deepseek-v4-flash", "B200", 8, "vLLM", "deepseek-v4-flash-mtp"),
+    ("a large MoE on eight AMD GPUs", "deepseek-v3", "MI300X", 8, "SGLang", "deepseek-v3-mtp"),
+    ("a large dense model on eight AMD GPUs", "llama-3-70b", "MI355X", 8, "vLLM", "llama-3.3-70b-eagle3"),
+    ("a chip the fit has not seen", "deepseek-v4-flash", "GB300", 8, "vLLM", "deepseek-v4-flash-mtp"),
 )
 
 
@@ -66,19 +82,26 @@ def _batch(b, top) -> str:
     return "never, up to the largest batch that fits" if b is None else f"{b:,}"
 
 
-def stops_rows(alpha: float = 0.75, S: float = 2048, c_draft: float = 0.05, deployments=DEPLOYMENTS) -> list:
-    """For each kind of model and chip, under the calibrated step: gamma* at
-    batch 1, the batch from which gamma* is 0 for good, the batches over which
-    the 80 % interval of speculating's best gain reaches below 1x (from
-    ``may_from``) and lies wholly below it (``surely_from``), and the largest
-    batch that fits."""
+def deployment_of(model, chip, tp, engine, drafter) -> Deployment:
+    """One row's deployment: calibrated, its drafter priced by its roofline,
+    DeepSeek-V4's attention as served."""
+    return Deployment(model, chip, tp=tp, engine=engine, step_time="calibrated", drafter=drafter,
+                      attention="served")
+
+
+def stops_rows(alpha: float = 0.75, S: float = 2048, deployments=DEPLOYMENTS) -> list:
+    """For each kind of model and chip, under the calibrated step, with its
+    drafter: gamma* at batch 1, the batch from which gamma* is 0 for good,
+    the batches over which the 80 % interval of speculating's best gain
+    reaches below 1x (from ``may_from``) and lies wholly below it
+    (``surely_from``), and the largest batch that fits without a draft."""
     rows = []
-    for kind, model, chip, tp, engine in deployments:
-        dep = Deployment(model, chip, tp=tp, engine=engine, step_time="calibrated")
-        stops = _spec.stops_paying(alpha, S, c_draft, deployment=dep, max_batch=4096)
-        g1, s1 = _spec.optimal_gamma(alpha, 1, S, c_draft, deployment=dep)
+    for kind, model, chip, tp, engine, drafter in deployments:
+        dep = deployment_of(model, chip, tp, engine, drafter)
+        stops = _spec.stops_paying(alpha, S, deployment=dep, max_batch=4096)
+        g1, s1 = _spec.optimal_gamma(alpha, 1, S, deployment=dep)
         m, hw = resolve(model, chip)
-        rows.append((kind, f"{m.name}, {tp} \u00d7 {hw.name}, {engine}", f"{g1} ({s1:.2f}\u00d7)",
+        rows.append((kind, f"{m.name}, {tp} \u00d7 {hw.name}, {engine}, {dep.drafter.name}", f"{g1} ({s1:.2f}\u00d7)",
                      _batch(stops["at"], stops["max_batch"]),
                      "\u2013" if stops["may_from"] is None else f"{stops['may_from']:,}",
                      "\u2013" if stops["surely_from"] is None else f"{stops['surely_from']:,}",
@@ -86,13 +109,14 @@ def stops_rows(alpha: float = 0.75, S: float = 2048, c_draft: float = 0.05, depl
     return rows
 
 
-def stops_table(alpha: float = 0.75, S: float = 2048, c_draft: float = 0.05) -> NumberTable:
-    return NumberTable(("kind", "deployment", "\u03b3* at batch 1", "\u03b3* = 0 from batch",
+def stops_table(alpha: float = 0.75, S: float = 2048) -> NumberTable:
+    return NumberTable(("kind", "deployment and drafter", "\u03b3* at batch 1", "\u03b3* = 0 from batch",
                         "the interval reaches below 1\u00d7 from", "it lies below 1\u00d7 from", "largest batch that fits"),
-                       tuple(stops_rows(alpha, S, c_draft)), align="llrrrrr",
+                       tuple(stops_rows(alpha, S)), align="llrrrrr",
                        caption=f"where speculation stops paying under the calibrated step (fitted on engines; the 80 % "
-                               f"interval over its bootstrap), acceptance {alpha:g}, context {S:,.0f}, a drafter at "
-                               f"{c_draft:.0%} of a step; \u2013: never, up to the largest batch that fits")
+                               f"interval over its bootstrap), acceptance {alpha:g}, context {S:,.0f}, each drafter "
+                               "priced by its own roofline plus the fitted time per pass; \u2013: never, up to the "
+                               "largest batch that fits (4,096 at most)")
 
 
 def facts() -> dict:
@@ -116,3 +140,100 @@ def facts() -> dict:
     mays = [int(r[4].replace(",", "")) for r in rows if r[4][0].isdigit()]
     out.update(stops_lo=min(ats), stops_hi=max(ats), may_lo=min(mays), may_hi=max(mays))
     return out
+
+
+# --- the book's bottom line (the introduction) --------------------------------------------
+#: The kinds of model the bottom line gives a verdict for: (kind, model,
+#: chip, GPUs, engine, drafter, layout).
+BOTTOM_LINE = (
+    ("dense", "llama-3-70b", "H200", 8, "vLLM", "llama-3.3-70b-eagle3", {}),
+    ("mixture of experts", "deepseek-v3", "H200", 8, "SGLang", "deepseek-v3-mtp", {}),
+    ("mixture of experts, attention split by sequence", "deepseek-v3", "H200", 8, "SGLang", "deepseek-v3-mtp",
+     dict(ep=8, dp_attention=True)),
+    ("hybrid", "qwen3.6-35b-a3b", "B200", 1, "vLLM", "qwen3.6-mtp", {}),
+)
+
+
+def bottom_line_points(alpha: float = 0.75, S: float = 2048) -> list:
+    """For each kind of :data:`BOTTOM_LINE`, under the calibrated step: its
+    deployment, the best draft at batch 1 and its speed-up with its 80 %
+    interval, and where speculation stops paying
+    (:func:`speclib.core.speculation.stops_paying`)."""
+    out = []
+    for kind, model, chip, tp, engine, drafter, layout in BOTTOM_LINE:
+        dep = deployment_of(model, chip, tp, engine, drafter).replace(**layout)
+        g1, s1 = _spec.optimal_gamma(alpha, 1, S, deployment=dep, interval=True)
+        out.append({"kind": kind, "deployment": dep, "engine": engine, "gamma_1": int(g1), "speedup_1": s1,
+                    "stops": _spec.stops_paying(alpha, S, deployment=dep, max_batch=4096)})
+    return out
+
+
+def bottom_line_rows(alpha: float = 0.75, S: float = 2048, points=None) -> list:
+    """Rows of :func:`bottom_line_table`: for a dense model, an MoE (under
+    plain tensor parallelism and with its attention split by sequence) and a
+    hybrid, each with the drafter made for it, under the calibrated step: the
+    best draft and its speed-up with its 80 % interval at batch 1, the batch
+    from which gamma* is 0 for good, and the batches from which the interval
+    of speculating's best gain reaches below 1x and lies wholly below it."""
+    rows = []
+    for p in bottom_line_points(alpha, S) if points is None else points:
+        dep, stops = p["deployment"], p["stops"]
+        hw, tp = dep.hardware, dep.tp
+        where = f"one {hw.name}" if tp == 1 else f"{tp} \u00d7 {hw.name} ({dep.layout})"
+        rows.append((p["kind"], f"{dep.model.name}, {where}, {p['engine']}, {dep.drafter.name}",
+                     f"{p['gamma_1']}: {p['speedup_1']}", _batch(stops["at"], stops["max_batch"]),
+                     "\u2013" if stops["may_from"] is None else f"{stops['may_from']:,}",
+                     "\u2013" if stops["surely_from"] is None else f"{stops['surely_from']:,}",
+                     f"{stops['max_batch']:,}"))
+    return rows
+
+
+def bottom_line_table(alpha: float = 0.75, S: float = 2048, points=None) -> NumberTable:
+    return NumberTable(("model", "deployment and drafter", "batch 1: \u03b3*, speed-up [80 %]",
+                        "\u03b3* = 0 from batch", "the interval reaches below 1\u00d7 from",
+                        "it lies below 1\u00d7 from", "largest batch held"),
+                       tuple(bottom_line_rows(alpha, S, points)), align="llrrrrr",
+                       caption=f"Where speculation pays and where it stops, under the step calibrated on engines (its "
+                               f"80 % interval over the fit's bootstrap), acceptance {alpha:g}, context {S:,.0f}, each "
+                               "drafter priced by its own roofline; \u2013: never, up to the largest batch held")
+
+
+def bottom_line_facts(alpha: float = 0.75, S: float = 4096, c_draft: float = 0.10) -> dict:
+    """The numbers the introduction's verdicts state, each from where the book
+    computes it: the paper's gutter on DeepSeek-V4-Flash and one B200 (the
+    ledger), what is left of it under the measured expert popularity, with
+    the experts spread over eight GPUs, and under the step calibrated on
+    engines; and how the calibrated step's predictions fare on speculative
+    runs it never saw, a model family at a time."""
+    import numpy as np
+
+    from ...core import parallel as _par
+    from ...evidence import held_out as _held
+    from . import skewed_routing
+
+    def runs(g, B):
+        return [(int(a), int(b)) for a, b, _ in _spec.zero_gamma_bands(B, g)]
+
+    B = np.arange(1.0, 65.0)
+    paper = Deployment("deepseek-v4-flash", "B200")
+    g, _ = _spec.optimal_gamma(alpha, B, S, c_draft, deployment=paper)
+    out = {"gutter_paper": runs(g, B)}
+    out["gutter_skewed"] = skewed_routing.gutter(S=S, c_draft=c_draft, alpha=alpha)["skewed"]
+    ep = Deployment(cost_model=_par.expert_parallel_cost_model("deepseek-v4-flash", "B200", 8))
+    g, _ = _spec.optimal_gamma(alpha, B, S, c_draft, deployment=ep)
+    out["gutter_ep8"] = runs(g, B)
+    calibrated = Deployment("deepseek-v4-flash", "B200", step_time="calibrated", drafter="deepseek-v4-flash-mtp")
+    g, _ = _spec.optimal_gamma(alpha, B, S, deployment=calibrated)
+    out["gutter_calibrated"] = runs(g, B)
+    summary = _held.stored_held_out("model").summary()
+    out.update({f"family_{k}": summary[k] for k in ("median_abs_error", "sign_right", "interval_coverage",
+                                                    "points", "runs")})
+    return out
+
+
+def runs_text(runs) -> str:
+    """Runs of batches as the prose writes them ("4\u201313", "4\u201313 and 20\u201321"), or "none"."""
+    if not runs:
+        return "none"
+    parts = [f"{a}" if a == b else f"{a}\u2013{b}" for a, b in runs]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
