@@ -113,3 +113,14 @@ def test_the_replication_table_is_the_library_s_with_its_engines():
     slots = dict((row[0], row[1:]) for row in table.rows)["cache slots for a draft of \u03b3"]
     assert [s.split(":")[0].split(" (")[0] for s in slots] == ["2 \u03b3", "2 \u03b3 + 2", "2 \u03b3 - 1"]
     assert set(capacity.REPLICATION_SOURCES) == set(chapter.ENGINE_NAMES)
+
+
+def test_the_capacity_table_shows_a_group_that_does_not_exist_as_none():
+    table = chapter.capacity_table(models=("DeepSeek-V4-Flash", "Llama-3-70B"), chips=("B200",))
+    assert table.columns[-2:] == ("B200s for 30,000, plain TP", "B200s for 30,000, DP attention")
+    flash, llama = table.rows
+    # plain TP: every GPU holds the compressed caches of all 30,000 sequences (560 GB) against 162 GB; eight
+    # B200s with data-parallel attention hold 8 x 162 GB against the 154 GB of weights and 560 GB of caches
+    assert flash[-2:] == ("none", "8")
+    # Llama's 8 KV heads: at least an eighth of 30,000 x 80 x 327,680 x 4,096 bytes (5 TB) on every GPU
+    assert llama[-2] == "none" and 30_000 * LLAMA_KV_PER_TOKEN * S / 8 > USABLE * B200

@@ -81,6 +81,23 @@ def capacity_rows(models=CAPACITY_MODELS, chips=("B200", "H200", "MI355X", "GB30
     return rows
 
 
+def capacity_table(models=CAPACITY_MODELS, chips=("B200", "H200", "MI355X", "GB300"), context=4096,
+                   batch=30_000) -> NumberTable:
+    """:func:`capacity_rows` as a table, a group that does not exist shown as "none"."""
+    group = lambda n: "none" if n is None else f"{n:,}"  # noqa: E731
+    rows = tuple((*row[:-2], group(row[-2]), group(row[-1]))
+                 for row in capacity_rows(models, chips, context, batch))
+    first = chips[0]
+    return NumberTable(
+        ("model", "weights (GB)", "MB per sequence", *(f"max batch, one {c}" for c in chips),
+         f"{first}s for {batch:,}, plain TP", f"{first}s for {batch:,}, DP attention"),
+        rows, formats=("", ",.1f", ",.1f"), align="l",
+        caption=f"S = {context:,} tokens, {_capacity.DEFAULT_RESERVE:.0%} of HBM kept free, each cache as the model "
+                f"serves it; last two columns: the smallest power-of-two group of {first}s that holds {batch:,} such "
+                f"sequences under plain tensor parallelism and with data-parallel attention (none: no group of up "
+                f"to {_capacity.MAX_TP:,} GPUs)")
+
+
 #: The step model Figure 3's edges are priced with, as the table's caption names it.
 EDGES_STEP_MODEL = "\u03b3* priced by the paper's ledger (the roofline per layer)"
 
