@@ -16,9 +16,12 @@ A deployment cannot. Everything resident is counted:
   also keeps an indexer key per compressed position), plus the sliding
   window of the last W tokens every V4 layer keeps uncompressed.
 
-Tensor parallelism over n GPUs splits weights and caches evenly, and a
-fraction r of each GPU's HBM is kept free for activations, the engine's
-workspace and fragmentation.
+The model-level forms split weights and caches evenly over n GPUs; the
+per-GPU forms at the end count what one GPU of a deployment holds where an
+engine does not split evenly (an MLA latent whole on every GPU under plain
+tensor parallelism, attention weights whole under data-parallel attention)
+and what a speculative deployment adds. A fraction r of each GPU's HBM is
+kept free for activations, the engine's workspace and fragmentation.
 """
 from __future__ import annotations
 
