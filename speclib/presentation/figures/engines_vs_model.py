@@ -21,6 +21,7 @@ from ..tables import NumberTable
 from ..style import CYCLE
 from . import common
 from .engine_step_time import STEP_TIME_COLORS, STEP_TIME_LABELS, step_time_gamma
+from .engine_step_time import targets_table as _targets_table
 from .draft_length import integer_batches
 
 
@@ -207,12 +208,11 @@ def family_table() -> NumberTable:
                                "scored")
 
 
-def targets_table() -> NumberTable:
-    """The figures against their targets."""
-    return NumberTable(("what", "target", "measured", "met"), tuple(_rep.targets()), align="llll",
-                       caption="the calibrated step against its targets: DeepSeek-R1 through speclib.tpot with the "
-                               "shipped constants; the rest held out (by model family and by chip: the form chosen "
-                               "inside each fold)")
+def targets_table(kind: str = "speculative") -> NumberTable:
+    """The figures against their targets, of one kind
+    (:data:`speclib.evidence.step_report.TARGET_KINDS`; the chapter on
+    plain decoding prints the others)."""
+    return _targets_table(kind)
 
 
 def constants_table() -> NumberTable:
@@ -226,10 +226,16 @@ def constants_table() -> NumberTable:
 
 def estimates_table() -> NumberTable:
     """Each fitted term beside an independent estimate of what it stands for."""
-    rows = tuple((term, what, fitted, estimate, f"{{cite}}`{cite}`" if cite else "") for term, what, fitted, estimate,
-                 cite in _rep.estimate_rows())
+    rows = tuple((term, what, fitted, estimate, cite.replace(",", ", ") if cite else "\u2013")
+                 for term, what, fitted, estimate, cite in _rep.estimate_rows())
     return NumberTable(("term", "stands for", "fitted", "independent estimate", "source"), rows, align="lllll",
-                       caption="the fitted terms beside what published measurements of the same work give")
+                       caption="the fitted terms beside what published measurements of the same work give; each "
+                               "source is in the bibliography under the key in the last column")
+
+
+def estimate_keys() -> tuple:
+    """Every bibliography key :func:`estimates_table` names, in its order."""
+    return tuple(k for *_, cite in _rep.ESTIMATES if cite for k in cite.split(","))
 
 
 def forms_table() -> NumberTable:
@@ -346,8 +352,61 @@ def chapter_facts() -> dict:
                dspark32_hi=float(dspark.hi[at32]), dspark_last_predicted=float(dspark.predicted[-1]),
                dspark_last_batch=int(dspark.batch[-1]))
     best, scores = _ho.stored_forms()
+    flops = [v for k, v in scores.items() if "extra_flops" in k.terms]
     out.update(best_score=min(scores.values()), kept_score=scores[best], forms=len(scores),
-               flops_score=min(v for k, v in scores.items() if "extra_flops" in k.terms))
+               flops_score=min(flops) if flops else float("nan"),
+               flops_worse=bool(flops) and min(flops) > scores[best])
     fams = {fam: med for fam, _, _, med, *_ in _rep.family_rows()}
     out.update(llama_family_median=fams.get("Llama", float("nan")), qwen_family_median=fams.get("Qwen", float("nan")))
+    return out
+
+
+# --- what the DeepSeek evidence is: its GPUs and layouts ------------------------------------
+
+#: The most sequences a point of the gutter has: the paper's speculation loses at a few to a dozen.
+GUTTER_BATCH = 16
+
+
+def deepseek_evidence(runs=None) -> dict:
+    """The DeepSeek runs as evidence on the gutter: how many, how many on
+    eight GPUs or more, how many split their experts over GPUs (expert
+    parallelism, whether the source says so or the layout names ``ep``),
+    and their points at :data:`GUTTER_BATCH` sequences or fewer: how many,
+    how many of those measured a loss (below 1x), and how many of those
+    points are on runs in plain tensor parallelism."""
+    runs = _runs.spec_runs() if runs is None else runs
+    ds = [r for r in runs if r.family == "DeepSeek" and r.quantity == "speedup"]
+    ep = [r for r in ds if r.expert_parallel or r.ep > 1]
+    small = [(r, v) for r in ds for b, _, v in r.points if b <= GUTTER_BATCH]
+    return {"ds_runs": len(ds), "ds_eight_or_more": sum(1 for r in ds if r.gpus >= 8),
+            "ds_fewest_gpus": min(r.gpus for r in ds), "ds_expert_parallel": len(ep),
+            "ds_small_points": len(small), "ds_small_losses": sum(1 for _, v in small if v < 1.0),
+            "ds_small_plain_tp": sum(1 for r, _ in small if not (r.expert_parallel or r.ep > 1 or r.dp_attention)),
+            "gutter_batch": GUTTER_BATCH}
+
+
+# --- draft trees ------------------------------------------------------------------------------
+
+
+def tree_facts(accept_length: float = 3.0, depth: int = 3, topk: int = 4, width: int = 8, batches=(8, 256),
+               context: float = 4096) -> dict:
+    """A draft tree against a chain of the same depth committing the same
+    tokens a step, on Llama-3-70B with its EAGLE-3 head on four H200 under
+    SGLang, calibrated (:func:`speclib.tree_speedup`): at each of
+    ``batches``, the tree's speed-up (``width`` positions verified, ``topk``
+    candidates a level), the chain's (depth + 1 positions), and the accept
+    length the tree needs to match the chain (a speed-up is proportional to
+    the tokens a step commits)."""
+    from ...core.deployment import Deployment
+    from ...core.speculation import tree_speedup
+
+    dep = Deployment("llama-3-70b", "H200", tp=4, engine="SGLang", drafter="llama-3.3-70b-eagle3",
+                     step_time="calibrated")
+    out = {"tree_accept": accept_length, "tree_depth": depth, "tree_topk": topk, "tree_width": width,
+           "chain_width": depth + 1, "tree_context": context, "tree_most": depth + 1}
+    for B in batches:
+        tree = float(tree_speedup(accept_length, B, context, depth=depth, width=width, topk=topk, deployment=dep))
+        chain = float(tree_speedup(accept_length, B, context, depth=depth, width=depth + 1, deployment=dep))
+        out.update({f"tree_{B}": tree, f"chain_{B}": chain, f"tree_needs_{B}": accept_length * chain / tree,
+                    f"tree_batch_fits_{B}": bool(B <= dep.max_batch(context, gamma=width - 1))})
     return out
