@@ -242,3 +242,13 @@ def test_the_estimates_and_family_tables_name_their_sources_and_read_the_held_ou
         assert rows[fam][1:4] == (len(mine), e.size, f"{100 * np.median(np.abs(e)):.0f} %")
         assert rows[fam][4] == f"{100 * np.median(e):+.0f} %" and rows[fam][5] == f"{100 * inside.mean():.0f} %"
         assert rows[fam][6] == fitted
+
+
+def test_the_shares_of_a_step_are_its_parts_over_its_total():
+    rows = (("dense", 1.0, 2.0), ("ffn", 1.0, 4.0), ("attention", 0.0, 2.0), ("communication", 2.0, 1.0),
+            ("fixed per step", 5.0, 5.0), ("prefill of arriving requests", 1.0, 6.0),
+            ("time per output token", 10.0, 20.0))
+    f = engine_step_time.parts_facts(rows, batches=(4, 256))
+    assert (f["kernel_share_first"], f["fixed_share_first"], f["comm_share_first"]) == (0.2, 0.5, 0.2)
+    assert (f["kernel_share_last"], f["attention_share_last"], f["prefill_share_last"]) == (0.4, 0.1, 0.3)
+    assert (f["tpot_ms_first"], f["parts_last_batch"]) == (10.0, 256)

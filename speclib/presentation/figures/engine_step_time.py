@@ -472,6 +472,9 @@ def calibration_facts(calibration=None) -> dict:
            "llama_by_workload": float(np.median(by_workload[fam == "Llama"])),
            "r1_by_workload": float(np.median(by_workload[fam == "DeepSeek"])),
            "r1_runs": r1["runs"], "r1_median": r1["median_abs_error"], "r1_worst5": r1["worst_median_signed_5"],
+           "r1_worst": r1["worst_median_signed"],
+           "r1_worst_concurrency": max(r1["by_concurrency"], key=lambda row: abs(row[2]))[0],
+           "r1_worst_concurrency_runs": max(r1["by_concurrency"], key=lambda row: abs(row[2]))[1],
            "r1_long_median": r1["long_prompt_median_abs_error"],
            "chip_decode_median": chip.decode_summary()["decode_median_abs_error"],
            "chip_decode_runs": chip.decode_summary()["decode_runs"],
@@ -536,6 +539,28 @@ def step_parts_table(deployment=None, batches=(4, 64, 256), workload="1k1k") -> 
                                f"({dep.layout}, {dep.engine}): one GPU's calibrated step of plain decoding, part by "
                                f"part, at the mean context of {prompt:,.0f}-token prompts and {output:,.0f}-token "
                                "outputs; the last row is their sum, what speclib.tpot gives for the workload")
+
+
+#: The parts of a step that are its kernels' time (the rest: collectives, fixed and per-sequence times, prefill).
+KERNEL_PARTS = ("dense", "ffn", "attention")
+
+
+def parts_facts(rows=None, batches=(4, 64, 256)) -> dict:
+    """Shares of the time per output token (:func:`step_parts`, by default
+    the DeepSeek-R1 example at 8k/1k) at the smallest and the largest of
+    ``batches``: the kernels', attention's, the collectives', the fixed
+    time's and the prefill's."""
+    rows = step_parts(batches=batches, workload="8k1k") if rows is None else rows
+    parts = {r[0]: np.array(r[1:], dtype=float) for r in rows}
+    total = parts.pop("time per output token")
+    out = {"parts_first_batch": int(batches[0]), "parts_last_batch": int(batches[-1])}
+    for where, i in (("first", 0), ("last", -1)):
+        share = lambda *names: float(sum(parts.get(n, np.zeros_like(total))[i] for n in names) / total[i])  # noqa: E731
+        out.update({f"kernel_share_{where}": share(*KERNEL_PARTS), f"attention_share_{where}": share("attention"),
+                    f"comm_share_{where}": share("communication"), f"fixed_share_{where}": share("fixed per step"),
+                    f"prefill_share_{where}": share("prefill of arriving requests"),
+                    f"tpot_ms_{where}": float(total[i])})
+    return out
 
 
 def physics_facts() -> dict:
@@ -626,7 +651,8 @@ def r1_facts(rows=None) -> dict:
     return {"r1_configs": len(rows), "r1_long_configs": len(long),
             "r1_long_too_fast": sum(1 for r in long if r[6] < 0),
             "r1_worst_chip": worst[0], "r1_worst_chip_engine": worst[1], "r1_worst_chip_workload": worst[2],
-            "r1_worst_chip_error": float(worst[7]), "r1_worst_chip_in_sample": float(worst[6])}
+            "r1_worst_chip_error": float(worst[7]), "r1_worst_chip_in_sample": float(worst[6]),
+            "r1_worst_chip_side": "too slow" if worst[7] > 0 else "too fast"}
 
 
 def mtp_facts(rows=None) -> dict:
@@ -696,3 +722,21 @@ def overlap_facts(alpha: float = 0.75, gamma: int = 3, batch: int = 32, context:
             "overlap_speedup": with_overlap, "no_overlap_speedup": without,
             "overlap_host_ms": 1e3 * float(host_time(batch)),
             "overlap_gain_lost": (with_overlap - without) / (with_overlap - 1.0)}
+
+
+def step_time_gamma_facts(data=None, small: int = 16) -> dict:
+    """Where the calibrated step and the roofline disagree on gamma* in
+    :data:`step_time_gamma` (its defaults: the paper's deployment): the
+    batches up to ``small`` where the roofline drafts nothing (its gutter)
+    and the calibrated step's gamma* there, and the first batch that fits in
+    memory from which the calibrated step drafts nothing while the roofline
+    still drafts (None: none)."""
+    d = step_time_gamma.data() if data is None else data
+    B, roof, cal, no_fit = (np.asarray(d[k]) for k in ("B", "gamma_roofline", "gamma_calibrated", "no_fit"))
+    gutter = (B <= small) & (roof == 0)
+    late = np.flatnonzero((cal == 0) & (roof > 0) & ~no_fit.astype(bool))
+    return {"gutter_lo": int(B[gutter].min()) if gutter.any() else None,
+            "gutter_hi": int(B[gutter].max()) if gutter.any() else None,
+            "gutter_calibrated_lo": int(cal[gutter].min()) if gutter.any() else None,
+            "gutter_calibrated_hi": int(cal[gutter].max()) if gutter.any() else None,
+            "calibrated_stops_from": int(B[late[0]]) if late.size else None}
