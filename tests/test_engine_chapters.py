@@ -252,3 +252,63 @@ def test_the_shares_of_a_step_are_its_parts_over_its_total():
     assert (f["kernel_share_first"], f["fixed_share_first"], f["comm_share_first"]) == (0.2, 0.5, 0.2)
     assert (f["kernel_share_last"], f["attention_share_last"], f["prefill_share_last"]) == (0.4, 0.1, 0.3)
     assert (f["tpot_ms_first"], f["parts_last_batch"]) == (10.0, 256)
+
+
+def test_the_family_and_sign_facts_read_the_held_out_points():
+    rows = [("A", 3, 10, 0.05, -0.20, 0.50, 2, "f"), ("DeepSeek", 2, 5, 0.10, 0.10, 0.80, 1, "f"),
+            ("C", 1, 1, 0.02, 0.01, 1.00, 0, "f")]
+    held = held_out.stored_held_out("model")
+    f = engines_vs_model.family_facts(rows, held)
+    assert (f["bias_lo_family"], f["bias_lo"], f["bias_hi_family"], f["coverage_lo_family"]) == (
+        "A", -0.20, "DeepSeek", "A")
+    assert (f["coverage_hi_family"], f["coverage_hi_points"], f["coverage_in_band"]) == ("C", "1 point", 1)
+    assert f["bias_lo_points"] == "10 points"
+    assert (f["fitted_runs"], f["all_runs"], f["ds_family_coverage"]) == (3, 6, 0.80)
+    # the points that set an acceptance: each such run's smallest batch, counted from the runs themselves
+    fitted = [p for p in held.runs if not p.run.acceptance_reported and (len(p.run.batches) >= 2
+                                                                        or p.run.quantity == "throughput")]
+    assert f["fitted_points"] == sum(int((p.batch == min(p.run.batches)).sum()) for p in fitted)
+    assert all(not p.scored[p.batch == min(p.run.batches)].any() for p in fitted)
+    s = engines_vs_model.sign_facts(held)
+    right = held.summary()["sign_right"]
+    assert s["sign_wrong"] == round((1 - right) * s["sign_points"]) and s["sign_wrong_near_one"] <= s["sign_wrong"]
+
+
+def test_the_estimates_ranges_are_the_numbers_their_text_quotes():
+    text = {term: estimate for term, _, estimate, _ in step_report.ESTIMATES}
+    for term, (lo, hi) in step_report.ESTIMATE_RANGES.items():
+        for v in (lo, hi):
+            assert f"{v * 1e6:g} \u00b5s" in text[term] or f"{v * 1e6:g} to" in text[term], (term, v)
+    f = engines_vs_model.estimate_facts()
+    lo, hi = step_report.ESTIMATE_RANGES["per_position"]
+    v = f["est_per_position_us"] * 1e-6
+    assert f["est_per_position_where"] == ("inside" if lo <= v <= hi else "below" if v < lo else "above")
+
+
+def test_the_gutter_facts_read_the_gamma_curves():
+    d = {"B": np.array([1, 4, 8, 400, 800]), "gamma_roofline": np.array([1, 0, 0, 2, 1]),
+         "gamma_calibrated": np.array([3, 2, 2, 0, 0]), "no_fit": np.array([False, False, False, False, True])}
+    f = engine_step_time.step_time_gamma_facts(d)
+    assert (f["gutter_lo"], f["gutter_hi"], f["gutter_calibrated_lo"], f["calibrated_stops_from"]) == (4, 8, 2, 400)
+    fig3 = {"B": d["B"], "paper0": d["gamma_roofline"], "calibrated0": d["gamma_calibrated"],
+            "paper1": np.array([2, 2, 2, 2, 2]), "calibrated1": np.array([2, 2, 2, 2, 0]),
+            "paper2": np.array([2, 2, 2, 2, 2]), "calibrated2": np.array([2, 2, 2, 0, 0])}
+    assert engines_vs_model.figure3_facts(fig3) == {"figure3_gutter_closes": True, "figure3_stops_earlier": True}
+    fig3["calibrated0"] = np.array([3, 0, 2, 0, 0])
+    assert not engines_vs_model.figure3_facts(fig3)["figure3_gutter_closes"]
+
+
+def test_the_dspark_facts_are_what_its_table_prints():
+    f = engines_vs_model.dspark_facts()
+    rows = engines_vs_model.dspark_table().rows
+    scored = [r for r in rows if "[" in r[2]]
+    measured = [float(r[1].rstrip("\u00d7")) for r in scored]
+    bounds = [tuple(float(x) for x in re.search(r"\[(.*)\]", r[2]).group(1).split("\u2013")) for r in scored]
+    roofline = [float(r[3].rstrip("\u00d7")) for r in rows]
+    assert f["dspark_scored"] == len(scored)
+    # the table rounds to two decimals: count the points clear of their bounds by more than the rounding
+    assert f["dspark_above"] >= sum(m > hi + 0.01 for m, (lo, hi) in zip(measured, bounds))
+    assert f["dspark_inside"] >= sum(lo + 0.01 < m < hi - 0.01 for m, (lo, hi) in zip(measured, bounds))
+    if any(b > a + 0.01 for a, b in zip(roofline, roofline[1:])):
+        assert f["dspark_roofline_rises"]
+    assert f["dspark_roofline_peak"] == pytest.approx(max(roofline), abs=0.006)
