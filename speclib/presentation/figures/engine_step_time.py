@@ -1,9 +1,11 @@
 """Figures and tables of the chapter "The step time of a real engine":
 measured decoding against the roofline (the measured time per output
 token by chip, tensor-parallel width and framework, the time the roofline
-does not count, the ratio tables), the step time calibrated on it (tested
-on the workload it was not fitted to, its held-out errors), and gamma* under
-either step time.
+does not count, the ratio tables), the step every model is priced by (its
+physics and its parts, each engine's overlap scheduling), DeepSeek-R1's
+decode and MTP runs against it, its held-out errors and the ablation of its
+terms, the targets on plain decoding, and gamma* under either step time.
+Each ``*_facts`` function returns the numbers the chapter's prose glues.
 
 The figures of measured decoding have no controls: their compute functions
 read the measured runs and the roofline's predictions
