@@ -1,9 +1,11 @@
 """Figures and tables of the chapter "The step time of a real engine":
 measured decoding against the roofline (the measured time per output
 token by chip, tensor-parallel width and framework, the time the roofline
-does not count, the ratio tables), the step time calibrated on it (tested
-on the workload it was not fitted to, its held-out errors), and gamma* under
-either step time.
+does not count, the ratio tables), the step every model is priced by (its
+physics and its parts, each engine's overlap scheduling), DeepSeek-R1's
+decode and MTP runs against it, its held-out errors and the ablation of its
+terms, the targets on plain decoding, and gamma* under either step time.
+Each ``*_facts`` function returns the numbers the chapter's prose glues.
 
 The figures of measured decoding have no controls: their compute functions
 read the measured runs and the roofline's predictions
@@ -472,6 +474,9 @@ def calibration_facts(calibration=None) -> dict:
            "llama_by_workload": float(np.median(by_workload[fam == "Llama"])),
            "r1_by_workload": float(np.median(by_workload[fam == "DeepSeek"])),
            "r1_runs": r1["runs"], "r1_median": r1["median_abs_error"], "r1_worst5": r1["worst_median_signed_5"],
+           "r1_worst": r1["worst_median_signed"],
+           "r1_worst_concurrency": max(r1["by_concurrency"], key=lambda row: abs(row[2]))[0],
+           "r1_worst_concurrency_runs": max(r1["by_concurrency"], key=lambda row: abs(row[2]))[1],
            "r1_long_median": r1["long_prompt_median_abs_error"],
            "chip_decode_median": chip.decode_summary()["decode_median_abs_error"],
            "chip_decode_runs": chip.decode_summary()["decode_runs"],
@@ -480,3 +485,260 @@ def calibration_facts(calibration=None) -> dict:
         out[f"moe_layer_us_{vendor.lower()}"] = 1e6 * cal.moe_layer_s.get(vendor, 0.0)
         out[f"attention_factor_{vendor.lower()}"] = cal.attention_factor_by_vendor.get(vendor, 0.0)
     return out
+
+
+
+# --- the physics of one step: layout, collectives, experts, precision, prefill ---------------
+
+#: The deployment the chapter takes a DeepSeek-R1 step apart on: eight H200 in plain tensor
+#: parallelism under SGLang with fp8 weights, as InferenceX ran it.
+R1_EXAMPLE = {"model": "DeepSeek-R1", "hardware": "H200", "tp": 8, "engine": "SGLang", "weights": "fp8"}
+
+
+def r1_example(step_time="calibrated", **changes) -> Deployment:
+    """:data:`R1_EXAMPLE` (with ``changes``) as a Deployment, with the KV
+    cache its launch script sets (:func:`speclib.evidence.decode_runs.r1_kv_cache`)."""
+    fields = {**R1_EXAMPLE, **changes}
+    return Deployment(**fields, kv_cache=_dec.r1_kv_cache(fields["hardware"], fields["engine"]), step_time=step_time)
+
+
+def _workload(name) -> tuple:
+    from ...core.decode import check_workload
+
+    return check_workload(name)
+
+
+def step_parts(deployment=None, batches=(4, 64, 256), workload="1k1k") -> tuple:
+    """One GPU's step of plain decoding taken apart, in ms, at each of
+    ``batches`` and the mean decode context of ``workload``: (part, ms at
+    each batch) rows, the parts of the deployment's calibrated step (its
+    kernels by component, the collectives, the fixed, per-sequence and
+    per-MoE-layer times) and the prefill of the workload's arriving
+    requests, then their sum, the time per output token."""
+    dep = r1_example() if deployment is None else deployment
+    prompt, output = _workload(workload)
+    S = float(_val.mean_decode_context(prompt, output))
+    step = dep.pricing(whole_step=True).step_model
+    B = np.asarray(batches, dtype=float)
+    parts = {name: np.broadcast_to(np.asarray(t, dtype=float), B.shape)
+             for name, t in step.component_times(B, np.ones_like(B), np.full_like(B, S)).items()}
+    parts = {name: t for name, t in parts.items() if np.any(t > 0)}
+    parts["prefill of arriving requests"] = (step.calibration.prefill_factor
+                                             * dep.parallel_step().prefill_share(B, prompt, output))
+    total = sum(parts.values())
+    return tuple((name, *(1e3 * float(x) for x in t)) for name, t in (*parts.items(), ("time per output token",
+                                                                                        total)))
+
+
+def step_parts_table(deployment=None, batches=(4, 64, 256), workload="1k1k") -> NumberTable:
+    """:func:`step_parts` as a table."""
+    dep = r1_example() if deployment is None else deployment
+    name = R1_EXAMPLE["model"] if deployment is None else dep.model.name
+    prompt, output = _workload(workload)
+    return NumberTable(("part of the step", *(f"batch {b} (ms)" for b in batches)), step_parts(dep, batches, workload),
+                       formats=("",) + (".2f",) * len(batches), align="l",
+                       caption=f"{name} on {dep.tp} \u00d7 {dep.hardware.name} "
+                               f"({dep.layout}, {dep.engine}): one GPU's calibrated step of plain decoding, part by "
+                               f"part, at the mean context of {prompt:,.0f}-token prompts and {output:,.0f}-token "
+                               "outputs; the last row is their sum, what speclib.tpot gives for the workload")
+
+
+#: The parts of a step that are its kernels' time (the rest: collectives, fixed and per-sequence times, prefill).
+KERNEL_PARTS = ("dense", "ffn", "attention")
+
+
+def parts_facts(rows=None, batches=(4, 64, 256)) -> dict:
+    """Shares of the time per output token (:func:`step_parts`, by default
+    the DeepSeek-R1 example at 8k/1k) at the smallest and the largest of
+    ``batches``: the kernels', attention's, the collectives', the fixed
+    time's and the prefill's."""
+    rows = step_parts(batches=batches, workload="8k1k") if rows is None else rows
+    parts = {r[0]: np.array(r[1:], dtype=float) for r in rows}
+    total = parts.pop("time per output token")
+    out = {"parts_first_batch": int(batches[0]), "parts_last_batch": int(batches[-1])}
+    for where, i in (("first", 0), ("last", -1)):
+        share = lambda *names: float(sum(parts.get(n, np.zeros_like(total))[i] for n in names) / total[i])  # noqa: E731
+        out.update({f"kernel_share_{where}": share(*KERNEL_PARTS), f"attention_share_{where}": share("attention"),
+                    f"comm_share_{where}": share("communication"), f"fixed_share_{where}": share("fixed per step"),
+                    f"prefill_share_{where}": share("prefill of arriving requests"),
+                    f"tpot_ms_{where}": float(total[i])})
+    return out
+
+
+def physics_facts() -> dict:
+    """The numbers the chapter states about what a step of a split model
+    costs: the all-reduce latencies of each chip's network at eight GPUs,
+    DeepSeek-R1's all-reduces per step and their time, the cache each GPU
+    reads under plain tensor parallelism (an MLA latent whole, a GQA cache by
+    KV head, never below one head), the most loaded GPU under expert
+    parallelism, the bytes of fp8 and fp4 weights and of the bf16 head,
+    and the prefill's attention share at long and short prompts."""
+    from ...core import moe as _moe
+    from ...core.layout import ALLREDUCES_PER_LAYER, Layout, cache_share
+    from ...presets import default_interconnect
+
+    out = {}
+    for chip, key in (("H200", "nvlink4"), ("B200", "nvlink5"), ("MI300X", "rccl")):
+        out[f"allreduce_us_{key}"] = 1e6 * default_interconnect(chip).allreduce_latency_at(8)
+    dep = r1_example()
+    a = dep.model.step_architecture()
+    out["r1_layers"], out["r1_moe_layers"] = int(a.n_layers), int(a.moe_layers)
+    out["r1_allreduces"] = int(ALLREDUCES_PER_LAYER * a.n_layers)
+    out["r1_allreduce_ms"] = 1e3 * float(dep.parallel_step().communication(4.0, 1.0))
+    # the cache one GPU of eight reads, as a share of a sequence's whole cache
+    for name, key in (("DeepSeek-R1", "mla"), ("Llama-3.3-70B", "llama"), ("Qwen3-235B-A22B", "qwen")):
+        arch = resolve(name, None)[0].step_architecture()
+        out[f"cache_share_{key}"] = float(cache_share(arch, Layout(8)))
+        out[f"kv_heads_{key}"] = int(arch.kv_heads)
+    # expert parallelism over eight GPUs: the most loaded GPU's token picks over the mean
+    for B in (4, 64):
+        _, served = _moe.rank_max_load(np.float64(B), a.top_k, a.n_routed, 8)
+        out[f"ep_most_loaded_{B}"] = float(served)
+    out["r1_experts"], out["r1_top_k"] = int(a.n_routed), int(a.top_k)
+    # weights: fp8 and fp4 experts, the head in bf16
+    fp4 = r1_example(weights="fp4").model.step_architecture()
+    out["fp8_expert_bytes"], out["fp4_expert_bytes"] = float(a.ffn_bytes), float(fp4.ffn_bytes)
+    out["head_gb"] = a.bf16_params * 2 / 1e9
+    total = a.dense_params * a.dense_bytes + (a.n_shared + a.n_routed) * a.ffn_params * a.ffn_bytes
+    out["r1_weights_gb"], out["r1_weights_gpu_gb"] = total / 1e9, total / 8 / 1e9
+    # the prefill: attention's quadratic term as a share of a prompt's FLOPs
+    for prompt, key in ((1024, "1k"), (8192, "8k")):
+        I = _dec.R1_LENGTH_SCALE * prompt
+        attention = a.attention_layers * a.prefill_flops_per_pair * I * (I - 1) / 2
+        out[f"prefill_attention_share_{key}"] = attention / (2 * a.active_params * I + attention)
+    parts = {wl: dict((row[0], row[2]) for row in step_parts(dep, (4, 64, 256), wl)) for wl in ("1k1k", "8k1k")}
+    out["prefill_ms_1k1k_64"] = parts["1k1k"]["prefill of arriving requests"]
+    out["prefill_ms_8k1k_64"] = parts["8k1k"]["prefill of arriving requests"]
+    return out
+
+
+# --- the hold-outs and the ablation in words ------------------------------------------------
+
+
+def _direction(before: float, after: float, up: str = "rises", down: str = "falls") -> str:
+    return up if after > before else down
+
+
+def ablation_facts(rows=None) -> dict:
+    """What each decode term does held out (:func:`ablation_rows`): for the
+    shipped form and each variant, the decode runs' median |error| and worst
+    median signed error by concurrency held out by chip, DeepSeek-R1's
+    median, and the speed-ups' median held out by model family (%), with
+    the direction each moves in, against the shipped form, as a verb."""
+    rows = ablation_rows() if rows is None else rows
+    keys = {"the shipped form": "shipped", "without attention's own factor": "no_attention",
+            "without the time per MoE layer": "no_moe", "without either": "neither",
+            "the fixed time scaled by layers": "layers", "the collectives not charged": "no_collectives"}
+    out = {}
+    fields = ("decode", "decode_worst", "llama", "r1", "speedup")
+    for label, *values in rows:
+        for field, v in zip(fields, values):
+            out[f"abl_{keys[label]}_{field}"] = float(v)
+    for key in keys.values():
+        if key == "shipped":
+            continue
+        for field in fields:
+            out[f"abl_{key}_{field}_moves"] = _direction(out[f"abl_shipped_{field}"], out[f"abl_{key}_{field}"])
+    return out
+
+
+def r1_facts(rows=None) -> dict:
+    """The numbers the chapter states about DeepSeek-R1's decode runs by chip
+    and workload (:func:`speclib.evidence.step_report.r1_decode_rows`): how
+    many configurations, how many of the 8k/1k ones are predicted too fast,
+    and the chip whose runs are predicted worst with their chip held out."""
+    rows = _rep.r1_decode_rows() if rows is None else rows
+    long = [r for r in rows if r[2] == "8k1k"]
+    worst = max(rows, key=lambda r: abs(r[7]))
+    return {"r1_configs": len(rows), "r1_long_configs": len(long),
+            "r1_long_too_fast": sum(1 for r in long if r[6] < 0),
+            "r1_worst_chip": worst[0], "r1_worst_chip_engine": worst[1], "r1_worst_chip_workload": worst[2],
+            "r1_worst_chip_error": float(worst[7]), "r1_worst_chip_in_sample": float(worst[6]),
+            "r1_worst_chip_side": "too slow" if worst[7] > 0 else "too fast"}
+
+
+def mtp_facts(rows=None) -> dict:
+    """DeepSeek-R1's MTP pairs (:func:`speclib.evidence.step_report.mtp_rows`):
+    how many deployments and points, how many points set an acceptance, and
+    how many of the rest lie inside their 80 % interval, above it and below."""
+    rows = _rep.mtp_rows() if rows is None else rows
+    scored = [r for r in rows if r[7]]
+    return {"mtp_pairs": len({r[0] for r in rows}), "mtp_points": len(rows), "mtp_scored": len(scored),
+            "mtp_inside": sum(1 for r in scored if r[5] <= r[3] <= r[6]),
+            "mtp_above": sum(1 for r in scored if r[3] > r[6]), "mtp_below": sum(1 for r in scored if r[3] < r[5])}
+
+
+def targets_table(kind: str = "decode") -> NumberTable:
+    """The targets of one kind (:data:`speclib.evidence.step_report.TARGET_KINDS`) against what is measured."""
+    what = ("plain decoding's time per output token" if kind == "decode"
+            else "speculation's speed-ups and draft lengths")
+    return NumberTable(("what", "target", "measured", "met"), tuple(_rep.targets(kind=kind)), align="llll",
+                       caption=f"the calibrated step against its targets on {what}: DeepSeek-R1 through speclib.tpot "
+                               "with the shipped constants; the rest held out (by model family and by chip, the form "
+                               "chosen inside each fold)")
+
+
+def target_facts(kind: str = "decode") -> dict:
+    """How many targets of ``kind`` the calibrated step meets, and the ones it
+    misses as one phrase (each with its measured figure and its target)."""
+    rows = _rep.targets(kind=kind)
+    missed, subject = [], ""
+    for what, target, value, met in rows:
+        if what.startswith("the same:"):  # a row that continues the one above it: name its subject
+            what = subject + what[len("the same"):]
+        subject = what.split(":")[0]
+        if met == "no":
+            missed.append(f"{what} ({value}, against {target})")
+    return {f"{kind}_targets": len(rows), f"{kind}_met": len(rows) - len(missed),
+            f"{kind}_missed": len(missed), f"{kind}_missed_list": "; ".join(missed) if missed else "none"}
+
+
+# --- overlap scheduling -----------------------------------------------------------------------
+
+
+def overlap_table() -> NumberTable:
+    """Each engine's overlap scheduling, on its plain path and on its
+    speculative path by release and method, with its source's bibliography
+    key (:data:`speclib.core.overlap.OVERLAP`)."""
+    from ...core.overlap import OVERLAP
+
+    return NumberTable(("engine", "plain path", "speculative path", "source"), tuple(OVERLAP), align="llll",
+                       caption="whether each engine prepares the next step on the host while the GPU runs this one; "
+                               "the source is in the bibliography under the key in the last column")
+
+
+def overlap_facts(alpha: float = 0.75, gamma: int = 3, batch: int = 32, context: float = 4096) -> dict:
+    """What a speculative path without overlap scheduling costs one
+    deployment: Llama-3-70B on four H200 with its EAGLE-3 head
+    (``llama-3.3-70b-eagle3``), calibrated, at ``batch`` sequences and
+    ``context``, drafting ``gamma`` tokens at acceptance ``alpha``: the
+    speed-up with the speculative path overlapped and without, the host
+    time per step a plain step hides, and the share of the gain lost."""
+    from ...core.overlap import host_time
+    from ...core.speculation import speedup
+
+    dep = Deployment("llama-3-70b", "H200", tp=4, drafter="llama-3.3-70b-eagle3", step_time="calibrated")
+    with_overlap = float(speedup(alpha, gamma, batch, context, deployment=dep))
+    without = float(speedup(alpha, gamma, batch, context, deployment=dep.replace(spec_overlap=False)))
+    return {"overlap_alpha": alpha, "overlap_gamma": gamma, "overlap_batch": batch, "overlap_context": context,
+            "overlap_speedup": with_overlap, "no_overlap_speedup": without,
+            "overlap_host_ms": 1e3 * float(host_time(batch)),
+            "overlap_gain_lost": (with_overlap - without) / (with_overlap - 1.0)}
+
+
+def step_time_gamma_facts(data=None, small: int = 16) -> dict:
+    """Where the calibrated step and the roofline disagree on gamma* in
+    :data:`step_time_gamma` (its defaults: the paper's deployment): the
+    batches up to ``small`` where the roofline drafts nothing (its gutter)
+    and the calibrated step's gamma* there, and the first batch that fits in
+    memory from which the calibrated step drafts nothing while the roofline
+    still drafts (None: none)."""
+    d = step_time_gamma.data() if data is None else data
+    B, roof, cal, no_fit = (np.asarray(d[k]) for k in ("B", "gamma_roofline", "gamma_calibrated", "no_fit"))
+    gutter = (B <= small) & (roof == 0)
+    late = np.flatnonzero((cal == 0) & (roof > 0) & ~no_fit.astype(bool))
+    return {"gutter_lo": int(B[gutter].min()) if gutter.any() else None,
+            "gutter_hi": int(B[gutter].max()) if gutter.any() else None,
+            "gutter_calibrated_lo": int(cal[gutter].min()) if gutter.any() else None,
+            "gutter_calibrated_hi": int(cal[gutter].max()) if gutter.any() else None,
+            "calibrated_stops_from": int(B[late[0]]) if late.size else None}

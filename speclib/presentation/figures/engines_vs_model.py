@@ -1,6 +1,9 @@
-"""Figures and tables of the chapter "The engines against the model":
+"""Figures and tables of the chapter "Held against real engines":
 published engine measurements of speculative decoding against the roofline,
-the calibrated step time and its variants."""
+the calibrated step time and its variants, held out four ways; each family's
+bias and interval coverage, the DeepSeek evidence's layouts, and draft
+trees. Each ``*_facts`` function returns the numbers the chapter's prose
+glues."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -21,6 +24,8 @@ from ..tables import NumberTable
 from ..style import CYCLE
 from . import common
 from .engine_step_time import STEP_TIME_COLORS, STEP_TIME_LABELS, step_time_gamma
+from .engine_step_time import target_facts  # noqa: F401 - the chapter reads the targets on speculation here
+from .engine_step_time import targets_table as _targets_table
 from .draft_length import integer_batches
 
 
@@ -207,12 +212,11 @@ def family_table() -> NumberTable:
                                "scored")
 
 
-def targets_table() -> NumberTable:
-    """The figures against their targets."""
-    return NumberTable(("what", "target", "measured", "met"), tuple(_rep.targets()), align="llll",
-                       caption="the calibrated step against its targets: DeepSeek-R1 through speclib.tpot with the "
-                               "shipped constants; the rest held out (by model family and by chip: the form chosen "
-                               "inside each fold)")
+def targets_table(kind: str = "speculative") -> NumberTable:
+    """The figures against their targets, of one kind
+    (:data:`speclib.evidence.step_report.TARGET_KINDS`; the chapter on
+    plain decoding prints the others)."""
+    return _targets_table(kind)
 
 
 def constants_table() -> NumberTable:
@@ -226,10 +230,16 @@ def constants_table() -> NumberTable:
 
 def estimates_table() -> NumberTable:
     """Each fitted term beside an independent estimate of what it stands for."""
-    rows = tuple((term, what, fitted, estimate, f"{{cite}}`{cite}`" if cite else "") for term, what, fitted, estimate,
-                 cite in _rep.estimate_rows())
+    rows = tuple((term, what, fitted, estimate, cite.replace(",", ", ") if cite else "\u2013")
+                 for term, what, fitted, estimate, cite in _rep.estimate_rows())
     return NumberTable(("term", "stands for", "fitted", "independent estimate", "source"), rows, align="lllll",
-                       caption="the fitted terms beside what published measurements of the same work give")
+                       caption="the fitted terms beside what published measurements of the same work give; each "
+                               "source is in the bibliography under the key in the last column")
+
+
+def estimate_keys() -> tuple:
+    """Every bibliography key :func:`estimates_table` names, in its order."""
+    return tuple(k for *_, cite in _rep.ESTIMATES if cite for k in cite.split(","))
 
 
 def forms_table() -> NumberTable:
@@ -267,13 +277,37 @@ def dspark_table(run_id: str = "vllm-dspark-dsv4-flash-mi350x-k7") -> NumberTabl
                   f"{r:.2f}\u00d7") for b, m, q, lo, hi, ok, r in
                  zip(held.batch, held.measured, held.predicted, held.lo, held.hi, held.scored, roof.predicted))
     run = held.run
+    short = roof.predicted[0] < held.measured[0] * (1 - 0.01)
+    at_most = roof.run.alpha >= float(_fit.ALPHA_GRID[-1])
+    how = ("the most the search allows, still short at the smallest concurrency" if short and at_most
+           else "still short at the smallest concurrency" if short else "fitted at the smallest concurrency")
     return NumberTable(("concurrency", "measured", "calibrated, its family held out [80 % interval]", "roofline"),
                        rows, align="rrrr",
                        caption=f"{resolve(run.model, None)[0].name} with DSpark, K = 7, {run.gpus} \u00d7 {run.chip}, "
                                f"{run.engine}: speed-up over no speculation, measured, under the calibrated step "
                                f"(fitted without any DeepSeek run) and under the roofline (acceptance "
-                               f"{roof.run.alpha:.2f}, the most the search allows, still short at the smallest "
-                               "concurrency)")
+                               f"{roof.run.alpha:.2f}, {how})")
+
+
+def dspark_facts(run_id: str = "vllm-dspark-dsv4-flash-mi350x-k7") -> dict:
+    """What :func:`dspark_table` shows, in numbers: the scored points, how
+    many lie inside their interval, above it and below it, whether the
+    calibrated prediction falls with every doubling of the batch, whether
+    the roofline's speed-up rises anywhere above the smallest batch, and
+    whether it reaches the measured gain at the smallest batch."""
+    held = _ho.stored_held_out("model").run(run_id)
+    roof = _pred.predict_run(_fit.roofline_fit(), _runs.spec_run(run_id))
+    ok = held.scored
+    m, lo, hi = held.measured[ok], held.lo[ok], held.hi[ok]
+    return {"dspark_scored": int(ok.sum()), "dspark_inside": int(((m >= lo) & (m <= hi)).sum()),
+            "dspark_above": int((m > hi).sum()), "dspark_below": int((m < lo).sum()),
+            "dspark_calibrated_falls": bool(np.all(np.diff(held.predicted) < 0)),
+            "dspark_measured_falls": bool(np.all(np.diff(held.measured) < 0)),
+            "dspark_roofline_rises": bool(np.any(np.diff(roof.predicted) > 0)),
+            "dspark_roofline_peak": float(roof.predicted.max()),
+            "dspark_roofline_peak_batch": int(held.batch[int(np.argmax(roof.predicted))]),
+            "dspark_first_batch": int(held.batch[0]), "dspark_first_measured": float(held.measured[0]),
+            "dspark_roofline_reaches_first": bool(roof.predicted[0] >= held.measured[0] * (1 - 0.01))}
 
 
 def _held_points(p, xp):
@@ -330,8 +364,10 @@ def chapter_facts() -> dict:
     out["v4pro_floor"] = floor[0][4] if floor else float("nan")
     f = _fit.fit(_feat.SHIPPED_FORM)
     out.update(e_us=1e6 * f.theta["per_position"], d_us=1e6 * f.theta["per_sequence"], prefill=f.theta["prefill"])
-    cal = f.calibration()
-    out.update(h200_fixed_ms=1e3 * cal.fixed_s["H200"]["vLLM"])
+    from ...core.deployment import Deployment
+
+    v3 = Deployment("deepseek-v3", "H200", tp=8, step_time="calibrated").pricing(whole_step=True).step_model
+    out.update(h200_fixed_ms=1e3 * v3.fixed, e_over_d=f.theta["per_position"] / f.theta["per_sequence"])
     m, hw = resolve("deepseek-v3", "H200")
     from ...core import step as _step
     out["v3_weights_ms"] = 1e3 * float(_step.step_model(m, hw).time(np.float64(1), np.float64(1), np.float64(2048))) / 8
@@ -346,8 +382,151 @@ def chapter_facts() -> dict:
                dspark32_hi=float(dspark.hi[at32]), dspark_last_predicted=float(dspark.predicted[-1]),
                dspark_last_batch=int(dspark.batch[-1]))
     best, scores = _ho.stored_forms()
+    flops = [v for k, v in scores.items() if "extra_flops" in k.terms]
     out.update(best_score=min(scores.values()), kept_score=scores[best], forms=len(scores),
-               flops_score=min(v for k, v in scores.items() if "extra_flops" in k.terms))
+               flops_score=min(flops) if flops else float("nan"),
+               flops_worse=bool(flops) and min(flops) > scores[best],
+               flops_verdict=(f"does worse held out ({min(flops):.1%} at best)" if flops and min(flops) > scores[best]
+                              else f"does as well held out ({min(flops):.1%} at best)" if flops
+                              else "has no score among the forms held out"))
     fams = {fam: med for fam, _, _, med, *_ in _rep.family_rows()}
     out.update(llama_family_median=fams.get("Llama", float("nan")), qwen_family_median=fams.get("Qwen", float("nan")))
     return out
+
+
+# --- what the DeepSeek evidence is: its GPUs and layouts ------------------------------------
+
+#: The most sequences a point of the gutter has: the paper's speculation loses at a few to a dozen.
+GUTTER_BATCH = 16
+
+
+def deepseek_evidence(runs=None) -> dict:
+    """The DeepSeek runs as evidence on the gutter: how many, how many on
+    eight GPUs or more, how many split their experts over GPUs (expert
+    parallelism, whether the source says so or the layout names ``ep``),
+    and their points at :data:`GUTTER_BATCH` sequences or fewer: how many,
+    how many of those measured a loss (below 1x), and how many of those
+    points are on runs in plain tensor parallelism."""
+    runs = _runs.spec_runs() if runs is None else runs
+    ds = [r for r in runs if r.family == "DeepSeek" and r.quantity == "speedup"]
+    ep = [r for r in ds if r.expert_parallel or r.ep > 1]
+    small = [(r, v) for r in ds for b, _, v in r.points if b <= GUTTER_BATCH]
+    return {"ds_runs": len(ds), "ds_eight_or_more": sum(1 for r in ds if r.gpus >= 8),
+            "ds_fewest_gpus": min(r.gpus for r in ds), "ds_expert_parallel": len(ep),
+            "ds_small_points": len(small), "ds_small_losses": sum(1 for _, v in small if v < 1.0),
+            "ds_small_plain_tp": sum(1 for r, _ in small if not (r.expert_parallel or r.ep > 1 or r.dp_attention)),
+            "gutter_batch": GUTTER_BATCH}
+
+
+# --- draft trees ------------------------------------------------------------------------------
+
+
+def tree_facts(accept_length: float = 3.0, depth: int = 3, topk: int = 4, width: int = 8, batches=(8, 256),
+               context: float = 4096) -> dict:
+    """A draft tree against a chain of the same depth committing the same
+    tokens a step, on Llama-3-70B with its EAGLE-3 head on four H200 under
+    SGLang, calibrated (:func:`speclib.tree_speedup`): at each of
+    ``batches``, the tree's speed-up (``width`` positions verified, ``topk``
+    candidates a level), the chain's (depth + 1 positions), and the accept
+    length the tree needs to match the chain (a speed-up is proportional to
+    the tokens a step commits)."""
+    from ...core.deployment import Deployment
+    from ...core.speculation import tree_speedup
+
+    dep = Deployment("llama-3-70b", "H200", tp=4, engine="SGLang", drafter="llama-3.3-70b-eagle3",
+                     step_time="calibrated")
+    out = {"tree_accept": accept_length, "tree_depth": depth, "tree_topk": topk, "tree_width": width,
+           "chain_width": depth + 1, "tree_context": context, "tree_most": depth + 1}
+    for B in batches:
+        tree = float(tree_speedup(accept_length, B, context, depth=depth, width=width, topk=topk, deployment=dep))
+        chain = float(tree_speedup(accept_length, B, context, depth=depth, width=depth + 1, deployment=dep))
+        out.update({f"tree_{B}": tree, f"chain_{B}": chain, f"tree_needs_{B}": accept_length * chain / tree,
+                    f"tree_batch_fits_{B}": bool(B <= dep.max_batch(context, gamma=width - 1))})
+    return out
+
+
+
+# --- part IV's honesty: each family's bias and coverage, the points that are not tests ----------
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def family_facts(rows=None, held=None) -> dict:
+    """What the family table (:func:`speclib.evidence.step_report.family_rows`)
+    says in a sentence: the most negative and most positive median signed
+    error and the lowest and highest interval coverage, each with its
+    family and its points; the runs whose acceptance is fitted at their
+    smallest batch and the points there, which set it and are not scored;
+    and the DeepSeek family's row."""
+    rows = _rep.family_rows() if rows is None else rows
+    held = _ho.stored_held_out("model") if held is None else held
+    lo_bias, hi_bias = min(rows, key=lambda r: r[4]), max(rows, key=lambda r: r[4])
+    lo_cov, hi_cov = min(rows, key=lambda r: r[5]), max(rows, key=lambda r: r[5])
+    fitted = [p for p in held.runs if _runs.alpha_fitted(p.run)]
+    out = {"family_count": len(rows), "bias_lo": lo_bias[4], "bias_lo_family": lo_bias[0],
+           "bias_lo_points": _count(lo_bias[2], "point"), "bias_hi": hi_bias[4], "bias_hi_family": hi_bias[0],
+           "bias_hi_points": _count(hi_bias[2], "point"), "coverage_lo": lo_cov[5], "coverage_lo_family": lo_cov[0],
+           "coverage_lo_points": _count(lo_cov[2], "point"), "coverage_hi": hi_cov[5],
+           "coverage_hi_family": hi_cov[0], "coverage_hi_points": _count(hi_cov[2], "point"),
+           "coverage_in_band": sum(1 for r in rows if 0.7 <= r[5] <= 0.9),
+           "fitted_runs": sum(r[6] for r in rows), "all_runs": sum(r[1] for r in rows),
+           "fitted_points": int(sum((p.batch == p.batch.min()).sum() for p in fitted))}
+    for r in rows:
+        if r[0] == "DeepSeek":
+            out.update(ds_family_points=r[2], ds_family_bias=r[4], ds_family_coverage=r[5])
+    return out
+
+
+def sign_facts(held=None, near: float = 0.1) -> dict:
+    """The scored speed-ups held out by model family on the wrong side of
+    1x: how many, and how many of them were measured within ``near`` of 1x
+    (where any error flips the sign)."""
+    held = _ho.stored_held_out("model") if held is None else held
+    wrong = near_one = total = 0
+    for p in held.runs:
+        if not p.is_speedup:
+            continue
+        m, q = p.measured[p.scored], p.predicted[p.scored]
+        bad = (m > 1.0) != (q > 1.0)
+        total += m.size
+        wrong += int(bad.sum())
+        near_one += int((bad & (np.abs(m - 1.0) < near)).sum())
+    return {"sign_points": total, "sign_wrong": wrong, "sign_wrong_near_one": near_one, "sign_near": near}
+
+
+def estimate_facts(f=None) -> dict:
+    """Each fitted term against its independent estimate
+    (:data:`speclib.evidence.step_report.ESTIMATE_RANGES`): the fitted value
+    in µs and where it falls, "inside", "below" or "above" the estimate's
+    range, and how many times the estimate's top it is."""
+    f = _fit.fit(_feat.SHIPPED_FORM) if f is None else f
+    values = {"moe_fixed": f.theta.get(("moe_fixed", "NVIDIA"), 0.0), "per_sequence": f.theta["per_sequence"],
+              "per_position": f.theta.get("per_position", 0.0)}
+    out = {}
+    for term, v in values.items():
+        lo, hi = _rep.ESTIMATE_RANGES[term]
+        out[f"est_{term}_us"] = 1e6 * v
+        out[f"est_{term}_where"] = "inside" if lo <= v <= hi else "below" if v < lo else "above"
+        out[f"est_{term}_over_top"] = v / hi
+    return out
+
+
+def figure3_facts(data=None, small: int = 16) -> dict:
+    """Figure 3 under either step (:data:`paper_vs_calibrated`, its
+    defaults): whether the paper's step drafts nothing somewhere up to
+    ``small`` sequences at some acceptance, and the calibrated step drafts
+    wherever it does (the gutter closes); and whether at every acceptance
+    the calibrated step drafts nothing at a batch where the paper's still
+    drafts."""
+    d = paper_vs_calibrated.data() if data is None else data
+    B = np.asarray(d["B"])
+    gutters, closed, stops_earlier = 0, True, True
+    for i in range(len(PAPER_ALPHAS)):
+        paper, cal = np.asarray(d[f"paper{i}"]), np.asarray(d[f"calibrated{i}"])
+        gutter = (B <= small) & (paper == 0)
+        gutters += int(gutter.any())
+        closed &= bool((cal[gutter] > 0).all())
+        stops_earlier &= bool(((cal == 0) & (paper > 0)).any())
+    return {"figure3_gutter_closes": gutters > 0 and closed, "figure3_stops_earlier": stops_earlier}
