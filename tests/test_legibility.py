@@ -165,13 +165,15 @@ def _computed_calls() -> list:
     """The calls whose arguments a chapter computes (engine_schedules' schedules), made as it makes them."""
     import speclib
 
-    def schedule(contexts, tp, **step):
-        return speclib.schedule(seq=contexts, alpha=0.75, c_draft=0.1, max_batch=8192 if tp == 2 else 4096,
+    def schedule(contexts, tp, c_draft=None, **step):
+        return speclib.schedule(seq=contexts, alpha=0.75, c_draft=c_draft, max_batch=8192 if tp == 2 else 4096,
                                 deployment=speclib.Deployment("DeepSeek-V4-Flash", "B200", tp=tp, **step))
 
-    return [("schedule_ranges", dict(schedule=schedule(4096, 2), max_ranges=(2, 3, 4))),
-            ("schedule_ranges", dict(schedule=schedule(4096, 2, step_time="calibrated"), max_ranges=(2, 3))),
-            ("schedule_contexts", dict(schedule=schedule([1024, 8192, 65536], 8)))]
+    serving = dict(drafter="deepseek-v4-flash-mtp", attention="served")  # as the chapter serves it
+    return [("schedule_ranges", dict(schedule=schedule(4096, 2, 0.1, reserve=None), max_ranges=(2, 3, 4))),
+            ("schedule_ranges", dict(schedule=schedule(4096, 2, step_time="calibrated", **serving),
+                                     max_ranges=(2, 3))),
+            ("schedule_contexts", dict(schedule=schedule([1024, 8192, 65536], 8, **serving)))]
 
 
 @functools.lru_cache(maxsize=None)
