@@ -25,7 +25,10 @@ def test_shipped_calibration_is_fitted_on_every_decoding_run_and_the_speculative
     fit = step_fit.fit(step_features.SHIPPED_FORM).calibration()
     assert shipped.roofline_factor == pytest.approx(fit.roofline_factor, rel=1e-9)
     assert shipped.per_sequence_s == pytest.approx(fit.per_sequence_s, rel=1e-9)
-    assert shipped.per_position_s == pytest.approx(fit.per_position_s, rel=1e-9) and shipped.per_position_s > 0
+    assert shipped.per_position_s == pytest.approx(fit.per_position_s, rel=1e-9)
+    # the shipped form charges the extra verified positions' FLOPs (one factor for every chip), not a time each
+    assert shipped.extra_flops_by_vendor == pytest.approx(fit.extra_flops_by_vendor, rel=1e-9)
+    assert shipped.per_position_s == 0 and len(set(shipped.extra_flops_by_vendor.values())) == 1
     for chip, engines in fit.fixed_s.items():
         assert shipped.fixed_s[chip] == pytest.approx(engines, rel=1e-9)
     # both model classes' decoding, all three workloads, and every speculative run
@@ -37,7 +40,11 @@ def test_constants_are_physical():
     c = cal.shipped_calibration()
     assert all(1.0 <= mu < 2.0 for mu in c.roofline_factor.values())  # kernels at 50-100% of the datasheet
     assert all(0 <= a < 1.5e-2 for by in c.fixed_s.values() for a in by.values())  # up to a few ms per step
-    assert 0 < c.per_sequence_s < 2e-4
+    # the host's time per request is not told apart from the extra positions' work on these runs: the fit
+    # may set it to zero, never below, and never past a few hundred microseconds
+    assert 0 <= c.per_sequence_s < 2e-4
+    # the extra positions' FLOPs run no faster than the chip's peak, and not below a tenth of it
+    assert all(1.0 <= chi < 10.0 for chi in c.extra_flops_by_vendor.values())
     assert c.prefill_factor >= 1.0  # the prefill no faster than its roofline
     assert all(2e-5 < t < 2e-4 for t in c.moe_layer_s.values())  # tens of microseconds per MoE layer
     assert all(0 <= nu < 4 for nu in c.attention_factor_by_vendor.values())
@@ -166,6 +173,7 @@ def test_calibrated_pricing_prices_verify_and_drafter_with_the_calibrated_step()
         a = a * presets.model("qwen3.6").n_layers / presets.LLAMA_3_70B.n_layers
     a = a + c.moe_layer(presets.B200) * 40  # Qwen3.6-35B-A3B: 40 MoE layers
     nu, e, a_d = c.attention_factor(presets.B200), c.per_position(presets.B200), c.per_draft_pass_s
+    chi = c.extra_flops(presets.B200)
     priced = spec.Deployment("qwen3.6", "B200", drafter="qwen3.6-mtp", step_time="calibrated", tp=2).pricing()
     roof = _step.step_model("qwen3.6", "B200", rollback=_step.DEFAULT_ROLLBACK)  # the deployment's default
     split = layout.ParallelStep(roof, layout.Layout(2))  # Qwen3.6's 2 KV heads: one per GPU, all split evenly
@@ -176,8 +184,9 @@ def test_calibrated_pricing_prices_verify_and_drafter_with_the_calibrated_step()
 
     assert priced.plain(B, S) == pytest.approx(kernels(1.0) + split.communication(B, 1.0) + a + d * B)
     raw_draft = spec.resolve_drafter("qwen3.6-mtp", None, presets.B200).time(g, B)
+    extra = (roof.flop_time(B, g + 1, S) - roof.flop_time(B, np.array(1.0), S)) / 2  # this GPU's share
     expected = (kernels(g + 1) + split.communication(B, g + 1) + a + d * B + e * B * g + mu * raw_draft / 2
-                + a_d * g)
+                + a_d * g + chi * extra)
     assert priced.step(g, B, S) == pytest.approx(expected)
 
 
@@ -266,9 +275,12 @@ def test_a_calibrated_ledger_is_layers_times_the_layer_in_seconds_plus_overheads
     B, S = np.array(16.0), np.array(8192.0)
     seconds = mu * 61 / presets.H200.memory_bandwidth
     assert priced.cost_model.decode(B, S) == pytest.approx(seconds * cm.decode(B, S) + a + d * 16)
-    e = c.per_position(presets.H200)
+    e, chi = c.per_position(presets.H200), c.extra_flops(presets.H200)
+    # the ledger counts bytes: the two extra positions' FLOPs are the whole model's, split over the 8 GPUs
+    roof = _step.step_model("deepseek-v3", "H200")
+    extra = (roof.flop_time(B, np.array(3.0), S) - roof.flop_time(B, np.array(1.0), S)) / 8
     assert priced.cost_model.verify(B, 3.0, S) == pytest.approx(seconds * cm.verify(B, 3.0, S) + a + d * 16
-                                                                 + e * 16 * 2)
+                                                                 + e * 16 * 2 + chi * extra)
 
 
 def test_calibration_file_is_valid_json_with_its_provenance():

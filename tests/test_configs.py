@@ -52,6 +52,7 @@ def test_v4_flash_preset_is_the_papers_architecture_field_by_field():
         # Two sliding-window-only layers, then CSA and HCA alternating; the
         # 44th entry is the MTP layer's placeholder.
         compress_ratios=(0, 0) + (4, 128) * 20 + (4, 0), sliding_window=128,
+        mtp_layers=1,  # the one MTP layer that placeholder stands for
     )
     preset = presets.DEEPSEEK_V4_FLASH
     assert dataclasses.replace(paper, source=preset.source) == preset

@@ -58,6 +58,7 @@ FIELD_BY_FIELD = {
         ffn=presets.MoEFFN(n_routed=160, top_k=8, n_shared=1, expert_width=1536, weight_bytes=2.0, precision="bf16"),
         proj_weight_bytes=2.0, proj_precision="bf16", attention_precision="bf16", n_layers=92, vocab_size=151552,
         n_dense_layers=3, dense_ffn_width=12288, aliases=("glm-4.7", "glm4.7"),
+        mtp_layers=1,  # num_nextn_predict_layers
     ),
     "glm-4.7-flash": lambda: presets.Model(
         name="GLM-4.7-Flash",
@@ -69,6 +70,7 @@ FIELD_BY_FIELD = {
         ffn=presets.MoEFFN(n_routed=64, top_k=4, n_shared=1, expert_width=1536, weight_bytes=2.0, precision="bf16"),
         proj_weight_bytes=2.0, proj_precision="bf16", attention_precision="bf16", n_layers=47, vocab_size=154880,
         n_dense_layers=1, dense_ffn_width=10240, aliases=("glm-4.7-flash", "glm4.7-flash"),
+        mtp_layers=1,  # num_nextn_predict_layers
     ),
     "llama-3.1-8b": lambda: presets.Model(
         name="Llama-3.1-8B",

@@ -177,8 +177,15 @@ def test_each_chip_takes_its_vendors_time_per_position():
         assert step.time(B, np.float64(3), S) - zero.time(B, np.float64(3), S) == pytest.approx(e * 32 * 2)
     vendorless = dataclasses.replace(resolve(None, "H200")[1], vendor="")
     assert by_vendor.per_position(vendorless) == 3e-4
-    # the shipped form pools e: one constant for every chip
-    assert shipped.per_position_by_vendor == {} and shipped.per_position_s > 0
+    # the shipped calibration holds what its form fits: a pooled term is one constant for every chip,
+    # and a term the form leaves out is zero
+    form = step_features.SHIPPED_FORM
+    assert shipped.per_position_by_vendor == {}
+    assert (shipped.per_position_s > 0) == ("per_position" in form.terms)
+    extra = set(shipped.extra_flops_by_vendor.values())
+    assert ("extra_flops" in form.terms) == (extra != {0.0} and bool(extra))
+    if "extra_flops" in form.pooled:
+        assert len(extra) == 1
     assert cal.Calibration.from_json(shipped.to_json()) == shipped
 
 
@@ -470,7 +477,9 @@ def test_the_targets_are_read_off_the_held_out_points():
 def test_each_constant_lies_in_its_bootstrap_interval_in_its_unit():
     f = step_fit.fit(step_features.SHIPPED_FORM)
     rows = {name: (value, interval) for name, value, interval, _ in step_report.constants()}
-    assert rows["per_position"][0] == pytest.approx(f.theta["per_position"] * 1e6)
+    for term in ("per_position", "extra_flops"):  # whichever the shipped form holds
+        if term in f.theta:
+            assert rows[term][0] == pytest.approx(f.theta[term] * step_report.UNITS[term][0])
     assert rows["per_sequence"][0] == pytest.approx(f.theta["per_sequence"] * 1e6)
     assert rows["moe_fixed, NVIDIA"][0] == pytest.approx(f.theta[("moe_fixed", "NVIDIA")] * 1e6)
     for name, (value, interval) in rows.items():

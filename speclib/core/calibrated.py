@@ -47,6 +47,7 @@ from .._checks import checked_choice
 from ..formulas import numpy_functions as nf
 from ..presets import hardware as hardware_preset
 from .step import StepModel
+from .step import step_model as _step_model
 
 #: How a step's time is priced: the roofline (a lower bound) or the
 #: roofline calibrated on measured decoding.
@@ -535,10 +536,20 @@ class CalibratedLedger:
         moe_layers = self.layers if cost_model.model.ffn.is_moe else 0.0  # the ledger's layer stands for every layer
         self.fixed = (self.calibration.fixed(self.hardware, self.engine, self.layers)
                       + self.calibration.moe_layer(self.hardware) * moe_layers)
-        if self.calibration.extra_flops(self.hardware):
-            raise ValueError("step_time: this calibration charges the extra verified positions' FLOPs, which the "
-                             "per-layer ledger does not count; give the model and hardware instead of cost_model")
+        self.extra_flops_factor = self.calibration.extra_flops(self.hardware)
+        # The ledger counts bytes, not FLOPs: the extra verified positions' FLOPs come from the same
+        # model's whole step on this chip, split over the GPUs the ledger stands for (its G, else one).
+        self._flops = _step_model(cost_model.model, self.hardware) if self.extra_flops_factor else None
+        self._gpus = float(getattr(cost_model, "G", 1.0))
         self._seconds = self.factor * self.layers / self.hardware.memory_bandwidth
+
+    def extra_work(self, batch, width, context):
+        """t_x: the FLOPs of the width - 1 extra positions at peak, this GPU's
+        share (:data:`speclib.formulas.step.extra_positions_time_expr`)."""
+        if self._flops is None:
+            return 0.0 * batch * width
+        one = self._flops.flop_time(batch, 1.0 + 0.0 * width, context)
+        return (self._flops.flop_time(batch, width, context) - one) / self._gpus
 
     def decode(self, batch, context):
         return self._seconds * self.cost_model.decode(batch, context) + self.fixed + self.per_sequence * batch
@@ -546,4 +557,5 @@ class CalibratedLedger:
     def verify(self, batch, width, context):
         per = self.per_sequence * batch * (width if self.per_token else 1.0)
         return (self._seconds * self.cost_model.verify(batch, width, context) + self.fixed + per
-                + self.calibration.per_position(self.hardware) * batch * (width - 1.0))
+                + self.calibration.per_position(self.hardware) * batch * (width - 1.0)
+                + self.extra_flops_factor * self.extra_work(batch, width, context))

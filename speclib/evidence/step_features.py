@@ -133,7 +133,8 @@ def as_form(terms) -> Form:
 #: The form of the shipped calibration: the one
 #: :func:`speclib.evidence.held_out.choose_form` picks on every run (a test
 #: checks that it still does).
-SHIPPED_FORM = Form(DEFAULT_TERMS, "chip", ("per_position",))
+SHIPPED_FORM = Form(tuple(t for t in DEFAULT_TERMS if t != "per_position") + ("extra_flops",), "layers",
+                    ("extra_flops",))
 
 
 def layers_ref() -> float:

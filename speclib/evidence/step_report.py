@@ -44,6 +44,9 @@ def _draw_value(draw: dict, key) -> float:
     value = draw.get(field, 0.0)
     for part in (key[1:] if isinstance(key, tuple) else ()):
         value = value.get(part, np.nan) if isinstance(value, dict) else np.nan
+    if isinstance(value, dict):  # a term pooled over the vendors: the same number under each
+        pooled = set(value.values())
+        return float(pooled.pop()) if len(pooled) == 1 else np.nan
     return float(value)
 
 
