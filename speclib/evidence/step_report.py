@@ -93,6 +93,9 @@ ESTIMATES = (
      "top-k/top-p sampling over a 131k vocabulary: 0.7 to 1.5 \u00b5s per row (FlashInfer), 11 to 16 \u00b5s per "
      "row (PyTorch's sort)",
      "vllm40376"),
+    ("extra_flops", "the arithmetic of each verified position past the first, against the chip's peak",
+     "no published figure for these engines at these shapes (a few rows per GEMM, run far from the peak: so "
+     "more than 1)", ""),
     ("attention_factor", "decode attention's kernels against the bandwidth",
      "FlashMLA reads 3,000 GB/s on an H800 (about 90 % of its bandwidth); AMD's AITER MLA decode kernel has a floor "
      "of 12.8 to 15.5 \u00b5s a call at tiny contexts, 61 calls a DeepSeek step",

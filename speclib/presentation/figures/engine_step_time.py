@@ -736,8 +736,16 @@ def step_time_gamma_facts(data=None, small: int = 16) -> dict:
     d = step_time_gamma.data() if data is None else data
     B, roof, cal, no_fit = (np.asarray(d[k]) for k in ("B", "gamma_roofline", "gamma_calibrated", "no_fit"))
     gutter = (B <= small) & (roof == 0)
-    late = np.flatnonzero((cal == 0) & (roof > 0) & ~no_fit.astype(bool))
-    return {"gutter_lo": int(B[gutter].min()) if gutter.any() else None,
+    fits = ~no_fit.astype(bool)
+    late = np.flatnonzero((cal == 0) & (roof > 0) & fits)
+    shorter = np.flatnonzero((cal < roof) & (B > small) & fits)
+    last = int(np.flatnonzero(fits)[-1])
+    stops = (f"from {int(B[late[0]]):,} sequences it drafts nothing where the roofline still speculates"
+             if late.size else f"memory runs out, at {int(d['max_batch']):,} sequences, before it stops")
+    return {"calibrated_shorter_from": int(B[shorter[0]]) if shorter.size else None,
+            "last_fit_batch": int(B[last]), "calibrated_last_gamma": int(cal[last]),
+            "roofline_last_gamma": int(roof[last]), "calibrated_stops_text": stops,
+            "gutter_lo": int(B[gutter].min()) if gutter.any() else None,
             "gutter_hi": int(B[gutter].max()) if gutter.any() else None,
             "gutter_calibrated_lo": int(cal[gutter].min()) if gutter.any() else None,
             "gutter_calibrated_hi": int(cal[gutter].max()) if gutter.any() else None,

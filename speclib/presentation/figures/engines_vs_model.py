@@ -78,10 +78,10 @@ engine_speedups = Figure(
 
 def engine_rows(points=None):
     """Rows of the comparison table: source, setting, measured, roofline,
-    calibrated, per position, anchored (ranges where the batch is unknown)."""
+    calibrated, anchored (ranges where the batch is unknown)."""
     points = _eng.comparison() if points is None else points
-    return [(p.run.label, p.at, p.measured, _fmt(p.roofline), _fmt(p.calibrated), _fmt(p.per_token),
-             _fmt(p.anchored)) for p in points]
+    return [(p.run.label, p.at, p.measured, _fmt(p.roofline), _fmt(p.calibrated), _fmt(p.anchored))
+            for p in points]
 
 
 def _fmt(value):
@@ -302,6 +302,9 @@ def dspark_facts(run_id: str = "vllm-dspark-dsv4-flash-mi350x-k7") -> dict:
     return {"dspark_scored": int(ok.sum()), "dspark_inside": int(((m >= lo) & (m <= hi)).sum()),
             "dspark_above": int((m > hi).sum()), "dspark_below": int((m < lo).sum()),
             "dspark_calibrated_falls": bool(np.all(np.diff(held.predicted) < 0)),
+            "dspark_calibrated_falls_overall": bool(held.predicted[-1] < held.predicted[0]),
+            "dspark_first_predicted": float(held.predicted[0]), "dspark_last_measured": float(held.measured[-1]),
+            "dspark_active_b": resolve(held.run.model, None)[0].active_params() / 1e9,
             "dspark_measured_falls": bool(np.all(np.diff(held.measured) < 0)),
             "dspark_roofline_rises": bool(np.any(np.diff(roof.predicted) > 0)),
             "dspark_roofline_peak": float(roof.predicted.max()),
@@ -359,15 +362,28 @@ def chapter_facts() -> dict:
     sweep = _eng.gamma_sweep("sglang-autospec")
     out.update(qwen_best_first=int(sweep["best_measured"][0]), qwen_best_last=int(sweep["best_measured"][-1]),
                qwen_roofline_first=int(sweep["best_roofline"][0]), qwen_roofline_last=int(sweep["best_roofline"][-1]),
-               qwen_last_batch=int(sweep["batches"][-1]))
+               qwen_calibrated_first=int(sweep["best_calibrated"][0]),
+               qwen_calibrated_last=int(sweep["best_calibrated"][-1]), qwen_last_batch=int(sweep["batches"][-1]))
+    first, last = out["qwen_calibrated_first"], out["qwen_calibrated_last"]
+    out["qwen_calibrated_verdict"] = (
+        "shortens it too" if last < first else
+        "keeps it where it was (the FLOPs it charges each extra position are too small a part of this model's "
+        "step at these batches to shorten the draft, so it misses part of what the engine pays per position)"
+        if last == first else "lengthens it")
     floor = [row for row in _runs.below_floor() if row[0] == "vllm-v4pro-mi355x"]
     out["v4pro_floor"] = floor[0][4] if floor else float("nan")
     f = _fit.fit(_feat.SHIPPED_FORM)
-    out.update(e_us=1e6 * f.theta["per_position"], d_us=1e6 * f.theta["per_sequence"], prefill=f.theta["prefill"])
+    chi = f.theta.get("extra_flops", 0.0)
+    out.update(e_us=1e6 * f.theta.get("per_position", 0.0), d_us=1e6 * f.theta["per_sequence"],
+               prefill=f.theta["prefill"], chi=chi, extra_eta=1.0 / chi if chi else float("nan"))
     from ...core.deployment import Deployment
 
     v3 = Deployment("deepseek-v3", "H200", tp=8, step_time="calibrated").pricing(whole_step=True).step_model
-    out.update(h200_fixed_ms=1e3 * v3.fixed, e_over_d=f.theta["per_position"] / f.theta["per_sequence"])
+    out["h200_fixed_ms"] = 1e3 * v3.fixed
+    # what one extra verified position costs each sequence, DeepSeek-V3 on eight H200 at 32 sequences of 2,048
+    B, S = np.float64(EXTRA_AT[0]), np.float64(EXTRA_AT[1])
+    extra = v3.extra_flops_factor * v3.extra_work(B, np.float64(2.0), S) + v3.extra_positions(B, np.float64(2.0))
+    out.update(extra_us_v3=1e6 * float(extra) / EXTRA_AT[0], extra_batch=EXTRA_AT[0], extra_context=EXTRA_AT[1])
     m, hw = resolve("deepseek-v3", "H200")
     from ...core import step as _step
     out["v3_weights_ms"] = 1e3 * float(_step.step_model(m, hw).time(np.float64(1), np.float64(1), np.float64(2048))) / 8
@@ -384,7 +400,8 @@ def chapter_facts() -> dict:
     best, scores = _ho.stored_forms()
     flops = [v for k, v in scores.items() if "extra_flops" in k.terms]
     out.update(best_score=min(scores.values()), kept_score=scores[best], forms=len(scores),
-               flops_score=min(flops) if flops else float("nan"),
+               flops_score=min(flops) if flops else float("nan"), kept_flops="extra_flops" in best.terms,
+               kept_label=best.label,
                flops_worse=bool(flops) and min(flops) > scores[best],
                flops_verdict=(f"does worse held out ({min(flops):.1%} at best)" if flops and min(flops) > scores[best]
                               else f"does as well held out ({min(flops):.1%} at best)" if flops
@@ -392,6 +409,10 @@ def chapter_facts() -> dict:
     fams = {fam: med for fam, _, _, med, *_ in _rep.family_rows()}
     out.update(llama_family_median=fams.get("Llama", float("nan")), qwen_family_median=fams.get("Qwen", float("nan")))
     return out
+
+
+#: (batch, context) at which the chapter states what one extra verified position costs a sequence.
+EXTRA_AT = (32, 2048)
 
 
 # --- what the DeepSeek evidence is: its GPUs and layouts ------------------------------------
@@ -502,8 +523,9 @@ def estimate_facts(f=None) -> dict:
     in µs and where it falls, "inside", "below" or "above" the estimate's
     range, and how many times the estimate's top it is."""
     f = _fit.fit(_feat.SHIPPED_FORM) if f is None else f
-    values = {"moe_fixed": f.theta.get(("moe_fixed", "NVIDIA"), 0.0), "per_sequence": f.theta["per_sequence"],
-              "per_position": f.theta.get("per_position", 0.0)}
+    values = {"moe_fixed": f.theta.get(("moe_fixed", "NVIDIA"), 0.0), "per_sequence": f.theta["per_sequence"]}
+    if "per_position" in f.theta:  # a term the form leaves out has no value to place
+        values["per_position"] = f.theta["per_position"]
     out = {}
     for term, v in values.items():
         lo, hi = _rep.ESTIMATE_RANGES[term]

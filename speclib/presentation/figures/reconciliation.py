@@ -115,8 +115,15 @@ def stops_table(alpha: float = 0.75, S: float = 2048) -> NumberTable:
                        tuple(stops_rows(alpha, S)), align="llrrrrr",
                        caption=f"where speculation stops paying under the calibrated step (fitted on engines; the 80 % "
                                f"interval over its bootstrap), acceptance {alpha:g}, context {S:,.0f}, each drafter "
-                               "priced by its own roofline plus the fitted time per pass; \u2013: never, up to the "
+                               f"priced by its own roofline{_per_pass()}; \u2013: never, up to the "
                                "largest batch that fits (4,096 at most)")
+
+
+def _per_pass() -> str:
+    """What the calibrated step adds to each drafter pass, in words (nothing where the shipped form has no such term)."""
+    from ...core.calibrated import shipped_calibration
+
+    return " plus the fitted time per pass" if shipped_calibration().per_draft_pass_s else ""
 
 
 def facts() -> dict:
@@ -135,11 +142,27 @@ def facts() -> dict:
             else:
                 out[f"{key}{B}_speedup"] = float(s)
         out[f"{key}_stops"] = _spec.stops_paying(None, S, deployment=dep, max_batch=4096)["at"]
+    lo, hi = out["cal234_lo"], out["cal234_hi"]
+    out["cal234_verdict"] = ("an interval that holds 1×: whether to speculate there at all is as likely as not"
+                             if lo < 1.0 < hi else "an interval wholly above 1×: speculation still pays there"
+                             if lo >= 1.0 else "an interval wholly below 1×: speculation loses there")
     rows = stops_rows()
     ats = [int(r[3].replace(",", "")) for r in rows if r[3][0].isdigit()]
     mays = [int(r[4].replace(",", "")) for r in rows if r[4][0].isdigit()]
-    out.update(stops_lo=min(ats), stops_hi=max(ats), may_lo=min(mays), may_hi=max(mays))
+    out.update(stops_lo=min(ats), stops_hi=max(ats), may_lo=min(mays), may_hi=max(mays), stops_count=len(ats),
+               stops_total=len(rows), stops_where=_and([f"{_where(r[1])} from batch {r[3]}" for r in rows
+                                                        if r[3][0].isdigit()]))
     return out
+
+
+def _where(deployment: str) -> str:
+    """'Llama-3-70B, 8 × H200, vLLM, ...' -> 'Llama-3-70B on 8 × H200'."""
+    model, gpus, *_ = deployment.split(", ")
+    return f"{model} on {gpus}"
+
+
+def _and(items: list) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else "none"
 
 
 # --- the book's bottom line (the introduction) --------------------------------------------
