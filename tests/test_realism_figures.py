@@ -60,7 +60,7 @@ def test_calibrated_figure_shows_held_out_predictions():
 
 
 def test_held_out_and_ablation_tables():
-    from speclib.evidence import held_out
+    from speclib.evidence import held_out, step_features
 
     rows = engine_step_time.held_out_rows()
     # Llama-3.3-70B on every chip and width it ran (23 combinations) and DeepSeek-R1 on every chip it ran
@@ -70,6 +70,8 @@ def test_held_out_and_ablation_tables():
     ablation = engine_step_time.ablation_rows()
     assert [row[0] for row in ablation] == [label for label, _ in held_out.DECODE_VARIANTS] + [
         "the collectives not charged"]
+    # each variant is another form than the shipped one
+    assert all(form != step_features.SHIPPED_FORM for _, form in held_out.DECODE_VARIANTS[1:])
     # the stored rows are what the hold-outs give now (the shipped form's, recomputed)
     chip = held_out.held_out("chip", choose=False, intervals=False)
     model = held_out.held_out("model", choose=False, intervals=False)

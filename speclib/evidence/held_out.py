@@ -364,7 +364,9 @@ DECODE_VARIANTS = (
                                             SHIPPED_FORM.fixed, SHIPPED_FORM.pooled)),
     ("without either", Form(tuple(t for t in SHIPPED_FORM.terms if t not in ("attention_factor", "moe_fixed")),
                             SHIPPED_FORM.fixed, SHIPPED_FORM.pooled)),
-    ("the fixed time scaled by layers", Form(SHIPPED_FORM.terms, "layers", SHIPPED_FORM.pooled)),
+    # the fixed time's other scaling than the shipped form's
+    ("the fixed time by chip alone" if SHIPPED_FORM.fixed == "layers" else "the fixed time scaled by layers",
+     Form(SHIPPED_FORM.terms, "chip" if SHIPPED_FORM.fixed == "layers" else "layers", SHIPPED_FORM.pooled)),
 )
 
 

@@ -628,14 +628,15 @@ def ablation_facts(rows=None) -> dict:
     rows = ablation_rows() if rows is None else rows
     keys = {"the shipped form": "shipped", "without attention's own factor": "no_attention",
             "without the time per MoE layer": "no_moe", "without either": "neither",
-            "the fixed time scaled by layers": "layers", "the collectives not charged": "no_collectives"}
+            "the fixed time scaled by layers": "layers", "the fixed time by chip alone": "chip_fixed",
+            "the collectives not charged": "no_collectives"}
     out = {}
     fields = ("decode", "decode_worst", "llama", "r1", "speedup")
     for label, *values in rows:
         for field, v in zip(fields, values):
             out[f"abl_{keys[label]}_{field}"] = float(v)
     for key in keys.values():
-        if key == "shipped":
+        if key == "shipped" or f"abl_{key}_decode" not in out:  # the fixed time's variant is one of two
             continue
         for field in fields:
             out[f"abl_{key}_{field}_moves"] = _direction(out[f"abl_shipped_{field}"], out[f"abl_{key}_{field}"])

@@ -400,7 +400,7 @@ def chapter_facts() -> dict:
     best, scores = _ho.stored_forms()
     flops = [v for k, v in scores.items() if "extra_flops" in k.terms]
     out.update(best_score=min(scores.values()), kept_score=scores[best], forms=len(scores),
-               flops_score=min(flops) if flops else float("nan"), kept_flops="extra_flops" in best.terms,
+               kept_flops="extra_flops" in best.terms,
                kept_label=best.label,
                flops_worse=bool(flops) and min(flops) > scores[best],
                flops_verdict=(f"does worse held out ({min(flops):.1%} at best)" if flops and min(flops) > scores[best]
