@@ -214,10 +214,18 @@ def _doubled(monkeypatch, ids):
     step_fit._problem.cache_clear()
 
 
-def test_a_family_held_out_is_predicted_without_any_of_its_runs(monkeypatch):
+@pytest.fixture(scope="module")
+def glm_fold():
+    """The GLM family held out, its form chosen without it, with intervals: (form, {run: prediction}), computed
+    once for the tests that read it (a fold takes seconds)."""
+    form, fold, _ = held_out.held_out_fold("model", "GLM", choose=True)
+    return form, fold
+
+
+def test_a_family_held_out_is_predicted_without_any_of_its_runs(monkeypatch, glm_fold):
     glm = held_out.groups("model")["GLM"]
     assert set(glm) == {r.id for r in spec_runs.spec_runs() if resolve(r.model, None)[0].name.startswith("GLM")}
-    form, before, _ = held_out.held_out_fold("model", "GLM", choose=True, intervals=False)
+    form, before = glm_fold
     try:
         _doubled(monkeypatch, glm)
         form2, after, _ = held_out.held_out_fold("model", "GLM", choose=True, intervals=False)
@@ -239,9 +247,9 @@ def test_a_family_held_out_is_predicted_without_any_of_its_runs(monkeypatch):
     assert not held_out._fold("model", "GLM").decode.any() and not held_out._fold("run", "sglang-autospec").decode.any()
 
 
-def test_the_stored_hold_outs_are_what_held_out_computes():
+def test_the_stored_hold_outs_are_what_held_out_computes(glm_fold):
     stored = held_out.stored_held_out("model")
-    form, fold, _ = held_out.held_out_fold("model", "GLM", choose=True)
+    form, fold = glm_fold
     assert stored.forms["GLM"] == form
     for rid, p in fold.items():
         q = stored.run(rid)
