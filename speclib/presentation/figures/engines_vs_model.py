@@ -346,6 +346,10 @@ def _point(points, run_id, at):
     return next(p for p in points if p.run.id == run_id and p.at == at)
 
 
+#: (batch, context) at which the chapter states what one extra verified position costs a sequence.
+EXTRA_AT = (32, 2048)
+
+
 def chapter_facts() -> dict:
     """The numbers the chapter's prose states, each computed here from the
     data, the pricings and the stored hold-outs (the chapter glues them)."""
@@ -398,21 +402,11 @@ def chapter_facts() -> dict:
                dspark32_hi=float(dspark.hi[at32]), dspark_last_predicted=float(dspark.predicted[-1]),
                dspark_last_batch=int(dspark.batch[-1]))
     best, scores = _ho.stored_forms()
-    flops = [v for k, v in scores.items() if "extra_flops" in k.terms]
     out.update(best_score=min(scores.values()), kept_score=scores[best], forms=len(scores),
-               kept_flops="extra_flops" in best.terms,
-               kept_label=best.label,
-               flops_worse=bool(flops) and min(flops) > scores[best],
-               flops_verdict=(f"does worse held out ({min(flops):.1%} at best)" if flops and min(flops) > scores[best]
-                              else f"does as well held out ({min(flops):.1%} at best)" if flops
-                              else "has no score among the forms held out"))
+               kept_flops="extra_flops" in best.terms, kept_label=best.label)
     fams = {fam: med for fam, _, _, med, *_ in _rep.family_rows()}
     out.update(llama_family_median=fams.get("Llama", float("nan")), qwen_family_median=fams.get("Qwen", float("nan")))
     return out
-
-
-#: (batch, context) at which the chapter states what one extra verified position costs a sequence.
-EXTRA_AT = (32, 2048)
 
 
 # --- what the DeepSeek evidence is: its GPUs and layouts ------------------------------------

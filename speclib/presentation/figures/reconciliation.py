@@ -162,6 +162,7 @@ def _where(deployment: str) -> str:
 
 
 def _and(items: list) -> str:
+    """'a', 'a and b', 'a, b and c'; 'none' for no items."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else "none"
 
 
@@ -256,7 +257,4 @@ def bottom_line_facts(alpha: float = 0.75, S: float = 4096, c_draft: float = 0.1
 
 def runs_text(runs) -> str:
     """Runs of batches as the prose writes them ("4\u201313", "4\u201313 and 20\u201321"), or "none"."""
-    if not runs:
-        return "none"
-    parts = [f"{a}" if a == b else f"{a}\u2013{b}" for a, b in runs]
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return _and([f"{a}" if a == b else f"{a}\u2013{b}" for a, b in runs])
