@@ -1,0 +1,321 @@
+"""A peer's predictions of DeepSeek-R1's measured decode and MTP runs: NVIDIA's
+AIConfigurator (https://github.com/ai-dynamo/aiconfigurator), an offline
+estimator built on kernel and collective latencies measured per chip and
+engine version, priced at each run's deployment, stored as data
+(``speclib/data/peer/aiconfigurator.json``, read by
+:mod:`speclib.evidence.peer`). speclib never imports AIConfigurator: it lives
+in a virtual environment of its own, outside the repository.
+
+    python3.11 -m venv ~/aic-venv && ~/aic-venv/bin/pip install aiconfigurator==0.12.0
+    PYTHONPATH=. ~/aic-venv/bin/python benchmarks/bench_peer.py  # re-run the peer, rewrite the file (under a minute)
+    python benchmarks/bench_peer.py             # no aiconfigurator here: print the stored comparison
+    python benchmarks/bench_peer.py --summary   # the same, wherever it runs
+
+What is priced, through ``aiconfigurator.cli.api.cli_estimate`` (the Python
+form of ``aiconfigurator cli estimate``; the file keeps the command line each
+row stands for), in its aggregated mode (in-flight batching: prefill chunks
+interleaved with the decode steps, as the runs were served) on its measured
+(``SILICON``) tables:
+
+* every DeepSeek-R1 decode run the fit uses (:func:`speclib.evidence.decode_runs.decode_runs`)
+  on a chip it has tables for: its TPOT at the run's deployment (chip, engine,
+  weights, KV cache, tensor / expert / attention-data parallelism), mean
+  request lengths and concurrency;
+* every InferenceX MTP pair (:func:`speclib.evidence.spec_runs.spec_runs`,
+  ids ``inferencex-r1-mtp-*``) on such a chip: the speed-up, TPOT without MTP
+  over TPOT with ``nextn`` = the pair's draft length and ``nextn_accepted``
+  (mean accepted draft tokens per step; one step commits 1 + that many) chosen
+  by a grid search so the speed-up at the configuration's smallest
+  concurrency matches the measured one, the same at its other concurrencies.
+
+Runs it cannot price (a chip without tables, a deployment it refuses) are
+listed in the file with the reason.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import logging
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "speclib" / "data" / "peer" / "aiconfigurator.json"
+
+#: Our chip names and the peer's systems (it bundles NVIDIA systems only).
+SYSTEMS = {"H200": "h200_sxm", "B200": "b200_sxm", "B300": "b300_sxm"}
+#: Our engine names, the peer's backends and the table versions pinned (its "current" slots in 0.12.0).
+BACKENDS = {"SGLang": ("sglang", "0.5.14"), "TRT": ("trtllm", "1.3.0rc20")}
+#: The checkpoint the peer prices for each of our weight precisions (its bundled configs).
+MODELS = {"fp8": "deepseek-ai/DeepSeek-R1", "fp4": "nvidia/DeepSeek-V3.1-NVFP4"}
+KV = {"fp8": "fp8", "bf16": "bfloat16"}
+DATABASE_MODE = "SILICON"
+MODE = "agg"
+#: The nested grid the accepted tokens are chosen on: steps, each level over
+#: the previous level's best value plus or minus one of its steps.
+GRID_STEPS = (0.1, 0.01, 0.001)
+MTP_PREFIX = "inferencex-r1-mtp"
+
+CLI = ("aiconfigurator cli estimate --model-path {model} --system {system} --backend {backend} "
+       "--backend-version {version} --estimate-mode agg --database-mode SILICON --isl {isl} --osl {osl} "
+       "--batch-size {batch} --tp {tp} --dp {dp} --etp {moe_tp} --ep {moe_ep} --kvcache-quant-mode {kv} "
+       "[--nextn {nextn} --nextn-accepted {accepted}]")
+API = ("aiconfigurator.cli.api.cli_estimate(model_path, system_name, mode='agg', backend_name, backend_version, "
+       "database_mode='SILICON', isl, osl, batch_size, tp_size, attention_dp_size, moe_tp_size, moe_ep_size, "
+       "kvcache_quant_mode, nextn, nextn_accepted).tpot (ms); every other argument at its default")
+
+ASSUMPTIONS = [
+    "chips: H200 -> h200_sxm, B200 -> b200_sxm, B300 -> b300_sxm; the peer has no tables for AMD chips (MI300X, "
+    "MI325X, MI355X), so their runs are not priced",
+    "engines: SGLang -> sglang tables of 0.5.14, TensorRT-LLM -> trtllm tables of 1.3.0rc20 (the peer's 'current' "
+    "slots); the runs were served by SGLang 0.5.9-0.5.12 and TensorRT-LLM 1.1-1.3.0rc14 (where the data name an "
+    "image), so the peer models a later engine build than the one measured",
+    "weights: fp8 -> deepseek-ai/DeepSeek-R1 (block-scaled fp8, the peer infers fp8_block GEMMs and MoE); fp4 -> "
+    "nvidia/DeepSeek-V3.1-NVFP4, the peer's bundled NVFP4 checkpoint of the same architecture (DeepseekV3ForCausalLM, "
+    "identical dimensions), standing in for the NVFP4 DeepSeek-R1 the runs served; the peer resolves it to "
+    "NVFP4 GEMMs and MoE (its checkpoint leaves the attention's low-rank projections, the MTP layer and the head "
+    "unquantized)",
+    "KV cache: the precision each run's launch script sets (speclib.evidence.decode_runs.r1_kv_cache: bf16 for SGLang "
+    "on H200, fp8 elsewhere), passed as kvcache_quant_mode; the attention kernels' precision is left to the peer "
+    "(it falls back to bf16 context MLA where it has no fp8 table, and says so)",
+    "layout: tensor parallel tp with expert parallel ep -> tp_size = tp, moe_ep_size = ep, moe_tp_size = tp / ep; "
+    "with attention data parallelism -> tp_size 1, attention_dp_size = tp, moe_ep_size = ep, moe_tp_size 1, and "
+    "batch_size = concurrency / tp (the peer's batch is per attention rank)",
+    "lengths: the runs' mean request lengths, 0.9 x the nominal ISL and OSL (InferenceX draws each uniformly from "
+    "[0.8 L, L]), rounded to whole tokens: 1k -> 922, 8k -> 7373",
+    "serving: the peer's aggregated (in-flight batching) estimate at batch_size = the run's concurrency (per attention "
+    "rank), its default context-token budget per step (the ISL) and memory fractions; a run whose concurrency "
+    "the peer says overflows its KV cache is priced all the same and flagged (kv_warning)",
+    "MTP: nextn = the pair's draft length (SGLang EAGLE steps 2 on NVIDIA; TensorRT-LLM num_nextn_predict_layers 3), "
+    "nextn_accepted = mean accepted draft tokens per step (the peer divides a step's time by 1 + nextn_accepted and "
+    "schedules the requests' fewer steps), one value per configuration, chosen on a nested grid (steps 0.1, 0.01, "
+    "0.001 over [0, nextn]) so the speed-up at the configuration's smallest concurrency is closest to the measured "
+    "one; at a bound of [0, nextn] (at_bound) where no value in it reaches the measured speed-up",
+]
+
+
+def _quiet():
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+
+
+def _peer():
+    """The peer's estimate function, or None where it is not installed."""
+    try:
+        from aiconfigurator.cli.api import cli_estimate
+    except ImportError:
+        return None
+    return cli_estimate
+
+
+def layout(tp: int, ep: int, dp_attention: bool) -> dict:
+    if dp_attention:
+        return {"tp_size": 1, "attention_dp_size": tp, "moe_tp_size": 1, "moe_ep_size": ep}
+    return {"tp_size": tp, "attention_dp_size": 1, "moe_tp_size": tp // ep, "moe_ep_size": ep}
+
+
+def lengths(run) -> tuple:
+    return int(round(run.input_len)), int(round(run.output_len))
+
+
+class Peer:
+    """The peer's TPOT (ms) at one deployment and concurrency, cached."""
+
+    def __init__(self, estimate):
+        self.estimate = estimate
+        self.cache = {}
+        self.calls = 0
+
+    def args(self, chip, engine, weights, kv_cache, tp, ep, dp, isl, osl, concurrency, nextn=0, accepted=None):
+        backend, version = BACKENDS[engine]
+        lay = layout(tp, ep, dp)
+        kw = dict(model_path=MODELS[weights], system_name=SYSTEMS[chip], mode=MODE, backend_name=backend,
+                  backend_version=version, database_mode=DATABASE_MODE, isl=isl, osl=osl,
+                  batch_size=concurrency // lay["attention_dp_size"], kvcache_quant_mode=KV[kv_cache], **lay)
+        if nextn:
+            kw.update(nextn=int(nextn), nextn_accepted=float(accepted))
+        return kw
+
+    def tpot(self, **kw):
+        """(TPOT ms, KV-overflow warning) or raises the peer's error."""
+        key = tuple(sorted(kw.items()))
+        if key not in self.cache:
+            self.calls += 1
+            try:
+                r = self.estimate(**kw)
+                if r.backend_version != kw["backend_version"]:
+                    raise RuntimeError(f"asked for {kw['backend_version']}, priced {r.backend_version}")
+                self.cache[key] = (float(r.tpot), bool(r.kv_cache_warning), None)
+            except Exception as e:  # the peer refuses the deployment: recorded with its reason
+                self.cache[key] = (None, None, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        tpot, warn, err = self.cache[key]
+        if err:
+            raise PeerRefused(err)
+        return tpot, warn
+
+
+class PeerRefused(Exception):
+    pass
+
+
+def price_decode(peer: Peer, runs, log) -> tuple:
+    from speclib.evidence import peer as reader
+
+    rows, refused = [], {}
+    for i, r in enumerate(runs):
+        if r.chip not in SYSTEMS:
+            refused.setdefault((r.chip, r.engine, r.weights, r.layout, r.workload,
+                                f"no tables for {r.chip} (the peer bundles NVIDIA systems only)"), []).append(r)
+            continue
+        isl, osl = lengths(r)
+        try:
+            tpot, warn = peer.tpot(**peer.args(r.chip, r.engine, r.weights, r.kv_cache, r.tp, r.ep, r.dp_attention,
+                                               isl, osl, r.concurrency))
+        except PeerRefused as e:
+            refused.setdefault((r.chip, r.engine, r.weights, r.layout, r.workload, str(e)), []).append(r)
+            continue
+        rows.append(reader.decode_row(r, tpot, warn))
+        if i % 25 == 0:
+            log(f"decode {i + 1}/{len(runs)}: {peer.calls} peer calls")
+    groups = [[chip, engine, weights, lay, wl, len(rs), why]
+              for (chip, engine, weights, lay, wl, why), rs in sorted(refused.items())]
+    return rows, groups
+
+
+def _speedup(peer: Peer, base: dict, concurrency: int, nextn: int, accepted: float) -> tuple:
+    t0, w0 = peer.tpot(**{**base, "batch_size": concurrency // base["attention_dp_size"]})
+    kw = {**base, "batch_size": concurrency // base["attention_dp_size"], "nextn": nextn, "nextn_accepted": accepted}
+    t1, w1 = peer.tpot(**kw)
+    return t0 / t1, t0, t1, bool(w0 or w1)
+
+
+def fit_accepted(peer: Peer, base: dict, concurrency: int, nextn: int, measured: float) -> tuple:
+    """The nested grid search: (accepted, at_bound)."""
+    lo, hi, best = 0.0, float(nextn), None
+    for step in GRID_STEPS:
+        grid = np.round(np.arange(lo, hi + step / 2, step), 6)
+        err = [abs(_speedup(peer, base, concurrency, nextn, float(a))[0] - measured) for a in grid]
+        best = float(grid[int(np.argmin(err))])
+        lo, hi = max(0.0, best - step), min(float(nextn), best + step)
+    ends = {a: _speedup(peer, base, concurrency, nextn, a)[0] for a in (0.0, float(nextn))}
+    return best, bool((best >= nextn and ends[float(nextn)] < measured) or (best <= 0 and ends[0.0] > measured))
+
+
+def price_mtp(peer: Peer, pairs, log) -> tuple:
+    rows, refused = [], []
+    for run in pairs:
+        if run.chip not in SYSTEMS:
+            refused.append([run.id, f"no tables for {run.chip} (the peer bundles NVIDIA systems only)"])
+            continue
+        isl, osl = (int(round(x)) for x in run.prefill_lengths)
+        base = peer.args(run.chip, run.engine, run.weights, run.kv_cache, run.gpus, run.ep, run.dp_attention,
+                         isl, osl, 1)
+        base.pop("batch_size")
+        points = sorted(run.points)
+        c0, g, m0 = points[0]
+        try:
+            t = time.perf_counter()
+            accepted, at_bound = fit_accepted(peer, base, c0, g, m0)
+            out = []
+            for c, gamma, measured in points:
+                s, t0, t1, warn = _speedup(peer, base, c, gamma, accepted)
+                out.append([run.id, int(c), int(gamma), float(measured), round(t0, 4), round(t1, 4), round(s, 5),
+                            accepted, bool(at_bound), c == c0, warn])
+        except PeerRefused as e:
+            refused.append([run.id, str(e)])
+            continue
+        rows += out
+        log(f"MTP {run.id}: accepted {accepted:.3f}{' (at the bound)' if at_bound else ''}, "
+            f"{time.perf_counter() - t:.0f} s; {peer.calls} peer calls")
+    return rows, refused
+
+
+def coverage() -> dict:
+    """What the peer's own support matrix (shipped in aiconfigurator-core)
+    says it prices for the checkpoints of :data:`MODELS` in aggregated
+    serving: {checkpoint: {system: ["backend version", ...]}} of the rows that PASS."""
+    import csv
+    from importlib import resources
+
+    out = {m: {} for m in MODELS.values()}
+    folder = resources.files("aiconfigurator_core").joinpath("systems", "support_matrix")
+    for f in sorted(folder.iterdir(), key=lambda f: f.name):
+        if not f.name.endswith(".csv"):
+            continue
+        for r in csv.DictReader(f.read_text(encoding="utf-8").splitlines()):
+            if r["HuggingFaceID"] in out and r["Mode"] == "agg" and r["Status"] == "PASS":
+                out[r["HuggingFaceID"]].setdefault(r["System"], set()).add(f"{r['Backend']} {r['Version']}")
+    return {m: {s: sorted(v) for s, v in sorted(systems.items())} for m, systems in out.items()}
+
+
+def run_peer(estimate, log=print) -> dict:
+    from speclib.evidence import decode_runs as dec
+    from speclib.evidence import peer as reader
+    from speclib.evidence import spec_runs as spec
+
+    import aiconfigurator
+
+    peer = Peer(estimate)
+    t = time.perf_counter()
+    pairs = [r for r in spec.spec_runs() if r.id.startswith(MTP_PREFIX)]
+    mtp_rows, mtp_refused = price_mtp(peer, pairs, log)
+    decode, decode_refused = price_decode(peer, dec.decode_runs("r1"), log)
+    log(f"{peer.calls} peer calls in {time.perf_counter() - t:.0f} s")
+    return {
+        "about": ("A peer's predictions of the DeepSeek-R1 runs of decode-benchmarks/deepseek-r1-inferencex.json: "
+                  "NVIDIA's AIConfigurator, priced at each run's deployment, stored as data (speclib does not "
+                  "import it). Written by benchmarks/bench_peer.py; read by speclib.evidence.peer."),
+        "peer": {"name": "AIConfigurator", "by": "NVIDIA (ai-dynamo)",
+                 "url": "https://github.com/ai-dynamo/aiconfigurator", "package": "aiconfigurator", "version": aiconfigurator.__version__,
+                 "core_version": importlib.metadata.version("aiconfigurator-core"), "license": "Apache-2.0",
+                 "what": ("an offline estimator of serving performance: a step's time summed from per-operation "
+                          "latencies interpolated in tables measured on each chip for each engine version (GEMMs, "
+                          "attention, MoE, collectives), then in-flight batching modelled over a request's life")},
+        "run": {"date": datetime.date.today().isoformat(), "python": platform.python_version(),
+                "script": "benchmarks/bench_peer.py", "api": API, "cli": CLI, "calls": peer.calls},
+        "mapping": {"systems": SYSTEMS, "backends": {k: list(v) for k, v in BACKENDS.items()}, "models": MODELS,
+                    "kv_cache": KV, "mode": MODE, "database_mode": DATABASE_MODE, "grid_steps": list(GRID_STEPS)},
+        "coverage": {"what": ("the systems and backends (table versions) the peer's support matrix passes for "
+                              "each checkpoint priced here, aggregated serving"), "models": coverage()},
+        "assumptions": ASSUMPTIONS,
+        "decode": {"fields": list(reader.DECODE_FIELDS), "rows": decode,
+                   "not_priced": {"fields": ["chip", "engine", "weights", "layout", "workload", "runs", "why"],
+                                  "rows": decode_refused}},
+        "mtp": {"fields": list(reader.MTP_FIELDS), "rows": mtp_rows,
+                "not_priced": {"fields": ["id", "why"], "rows": mtp_refused}},
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="the file to write (default: the shipped one)")
+    parser.add_argument("--summary", action="store_true", help="print the stored summary, run nothing")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    from speclib.evidence import peer as reader
+
+    estimate = None if args.summary else _peer()
+    if estimate is None:
+        if not args.summary:
+            print("aiconfigurator is not importable here: the stored predictions "
+                  f"({reader.PEER_FILE[-1]}, {reader.load()['peer']['name']} {reader.load()['peer']['version']}):\n")
+        print(reader.report())
+        return 0
+    _quiet()
+    data = run_peer(estimate, log=lambda s: print(s, flush=True))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(reader.dumps(data), encoding="utf-8")
+    print(f"wrote {args.out}\n")
+    print(reader.report(reader.parse(data)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

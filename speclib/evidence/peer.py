@@ -1,0 +1,291 @@
+"""A peer's predictions of the same measured runs, read from data: NVIDIA's
+AIConfigurator (https://github.com/ai-dynamo/aiconfigurator), priced at each
+DeepSeek-R1 run's deployment by ``benchmarks/bench_peer.py`` and stored in
+``data/peer/aiconfigurator.json`` (its version, the calls, the mapping of
+chips, engines and precisions, and every assumption are in the file).
+speclib never imports the peer; this module reads its numbers.
+
+Three comparisons:
+
+* the InferenceX MTP pairs (:func:`mtp_points`): the peer's speed-up at each
+  concurrency, its mean accepted draft tokens per step chosen so the speed-up
+  at the configuration's smallest concurrency is the measured one;
+* the fall of the gain (:func:`falls`, :func:`fall_summary`): the speed-up at
+  a larger concurrency over the speed-up at the smallest, predicted against
+  measured, the acceptance set at the smallest so that only the step's
+  shape is tested; the same for speclib's calibrated step held out by model
+  family (:func:`ours_mtp_points`);
+* decode TPOT (:func:`decode_points`, :func:`decode_table`): the peer's
+  time per output token against the measured one by chip, engine and
+  concurrency.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+#: Where the peer's predictions are, inside the package.
+PEER_FILE = ("data", "peer", "aiconfigurator.json")
+#: The columns of a decode row: the run (its address, date and deployment,
+#: as :class:`speclib.evidence.decode_runs.DecodeRun` has them), the lengths
+#: the peer was given, the measured and the peer's TPOT (ms), and whether the
+#: peer warned that the concurrency overflows its KV cache.
+DECODE_FIELDS = ("run", "date", "chip", "engine", "weights", "kv_cache", "tp", "ep", "dp_attention", "workload",
+                 "isl", "osl", "concurrency", "measured_tpot_ms", "peer_tpot_ms", "kv_warning")
+#: The columns of an MTP row: the pair's id (:func:`speclib.evidence.spec_runs.spec_runs`), the point, the
+#: measured speed-up, the peer's TPOT without and with MTP (ms), its speed-up, the accepted draft tokens per
+#: step fitted for the configuration, whether that value sits at a bound of [0, gamma], whether this point is
+#: the one it was fitted at, and the peer's KV-overflow warning.
+MTP_FIELDS = ("id", "concurrency", "gamma", "measured_speedup", "peer_tpot_ms", "peer_tpot_mtp_ms", "peer_speedup",
+              "accepted", "at_bound", "fitted", "kv_warning")
+
+
+def decode_row(run, peer_tpot_ms: float, kv_warning: bool) -> list:
+    """One decode row (:data:`DECODE_FIELDS`) for a
+    :class:`speclib.evidence.decode_runs.DecodeRun` priced by the peer."""
+    return [run.url, run.date, run.chip, run.engine, run.weights, run.kv_cache, int(run.tp), int(run.ep),
+            bool(run.dp_attention), run.workload, int(round(run.input_len)), int(round(run.output_len)),
+            int(run.concurrency), float(run.tpot_s) * 1e3, round(float(peer_tpot_ms), 4), bool(kv_warning)]
+
+
+def parse(data: dict) -> dict:
+    """The file's contents with each table's rows as dicts."""
+    out = copy.deepcopy(data)
+    for part in ("decode", "mtp"):
+        for table in (out[part], out[part]["not_priced"]):
+            table["rows"] = [dict(zip(table["fields"], row)) for row in table["rows"]]
+    return out
+
+
+@lru_cache(maxsize=1)
+def _load() -> dict:
+    return parse(json.loads(resources.files("speclib").joinpath(*PEER_FILE).read_text(encoding="utf-8")))
+
+
+def load() -> dict:
+    """The stored file (:data:`PEER_FILE`), rows as dicts (a copy)."""
+    return copy.deepcopy(_load())
+
+
+def dumps(data: dict) -> str:
+    """The file's text: its header indented, each row on one line."""
+    data = copy.deepcopy(data)
+    tables = []
+    for part in ("decode", "mtp"):
+        for table in (data[part], data[part]["not_priced"]):
+            tables.append(table["rows"])
+            table["rows"] = f"@rows{len(tables) - 1}@"
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    for i, rows in enumerate(tables):
+        body = ",\n".join("        " + json.dumps(r, ensure_ascii=False) for r in rows)
+        text = text.replace(f'"@rows{i}@"', "[\n" + body + "\n      ]" if rows else "[]")
+    return text + "\n"
+
+
+def _data(data):
+    return _load() if data is None else data
+
+
+# --- the MTP pairs and the fall of the gain ------------------------------------------------
+
+
+def mtp_points(data: dict = None) -> list:
+    """The peer's MTP points, each (id, concurrency, gamma, measured speed-up,
+    predicted speed-up, accepted draft tokens per step, fitted here), sorted
+    by id and concurrency."""
+    rows = _data(data)["mtp"]["rows"]
+    return sorted((r["id"], r["concurrency"], r["gamma"], r["measured_speedup"], r["peer_speedup"], r["accepted"],
+                   r["fitted"]) for r in rows)
+
+
+def falls(points) -> list:
+    """The fall of the gain of each configuration, to each concurrency past its
+    smallest: (id, smallest concurrency, concurrency, measured fall, predicted
+    fall, error = predicted / measured - 1, whether it is the configuration's
+    largest concurrency), where a fall is the speed-up there over the speed-up
+    at the smallest. ``points``: (id, concurrency, gamma, measured, predicted, ...)."""
+    by_id = {}
+    for p in points:
+        by_id.setdefault(p[0], []).append((int(p[1]), float(p[3]), float(p[4])))
+    out = []
+    for run_id in sorted(by_id):
+        pts = sorted(by_id[run_id])
+        c0, m0, q0 = pts[0]
+        for c, m, q in pts[1:]:
+            measured, predicted = m / m0, q / q0
+            out.append((run_id, c0, c, measured, predicted, predicted / measured - 1, c == pts[-1][0]))
+    return out
+
+
+def fall_summary(points) -> dict:
+    """The fall of the gain's errors (:func:`falls`): over every point past a
+    configuration's smallest concurrency (``median_abs_error``, ``points``) and
+    at each configuration's largest only (``median_abs_error_top``,
+    ``configurations``), with the median signed errors and the worst |error|
+    at the top."""
+    f = falls(points)
+    e = np.array([x[5] for x in f])
+    top = np.array([x[5] for x in f if x[6]])
+    return {"configurations": int(top.size), "points": int(e.size),
+            "median_abs_error": float(np.median(np.abs(e))), "median_signed_error": float(np.median(e)),
+            "median_abs_error_top": float(np.median(np.abs(top))), "median_signed_error_top": float(np.median(top)),
+            "worst_abs_error_top": float(np.max(np.abs(top)))}
+
+
+def ours_mtp_points(ids=None) -> list:
+    """speclib's calibrated step on the same MTP pairs, held out by model
+    family (the stored hold-out, :func:`speclib.evidence.held_out.stored_held_out`):
+    (id, concurrency, gamma, measured, predicted, nan, fitted here) for the pairs
+    in ``ids`` (default: those the peer priced)."""
+    from .held_out import stored_held_out
+
+    ids = {r[0] for r in mtp_points()} if ids is None else set(ids)
+    out = []
+    for p in stored_held_out("model").runs:
+        if p.run.id in ids:
+            for b, g, m, q, scored in zip(p.batch, p.gamma, p.measured, p.predicted, p.scored):
+                out.append((p.run.id, int(b), int(g), float(m), float(q), float("nan"), not bool(scored)))
+    return sorted(out)
+
+
+# --- decode TPOT -------------------------------------------------------------------------
+
+
+def _layout(r) -> str:
+    return f"TP{r['tp']}" + (f" EP{r['ep']}" if r["ep"] > 1 else "") + (" DP-attention" if r["dp_attention"] else "")
+
+
+def decode_points(data: dict = None) -> list:
+    """Every decode run the peer priced: (chip, engine, weights, layout,
+    workload, concurrency, measured TPOT ms, the peer's TPOT ms, error =
+    predicted / measured - 1)."""
+    return [(r["chip"], r["engine"], r["weights"], _layout(r), r["workload"], r["concurrency"], r["measured_tpot_ms"],
+             r["peer_tpot_ms"], r["peer_tpot_ms"] / r["measured_tpot_ms"] - 1) for r in _data(data)["decode"]["rows"]]
+
+
+def run_key(run) -> tuple:
+    """What identifies a decode run (a :class:`speclib.evidence.decode_runs.DecodeRun`
+    or a stored row): its address, date, deployment, workload and concurrency."""
+    if isinstance(run, dict):
+        url, get = run["run"], run.get
+    else:
+        url, get = run.url, lambda k: getattr(run, k)
+    return (url, get("date"), get("chip"), get("engine"), get("weights"), int(get("tp")), int(get("ep")),
+            bool(get("dp_attention")), get("workload"), int(get("concurrency")))
+
+
+#: speclib's own predictions of the decode runs: the shipped calibration
+#: through the public :func:`speclib.core.decode.tpot` (fitted on these runs
+#: among others), or each chip's runs predicted by the fit without that chip.
+OURS = ("calibrated", "held out by chip")
+
+
+def ours_decode_points(how: str = "held out by chip", data: dict = None) -> list:
+    """:func:`decode_points` with speclib's TPOT in place of the peer's, for the
+    same runs (``how``: one of :data:`OURS`)."""
+    from .._checks import checked_choice
+    from .held_out import stored_held_out
+    from .step_fit import decode_rows
+    from .step_report import r1_decode_predicted
+
+    how = checked_choice("how", how, OURS)
+    runs, _ = decode_rows()
+    index = {run_key(r): i for i, r in enumerate(runs)}
+    rows = _data(data)["decode"]["rows"]
+    idx = [index[run_key(r)] for r in rows]
+    pred = (r1_decode_predicted([runs[i] for i in idx]) if how == OURS[0]
+            else stored_held_out("chip").decode_predicted[idx])
+    return [(*p[:7], 1e3 * float(q), 1e3 * float(q) / p[6] - 1) for p, q in zip(decode_points(data), pred)]
+
+
+#: The columns :func:`decode_table` can group by.
+DECODE_GROUPS = ("chip", "engine", "weights", "layout", "workload", "concurrency")
+
+
+def decode_table(by=("chip",), points=None, subset=None) -> list:
+    """Predicted decode TPOT against the measured, grouped by the columns
+    ``by`` (of :data:`DECODE_GROUPS`): (group..., runs, median |error|, median
+    signed error). ``points``: :func:`decode_points` rows (default: the
+    peer's); ``subset``: a predicate on one."""
+    by = (by,) if isinstance(by, str) else tuple(by)
+    bad = [b for b in by if b not in DECODE_GROUPS]
+    if bad:
+        raise ValueError(f"by must name columns of {', '.join(DECODE_GROUPS)}; got {bad[0]!r}")
+    groups = {}
+    for p in decode_points() if points is None else points:
+        if subset is None or subset(p):
+            groups.setdefault(tuple(p[DECODE_GROUPS.index(b)] for b in by), []).append(p[-1])
+    return [(*k, len(e), float(np.median(np.abs(e))), float(np.median(e))) for k, e in sorted(groups.items())
+            for e in [np.array(e)]]
+
+
+def fp8_tp8(point) -> bool:
+    """The targets' set (:func:`speclib.evidence.decode_runs.target_subset`):
+    fp8 weights, eight GPUs in plain tensor parallelism."""
+    return point[2] == "fp8" and point[3] == "TP8"
+
+
+def decode_summary(points=None, subset=None) -> dict:
+    """Runs and their median |error| and median signed error (``points``:
+    :func:`decode_points` rows, default the peer's)."""
+    e = np.array([p[-1] for p in (decode_points() if points is None else points) if subset is None or subset(p)])
+    return {"runs": int(e.size), "median_abs_error": float(np.median(np.abs(e))),
+            "median_signed_error": float(np.median(e))}
+
+
+# --- in words ----------------------------------------------------------------------------
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f} %"
+
+
+def report(data: dict = None, ours: bool = True) -> str:
+    """The stored comparison in words and numbers (``benchmarks/bench_peer.py`` prints it)."""
+    d = _data(data)
+    peer, run = d["peer"], d["run"]
+    out = [f"{peer['name']} {peer['version']} ({peer['by']}, {peer['url']}), run {run['date']}, "
+           f"{len(d['decode']['rows'])} decode runs and {len({r['id'] for r in d['mtp']['rows']})} MTP pairs priced."]
+    out += ["", "Not priced:"]
+    out += [f"  decode {r['chip']} {r['engine']} {r['weights']} {r['layout']} {r['workload']}: {r['runs']} runs: "
+            f"{r['why']}" for r in d["decode"]["not_priced"]["rows"]]
+    out += [f"  MTP {r['id']}: {r['why']}" for r in d["mtp"]["not_priced"]["rows"]]
+    pts = mtp_points(d)
+    out += ["", "MTP pairs: measured speed-up, the peer's (accepted draft tokens per step fitted at the smallest "
+                "concurrency):"]
+    out += [f"  {i:<48} c {c:>3} g {g}  {m:5.2f}  {q:5.2f}  accepted {a:.3f}" + ("  (fitted here)" if f else "")
+            for i, c, g, m, q, a, f in pts]
+    sources = [("the peer", pts)] + ([("speclib, held out by model family", ours_mtp_points({p[0] for p in pts}))]
+                                     if ours else [])
+    out += ["", "The fall of the gain (speed-up at a concurrency over the speed-up at the smallest), predicted / "
+                "measured - 1:"]
+    for name, p in sources:
+        f = falls(p)
+        s = fall_summary(p)
+        out += [f"  {name}: median |error| {100 * s['median_abs_error']:.1f} % over {s['points']} points, "
+                f"{100 * s['median_abs_error_top']:.1f} % at each configuration's largest concurrency "
+                f"({s['configurations']} configurations; worst {100 * s['worst_abs_error_top']:.1f} %)"]
+        out += [f"    {i:<48} c {c0:>3} -> {c:>3}  measured {m:.3f}  predicted {q:.3f}  {_pct(e)}"
+                for i, c0, c, m, q, e, _ in f]
+    tables = [("the peer", decode_points(d))]
+    if ours:
+        tables += [(f"speclib, {how}", ours_decode_points(how, d)) for how in OURS]
+    out += ["", "Decode TPOT against the measured (runs; median |error|, median signed error): "
+            + "; ".join(name for name, _ in tables)]
+    for by in (("chip",), ("chip", "engine"), ("chip", "engine", "weights"), ("concurrency",)):
+        cols = [decode_table(by, pts) for _, pts in tables]
+        for rows in zip(*cols):
+            out.append(f"  {' '.join(map(str, rows[0][:-3])):<18} {rows[0][-3]:>4} runs  "
+                       + "   ".join(f"{100 * r[-2]:5.1f} % {_pct(r[-1]):>8}" for r in rows))
+        out.append("")
+    for name, pts in tables:
+        s, t = decode_summary(pts), decode_summary(pts, fp8_tp8)
+        out.append(f"  {name}: all {s['runs']} runs, median |error| {100 * s['median_abs_error']:.1f} %, signed "
+                   f"{_pct(s['median_signed_error'])}; fp8 on TP8 (the targets' set, NVIDIA chips): {t['runs']} runs, "
+                   f"{100 * t['median_abs_error']:.1f} %, {_pct(t['median_signed_error'])}")
+    out += ["", "Assumptions:"] + [f"  - {a}" for a in d["assumptions"]]
+    return "\n".join(out)
