@@ -150,9 +150,10 @@ NUMERIC = (
     # --- a whole model's step in seconds (speclib.formulas.step) ---
     Formula("roofline_time", _s.roofline_time_expr, (_s.F, _s.Q, _s.peak, _s.M),
             "time of work F moving Q bytes on a chip of peak P and bandwidth M"),
-    Formula("engine_step", _s.engine_step_expr, (_s.t_k, _s.t_c, _s.a, _s.d, _s.e, _s.B, _s.T, _s.chi, _s.t_x),
+    Formula("engine_step", _s.engine_step_expr, (_s.t_k, _s.t_c, _s.a, _s.d, _s.e, _s.B, _s.T, _s.chi, _s.t_x,
+                                                 _s.tau, _s.L_s),
             "the calibrated engine step: kernels, compute not hidden, fixed, per sequence, per extra position, "
-            "the extra positions' work below peak"),
+            "the extra positions' work below peak, per token per layer"),
     Formula("kernel_time", _s.kernel_time_expr, (_s.mu, _s.t_r, _s.nu, _s.t_at),
             "one GPU's calibrated kernel time"),
     Formula("fixed_by_layers", _s.fixed_by_layers_expr, (_s.a_0, _s.L, _s.L_ref),

@@ -65,7 +65,7 @@ ARGUMENTS = {
     'priced_speedup': ('N', 'C_0', 'C_gamma'),
     'throughput': ('B', 'N', 'C_gamma'),
     'roofline_time': ('F', 'Q', 'P', 'M'),
-    'engine_step': ('t_k', 't_c', 'a', 'd', 'e', 'B', 'T', 'chi', 't_x'),
+    'engine_step': ('t_k', 't_c', 'a', 'd', 'e', 'B', 'T', 'chi', 't_x', 'tau', 'L_s'),
     'kernel_time': ('mu', 't_r', 'nu', 't_at'),
     'fixed_by_layers': ('a_0', 'L', 'L_ref'),
     'attended_context': ('S', 'T'),
@@ -550,12 +550,12 @@ def roofline_time(F, Q, P, M):
     return functools.reduce(numpy.maximum, [F/P, Q/M])
 
 
-def engine_step(t_k, t_c, a, d, e, B, T, chi, t_x):
-    """the calibrated engine step: kernels, compute not hidden, fixed, per sequence, per extra position, the extra positions' work below peak:
+def engine_step(t_k, t_c, a, d, e, B, T, chi, t_x, tau, L_s):
+    """the calibrated engine step: kernels, compute not hidden, fixed, per sequence, per extra position, the extra positions' work below peak, per token per layer:
 
-    B*d + B*e*(T - 1) + a + chi*t_x + t_c + t_k
+    B*L_s*T*tau + B*d + B*e*(T - 1) + a + chi*t_x + t_c + t_k
     """
-    return B*d + B*e*(T - 1) + a + chi*t_x + t_c + t_k
+    return B*L_s*T*tau + B*d + B*e*(T - 1) + a + chi*t_x + t_c + t_k
 
 
 def kernel_time(mu, t_r, nu, t_at):

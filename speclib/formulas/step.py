@@ -150,16 +150,23 @@ e = sp.Symbol("e", nonnegative=True)  # time per verified position past the firs
 
 t_x = sp.Symbol("t_x", nonnegative=True)  # the extra verified positions' FLOPs at peak / tp (seconds)
 chi = sp.Symbol("chi", nonnegative=True)  # seconds per second of those FLOPs at peak: 1 / eta
+tau = sp.Symbol("tau", nonnegative=True)  # seconds per token per layer the roofline does not see
+L_s = sp.Symbol("L_s", nonnegative=True)  # the layers a token passes through in the step
 
 #: One engine step of B sequences of T positions: the kernels' time, the
 #: compute they do not hide, a fixed time, a time per sequence, a time per
 #: extra verified position (sampling, rejection, the rejected positions' KV
 #: writes) and the extra positions' own work, their FLOPs at a fraction
-#: eta = 1/chi of the chip's peak. A drafter's pass adds its priced work and
-#: a_d per pass (:data:`speclib.formulas.drafters.mtp_draft_time_expr` with
-#: t_pass = a_d counts the passes of a chained drafter, the DFlash form those
-#: of a block).
-engine_step_expr = t_k + t_c + a + d * B + e * B * (T - 1) + chi * t_x
+#: eta = 1/chi of the chip's peak, and a time tau per token per layer: the
+#: work each of the B x T tokens costs in each of the L_s layers it passes
+#: through that the weights' and the cache's roofline does not count (the
+#: activations read and written between kernels, norms and residuals, rotary
+#: embeddings, quantising activations for fp8 GEMMs, a MoE layer's token
+#: permutation, attention's work per query). A drafter's pass adds its priced
+#: work and a_d per pass (:data:`speclib.formulas.drafters.mtp_draft_time_expr`
+#: with t_pass = a_d counts the passes of a chained drafter, the DFlash form
+#: those of a block).
+engine_step_expr = t_k + t_c + a + d * B + e * B * (T - 1) + chi * t_x + tau * B * T * L_s
 
 #: FLOPs of a step of B sequences of T positions, the whole model: two per
 #: active weight per position (dense and the k + n_s experts each is routed

@@ -792,9 +792,13 @@ class Drafter:
     aliases: tuple = ()
     shared_params: float = 0.0
     cache_bytes_per_token: float = 0.0
+    #: decoder layers one pass runs (its output head aside): what a pass
+    #: costs per layer beyond its roofline (:mod:`speclib.core.calibrated`)
+    layers: int = 1
 
     def __post_init__(self):
         checked_choice("kind", self.kind, DRAFTER_KINDS)
+        checked_int("layers", self.layers, lo=1)
         if self.kind == "dflash":
             checked_int("block", self.block, lo=1)
         elif self.block is not None:

@@ -49,7 +49,7 @@ def _latencies(by_gpus):
         raise ValueError(f"allreduce_latency_us must map GPU counts to microseconds; got {by_gpus!r}") from None
 
 
-def _drafter(name, aliases, kind, target, acceptance, dense_params, weight_bytes, precision, experts, block,
+def _drafter(name, aliases, kind, target, acceptance, dense_params, weight_bytes, precision, experts, block, layers,
              shared_params, bf16_params, expert_weight_bytes, cache_bytes_per_token, source):
     experts = experts or {}
     dense, bf16 = float(dense_params), float(bf16_params)
@@ -63,7 +63,7 @@ def _drafter(name, aliases, kind, target, acceptance, dense_params, weight_bytes
     )
     return Drafter(name=name, kind=kind, step=step, source=source, block=block, target=target,
                    acceptance=acceptance, aliases=aliases, shared_params=float(shared_params),
-                   cache_bytes_per_token=float(cache_bytes_per_token))
+                   cache_bytes_per_token=float(cache_bytes_per_token), layers=int(layers))
 
 
 def _expert_precision(precision, expert_bytes, weight_bytes):
@@ -103,7 +103,7 @@ _TABLES = {
         "name": ("name", str),
         "aliases": ("aliases", tuple),
         **{key: (key, _same) for key in ("kind", "target", "acceptance", "dense_params", "weight_bytes",
-                                         "precision", "experts", "block", "shared_params", "bf16_params",
+                                         "precision", "experts", "block", "layers", "shared_params", "bf16_params",
                                          "expert_weight_bytes", "cache_bytes_per_token")},
         "source": ("source", str),
     }),
