@@ -78,7 +78,8 @@ def calibration_of(step_time):
 #: The constants one bootstrap draw holds (the rest are the calibration's own).
 DRAW_FIELDS = ("roofline_factor", "fixed_s", "per_sequence_s", "compute_factor", "per_position_s",
                "per_position_by_vendor", "extra_flops_by_vendor", "per_draft_pass_s", "prefill_factor",
-               "vendor_factor", "vendor_fixed_s", "moe_layer_s", "attention_factor_by_vendor")
+               "vendor_factor", "vendor_fixed_s", "moe_layer_s", "attention_factor_by_vendor",
+               "token_layer_by_vendor")
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,9 @@ class Calibration:
     #: nu by the chip's vendor: how much slower again than the chip's
     #: factor attention's kernels run; empty: not a term
     attention_factor_by_vendor: dict = field(default_factory=dict)
+    #: tau by the chip's vendor: seconds per token per layer the roofline
+    #: does not count; empty: not a term
+    token_layer_by_vendor: dict = field(default_factory=dict)
     #: bootstrap draws of the constants (dicts of :data:`DRAW_FIELDS`), for intervals
     draws: tuple = ()
     #: the spread, in log speed-up, of a held-out run's error that the draws
@@ -231,9 +235,22 @@ class Calibration:
             return 0.0
         return self.moe_layer_s.get(hardware.vendor, max(self.moe_layer_s.values()))
 
-    def per_position(self, hardware) -> float:
-        """e for ``hardware``: its vendor's, else the one for every chip."""
-        return self.per_position_by_vendor.get(hardware.vendor, self.per_position_s)
+    def token_layer(self, hardware) -> float:
+        """tau for ``hardware``'s vendor (a vendor without its own: the
+        largest; 0: not a term of this fit)."""
+        if not self.token_layer_by_vendor:
+            return 0.0
+        return self.token_layer_by_vendor.get(hardware.vendor, max(self.token_layer_by_vendor.values()))
+
+    def per_position(self, hardware, layers=None) -> float:
+        """e for ``hardware``: its vendor's, else the one for every chip; for a
+        model of ``layers`` full-attention layers where the fit scales its
+        per-step times by layers, e L_a / L_ref
+        (:data:`speclib.formulas.step.fixed_by_layers_expr`)."""
+        e = self.per_position_by_vendor.get(hardware.vendor, self.per_position_s)
+        if not self.fixed_layers_ref or layers is None:
+            return e
+        return float(nf.fixed_by_layers(e, float(layers), self.fixed_layers_ref))
 
     def extra_flops(self, hardware) -> float:
         """chi = 1/eta for ``hardware``'s vendor (0: not a term of this fit)."""
@@ -287,7 +304,7 @@ class Calibration:
                "per_draft_pass_s": self.per_draft_pass_s, "prefill_factor": self.prefill_factor,
                "label": self.label}
         for name in ("per_position_by_vendor", "extra_flops_by_vendor", "moe_layer_s", "attention_factor_by_vendor",
-                     "shared_engines", "vendor_factor", "vendor_fixed_s", "seen"):
+                     "token_layer_by_vendor", "shared_engines", "vendor_factor", "vendor_fixed_s", "seen"):
             if getattr(self, name):
                 out[name] = getattr(self, name)
         if self.fixed_layers_ref:
@@ -313,6 +330,7 @@ class Calibration:
                    extra_flops_by_vendor=floats(data.get("extra_flops_by_vendor", {})),
                    moe_layer_s=floats(data.get("moe_layer_s", {})),
                    attention_factor_by_vendor=floats(data.get("attention_factor_by_vendor", {})),
+                   token_layer_by_vendor=floats(data.get("token_layer_by_vendor", {})),
                    fixed_layers_ref=float(data.get("fixed_layers_ref", 0.0)),
                    shared_engines=dict(data.get("shared_engines", {})),
                    vendor_factor=floats(data.get("vendor_factor", {})),
@@ -426,11 +444,13 @@ class CalibratedStepModel:
         self.calibration = calibration or shipped_calibration()
         self.factor, _, self.per_sequence = self.calibration.constants(hardware, self.engine)
         a = self.architecture
-        self.fixed = (self.calibration.fixed(hardware, self.engine, a.attention_layers + a.linear_layers)
+        self.layers = float(a.attention_layers + a.linear_layers)
+        self.fixed = (self.calibration.fixed(hardware, self.engine, self.layers)
                       + self.calibration.moe_layer(hardware) * a.moe_layers)
+        self.token_layer = self.calibration.token_layer(hardware)
         self.compute_factor = self.calibration.compute_factor
         self.attention_factor = self.calibration.attention_factor(hardware)
-        self.per_position = self.calibration.per_position(hardware)
+        self.per_position = self.calibration.per_position(hardware, a.attention_layers)
         self.extra_flops_factor = self.calibration.extra_flops(hardware)
         self.per_draft_pass = self.calibration.per_draft_pass_s
 
@@ -462,7 +482,23 @@ class CalibratedStepModel:
             parts["per extra position"] = self.extra_positions(B, T)
         if self.extra_flops_factor:
             parts["extra positions' work"] = self.extra_flops_factor * self.extra_work(B, T, S, F)
+        if self.token_layer:
+            parts["per token per layer"] = self.token_layer * B * T * self.layers
         return parts
+
+    def draft_layers(self, B, positions, layers: int, moe: bool):
+        """What a drafter's pass over ``B`` sequences of ``positions``
+        positions pays beyond its roofline for running ``layers`` layers, as
+        the target's layers pay it: the fixed time per layer (where the fit
+        scales the fixed time by layers), the time per MoE layer for a MoE
+        drafter, tau for each token in each layer, and its layers'
+        collectives (the fit prices the measured runs' drafters so:
+        :data:`speclib.evidence.step_features.DRAFTER_LAYER_COSTS`)."""
+        cal = self.calibration
+        fixed = cal.fixed(self.hardware, self.engine, float(layers)) if cal.fixed_layers_ref else 0.0
+        return (fixed + cal.moe_layer(self.hardware) * layers * float(bool(moe))
+                + self.token_layer * B * positions * layers
+                + self.step.communication(B, positions, layers=layers, moe_layers=layers * float(bool(moe))))
 
     def compute(self, B, T, S, F=nf):
         """kappa x this GPU's FLOPs at peak."""
@@ -491,13 +527,15 @@ class CalibratedStepModel:
         :data:`speclib.formulas.step.engine_step_expr` and the collectives."""
         return F.engine_step(self.kernels(B, T, S, F), self.compute(B, T, S, F), self.fixed,
                              self.per_sequence * (T if self.per_token else 1.0), self.per_position, B, T,
-                             self.extra_flops_factor, self.extra_work(B, T, S, F)) + self.step.communication(B, T, F)
+                             self.extra_flops_factor, self.extra_work(B, T, S, F), self.token_layer,
+                             self.layers) + self.step.communication(B, T, F)
 
 
 class ScaledDrafter:
     """A drafter priced by its own roofline, its passes run at the calibrated
-    chip's speed, split over the group's GPUs (no fixed time of their own;
-    see the module notes)."""
+    chip's speed, split over the group's GPUs, each pass paying for its
+    layers what the target's layers pay beyond the roofline
+    (:meth:`CalibratedStepModel.draft_layers`)."""
 
     def __init__(self, drafter, target: CalibratedStepModel):
         self.inner = drafter
@@ -506,7 +544,9 @@ class ScaledDrafter:
         self.max_gamma, self.acceptance = drafter.max_gamma, drafter.acceptance
 
     def time(self, gamma, B, S=0.0, target=None, F=nf):
-        return self.target.scaled(self.inner.time(gamma, B, S, None, F))
+        preset = self.inner.preset
+        per_pass = self.target.draft_layers(B, self.inner.positions, preset.layers, preset.step.n_routed > 0)
+        return self.target.scaled(self.inner.time(gamma, B, S, None, F)) + self.inner.passes(gamma, F) * per_pass
 
     def passes(self, gamma, F=nf):
         return self.inner.passes(gamma, F)
@@ -537,6 +577,7 @@ class CalibratedLedger:
         self.fixed = (self.calibration.fixed(self.hardware, self.engine, self.layers)
                       + self.calibration.moe_layer(self.hardware) * moe_layers)
         self.extra_flops_factor = self.calibration.extra_flops(self.hardware)
+        self.token_layer = self.calibration.token_layer(self.hardware)  # each token, each of the model's layers
         # The ledger counts bytes, not FLOPs: the extra verified positions' FLOPs come from the same
         # model's whole step on this chip, split over the GPUs the ledger stands for (its G, else one).
         self._flops = _step_model(cost_model.model, self.hardware) if self.extra_flops_factor else None
@@ -552,10 +593,12 @@ class CalibratedLedger:
         return (self._flops.flop_time(batch, width, context) - one) / self._gpus
 
     def decode(self, batch, context):
-        return self._seconds * self.cost_model.decode(batch, context) + self.fixed + self.per_sequence * batch
+        return (self._seconds * self.cost_model.decode(batch, context) + self.fixed + self.per_sequence * batch
+                + self.token_layer * batch * self.layers)
 
     def verify(self, batch, width, context):
         per = self.per_sequence * batch * (width if self.per_token else 1.0)
         return (self._seconds * self.cost_model.verify(batch, width, context) + self.fixed + per
-                + self.calibration.per_position(self.hardware) * batch * (width - 1.0)
-                + self.extra_flops_factor * self.extra_work(batch, width, context))
+                + self.calibration.per_position(self.hardware, self.layers) * batch * (width - 1.0)  # every layer attends
+                + self.extra_flops_factor * self.extra_work(batch, width, context)
+                + self.token_layer * batch * width * self.layers)

@@ -201,20 +201,24 @@ class ParallelStep:
         shared_flops = 2.0 * a.n_shared * a.ffn_params * tokens
         return routed_flops + shared_flops, a.ffn_params * a.ffn_bytes * (a.n_shared + G * touched)
 
-    def communication(self, B, T, F=nf):
-        """Seconds one GPU waits on the step's collectives (0 on one GPU)."""
+    def communication(self, B, T, F=nf, *, layers=None, moe_layers=None):
+        """Seconds one GPU waits on the step's collectives (0 on one GPU);
+        ``layers`` and ``moe_layers`` (None: the model's): the collectives of
+        a pass through that many layers, a drafter's split as the target is."""
         a, n = self.architecture, self.tp
         if n == 1:
             return 0.0 * B * T
+        layers = a.n_layers if layers is None else layers
+        moe_layers = a.moe_layers if moe_layers is None else moe_layers
         link = self.interconnect.bandwidth
         if self._allreduces():
-            return F.allreduce_time(float(ALLREDUCES_PER_LAYER * a.n_layers), self.collective_latency, float(n),
+            return F.allreduce_time(float(ALLREDUCES_PER_LAYER * layers), self.collective_latency, float(n),
                                     B, T, float(a.hidden_size), ACTIVATION_BYTES, link / 2.0)
         M = self.hardware.memory_bandwidth
         per_layer = (F.comm_cost(B * T / n, float(a.top_k), float(n), float(a.hidden_size), DISPATCH_BYTES,
                                  COMBINE_BYTES, M, link)
                      + F.comm_latency_cost(float(ALL_TO_ALL_PER_LAYER), self.interconnect.latency, M)) / M
-        return a.moe_layers * per_layer
+        return moe_layers * per_layer
 
     def component_times(self, B, T, S, F=nf) -> dict:
         """{component: seconds} of one GPU, each by its own roofline, and the collectives."""
