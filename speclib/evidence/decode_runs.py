@@ -96,6 +96,24 @@ class DecodeRun:
                                           self.tpot_s))
 
     @property
+    def held(self) -> int:
+        """The sequences the deployment holds at the run's mean context
+        (:meth:`speclib.Deployment.max_batch`; 0: by its count, none)."""
+        cached = self.__dict__.get("_held")
+        if cached is None:
+            cached = int(self.deployment().max_batch(self.context))
+            object.__setattr__(self, "_held", cached)
+        return cached
+
+    @property
+    def running(self) -> int:
+        """The sequences decoding at once: the concurrency, or what memory
+        holds where that is less (the rest wait in the queue, and their wait
+        is time to first token, not TPOT). A run memory's count says cannot
+        be held at all ran nonetheless: its concurrency, as measured."""
+        return min(self.concurrency, self.held) if self.held >= 1 else self.concurrency
+
+    @property
     def queueing(self) -> bool:
         return self.little_batch < QUEUEING_FRACTION * self.concurrency
 

@@ -58,8 +58,7 @@ class HeldOut:
 
     def best_hits(self) -> tuple:
         """(points within +-1 of the measured best draft length, points)."""
-        pairs = [v for p in self.runs for v in p.best.values()]
-        return sum(abs(m - q) <= 1 for m, q in pairs), len(pairs)
+        return best_hits(self.runs)
 
     def decode_errors(self, mask=None) -> np.ndarray:
         e = self.decode_predicted / self.decode_measured - 1.0
@@ -81,9 +80,8 @@ class HeldOut:
     def sign_right(self) -> float:
         """The fraction of scored speed-up points (over plain decoding)
         predicted on the same side of 1x as measured."""
-        m = np.concatenate([p.measured[p.scored] for p in self.runs if p.is_speedup])
-        q = np.concatenate([p.predicted[p.scored] for p in self.runs if p.is_speedup])
-        return float(np.mean((m > 1.0) == (q > 1.0))) if m.size else float("nan")
+        right, n = sign_hits(self.runs)
+        return right / n if n else float("nan")
 
     def interval_coverage(self) -> float:
         """The fraction of scored points inside their interval (NaN without intervals)."""
@@ -100,14 +98,30 @@ class HeldOut:
                 "decode_median_abs_error": float(np.median(d)) if d.size else float("nan"),
                 "decode_worst_median_signed": max((abs(m) for _, _, m in by_conc), default=float("nan"))}
 
+    def directions(self) -> list:
+        """How the gain changes with batch, measured and predicted, for every
+        sweep (:func:`sweeps`: a run's points at one draft length over three
+        or more batches): rows of (run id, gamma, batches, measured slope,
+        predicted slope, right), a slope being the change of log gain per
+        doubling of the batch (:func:`gain_slope`) and right when both fall,
+        both rise or both stay flat (:func:`direction`)."""
+        return direction_rows(self.runs)
+
+    def direction_right(self) -> float:
+        """The fraction of sweeps whose gain moves with batch the way it was measured to."""
+        rows = self.directions()
+        return float(np.mean([r[-1] for r in rows])) if rows else float("nan")
+
     def summary(self) -> dict:
         e = np.abs(self.speedup_errors())
         hit, n = self.best_hits()
+        d = self.directions()
         return {"runs": len(self.runs), "points": int(e.size), "median_abs_error": float(np.median(e)),
                 "p90_abs_error": float(np.percentile(e, 90)), "max_abs_error": float(np.max(e)),
                 "run_median_abs_error": float(np.median([m for _, m in self.run_medians()])),
                 "sign_right": self.sign_right(), "interval_coverage": self.interval_coverage(),
-                "best_gamma_within_1": hit, "best_gamma_points": n, **self.decode_summary()}
+                "best_gamma_within_1": hit, "best_gamma_points": n,
+                "direction_right": sum(r[-1] for r in d), "direction_sweeps": len(d), **self.decode_summary()}
 
     def run(self, run_id: str) -> RunPrediction:
         for p in self.runs:
@@ -118,6 +132,66 @@ class HeldOut:
 
 #: How runs are grouped when held out: one run, a model family, a source, a chip.
 GROUPINGS = ("run", "model", "source", "chip")
+
+#: A sweep needs this many batches at one draft length for the direction of
+#: its gain with batch to be scored.
+SWEEP_BATCHES = 3
+#: A gain that changes by less than this (in log, per doubling of the batch)
+#: counts as flat: neither falling nor rising.
+FLAT_SLOPE = 0.01
+
+
+def gain_slope(batch, gain) -> float:
+    """The least-squares slope of log ``gain`` against log2 ``batch``: how
+    much the gain changes (in log) each time the batch doubles."""
+    x, y = np.log2(np.asarray(batch, dtype=float)), np.log(np.asarray(gain, dtype=float))
+    x = x - x.mean()
+    return float((x * (y - y.mean())).sum() / (x * x).sum())
+
+
+def direction(slope: float) -> int:
+    """-1 (the gain falls with batch), 0 (flat: within :data:`FLAT_SLOPE`) or +1 (it rises)."""
+    return 0 if abs(slope) <= FLAT_SLOPE else int(np.sign(slope))
+
+
+def sign_hits(preds) -> tuple:
+    """(scored speed-up points predicted on the side of 1x they were
+    measured on, scored speed-up points) of ``preds``."""
+    m = [p.measured[p.scored] for p in preds if p.is_speedup]
+    q = [p.predicted[p.scored] for p in preds if p.is_speedup]
+    if not m:
+        return 0, 0
+    m, q = np.concatenate(m), np.concatenate(q)
+    return int(np.sum((m > 1.0) == (q > 1.0))), int(m.size)
+
+
+def best_hits(preds) -> tuple:
+    """((run, batch) pairs whose predicted best draft length is within one of
+    the measured, pairs) of ``preds``."""
+    pairs = [v for p in preds for v in p.best.values()]
+    return sum(abs(m - q) <= 1 for m, q in pairs), len(pairs)
+
+
+def direction_rows(preds) -> list:
+    """:meth:`HeldOut.directions` of ``preds``."""
+    rows = []
+    for p, g, at in sweeps(preds):
+        m, q = gain_slope(p.batch[at], p.measured[at]), gain_slope(p.batch[at], p.predicted[at])
+        rows.append((p.run.id, g, tuple(int(b) for b in p.batch[at]), m, q, direction(m) == direction(q)))
+    return rows
+
+
+def sweeps(preds) -> list:
+    """(prediction, gamma, the points' mask) for each run's points at one draft
+    length over :data:`SWEEP_BATCHES` or more batches (every point, the one
+    that set a fitted acceptance included: a direction is a shape)."""
+    out = []
+    for p in preds:
+        for g in np.unique(p.gamma):
+            at = p.gamma == g
+            if np.unique(p.batch[at]).size >= SWEEP_BATCHES:
+                out.append((p, int(g), at))
+    return out
 
 
 def group_of(run: SpecRun, by: str) -> str:
@@ -178,17 +252,20 @@ def _group_names(by: str, exclude: Fold) -> list:
 
 
 #: The forms a fitted step is chosen from (simplest first: a tie goes to the
-#: earlier): the time per extra verified position as a constant per vendor,
-#: as the extra positions' FLOPs at a fitted fraction of the vendor's peak,
-#: or both; the fixed time per step the same for every model or scaled by
-#: its layers.
-_NO_E = tuple(t for t in DEFAULT_TERMS if t != "per_position")
-_PER_TOKEN = ((DEFAULT_TERMS, ()), (DEFAULT_TERMS, ("per_position",)), (_NO_E + ("extra_flops",), ()),
-              (_NO_E + ("extra_flops",), ("extra_flops",)))
-CANDIDATE_FORMS = tuple(Form(terms + drafting, fixed, pooled) for fixed in FIXED_SCALINGS
-                        for drafting in ((), ("per_draft_pass",)) for terms, pooled in _PER_TOKEN)
-#: How a choice between forms is scored: the median over runs of each run's
-#: median |error|, held out by model family (each run counts once).
+#: earlier). Each has the chip's factor and fixed time, the time per
+#: sequence, the prefill's efficiency, attention's own factor and the time
+#: per MoE layer, and prices what the extra verified positions add beyond the
+#: roofline in one of four ways, each one constant for every chip: not at all,
+#: as a time per extra position in each attention layer (e), as their FLOPs at
+#: a fitted fraction of peak (chi), or both; with and without a time per token
+#: per layer (tau); the fixed time (and e) per layer of the model, or the same
+#: for every model.
+_BASE = ("factor", "fixed", "per_sequence", "prefill", "attention_factor", "moe_fixed")
+_EXTRA = ((), ("per_position",), ("extra_flops",), ("per_position", "extra_flops"))
+CANDIDATE_FORMS = tuple(Form(_BASE + extra + token, fixed, extra + token) for fixed in ("layers", "chip")
+                        for token in ((), ("token_layer",)) for extra in _EXTRA)
+#: The grouping a choice between forms is scored on: a model family at a
+#: time, since a new deployment is most often of a model the fit has not seen.
 CHOICE_GROUPING = "model"
 
 
@@ -212,16 +289,45 @@ def _run_medians(preds) -> np.ndarray:
 
 
 def choice_score(preds) -> float:
-    """The median over runs of each run's median |error| (lower is better)."""
+    """The error a choice is scored on: the median over runs of each run's
+    median |error| (lower is better; each run counts once)."""
     meds = _run_medians(preds)
     return float(np.median(meds)) if meds.size else float("inf")
 
 
+def decision_parts(preds) -> tuple:
+    """The three decisions a deployment is priced for, as fractions right:
+    the gain on the right side of 1x (points), the best draft length within
+    one ((run, batch) pairs) and the direction of the gain with batch
+    (sweeps); NaN where ``preds`` have none of a kind."""
+    sign, n_sign = sign_hits(preds)
+    best, n_best = best_hits(preds)
+    rows = direction_rows(preds)
+    return (sign / n_sign if n_sign else float("nan"), best / n_best if n_best else float("nan"),
+            float(np.mean([r[-1] for r in rows])) if rows else float("nan"))
+
+
+def decision_score(preds) -> float:
+    """The mean of :func:`decision_parts` (higher is better): each decision
+    weighs the same, whatever the number of points, pairs or sweeps it has."""
+    parts = [x for x in decision_parts(preds) if np.isfinite(x)]
+    return float(np.mean(parts)) if parts else float("nan")
+
+
+def _bootstrap_runs(preds, score, samples: int = 200, seed: int = 0) -> float:
+    """The bootstrap standard error of ``score(preds)`` over the runs (each
+    run's points, pairs and sweeps together)."""
+    if not preds:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    values = [score([preds[i] for i in rng.integers(0, len(preds), len(preds))]) for _ in range(samples)]
+    values = np.array([v for v in values if np.isfinite(v)])
+    return float(np.std(values)) if values.size else 0.0
+
+
 def _standard_error(preds, samples: int = 200, seed: int = 0) -> float:
     """The bootstrap standard error of :func:`choice_score` over the runs."""
-    meds = _run_medians(preds)
-    rng = np.random.default_rng(seed)
-    return float(np.std([np.median(rng.choice(meds, meds.size)) for _ in range(samples)])) if meds.size else 0.0
+    return _bootstrap_runs(preds, choice_score, samples, seed)
 
 
 def form_size(form: Form) -> int:
@@ -232,16 +338,27 @@ def form_size(form: Form) -> int:
 
 
 def choose_form(exclude: Fold = None, candidates=CANDIDATE_FORMS) -> tuple:
-    """(the form chosen on the runs not in ``exclude``, {form: score}): held
-    out by model family, the forms within one standard error of the best
-    :func:`choice_score` are as good as the data can tell, and of those the
-    one with the fewest constants is chosen, the better score between
-    equals (the one-standard-error rule)."""
+    """(the form chosen on the runs not in ``exclude``, {form: (decision
+    score, error score)}), each candidate held out by model family
+    (:data:`CHOICE_GROUPING`). The rule, decisions first:
+
+    1. the forms whose :func:`decision_score` is within one bootstrap
+       standard error of the best are as good on the decisions as the data
+       can tell;
+    2. of those, the ones whose :func:`choice_score` (the error) is within
+       one standard error of the best of them are as accurate as the data
+       can tell;
+    3. of those, the one with the fewest constants, the better decisions
+       then the smaller error breaking ties."""
     preds = {form: _predict_group(form, CHOICE_GROUPING, exclude) for form in candidates}
-    scores = {form: choice_score(p) for form, p in preds.items()}
-    best = min(candidates, key=lambda form: scores[form])
-    bar = scores[best] + _standard_error(preds[best])
-    return min((f for f in candidates if scores[f] <= bar), key=lambda f: (form_size(f), scores[f])), scores
+    decisions = {form: decision_score(p) for form, p in preds.items()}
+    errors = {form: choice_score(p) for form, p in preds.items()}
+    best = max(candidates, key=lambda form: (decisions[form], -errors[form]))
+    good = [f for f in candidates if decisions[f] >= decisions[best] - _bootstrap_runs(preds[best], decision_score)]
+    accurate = min(good, key=lambda form: errors[form])
+    bar = errors[accurate] + _standard_error(preds[accurate])
+    chosen = min((f for f in good if errors[f] <= bar), key=lambda f: (form_size(f), -decisions[f], errors[f]))
+    return chosen, {form: (decisions[form], errors[form]) for form in candidates}
 
 
 def bootstrap_fits(form: Form = None, *, exclude: Fold = None, samples: int = 100, seed: int = 0) -> list:
@@ -267,13 +384,22 @@ def bootstrap_fits(form: Form = None, *, exclude: Fold = None, samples: int = 10
     return out
 
 
-def residual_sd(form: Form = None, *, exclude: Fold = None) -> float:
-    """The spread (a robust standard deviation) of the log error of points
-    held out by model family on the runs not in ``exclude``: what a
-    prediction for an unseen family misses beyond its constants."""
+def residual_sd(form: Form = None, *, exclude: Fold = None, level: float = _cal.INTERVAL_LEVEL) -> float:
+    """The spread of the log error of points held out by model family on the
+    runs not in ``exclude`` (what a prediction for an unseen family misses
+    beyond its constants), as the standard deviation of the normal whose
+    central ``level`` holds as many of those errors as the errors' own
+    central ``level`` does: the ``level`` quantile of their distance from
+    their median, over the normal's (a split-conformal spread, so that an
+    interval covers what it claims on families the fit has not seen, heavy
+    tails included, where a robust deviation would narrow it to the bulk)."""
+    from statistics import NormalDist
+
     preds = _predict_group(form or SHIPPED_FORM, CHOICE_GROUPING, exclude)
     e = np.concatenate([np.log(p.predicted[p.scored] / p.measured[p.scored]) for p in preds])
-    return float(1.4826 * np.median(np.abs(e - np.median(e)))) if e.size else 0.0
+    if not e.size:
+        return 0.0
+    return float(np.quantile(np.abs(e - np.median(e)), level) / NormalDist().inv_cdf((1.0 + level) / 2.0))
 
 
 #: Draws the intervals are taken over.

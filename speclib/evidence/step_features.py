@@ -20,7 +20,11 @@ latencies and the link's bandwidth, not fitted):
 * ``per_sequence`` (d): the sequences in the step;
 * ``compute`` (kappa): one GPU's FLOPs at peak;
 * ``per_position`` (e, per vendor or pooled): each verified position past
-  the first, B (T - 1);
+  the first, B (T - 1), and for a form whose fixed time scales by layers, in
+  each full-attention layer: B (T - 1) L_a / L_ref (a verify's attention runs
+  its several query positions through the engine's extend kernel, not the
+  one-query decode kernel, and writes the rejected positions' cache entries,
+  in every attention layer);
 * ``extra_flops`` (chi, per vendor or pooled): the extra positions' FLOPs at
   peak;
 * ``per_draft_pass`` (a_d): each sequential drafter pass;
@@ -32,7 +36,20 @@ latencies and the link's bandwidth, not fitted):
 * ``attention_factor`` (nu, per vendor): one GPU's attention component at
   its roofline, on top of the chip's factor: decode attention's kernels
   reaching less of the bandwidth than the weights' GEMMs
-  (:data:`speclib.formulas.step.kernel_time_expr`).
+  (:data:`speclib.formulas.step.kernel_time_expr`);
+* ``token_layer`` (tau, per vendor or pooled): the tokens of the step times
+  the layers each passes through, B T L, the target's and its drafter's
+  passes' alike: the work per token per layer that the weights' and the
+  cache's roofline does not count (activations between kernels, norms,
+  rotary embeddings, quantising activations, a MoE layer's permutation,
+  attention's work per query; :data:`speclib.formulas.step.engine_step_expr`).
+
+A drafter's pass is priced as its own roofline over the tokens it drafts
+(:meth:`SpecSteps.draft_pass`) and, where :data:`DRAFTER_LAYER_COSTS`, as the
+engine prices a layer of the target: the fixed time per layer (the form's
+fixed time scaled by layers) and the time per MoE layer for each layer a pass
+runs, tau for each of its tokens in each of its layers, and the collectives
+of its layers, split over the GPUs as the target's are.
 """
 from __future__ import annotations
 
@@ -51,7 +68,7 @@ from .spec_runs import SpecRun
 
 #: The terms of a fitted step (see the module notes).
 TERMS = ("factor", "fixed", "per_sequence", "compute", "per_position", "extra_flops", "per_draft_pass", "prefill",
-         "moe_fixed", "attention_factor")
+         "moe_fixed", "attention_factor", "token_layer")
 #: Terms that may be dropped to test whether the data need them.
 CANDIDATES = ("compute", "per_position", "per_draft_pass", "prefill", "per_sequence", "moe_fixed")
 #: The terms every form has unless it says otherwise. ``attention_factor``
@@ -60,7 +77,7 @@ CANDIDATES = ("compute", "per_position", "per_draft_pass", "prefill", "per_seque
 DEFAULT_TERMS = ("factor", "fixed", "per_sequence", "per_position", "prefill", "attention_factor", "moe_fixed")
 #: Terms fitted once per chip vendor (its software stack, CUDA or ROCm),
 #: unless a form pools them into one constant for every chip.
-BY_VENDOR = ("per_position", "extra_flops")
+BY_VENDOR = ("per_position", "extra_flops", "token_layer")
 #: Features whose coefficient is not fitted: the collectives, priced from
 #: measured latencies and the link's bandwidth.
 FIXED_FEATURES = ("communication",)
@@ -74,6 +91,10 @@ COLLECTIVES_CHARGED = True
 DRAFTER_PRICING = "roofline"
 #: Whether the time per drafter pass is one constant or one per engine.
 DRAFT_PASS_BY_ENGINE = False
+#: Whether a drafter's pass pays, for each layer it runs, what the engine
+#: charges a layer of the target beyond the roofline (see the module notes;
+#: False only to show what leaving it out does).
+DRAFTER_LAYER_COSTS = True
 #: How the measured engines roll a hybrid's linear-attention state back past
 #: a rejected draft (:mod:`speclib.core.step`): vLLM and SGLang keep a snapshot
 #: per verified position, and a Deployment prices it so by default.
@@ -115,7 +136,7 @@ class Form:
 
     @property
     def label(self) -> str:
-        name = {"per_position": "e", "extra_flops": "the extra positions' FLOPs"}
+        name = {"per_position": "e", "extra_flops": "the extra positions' FLOPs", "token_layer": "a time per token per layer"}
         parts = [name[t] + (" (one for every chip)" if t in self.pooled else " per vendor")
                  for t in BY_VENDOR if t in self.terms]
         extras = [(self.fixed == "layers", "fixed time by layers"), ("compute" in self.terms, "kappa"),
@@ -133,8 +154,8 @@ def as_form(terms) -> Form:
 #: The form of the shipped calibration: the one
 #: :func:`speclib.evidence.held_out.choose_form` picks on every run (a test
 #: checks that it still does).
-SHIPPED_FORM = Form(tuple(t for t in DEFAULT_TERMS if t != "per_position") + ("extra_flops",), "layers",
-                    ("extra_flops",))
+SHIPPED_FORM = Form(("factor", "fixed", "per_sequence", "prefill", "attention_factor", "moe_fixed", "per_position"),
+                    "layers", ("per_position",))
 
 
 def layers_ref() -> float:
@@ -151,20 +172,24 @@ def _layout_step(parallel, B, T, S, chip: str, engine: str, vendor: str, form: F
     """Features of a step of B sequences of T positions on one GPU of ``parallel``."""
     a = parallel.architecture
     flops = parallel.flop_time(B, T, S)
+    layers = a.attention_layers + a.linear_layers
     return {("factor", chip): float(parallel.kernel_time(B, T, S)),
             ("attention_factor", vendor): float(parallel.component_times(B, T, S)["attention"]),
             "communication": float(parallel.communication(B, T)) * COLLECTIVES_CHARGED, "compute": float(flops),
-            ("fixed", chip, engine): _fixed_scale(a.attention_layers + a.linear_layers, form),
+            ("fixed", chip, engine): _fixed_scale(layers, form), ("token_layer", vendor): float(B * T * layers),
             ("moe_fixed", vendor): float(a.moe_layers), "per_sequence": float(B),
-            ("per_position", vendor): float(B * (T - 1)),
+            ("per_position", vendor): float(B * (T - 1)) * _fixed_scale(a.attention_layers, form),
             ("extra_flops", vendor): float(flops - parallel.flop_time(B, np.float64(1.0), S))}
 
 
 def decode_features(run: DecodeRun, form: Form = None) -> dict:
-    """A decode run's step (T = 1) with the prefill its closed loop carries."""
+    """A decode run's step (T = 1) of the sequences it runs at once
+    (:attr:`~speclib.evidence.decode_runs.DecodeRun.running`: what memory
+    holds, where that is less than the concurrency), with the prefill its
+    closed loop carries."""
     form = form or Form()
     parallel = run.deployment().parallel_step()
-    B, S = np.float64(run.concurrency), np.float64(run.context)
+    B, S = np.float64(run.running), np.float64(run.context)
     out = _layout_step(parallel, B, np.float64(1.0), S, chip_key(run.chip), engine_key(run.engine),
                        parallel.hardware.vendor, form)
     out["prefill"] = float(parallel.prefill_share(B, run.input_len, run.output_len))
@@ -251,6 +276,16 @@ class SpecSteps:
         elif passes:
             positions = float(gamma) / passes
             out[("factor", self.chip)] += passes * self.draft_pass(B, positions)
+            if DRAFTER_LAYER_COSTS:
+                preset = _drafter_preset(run)
+                layers = float(preset.layers if preset is not None else 1)
+                moe = float(preset.step.n_routed > 0) if preset is not None else float(self.model.moe_layers > 0)
+                if self.form.fixed == "layers":  # a fixed time per step whatever the model has no per-layer share
+                    out[("fixed", self.chip, self.engine)] += passes * _fixed_scale(layers, self.form)
+                out[("moe_fixed", self.vendor)] += passes * layers * moe
+                out[("token_layer", self.vendor)] += passes * float(B) * positions * layers
+                out["communication"] += passes * float(self.parallel.communication(
+                    B, positions, layers=layers, moe_layers=layers * moe)) * COLLECTIVES_CHARGED
         out[("per_draft_pass", self.run.engine) if DRAFT_PASS_BY_ENGINE else "per_draft_pass"] = passes
         p = self.prefill(B)
         if p:  # a step commits N tokens per sequence, so N times a plain step's arrivals

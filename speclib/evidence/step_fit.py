@@ -54,7 +54,8 @@ _ROWS: dict = {}
 
 
 def _form_key(run: SpecRun, form: Form) -> tuple:
-    return (run.id, run.alpha, _feat.DRAFTER_PRICING, _feat.DRAFT_PASS_BY_ENGINE, form.fixed)
+    return (run.id, run.alpha, _feat.DRAFTER_PRICING, _feat.DRAFT_PASS_BY_ENGINE, _feat.DRAFTER_LAYER_COSTS,
+            form.fixed)
 
 
 def _rows(run: SpecRun, form: Form = None) -> list:
@@ -175,7 +176,7 @@ class Fit:
             return self.theta.get(("vendor_factor", _VENDOR.get(k[1], "")), 1.0)
         if isinstance(k, tuple) and k[0] == "extra_flops":  # a vendor without its own: the larger
             return max((v for n, v in self.theta.items() if _term(n) == "extra_flops"), default=0.0)
-        if isinstance(k, tuple) and k[0] in ("moe_fixed", "attention_factor"):  # a vendor without its own: the larger
+        if isinstance(k, tuple) and k[0] in ("moe_fixed", "attention_factor", "token_layer"):  # a vendor without its own: the larger
             return max((v for n, v in self.theta.items() if _term(n) == k[0]), default=0.0)
         if k == "prefill" and "prefill" not in self.terms:  # not fitted: at its roofline
             return 1.0
@@ -193,6 +194,7 @@ class Fit:
         theta.update({("extra_flops", v): x for v, x in calibration.extra_flops_by_vendor.items()})
         theta.update({("moe_fixed", v): x for v, x in calibration.moe_layer_s.items()})
         theta.update({("attention_factor", v): x for v, x in calibration.attention_factor_by_vendor.items()})
+        theta.update({("token_layer", v): x for v, x in calibration.token_layer_by_vendor.items()})
         theta.update({("vendor_factor", v): x for v, x in calibration.vendor_factor.items()})
         theta.update({("vendor_fixed", v, e): x for v, by in calibration.vendor_fixed_s.items() for e, x in by.items()})
         return cls(theta=theta, terms=TERMS, runs=(), workloads=calibration.fitted_on,
@@ -214,6 +216,9 @@ class Fit:
         if "extra_flops" in self.theta:  # one for every chip: the same for each vendor
             extra = {vendor: self.theta["extra_flops"] for vendor in sorted(set(_VENDOR.values()))}
         moe = {k[1]: v for k, v in self.theta.items() if isinstance(k, tuple) and k[0] == "moe_fixed"}
+        token = {k[1]: v for k, v in self.theta.items() if isinstance(k, tuple) and k[0] == "token_layer"}
+        if "token_layer" in self.theta:  # one for every chip: the same for each vendor
+            token = {vendor: self.theta["token_layer"] for vendor in sorted(set(_VENDOR.values()))}
         attention = {k[1]: v for k, v in self.theta.items() if isinstance(k, tuple) and k[0] == "attention_factor"}
         vendor_factor, vendor_fixed = _vendor_medians(factor, fixed)
         runs = [_spec.spec_run(r) for r in self.runs]
@@ -230,7 +235,7 @@ class Fit:
             roofline_factor=factor, fixed_s=fixed, per_sequence_s=self.theta.get("per_sequence", 0.0),
             compute_factor=self.theta.get("compute", 0.0), per_position_s=per_position,
             per_position_by_vendor=by_vendor, extra_flops_by_vendor=extra, moe_layer_s=moe,
-            attention_factor_by_vendor=attention,
+            attention_factor_by_vendor=attention, token_layer_by_vendor=token,
             fixed_layers_ref=_feat.layers_ref() if self.fixed == "layers" else 0.0,
             shared_engines=dict(SHARED_ENGINES), vendor_factor=vendor_factor, vendor_fixed_s=vendor_fixed, seen=seen,
             per_draft_pass_s=self.theta.get("per_draft_pass", 0.0), prefill_factor=self.theta.get("prefill", 1.0),
