@@ -572,19 +572,49 @@ def against(calibration: _cal.Calibration) -> HeldOut:
                    _feat.TERMS)
 
 
-def ablation(terms=None, by: str = "run") -> list:
-    """(variant, held-out summary) for the shipped form, each other
-    candidate form (:data:`CANDIDATE_FORMS`) and the drafter priced as a
-    share of a plain step instead of by its own roofline."""
-    base = as_form(terms) if terms is not None else SHIPPED_FORM
-    out = [("the shipped form: " + base.label, held_out(by, base, choose=False, intervals=False).summary())]
-    out += [(form.label, held_out(by, form, choose=False, intervals=False).summary()) for form in CANDIDATE_FORMS
-            if form != base]
-    try:
-        _feat.DRAFTER_PRICING = "share"
-        out.append(("drafter as a share of a step", held_out(by, base, choose=False, intervals=False).summary()))
-    finally:
-        _feat.DRAFTER_PRICING = "roofline"
+def _with(form: Form, *terms) -> Form:
+    """``form`` with ``terms`` added, each one constant for every chip."""
+    return Form(form.terms + tuple(t for t in terms if t not in form.terms), form.fixed,
+                form.pooled + tuple(t for t in terms if t not in form.pooled))
+
+
+def _without(form: Form, *terms) -> Form:
+    return Form(tuple(t for t in form.terms if t not in terms), form.fixed,
+                tuple(t for t in form.pooled if t not in terms))
+
+
+#: The physics the shipped form is held against, one change at a time:
+#: (label, the form, the module switches of :mod:`speclib.evidence.step_features`
+#: it sets). A fitted term is kept only where it moves the hold-outs.
+TERM_VARIANTS = (
+    ("the shipped form", SHIPPED_FORM, {}),
+    ("without e: a verify's extra positions at their roofline alone", _without(SHIPPED_FORM, "per_position"), {}),
+    ("with tau, a time per token per layer", _with(SHIPPED_FORM, "token_layer"), {}),
+    ("with the extra positions' FLOPs at a fitted fraction of peak", _with(SHIPPED_FORM, "extra_flops"), {}),
+    ("without the per-sequence host time", _without(SHIPPED_FORM, "per_sequence"), {}),
+    ("a drafter pass without its layers' costs (its roofline alone)", SHIPPED_FORM, {"DRAFTER_LAYER_COSTS": False}),
+    ("a drafter pass as a share of a plain step", SHIPPED_FORM, {"DRAFTER_PRICING": "share"}),
+)
+
+
+def term_ablation(groupings=("model", "chip")) -> list:
+    """For each of :data:`TERM_VARIANTS`: (label, {grouping: the held-out
+    summary of :meth:`HeldOut.summary`}), the form fixed (not chosen in each
+    fold), without intervals."""
+    out = []
+    for label, form, switches in TERM_VARIANTS:
+        saved = {k: getattr(_feat, k) for k in switches}
+        try:
+            for k, v in switches.items():
+                setattr(_feat, k, v)
+            if switches:
+                _clear_caches()
+            out.append((label, {by: held_out(by, form, choose=False, intervals=False).summary() for by in groupings}))
+        finally:
+            for k, v in saved.items():
+                setattr(_feat, k, v)
+            if switches:
+                _clear_caches()
     return out
 
 
@@ -666,10 +696,12 @@ def write_held_out(path=None) -> dict:
                               for g in sorted(h.forms)},
                     "decode_predicted": _numbers(h.decode_predicted)}
     chosen, scores = choose_form()
-    data["forms"] = [{"form": _fold_record(form, {})["form"], "score": float(score), "size": form_size(form),
-                      "kept": form == chosen} for form, score in scores.items()]
+    data["forms"] = [{"form": _fold_record(form, {})["form"], "decisions": float(score[0]), "score": float(score[1]),
+                      "size": form_size(form), "kept": form == chosen} for form, score in scores.items()]
     data["decode_by_workload"] = _numbers(held_out_decode("workload"))
     data["decode_ablation"] = [list(row) for row in decode_ablation()]
+    data["term_ablation"] = [[label, {by: {k: v for k, v in summary.items()} for by, summary in by_grouping.items()}]
+                             for label, by_grouping in term_ablation()]
     target = Path(path) if path is not None else Path(__file__).resolve().parents[1].joinpath(*HELD_OUT_FILE)
     target.write_text(json.dumps(data, indent=None, separators=(",", ":")) + "\n", encoding="utf-8")
     return data
@@ -685,11 +717,12 @@ def _stored() -> dict:
 
 
 def stored_forms() -> tuple:
-    """(the form kept, {form: score}) of :func:`choose_form` on every run, as stored."""
+    """(the form kept, {form: (decision score, error score)}) of
+    :func:`choose_form` on every run, as stored."""
     scores, kept = {}, None
     for rec in _stored()["forms"]:
         form = Form(tuple(rec["form"]["terms"]), rec["form"]["fixed"], tuple(rec["form"]["pooled"]))
-        scores[form] = rec["score"]
+        scores[form] = (rec["decisions"], rec["score"])
         kept = form if rec["kept"] else kept
     return kept, scores
 
@@ -697,6 +730,11 @@ def stored_forms() -> tuple:
 def stored_decode_by_workload() -> np.ndarray:
     """:func:`held_out_decode` by workload, as stored."""
     return np.array([np.nan if x is None else x for x in _stored()["decode_by_workload"]], dtype=float)
+
+
+def stored_term_ablation() -> list:
+    """:func:`term_ablation`, as stored."""
+    return [(label, by_grouping) for label, by_grouping in _stored()["term_ablation"]]
 
 
 def stored_decode_ablation() -> list:

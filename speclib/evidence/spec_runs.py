@@ -196,6 +196,10 @@ def _from_sweep(s: _eng.SweepRun):
 R1_MTP_GAMMA = {("SGLang", "NVIDIA"): 2, ("SGLang", "AMD"): 3, ("TRT", False): 3, ("TRT", True): 1}
 
 
+#: What each DeepSeek-R1 MTP pair's id begins with.
+R1_PAIR_PREFIX = "inferencex-r1-mtp-"
+
+
 def r1_mtp_gamma(engine: str, vendor: str, dp_attention: bool) -> int:
     return R1_MTP_GAMMA[(engine, vendor) if engine == "SGLang" else (engine, bool(dp_attention))]
 
@@ -247,7 +251,7 @@ def r1_mtp_pairs() -> tuple:
                    + ("the other arms each the median TPOT of their runs over several dates (different runs, "
                       "possibly different engine builds)" if same < len(points) else "")).rstrip(", ")
         out.append(SpecRun(
-            id=f"inferencex-r1-mtp-{chip}-{engine}-{weights}-{layout.replace(' ', '-')}-{workload}".lower(),
+            id=f"{R1_PAIR_PREFIX}{chip}-{engine}-{weights}-{layout.replace(' ', '-')}-{workload}".lower(),
             label=f"DeepSeek-R1 {weights} on {tp} x {chip}, {engine} {layout}, {workload}, MTP on/off (InferenceX)",
             url=first.url, engine=engine, model=first.model, chip=chip, gpus=tp, expert_parallel=False,
             context=first.context, alpha=ASSUMED_ALPHA, accept={}, draft_share=DEFAULT_DRAFT_SHARE, drafter="mtp",

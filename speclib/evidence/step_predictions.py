@@ -126,3 +126,36 @@ def predict_decode(f: Fit) -> np.ndarray:
     return X[:, ~pre] @ theta[~pre] + X[:, pre].sum(axis=1) * prefill
 
 
+
+
+#: The draft lengths :func:`best_draft` searches (0: no speculation).
+BEST_DRAFT_SEARCH = 8
+
+
+def best_draft(f: Fit, run: SpecRun, batches=None, max_gamma: int = BEST_DRAFT_SEARCH) -> dict:
+    """{batch: the draft length in 0..``max_gamma`` with the highest predicted
+    speed-up under ``f``} at ``run``'s batches (or ``batches``), its
+    acceptance i.i.d. at the rate its measurements imply: the accept length
+    it reports at its smallest batch's draft length where it reports one,
+    else its acceptance (fitted at its smallest batch where the source gives
+    none, :func:`~speclib.evidence.spec_runs.alpha_fitted`). A drafter that
+    drafts in one pass or has no model is priced as the run's drafter is."""
+    from . import engines as _eng
+    from ..core import acceptance as _acc
+
+    if _spec.alpha_fitted(run):
+        run = dataclasses.replace(run, alpha=f.alphas.get(run.id) or fit_alpha(f, run))
+    b0 = min(run.batches)
+    g0 = min(g for b, g, _ in run.points if b == b0)
+    if run.accept_at.get((b0, g0)) or run.accept.get(g0):
+        alpha = _eng.alpha_from_accept_length(run.accept_at.get((b0, g0)) or run.accept[g0], g0)
+    else:
+        alpha = run.alpha
+    run = dataclasses.replace(run, alpha=alpha, accept={}, accept_at={})
+    steps = _feat.SpecSteps(run, f.form)
+    out = {}
+    for b in (run.batches if batches is None else batches):
+        plain = f.time(steps.plain(b))
+        gains = [1.0] + [run.committed(g, b) * plain / f.time(steps.spec(b, g)) for g in range(1, max_gamma + 1)]
+        out[int(b)] = int(np.argmax(gains))
+    return out

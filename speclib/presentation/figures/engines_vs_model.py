@@ -342,6 +342,85 @@ held_out_points = Figure(
         "the point's model family held out, its 80 % interval as a bar; dotted: the diagonal and 1x.")
 
 
+#: The change in gain a doubling of the batch makes, in %, for the slope figure's axes.
+SLOPE_LIM = (-30.0, 20.0)
+
+
+def _slope_pct(slope):
+    """A slope of log gain per doubling as the % change of the gain a doubling makes."""
+    return 100.0 * np.expm1(np.asarray(slope, dtype=float))
+
+
+def _gain_slopes(p, xp):
+    held = _ho.stored_held_out("model")
+    rows = held.directions()
+    family = {q.run.id: q.run.family for q in held.runs}
+    out = {"families": sorted({family[r[0]] for r in rows}), "lim": np.array(SLOPE_LIM)}
+    for fam in out["families"]:
+        mine = [r for r in rows if family[r[0]] == fam]
+        out[f"{fam}_m"] = _slope_pct([r[3] for r in mine])
+        out[f"{fam}_q"] = _slope_pct([r[4] for r in mine])
+    flat = 100.0 * np.expm1(_ho.FLAT_SLOPE)
+    out["flat_x"] = np.array([SLOPE_LIM[0], SLOPE_LIM[1]])
+    out["flat_lo"], out["flat_hi"] = np.array([-flat, -flat]), np.array([flat, flat])
+    return out
+
+
+def _gain_slopes_panels(data):
+    series = [Line("lim", "lim", color="#888888", dash="dotted", width=0.8),
+              Line("flat_x", "flat_lo", color="#bbbbbb", dash="dashed", width=0.6),
+              Line("flat_x", "flat_hi", color="#bbbbbb", dash="dashed", width=0.6),
+              HLine(0.0, dash="dotted", width=0.8), VLine(0.0, dash="dotted", width=0.8)]
+    for i, fam in enumerate(data["families"]):
+        series.append(Points(f"{fam}_m", f"{fam}_q", label=fam, color=CYCLE[i % len(CYCLE)], size=6,
+                             gid=f"slope_{fam}"))
+    return (Panel(Axis("measured: change of the gain per doubling of the batch (%)", lo=SLOPE_LIM[0],
+                       hi=SLOPE_LIM[1]),
+                  Axis("predicted, its model family held out (%)", lo=SLOPE_LIM[0], hi=SLOPE_LIM[1]),
+                  tuple(series), title="how the gain moves as the batch grows, one point per sweep",
+                  legend="upper left"),)
+
+
+gain_slopes = Figure(
+    name="gain_slopes", title="", compute=_gain_slopes, panels=_gain_slopes_panels, size=(6.4, 6.0),
+    doc="Every sweep of three or more batches at one draft length: how much the measured gain changes each time the "
+        "batch doubles (least squares in log gain against log batch) against the calibrated step's, its model "
+        "family held out; dotted: the diagonal and no change; dashed: the band counted as flat. A point in the "
+        "lower left quadrant is a fall predicted as a fall.")
+
+
+def slopes_table() -> NumberTable:
+    """Each sweep's measured and predicted change of the gain per doubling of the batch, held out by model family."""
+    held = _ho.stored_held_out("model")
+    word = {-1: "falls", 0: "flat", 1: "rises"}
+    rows = [(run_id, g, f"{b[0]}\u2013{b[-1]}", float(_slope_pct(m)), float(_slope_pct(q)),
+             word[_ho.direction(m)], word[_ho.direction(q)], "yes" if ok else "no")
+            for run_id, g, b, m, q, ok in held.directions()]
+    return NumberTable(("run", "\u03b3", "batches", "measured, % per doubling", "predicted, %", "measured",
+                        "predicted", "right"), tuple(rows), formats=("", "d", "", "+.1f", "+.1f"), align="lrr",
+                       caption="each sweep of three or more batches at one draft length: the change of the gain each "
+                               "time the batch doubles, measured and predicted with the run's model family held out")
+
+
+def peer_falls_table() -> NumberTable:
+    """DeepSeek-R1's MTP pairs on NVIDIA chips: the fall of the gain from each configuration's smallest
+    concurrency, measured, predicted by the calibrated step (its model family held out) and by NVIDIA's
+    AIConfigurator from its measured kernel tables (:mod:`speclib.evidence.peer`)."""
+    from ...evidence import peer
+
+    ours = {(r[0], r[2]): r for r in peer.falls(_rep.r1_points(_ho.stored_held_out("model")))}
+    rows = []
+    for run_id, c0, c, measured, predicted, err, top in peer.falls(peer.mtp_points()):
+        mine = ours.get((run_id, c))
+        rows.append((run_id.removeprefix(_runs.R1_PAIR_PREFIX), f"{c0} \u2192 {c}", measured,
+                     mine[4] if mine else float("nan"), predicted, 100 * mine[5] if mine else float("nan"), 100 * err))
+    return NumberTable(("configuration", "concurrency", "measured fall", "speclib", "AIConfigurator",
+                        "speclib error, %", "AIConfigurator error, %"), tuple(rows),
+                       formats=("", "", ".2f", ".2f", ".2f", "+.1f", "+.1f"), align="ll",
+                       caption="DeepSeek-R1 with and without MTP on NVIDIA chips: the speed-up at each concurrency over "
+                               "the speed-up at the configuration's smallest, measured and predicted")
+
+
 def _point(points, run_id, at):
     return next(p for p in points if p.run.id == run_id and p.at == at)
 
