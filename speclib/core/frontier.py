@@ -235,17 +235,19 @@ class Frontier:
         return {"plain": self.plain.cost_per_million(price_per_gpu_hour),
                 "speculative": self.speculative.cost_per_million(price_per_gpu_hour)}
 
-    def cheapest(self, price_per_gpu_hour, min_tokens_per_user) -> dict:
+    def cheapest(self, min_tokens_per_user, price_per_gpu_hour=None) -> dict:
         """The cheapest configuration of each arm that serves every user at
-        least ``min_tokens_per_user`` tokens per second, searched over every
+        least ``min_tokens_per_user`` tokens per second (the most throughput
+        per GPU among those that do), searched over every
         whole concurrency up to what memory holds (or the frontier's largest
         concurrency without a memory check): {"plain": point or None,
         "speculative": point or None, "saving": 1 - speculative cost / plain
         cost (None unless both reach it; it does not depend on the price),
         "saving_80": its interval over the calibration's draws, where there
-        are some}. A point is :meth:`Arm.point`'s dict with its cost. A
-        target no configuration reaches is a ValueError."""
-        price = float(check_price(price_per_gpu_hour))
+        are some}. A point is :meth:`Arm.point`'s dict, with its cost at
+        ``price_per_gpu_hour`` where one is given. A target no configuration
+        reaches is a ValueError."""
+        price = None if price_per_gpu_hour is None else float(check_price(price_per_gpu_hour))
         target = float(checked_array("min_tokens_per_user", min_tokens_per_user, lo=0, lo_open=True))
         tops = [np.max(self.plain.max_batch), np.max(self.speculative.max_batch)]
         top = int(min(max(tops), MAX_SEARCH)) if np.all(np.isfinite(tops)) else int(np.max(self.plain.concurrency))
@@ -262,7 +264,8 @@ class Frontier:
                 if ok.any() else None
         out["saving"] = out["saving_80"] = None
         if out["plain"] and out["speculative"]:
-            out["saving"] = 1.0 - out["speculative"]["cost_per_million"] / out["plain"]["cost_per_million"]
+            # 1 - cost_spec / cost_plain = 1 - x_plain / x_spec, whatever the price
+            out["saving"] = 1.0 - out["plain"]["tokens_per_gpu"] / out["speculative"]["tokens_per_gpu"]
             draws = _draws(self.deployment.step_time)
             if draws:
                 ratios = []

@@ -317,3 +317,56 @@ def summary(checks=None) -> dict:
             "mean_signed_error": float(np.mean(errors)) if errors.size else float("nan"),
             "by_chip": chip_rows, "by_engine": {e: med(cs) for e, cs in sorted(by_engine.items())},
             "chips_agreeing": sum(r["agrees"] for r in chip_rows.values()), "chips": len(chip_rows)}
+
+
+# --- the frontiers the shipped step predicts (the book's figure) --------------------------------------
+
+
+def reference(chip: str, engine: str, workload: str, weights: str = "fp8"):
+    """The configuration of ``chip``, ``engine`` and ``workload`` InferenceX
+    measured with MTP on and off at the most concurrencies (None where it
+    measured none)."""
+    found = [m for m in measured_frontiers(weights) if (m.chip, m.engine, m.workload) == (chip, engine, workload)]
+    return max(found, key=lambda m: (m.plain.concurrency.size + m.mtp.concurrency.size, -m.ep, not m.dp_attention),
+               default=None)
+
+
+@lru_cache(maxsize=None)
+def _shipped_alphas(weights: str = "fp8") -> dict:
+    from ..core.calibrated import shipped_calibration
+    from .step_fit import Fit
+
+    fit = Fit.of(shipped_calibration())
+    pairs = _pairs()
+    return {m.label: (m, fit_alpha(fit, pairs[m.pair_id])) for m in measured_frontiers(weights) if m.pair_id in pairs}
+
+
+def shipped_alpha(frontier: MeasuredFrontier) -> tuple:
+    """(MTP's acceptance in ``frontier``, how it was found) under the shipped
+    calibrated step: fitted at its smallest concurrency with both arms
+    measured, else the median of the same engine and draft length's."""
+    fitted = _shipped_alphas(frontier.weights)
+    pair = _pairs().get(frontier.pair_id)
+    if pair is not None:
+        return fitted[frontier.label][1], f"fitted at concurrency {min(pair.batches)}"
+    same = [a for m, a in fitted.values() if (m.engine, m.gamma) == (frontier.engine, frontier.gamma)]
+    return float(np.median(same)), f"the median of {len(same)} {frontier.engine} configurations"
+
+
+def engine_alpha(engine: str, gamma: int, weights: str = "fp8") -> float:
+    """The median acceptance fitted under the shipped step over the
+    configurations of ``engine`` served with draft length ``gamma``."""
+    same = [a for m, a in _shipped_alphas(weights).values() if (m.engine, m.gamma) == (engine, gamma)]
+    return float(np.median(same))
+
+
+def measured_at(frontier: MeasuredFrontier, speed: float) -> tuple:
+    """(plain, MTP) output tokens per second per GPU at ``speed`` tokens/s
+    per user, each measured arm interpolated in log-log between its points
+    (NaN where the speed lies outside the arm's)."""
+    out = []
+    for arm in (frontier.plain, frontier.mtp):
+        s, x = _fr._sorted(arm.speed_per_user, arm.throughput_per_gpu)
+        inside = s.size >= 2 and s[0] <= speed <= s[-1]
+        out.append(float(np.exp(np.interp(np.log(speed), np.log(s), np.log(x)))) if inside else float("nan"))
+    return tuple(out)
