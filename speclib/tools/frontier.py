@@ -49,16 +49,16 @@ def table(f, price=None, cheapest=None, target=None) -> str:
     rows = []
     for i, c in enumerate(p.concurrency):
         row = [f"{c:,.0f}" + ("*" if p.queueing[i] or s.queueing[i] else ""),
-               _with(p.speed_per_user, p.speed_lo, p.speed_hi, i, 1),
+               f"{p.speed_per_user[i]:,.1f}",
                _with(p.throughput_per_gpu, p.throughput_lo, p.throughput_hi, i)]
         row += [_money(costs["plain"][i])] if costs else []
-        row += [str(int(s.gamma[i])), _with(s.speed_per_user, s.speed_lo, s.speed_hi, i, 1),
+        row += [str(int(s.gamma[i])), f"{s.speed_per_user[i]:,.1f}",
                 _with(s.throughput_per_gpu, s.throughput_lo, s.throughput_hi, i)]
         row += [_money(costs["speculative"][i])] if costs else []
         rows.append(row)
     lines = [describe(f),
              "  tokens per second per user against output tokens per second per GPU"
-             + (", 80 % intervals in brackets" if p.speed_lo is not None else "")
+             + (" (its 80 % interval in brackets)" if p.speed_lo is not None else "")
              + (f"; the price of a million output tokens (Mtok) at {_money(price)} a GPU-hour" if costs else ""), ""]
     lines += ["  " + line for line in repr(NumberTable(tuple(headers), tuple(map(tuple, rows)), align="l")).splitlines()]
     if p.queueing.any() or s.queueing.any():

@@ -268,3 +268,80 @@ def chip_table(summary=None) -> NumberTable:
                        tuple(chip_rows(summary)), align="lrrr",
                        caption="the frontiers held out by chip (calibrated step): per chip",
                        formats=("", "", ".0f", ""))
+
+
+# --- the numbers the chapter's prose glues ------------------------------------------------------------
+
+
+def shipped_frontiers() -> list:
+    """(measured configuration, its frontiers under the shipped calibrated step) for every configuration
+    InferenceX measured with MTP on and off (fp8), at the figure's concurrencies."""
+    out = []
+    for m in _ev.measured_frontiers():
+        try:
+            f = _fr.frontier(m.deployment("calibrated"), (m.input_len, m.output_len), gamma=m.gamma,
+                             alpha=_ev.shipped_alpha(m)[0], concurrencies=FIGURE_CONCURRENCIES, interval=False)
+        except ValueError:  # a layout the presets cannot price
+            continue
+        out.append((m, f))
+    return out
+
+
+def measured_savings(target: float = TARGET) -> list:
+    """(configuration, 1 - plain / MTP output tokens per GPU at ``target`` tokens/s per user) where
+    InferenceX measured both arms on either side of the target."""
+    out = []
+    for m in _ev.measured_frontiers():
+        plain, mtp = _ev.measured_at(m, target)
+        if np.isfinite(plain) and np.isfinite(mtp):
+            out.append((m, 1.0 - plain / mtp))
+    return out
+
+
+def _users_at(arm, speed: float) -> float:
+    """The users at which ``arm`` serves each ``speed`` tokens/s (interpolated in log-log)."""
+    s, c = _fr._sorted(arm.speed_per_user, arm.concurrency)
+    return float(np.exp(np.interp(np.log(speed), np.log(s), np.log(c))))
+
+
+def facts(price: float = PRICE, target: float = TARGET) -> dict:
+    """The chapter's numbers: the default configuration's cheapest points, saving and speed-up at a fixed
+    number of users; the savings over every configuration, predicted and measured; where the frontiers
+    cross; and the frontiers held out by chip."""
+    m = _ev.reference("H200", "SGLang", "1k1k")
+    alpha, _ = _ev.shipped_alpha(m)
+    f = _fr.frontier(m.deployment("calibrated"), (m.input_len, m.output_len), gamma=m.gamma, alpha=alpha)
+    best = f.cheapest(target, price)
+    users = best["plain"]["concurrency"]
+    at_users = _fr.frontier(m.deployment("calibrated"), (m.input_len, m.output_len), gamma=m.gamma, alpha=alpha,
+                            concurrencies=[users], interval=False)
+    out = {"alpha": alpha, "gamma": m.gamma, "plain_users": users, "plain_cost": best["plain"]["cost_per_million"],
+           "mtp_users": best["speculative"]["concurrency"], "mtp_cost": best["speculative"]["cost_per_million"],
+           "saving": best["saving"], "saving_lo": best["saving_80"][0], "saving_hi": best["saving_80"][1],
+           "matched_ratio": best["speculative"]["tokens_per_gpu"] / best["plain"]["tokens_per_gpu"],
+           "fixed_ratio": float(at_users.speculative.throughput_per_gpu[0] / at_users.plain.throughput_per_gpu[0]),
+           "crossing": f.crossover()}
+    shipped = shipped_frontiers()
+    savings = [(mm, ff.cheapest(target)["saving"]) for mm, ff in shipped]
+    savings = [(mm, s) for mm, s in savings if s is not None]
+    out.update(configurations=len(shipped), saving_min=min(s for _, s in savings),
+               saving_max=max(s for _, s in savings), savings_positive=sum(s > 0 for _, s in savings),
+               savings_count=len(savings))
+    crossings = [ff.crossover() for _, ff in shipped]
+    users = [_users_at(ff.plain, c.speed) for c, (_, ff) in zip(crossings, shipped) if c.crosses]
+    out.update(crossings=sum(c.crosses for c in crossings), crossing_users_min=min(users, default=float("nan")),
+               crossing_fastest=max((c.speed for c in crossings if c.crosses), default=float("nan")),
+               crossing_winner_above=sorted({c.above for c in crossings if c.crosses}))
+    measured = measured_savings(target)
+    out.update(measured_count=len(measured), measured_positive=sum(s > 0 for _, s in measured),
+               measured_min=min((s for _, s in measured), default=float("nan")),
+               measured_max=max((s for _, s in measured), default=float("nan")))
+    s = _ev.summary()
+    out.update(held_points=s["points"], held_error=s["median_abs_error"],
+               held_error_users=s["median_abs_error_at_concurrency"], held_signed=s["mean_signed_error"],
+               chips=s["chips"], chips_agreeing=s["chips_agreeing"],
+               measured_crossings=sum(r["measured_crossings"] for r in s["by_chip"].values()),
+               compared=sum(r["crossovers_compared"] for r in s["by_chip"].values()),
+               agreeing=sum(r["crossovers_agree"] for r in s["by_chip"].values()),
+               uncompared_chips=[c for c, r in s["by_chip"].items() if not r["crossovers_compared"]])
+    return out
