@@ -44,8 +44,8 @@ def table(f, price=None, cheapest=None, target=None) -> str:
     then the crossover, the cheapest configurations and the notes."""
     p, s = f.plain, f.speculative
     costs = f.cost_per_million(price) if price is not None else None
-    headers = ["users", "plain tok/s/user", "plain tok/s/GPU"] + (["plain per Mtok"] if costs else []) + \
-        ["gamma", "spec tok/s/user", "spec tok/s/GPU"] + (["spec per Mtok"] if costs else [])
+    headers = ["users", "plain/user", "plain/GPU"] + (["plain/Mtok"] if costs else []) + \
+        ["gamma", "spec/user", "spec/GPU"] + (["spec/Mtok"] if costs else [])
     rows = []
     for i, c in enumerate(p.concurrency):
         row = [f"{c:,.0f}" + ("*" if p.queueing[i] or s.queueing[i] else ""),
@@ -57,9 +57,10 @@ def table(f, price=None, cheapest=None, target=None) -> str:
         row += [_money(costs["speculative"][i])] if costs else []
         rows.append(row)
     lines = [describe(f),
-             "  tokens per second per user against output tokens per second per GPU"
-             + (" (its 80 % interval in brackets)" if p.speed_lo is not None else "")
-             + (f"; the price of a million output tokens (Mtok) at {_money(price)} a GPU-hour" if costs else ""), ""]
+             "  tokens per second per user (/user) against output tokens per second per GPU (/GPU"
+             + (", its 80 % interval in brackets)" if p.speed_lo is not None else ")")
+             + (f"; the price of a million output tokens (/Mtok) at {_money(price)} a GPU-hour" if costs else "")
+             + "; plain decoding, then speculation (spec) at draft length gamma", ""]
     lines += ["  " + line for line in repr(NumberTable(tuple(headers), tuple(map(tuple, rows)), align="l")).splitlines()]
     if p.queueing.any() or s.queueing.any():
         lines.append("  * memory holds fewer sequences than users: the rest wait their turn")

@@ -31,7 +31,7 @@ CHIPS = ("B200", "B300", "H200", "MI325X", "MI355X")
 ENGINES = (("SGLang", "SGLang"), ("TensorRT-LLM", "TRT"))
 WORKLOADS = ("1k1k", "1k8k", "8k1k")
 #: Concurrencies the book's frontiers are drawn at.
-FIGURE_CONCURRENCIES = tuple(int(c) for c in np.unique(np.rint(np.geomspace(1, 1024, 48))))
+FIGURE_CONCURRENCIES = tuple(int(c) for c in np.unique(np.rint(np.geomspace(1, 1024, 128))))
 #: The defaults: a GPU-hour price and an interactivity target (tokens per second per user).
 PRICE = 2.5
 TARGET = 50.0
@@ -72,7 +72,8 @@ def configuration(chip: str, engine: str, workload: str) -> dict:
         label = f"TP8, MTP \u03b3 = {gamma}, \u03b1 = {alpha:.2f} (the median of the engine's configurations)"
         note = "InferenceX did not measure this configuration with MTP on and off: the model alone"
     nan = np.full(len(FIGURE_CONCURRENCIES), np.nan)
-    out = {"label": label, "note": note, "measured": m is not None}
+    out = {"label": label, "note": note, "measured": m is not None,
+           "concurrency": np.asarray(FIGURE_CONCURRENCIES, dtype=float)}
     if dep is None:
         name = dict((v, k) for k, v in ENGINES)[engine]
         out.update(label=f"{name} was not measured on {vendor} chips", note="nothing to calibrate its step on",
@@ -91,22 +92,35 @@ def configuration(chip: str, engine: str, workload: str) -> dict:
 
 def _costs(xp, d: dict, price, target) -> dict:
     """The price of a million output tokens along both frontiers, and the
-    cheapest point of each that reaches ``target`` tokens/s per user (NaN
-    where none does), in the figure array language."""
+    cheapest point of each that serves ``target`` tokens/s per user: the
+    most whole users whose speed reaches it (the frontier read between its
+    points linearly in log-log, as :meth:`speclib.core.frontier.Frontier.cheapest`
+    searches every whole number of users), its largest number of users where
+    every point is faster, NaN where none is; in the figure array language."""
     out = {}
+    C = xp.asarray(d["concurrency"])
+    logC = xp.log(C)
     for arm in ("plain", "mtp"):
         speed, x = xp.asarray(d[f"{arm}_speed"]), xp.asarray(d[f"{arm}_x"])
         out[f"{arm}_cost"] = xp.F.cost_per_million_tokens(price, x)
-        ok = xp.logical_and(speed >= target, xp.isfinite(x))
-        pick = xp.argmax(xp.where(ok, x, -1.0))
-        reach = xp.any(ok)
-        out[f"{arm}_best_speed"] = xp.where(reach, xp.take(speed, pick), float("nan"))
-        out[f"{arm}_best_x"] = xp.where(reach, xp.take(x, pick), float("nan"))
+        k = xp.first_true(speed < target)  # the first point slower than the target (-1: none is)
+        k0, k1 = xp.maximum(k - 1, 0), xp.maximum(k, 0)
+        s0, s1 = xp.log(xp.take(speed, k0)), xp.log(xp.take(speed, k1))
+        step = xp.where(k > 0, s1 - s0, -1.0)  # (no step where the target is not between two points)
+        at = xp.take(logC, k0) + (xp.log(target) - s0) / step * (xp.take(logC, k1) - xp.take(logC, k0))
+        users = xp.where(k < 0, xp.max(C), xp.floor(xp.exp(at) * (1 + 1e-12)))  # whole users that reach it
+        j = xp.maximum(xp.first_true(C > users), 1)  # the grid point above them (the last where none is)
+        j0 = j - 1
+        t = (xp.log(users) - xp.take(logC, j0)) / (xp.take(logC, j) - xp.take(logC, j0))
+        read = lambda a: xp.exp(xp.log(xp.take(a, j0)) + t * (xp.log(xp.take(a, j)) - xp.log(xp.take(a, j0))))  # noqa: E731
+        out[f"{arm}_best_x"] = xp.where(k == 0, float("nan"), read(x))
+        out[f"{arm}_best_speed"] = xp.where(k == 0, float("nan"), read(speed))
+        out[f"{arm}_best_users"] = xp.where(k == 0, float("nan"), users)
         out[f"{arm}_best_cost"] = xp.F.cost_per_million_tokens(price, out[f"{arm}_best_x"])
         out[f"{arm}_best_at"] = xp.stack([out[f"{arm}_best_speed"]])  # as points
         out[f"{arm}_best_cost_at"] = xp.stack([out[f"{arm}_best_cost"]])
     out["saving"] = 1.0 - out["plain_best_x"] / out["mtp_best_x"]
-    out["saving_x"] = xp.where(xp.isfinite(out["saving"]), target, float("nan"))
+    out["saving_x"] = xp.where(xp.isfinite(out["saving"]), out["mtp_best_speed"], float("nan"))
     return out
 
 
@@ -124,7 +138,7 @@ def _cost_frontier(p, xp):
 SPEED_RANGE, THROUGHPUT_RANGE, COST_RANGE = (4.0, 400.0), (5.0, 5000.0), (0.1, 1000.0)
 
 
-def _frontier_panel(title="output tokens per second per GPU against speed per user", measured=True, fixed=True):
+def _frontier_panel(title="throughput against interactivity", measured=True, fixed=True):
     x, y = (SPEED_RANGE, THROUGHPUT_RANGE) if fixed else ((None, None), (None, None))
     series = [Area("plain_speed", "plain_x_hi", y0="plain_x_lo", color=PLAIN, alpha=0.15, gid="plain_band"),
               Area("mtp_speed", "mtp_x_hi", y0="mtp_x_lo", color=MTP, alpha=0.15, gid="mtp_band"),
@@ -147,13 +161,13 @@ def _cost_panel(fixed=True):
     x, y = (SPEED_RANGE, COST_RANGE) if fixed else ((None, None), (None, None))
     return Panel(Axis("tokens per second per user", "log", *x, ticks="number"),
                  Axis("price of a million output tokens", "log", *y, ticks="number"),
-                 (Line("plain_speed", "plain_cost", label="without speculation", color=PLAIN, gid="plain_cost"),
-                  Line("mtp_speed", "mtp_cost", label="with MTP", color=MTP, gid="mtp_cost"),
+                 (Line("plain_speed", "plain_cost", color=PLAIN, gid="plain_cost"),
+                  Line("mtp_speed", "mtp_cost", color=MTP, gid="mtp_cost"),
                   VLine("target", color="#555555", dash="dotted", gid="cost_target"),
                   Points("plain_best_at", "plain_best_cost_at", color=PLAIN, size=8, gid="plain_best"),
                   Points("mtp_best_at", "mtp_best_cost_at", color=MTP, size=8, gid="mtp_best"),
-                  Text("saving_x", "mtp_best_cost", "speculation: {saving:.0%} cheaper", dx=6, dy=-14,
-                       gid="saving")),
+                  Text("saving_x", "mtp_best_cost", "speculation: {saving:.0%} cheaper", align="right", dx=-8,
+                       dy=-16, gid="saving")),
                  title="at {price:.2f} a GPU-hour; \u25cf the cheapest at the target", legend="below")
 
 
@@ -188,7 +202,7 @@ def example_frontier():
 
 def _deployment_frontier(p, xp):
     f = example_frontier() if p.frontier is None else p.frontier
-    d = {}
+    d = {"concurrency": f.plain.concurrency}
     for arm, a in (("plain", f.plain), ("mtp", f.speculative)):
         lo = a.throughput_per_gpu if a.throughput_lo is None else a.throughput_lo
         hi = a.throughput_per_gpu if a.throughput_hi is None else a.throughput_hi
