@@ -26,7 +26,8 @@ None takes, at each concurrency, the draft length of at least one that gives
 the most throughput (the speculative frontier is speculation switched on, so
 that where it stops paying shows as a crossing, not as gamma* = 0). A
 calibrated step with bootstrap draws gives each point its 80 % interval
-(:mod:`speclib.core.calibrated`).
+(:mod:`speclib.core.calibrated`), at the draft length and batch the fit chose
+there.
 
 What the time spent waiting for a first token does is left out: every user
 counted decodes. Measured runs spend a few per cent of a request there, so

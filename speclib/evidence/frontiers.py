@@ -31,7 +31,7 @@ held-out step, at the smallest concurrency both arms measured
 (:func:`speclib.evidence.step_fit.fit_alpha` on its pair,
 :func:`speclib.evidence.spec_runs.r1_mtp_pairs`); a configuration measured
 with no concurrency in common takes the median of the configurations of the
-same engine and draft length on the other chips. The draft length is the
+same engine and draft length on the other chips (with none, it is left out). The draft length is the
 one its launch script sets (:func:`speclib.evidence.spec_runs.r1_mtp_gamma`).
 """
 from __future__ import annotations
