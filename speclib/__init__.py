@@ -25,6 +25,9 @@ are a shorthand for ``deployment=Deployment(model, hardware)``)::
                                                       a draft tree's speed-up, from its measured accept length
     max_batch(model, hardware, context, tp=1, *, deployment=None, gamma=0)
                                                       what fits in HBM (Deployment.max_batch: its layout, draft)
+    frontier(deployment=None, workload="1k1k", *, gamma=None, alpha=None, concurrencies=None, gamma_max=8,
+             interval=None)                       throughput per GPU against speed per user, with and without
+                                                      speculation (.crossover(), .cheapest(min_tokens_per_user, price))
     schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, max_batch=256,
              gamma_max=64, deployment=None, step_costs=None)
                                                       gamma* per batch size, as engines read it
@@ -54,6 +57,7 @@ from .core.capacity import max_batch
 from .core.cost import marginal_cost
 from .core.decode import tpot
 from .core.deployment import Deployment
+from .core.frontier import frontier
 from .core.moe import experts_activated
 from .core.speculation import optimal_gamma, speedup, throughput, tree_speedup
 
@@ -76,6 +80,7 @@ __all__ = [
     "expected_committed",
     "expected_committed_from_survival",
     "experts_activated",
+    "frontier",
     "marginal_cost",
     "max_batch",
     "optimal_gamma",

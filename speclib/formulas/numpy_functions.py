@@ -105,6 +105,10 @@ ARGUMENTS = {
     'littles_law_batch': ('X', 'n_tp', 'I', 'O', 'tau'),
     'prefill_share_seconds': ('B', 'I', 'O', 'P_act', 'L_a', 'f', 'n_tp', 'P_peak'),
     'prefill_share_roofline': ('B', 'I', 'O', 'P_act', 'L_a', 'f', 'n_tp', 'P_peak', 'Q_p', 'M'),
+    'speculative_tpot': ('C_gamma', 'N', 'p'),
+    'user_speed': ('B_r', 'C', 'tau'),
+    'throughput_per_gpu': ('B_r', 'tau', 'n_tp'),
+    'cost_per_million_tokens': ('P_h', 'X_g'),
     'gqa_kv_share': ('n_tp', 'n_kv'),
     'allreduce_time': ('n_c', 'l_c', 'n_tp', 'B', 'T', 'h', 'b_a', 'W'),
 }
@@ -868,6 +872,38 @@ def prefill_share_roofline(B, I, O, P_act, L_a, f, n_tp, P_peak, Q_p, M):
     B*Max(Q_p/M, I*(L_a*f*(I - 1) + 4*P_act)/(2*P_peak*n_tp))/O
     """
     return B*functools.reduce(numpy.maximum, [Q_p/M, (1/2)*I*(L_a*f*(I - 1) + 4*P_act)/(P_peak*n_tp)])/O
+
+
+def speculative_tpot(C_gamma, N, p):
+    """time per output token of a sequence that speculates in a closed loop, the prefill it carries included:
+
+    C_gamma/N + p
+    """
+    return C_gamma/N + p
+
+
+def user_speed(B_r, C, tau):
+    """tokens per second each of C users sees when B_r of them decode at once:
+
+    B_r/(C*tau)
+    """
+    return B_r/(C*tau)
+
+
+def throughput_per_gpu(B_r, tau, n_tp):
+    """output tokens per second per GPU of B_r sequences decoding at tau per token:
+
+    B_r/(n_tp*tau)
+    """
+    return B_r/(n_tp*tau)
+
+
+def cost_per_million_tokens(P_h, X_g):
+    """price of a million output tokens at a GPU-hour price and a throughput per GPU:
+
+    2500*P_h/(9*X_g)
+    """
+    return (2500/9)*P_h/X_g
 
 
 def gqa_kv_share(n_tp, n_kv):

@@ -57,3 +57,29 @@ M_bw = sp.Symbol("M", positive=True)  # HBM bandwidth, bytes/s
 #: bound by memory; a long one by compute, where attention's term grows as
 #: I squared.
 prefill_share_roofline_expr = B_dec / O_out * sp.Max(prefill_flops_expr / (n_tp * peak_p), Q_p / M_bw)
+
+# --- what an operator buys: speed per user against throughput per GPU ------------------------
+#: The time per output token of a sequence in the same closed loop when it
+#: speculates: a speculative step of C_gamma seconds commits N tokens per
+#: sequence and carries the prefill N p of the requests that arrive while it
+#: does (a plain step, N = 1 and C_gamma = C_0, takes C_0 + p). The ratio of
+#: the two is :data:`served_speedup_expr` (a test checks the identity).
+speculative_tpot_expr = C_g / N_c + p_s
+
+C_users = sp.Symbol("C", positive=True)  # users in the closed loop (the benchmark's concurrency)
+B_run = sp.Symbol("B_r", positive=True)  # sequences decoding at once (no more than memory holds)
+#: The tokens per second one of C users sees when B_r of them decode at once,
+#: each at tau per token, and the rest wait their turn: every user decodes a
+#: share B_r / C of the time (B_r = C when memory holds them all).
+user_speed_expr = B_run / (C_users * tau)
+
+#: Output tokens per second per GPU of B_r sequences decoding at tau per
+#: token on n_tp GPUs (the throughput an operator pays for).
+throughput_per_gpu_expr = B_run / (tau * n_tp)
+
+P_hour = sp.Symbol("P_h", positive=True)  # price of one GPU for an hour
+X_gpu = sp.Symbol("X_g", positive=True)  # output tokens per second per GPU
+#: The price of a million output tokens at a GPU-hour price P_h and a
+#: throughput of X_g tokens per second per GPU: one GPU-hour makes
+#: 3600 X_g tokens.
+cost_per_million_tokens_expr = P_hour * 10**6 / (3600 * X_gpu)

@@ -16,7 +16,10 @@ Three subcommands, each with examples in its ``--help``:
 * ``speclib fit``: the calibrated step fitted to a deployment's own benchmark results;
 * ``speclib acceptance``: the survival curve a serving engine reports (vLLM's
   /metrics scrape or log, SGLang's log; :mod:`speclib.evidence.engine_metrics`),
-  which ``--acceptance`` reads.
+  which ``--acceptance`` reads;
+* ``speclib frontier``: throughput per GPU against speed per user, with and
+  without speculation, and what a million output tokens cost
+  (:mod:`speclib.core.frontier`, :mod:`speclib.tools.frontier`).
 
 A model that is not a preset comes from its Hugging Face ``config.json``
 (``--model-config``), a chip that is not a preset from a small JSON or YAML file
@@ -76,6 +79,13 @@ OPTION_FOR_PARAMETER = {
     "batch": "--batch",
     "method": "--method",
     "draft_model": "--draft-model",
+    "workload": "--workload",
+    "concurrencies": "--concurrency",
+    "gamma": "--gamma",
+    "price_per_gpu_hour": "--price-per-gpu-hour",
+    "min_tokens_per_user": "--min-tokens-per-user",
+    "weights": "--weights",
+    "kv_cache": "--kv-cache",
 }
 
 #: The ranges speclib accepts, as its error messages state them (a test holds
@@ -91,6 +101,9 @@ OPTION_RANGES = {
     "--max-k": "an integer in [0, 4096]",
     "--tp": "an integer in [1, 1024]",
     "--reserve": "a number in [0, 1)",
+    "--gamma": "an integer in [1, 4096]",
+    "--price-per-gpu-hour": "a number in (0, inf)",
+    "--min-tokens-per-user": "a number in (0, inf)",
 }
 
 #: Largest (gamma_max + 1) x grid points one sweep evaluates at once (memory:
@@ -796,6 +809,113 @@ def run_profile(args, out) -> int:
     return _write_output(args, buffer.getvalue(), out)
 
 
+# --- frontier ---------------------------------------------------------------------
+def _workload(text: str):
+    """--workload: a name (1k1k, 1k8k, 8k1k) or INPUT,OUTPUT mean lengths."""
+    if "," not in text:
+        return text.strip()
+    parts = text.split(",")
+    try:
+        pair = tuple(float(x) for x in parts)
+    except ValueError:
+        pair = ()
+    if len(pair) != 2:
+        raise UsageError(f"--workload must be a workload's name (1k1k, 1k8k, 8k1k) or INPUT,OUTPUT token lengths; "
+                         f"got {text!r}")
+    return pair
+
+
+def _positive(option: str, value):
+    if value is not None and not value > 0:
+        raise UsageError(f"{option} must be {OPTION_RANGES[option]}; got {value:g}")
+    return value
+
+
+def run_frontier(args, out) -> int:
+    import threading
+
+    from ..core import frontier as _front
+    from . import frontier as _render
+
+    model, chip, drafter = _one_model(args)
+    if args.plot is not None and _render.plot_kind(args.plot) is None:
+        raise UsageError(f"--plot: FILE must end in .png or .svg; got {args.plot!r}")
+    price = _positive("--price-per-gpu-hour", args.price_per_gpu_hour)
+    target = _positive("--min-tokens-per-user", args.min_tokens_per_user)
+    workload = _workload(args.workload)
+    concurrencies = None if args.concurrency is None else parse_grid("--concurrency", args.concurrency, counts=True)
+    alpha = args.acceptance_curve if args.acceptance_curve is not None else args.alpha
+    deployment = _deployment(args, model, chip, drafter)
+    try:
+        deployment = deployment.replace(weights=args.weights, kv_cache=args.kv_cache)
+    except ValueError as exc:
+        raise UsageError(_speclib_error(exc)) from None
+    draws = len(_cal.calibration_of(deployment.step_time).draws) if _cal.calibration_of(deployment.step_time) else 0
+    points = len(_front.DEFAULT_CONCURRENCIES) if concurrencies is None else len(concurrencies)
+    timer = threading.Timer(1.0, lambda: sys.stderr.write(
+        f"speclib frontier: pricing {points} concurrencies with and without speculation"
+        + (f", over the calibration's {draws} draws for the intervals" if draws else "") + " ...\n"))
+    timer.daemon = True
+    timer.start()
+    try:
+        f = _front.frontier(deployment, workload, gamma=args.gamma, alpha=alpha, concurrencies=concurrencies,
+                            gamma_max=args.gamma_max)
+        cheapest = None if target is None else f.cheapest(target, price)
+        if args.format == "csv":
+            text = _render.csv_text(f, price)
+        elif args.format == "json":
+            text = _render.json_text(f, price, cheapest, target)
+        else:
+            text = _render.table(f, price, cheapest, target)
+        picture = None if args.plot is None else _render.plot_bytes(f, args.plot, price, target)
+    except ValueError as exc:
+        raise UsageError(_speclib_error(exc)) from None
+    finally:
+        timer.cancel()
+    if picture is not None:
+        _write_bytes("--plot", args.plot, picture)
+    return _write_output(args, text, out)
+
+
+def _write_bytes(option: str, path: str, data: bytes) -> None:
+    """``data`` to ``path``, replaced atomically (nothing written on a failure)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".speclib-", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as stream:
+                stream.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise UsageError(f"{option}: cannot write {path!r} ({exc.strerror or exc})") from None
+
+
+FRONTIER_EPILOG = """\
+A closed loop of C users (a benchmark's concurrency): at each C the deployment decodes
+what memory holds (the rest wait their turn), every step carries the prefill of the
+requests that arrive meanwhile, and a speculative step commits its accepted tokens.
+Each row: tokens per second a user sees (1 / TPOT) and output tokens per second per
+GPU, without speculation and with it (gamma: the draft length, the best at each
+concurrency unless --gamma fixes it; the drafter: --drafter, else the model's MTP
+layers where it has them, else --draft-cost). A calibrated step gives each its 80 %
+interval. --price-per-gpu-hour adds the price of a million output tokens;
+--min-tokens-per-user the cheapest configuration of each arm that serves every user
+at least that fast, and what speculation saves (a share that does not depend on the
+price). The last line says where speculation's frontier crosses plain decoding's.
+
+examples:
+  speclib frontier --model deepseek-r1 --hardware h200 --tp 8 --engine SGLang --step-time calibrated \\
+                   --workload 1k1k --alpha 0.6 --gamma 2 --price-per-gpu-hour 2.5 --min-tokens-per-user 50
+  speclib frontier --model deepseek-r1 --hardware b200 --tp 8 --step-time calibrated --alpha 0.6 \\
+                   --workload 8k1k --format csv --output frontier.csv --plot frontier.png
+  speclib frontier --model qwen3.6-35b-a3b --drafter qwen3.6-mtp --roofline aggregate --workload 1024,512 \\
+                   --concurrency 1:512:log12 --format json
+"""
+
+
 # --- the parser -------------------------------------------------------------------
 TOP_EPILOG = """\
 examples:
@@ -807,6 +927,7 @@ examples:
   speclib profile --model llama-3-70b --seq 4096 --max-batch 512 --output steps.csv
   speclib acceptance after.prom --before before.prom --output curve.json
   speclib schedule --model-config config.json --hardware-config my-gpu.yaml --acceptance curve.json --max-batch 256
+  speclib frontier --model deepseek-r1 --hardware h200 --tp 8 --step-time calibrated --alpha 0.6 --price-per-gpu-hour 2.5
 
 Each subcommand has its own --help. Bad input exits with status 2.
 """
@@ -1072,7 +1193,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"speclib {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{gamma,sweep,presets,schedule,profile,fit,acceptance}",
+    sub = parser.add_subparsers(dest="command",
+                                metavar="{gamma,sweep,presets,schedule,profile,fit,acceptance,frontier}",
                                 parser_class=_Parser, required=True)
 
     gamma = sub.add_parser(
@@ -1219,6 +1341,46 @@ def build_parser() -> argparse.ArgumentParser:
     acc.add_argument("--json", action="store_true", help="print the JSON that --output writes")
     acc.add_argument("--output", metavar="FILE", help="write the curve as JSON (written only when it was read)")
     acc.set_defaults(handler=run_acceptance)
+
+    front = sub.add_parser(
+        "frontier", help="throughput per GPU against speed per user, with and without speculation, and the price "
+        "of a token",
+        description="A deployment's frontier as operators choose on it: output tokens per second per GPU against "
+        "tokens per second per user, at each concurrency, with and without speculation; the price of a million "
+        "output tokens at a GPU-hour price, and the cheapest configuration at an interactivity target.",
+        epilog=FRONTIER_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    front.add_argument("--workload", default="1k1k", metavar="NAME|I,O", help="a serving workload: 1k1k (default), "
+                       "1k8k or 8k1k, or INPUT,OUTPUT mean token lengths per request")
+    front.add_argument("--alpha", type=_typed("--alpha", float), metavar="A", help="per-token acceptance, 0..1 "
+                       "(required unless --drafter brings a measured survival curve)")
+    front.add_argument("--acceptance", metavar="FILE", help=ACCEPTANCE_HELP)
+    front.add_argument("--draft-cost", type=_typed("--draft-cost", float), metavar="C",
+                       help="the paper's drafter cost per drafted token, x a decode step, for a model without MTP "
+                       "layers and no --drafter (default 0.1)")
+    front.add_argument("--gamma", type=_typed("--gamma", int), metavar="K", help="the draft length (default: the "
+                       "best at each concurrency, 1..--gamma-max)")
+    front.add_argument("--concurrency", metavar="GRID", help="concurrencies (users), e.g. 1,4,16,64 or "
+                       "1:1024:log20 (default: 20 from 1 to 1,024)")
+    front.add_argument("--weights", choices=presets.PRECISIONS, help="the decoder weights' precision as served "
+                       "(default: the preset's)")
+    front.add_argument("--kv-cache", choices=tuple(presets.KV_BYTES), help="the KV cache's precision (default: "
+                       "the preset's)")
+    front.add_argument("--price-per-gpu-hour", type=_typed("--price-per-gpu-hour", float), metavar="P",
+                       help="price of one GPU for an hour: adds the price of a million output tokens")
+    front.add_argument("--min-tokens-per-user", type=_typed("--min-tokens-per-user", float), metavar="R",
+                       help="an interactivity target: the cheapest configuration of each arm that serves every "
+                       "user at least R tokens per second")
+    front.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                       help="output format (default table)")
+    front.add_argument("--output", metavar="FILE", help="write to FILE (replaced only when everything succeeded)")
+    front.add_argument("--plot", metavar="FILE", help="also draw the frontiers to FILE, a .png or .svg "
+                       "(needs speclib[book])")
+    _add_model_options(front, several=False, serving=True)
+    front.set_defaults(gamma_max=8, handler=run_frontier)
+    for action in front._actions:
+        if action.dest == "gamma_max":
+            action.help = "longest draft length searched where --gamma is not given, 1..64 (default 8)"
     return parser
 
 

@@ -10,7 +10,7 @@ Importing this package imports every chapter module, so that the registry of
 definitions (:data:`speclib.presentation.definition.REGISTRY`), which the HTML
 book's live figures are generated from, is complete.
 """
-from . import (acceptance_curves, attention, common, deployment_capacity, engine_step_time,  # noqa: F401
+from . import (acceptance_curves, attention, common, cost_of_a_token, deployment_capacity, engine_step_time,  # noqa: F401
                deployments, draft_length, draft_length_per_concurrency, drafter_cost, engine_schedules,
                engines_vs_model, expert_parallelism, expert_tax, hybrid_attention, pricing,
                pricing_rule, reconciliation, silicon, simulated_serving, skewed_routing)
