@@ -461,3 +461,41 @@ def report() -> str:
             + "; ".join(f"{tr} \u2192 {te}: median {100 * med:.1f} %, worst signed by concurrency {100 * b:.1f} %"
                         for tr, te, _, med, b in held_out_workloads())]
     return "\n".join(out)
+
+
+#: The grouped GEMM tiles the MoE kernels pad each expert's tokens to:
+#: SGLang's tuned Triton tables for DeepSeek on H200 in fp8 (64 rows at most
+#: token counts) and DeepGEMM's contiguous layout on Hopper (128)
+#: (ENGINE_FACTS.md, "What a verify costs at large batch").
+MOE_TILES = (64, 128)
+
+
+def tile_padding(tile: int = MOE_TILES[-1]) -> dict:
+    """Whether padding each expert's tokens to a grouped GEMM's ``tile`` could
+    change any measured step: over every point of every measured speculative
+    run on a mixture-of-experts model (its verify and its plain step), the
+    padded experts' FLOPs at the chip's peak over the experts' memory time,
+    one GPU's share (:data:`speclib.formulas.step.expert_flops_padded_expr`).
+    Below 1 everywhere, the experts stay memory-bound padded or not, and the
+    padding moves no held-out figure. Returns the largest ratio and where."""
+    from ..formulas import numpy_functions as nf
+    from .step_features import SpecSteps
+
+    worst = (0.0, None)
+    for run in _spec.spec_runs():
+        steps = SpecSteps(run)
+        p = steps.parallel
+        a = p.architecture
+        if not a.moe_layers or run.expert_parallel:
+            continue
+        for b, g, _ in run.points:
+            for T in (1.0, run.width(g)):
+                B, T = np.float64(b), np.float64(T)
+                touched = p.experts_touched(B, T)
+                flops = nf.expert_flops_padded(a.ffn_params, float(a.top_k), float(a.n_shared), B, T, touched,
+                                               float(tile)) / p.tp
+                moved = p.components(B, T, np.float64(run.context))["ffn"][1]
+                ratio = float(flops / p.step_model._peak["ffn"] / (moved / p.hardware.memory_bandwidth))
+                if ratio > worst[0]:
+                    worst = (ratio, (run.id, int(b), int(T)))
+    return {"tile": tile, "largest_ratio": worst[0], "at": worst[1]}
