@@ -330,7 +330,9 @@ def dspark_facts(run_id: str = "vllm-dspark-dsv4-flash-mi350x-k7") -> dict:
             "dspark_roofline_peak": float(roof.predicted.max()),
             "dspark_roofline_peak_batch": int(held.batch[int(np.argmax(roof.predicted))]),
             "dspark_first_batch": int(held.batch[0]), "dspark_first_measured": float(held.measured[0]),
-            "dspark_roofline_reaches_first": bool(roof.predicted[0] >= held.measured[0] * (1 - 0.01))}
+            "dspark_roofline_reaches_first": bool(roof.predicted[0] >= held.measured[0] * (1 - 0.01)),
+            "dspark_fall_verdict": ("more steeply than the engine's" if held.predicted[-1] < held.measured[-1]
+                                    else "less steeply than the engine's")}
 
 
 def _held_points(p, xp):
@@ -439,6 +441,39 @@ def peer_falls_table() -> NumberTable:
                        formats=("", "", ".2f", ".2f", ".2f", "+.1f", "+.1f"), align="ll",
                        caption="DeepSeek-R1 with and without MTP on NVIDIA chips: the speed-up at each concurrency over "
                                "the speed-up at the configuration's smallest, measured and predicted")
+
+
+def stops_facts() -> dict:
+    """The numbers of the section on where speculation stops paying: the
+    sweeps whose gain's direction with batch is right, held out by model
+    family (the form chosen in each fold) and with the shipped form fixed;
+    how many sweeps fall as measured and as predicted; DeepSeek-R1's fall of
+    the gain against AIConfigurator's; each physical term's effect on the
+    directions; and the checks that add nothing (the MoE's padded tiles)."""
+    from ...evidence import peer
+
+    held = _ho.stored_held_out("model")
+    rows = held.directions()
+    ablation = dict(_ho.stored_term_ablation())
+    shipped, no_e = ablation[_ho.TERM_VARIANTS[0][0]]["model"], ablation[_ho.TERM_VARIANTS[1][0]]["model"]
+    eager = next(by["model"] for label, by in _ho.stored_term_ablation() if "CUDA graphs" in label)
+    ours, theirs = _rep.r1_falls(held), peer.fall_summary(peer.mtp_points())
+    every = _rep.r1_falls(held, nvidia_only=False)
+    tiles = {t: _rep.tile_padding(t) for t in _rep.MOE_TILES}
+    return {"sweeps": len(rows), "sweeps_right": sum(r[-1] for r in rows),
+            "sweeps_fall_measured": sum(_ho.direction(r[3]) < 0 for r in rows),
+            "sweeps_fall_predicted": sum(_ho.direction(r[4]) < 0 for r in rows),
+            "sweeps_rise_predicted": sum(_ho.direction(r[4]) > 0 for r in rows),
+            "sweep_runs": len({r[0] for r in rows}), "flat_pct": 100 * np.expm1(_ho.FLAT_SLOPE),
+            "shipped_direction": shipped["direction_right"], "no_e_direction": no_e["direction_right"],
+            "no_e_median": no_e["median_abs_error"], "shipped_median": shipped["median_abs_error"],
+            "eager_direction": eager["direction_right"], "eager_median": eager["median_abs_error"],
+            "falls_ours": ours["median_abs_error"], "falls_ours_top": ours["median_abs_error_top"],
+            "falls_peer": theirs["median_abs_error"], "falls_peer_top": theirs["median_abs_error_top"],
+            "falls_configs": ours["configurations"], "falls_every": every["median_abs_error"],
+            "falls_every_top": every["median_abs_error_top"], "falls_every_configs": every["configurations"],
+            "tile_small": tiles[_rep.MOE_TILES[0]]["tile"], "tile_large": tiles[_rep.MOE_TILES[-1]]["tile"],
+            "tile_ratio": tiles[_rep.MOE_TILES[-1]]["largest_ratio"]}
 
 
 def _point(points, run_id, at):
