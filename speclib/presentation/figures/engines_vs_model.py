@@ -654,7 +654,7 @@ def sign_facts(held=None, near: float = 0.1) -> dict:
 
 def estimate_facts(f=None) -> dict:
     """Each fitted term against its independent estimate
-    (:data:`speclib.evidence.step_report.ESTIMATE_RANGES`): the fitted value
+    (:func:`speclib.evidence.step_report.estimate_ranges`): the fitted value
     in µs and where it falls, "inside", "below" or "above" the estimate's
     range, and how many times the estimate's top it is."""
     f = _fit.fit(_feat.SHIPPED_FORM) if f is None else f
@@ -663,10 +663,12 @@ def estimate_facts(f=None) -> dict:
         values["per_position"] = f.theta["per_position"]
     out = {}
     for term, v in values.items():
-        lo, hi = _rep.ESTIMATE_RANGES[term]
+        lo, hi = _rep.estimate_ranges()[term]
         out[f"est_{term}_us"] = 1e6 * v
         out[f"est_{term}_where"] = "inside" if lo <= v <= hi else "below" if v < lo else "above"
         out[f"est_{term}_over_top"] = v / hi
+    peer = _rep.peer_verify_estimate()
+    out.update(est_peer_mla_median_us=peer["mla_median_us"], est_peer_mla_max_us=peer["mla_max_us"])
     return out
 
 
