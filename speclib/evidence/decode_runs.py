@@ -130,7 +130,8 @@ class DecodeRun:
     def deployment(self, step_time="roofline") -> Deployment:
         """The deployment the run served, priced with ``step_time``."""
         return Deployment(self.model, self.chip, tp=self.tp, ep=self.ep, dp_attention=self.dp_attention,
-                          engine=self.engine, weights=self.weights, kv_cache=self.kv_cache, step_time=step_time)
+                          engine=self.engine, weights=self.weights, kv_cache=self.kv_cache, step_time=step_time,
+                          attention="served")
 
 
 def _llama_runs() -> list:
