@@ -255,6 +255,61 @@ def test_the_tier_set_is_the_best_of_all_tier_sets(dsv4):
     assert tiers.kept == pytest.approx(best[0], rel=1e-12)
 
 
+# --- memory's edge: batches no draft fits ---------------------------------------------------
+@pytest.fixture(scope="module")
+def sglang_edge():
+    """DeepSeek-V4-Flash as served on two B200s, SGLang's calibrated step: the batches are capped
+    where memory holds no more sequences without a draft, and the last few of them it holds with
+    no draft at all."""
+    dep = speclib.Deployment("DeepSeek-V4-Flash", "B200", tp=2, step_time="calibrated", engine="SGLang",
+                             drafter="deepseek-v4-flash-mtp", attention="served")
+    return dep, schedule(seq=4096, alpha=0.75, max_batch=8192, deployment=dep)
+
+
+def test_a_batch_no_draft_fits_is_left_out_of_the_static_depth_and_the_tiers(sglang_edge):
+    dep, sched = sglang_edge
+    S, B, gammas = 4096, sched.batches, sched.gammas
+    limits = np.array([dep.max_batch(S, int(g)) for g in gammas])
+    out = B > min(limits[0], limits[1:].max())  # no draft fits (or, at a longer context, not even none)
+    assert out.any() and out[-1] and not out[0], "the case this is about: batches held without a draft only"
+    np.testing.assert_array_equal(sched.left_out(), out)
+    # by hand: 1/B over the batches left in; each depth over the batches memory holds at it
+    w = np.where(out, 0.0, 1.0 / B)
+    w /= w.sum()
+    holds = B[None, :] <= limits[:, None]
+    speed = sched.speedups[0]
+    best = np.where(holds | (gammas == 0)[:, None], speed, -np.inf).max(axis=0)
+    values = [float(np.sum((w * speed[i] / best)[~out & holds[i]])) for i in range(len(gammas))]
+    static = sched.static()
+    assert static.ranges[0].k == gammas[int(np.argmax(values))] > 0
+    assert static.kept == pytest.approx(max(values), rel=1e-9)
+    assert static.ranges[0].hi == limits[static.ranges[0].k] == static.held_to
+    # the tier set's ideal controller: each batch its best tier that memory holds; finite, at most the optimum
+    tiers = sched.tiers(3)
+    assert np.isfinite(tiers.kept) and 0 < tiers.kept <= 1 and np.isfinite(tiers.worst)
+    # what the engine reads, and what the comments say was left out and why
+    text = render(sched, "sglang")
+    doc = yaml.safe_load(text)
+    assert doc["static"]["gamma"] == static.ranges[0].k > 0
+    assert doc["static"]["batch_sizes"] == [1, int(limits[static.ranges[0].k])]
+    assert all(np.isfinite(doc[form]["kept"]) for form in ("static", "adaptive_tiers"))
+    table = " ".join(render(sched, "table").split())
+    first = int(np.argmax(out)) + 1
+    assert (f"left out of every kept: batches {first:,}-{sched.max_batch:,}: memory holds none of them with a "
+            f"draft ({limits[1:].max():,} at most") in table
+    assert "inf %" not in table
+
+
+def test_a_longer_context_leaves_out_the_batches_it_does_not_hold():
+    dep = speclib.Deployment("Qwen3.6-35B-A3B", "B200", drafter="qwen3.6-mtp")
+    sched = schedule(seq=[4096, 65536], max_batch=100_000, deployment=dep)
+    B = sched.batches
+    plain, drafting = dep.max_batch(65536, 0), dep.max_batch(65536, 1)
+    assert plain < sched.max_batch  # the longer context holds fewer sequences than the batches cover
+    np.testing.assert_array_equal(sched.left_out(1), B > min(plain, drafting))
+    assert sched.left_out(1).sum() > sched.left_out(0).sum()
+
+
 # --- limits -------------------------------------------------------------------------------
 def test_max_ranges_and_max_k_are_respected(dsv4):
     for n in (1, 2, 3, 5):
