@@ -711,9 +711,21 @@ def test_vllm_json_keeps_stdout_clean_and_warns_on_stderr():
     assert err.count("warning:") == 1 and "warning: roofline step time" in err
     # and vLLM's documented limits of the per-batch table, one note a line (MTP is not among the tested methods)
     notes = [line for line in err.splitlines() if line.startswith("speclib schedule: note: ")]
-    assert len(notes) == err.count("\n") - 1 == 3 and "tested with eagle, eagle3 and dflash" in notes[0]
+    assert len(notes) == err.count("\n") - 1 == 4 and "tested with eagle, eagle3 and dflash" in notes[1]
+    assert "[start_bs, end_bs, K] from vLLM v0.25.0 on" in notes[0]  # the release that reads this form
     status, out, err = run(argv + ["--step-time", "calibrated"])
-    assert status == 0 and json.loads(out) and "warning:" not in err and err.count("note:") == 3
+    assert status == 0 and json.loads(out) and "warning:" not in err and err.count("note:") == 4
+
+
+def test_a_vllm_table_with_a_range_of_k_0_says_what_that_range_costs_on_model_runner_v1():
+    # vllm-project/vllm#49548: on V1 a table of K = 0 only raised TPOT by 6.56 % at 2 sequences, 21.58 % at 189
+    zero = [engines.Range(1, 64, 3), engines.Range(65, 512, 0)]
+    text = " ".join(engines.vllm_limits("eagle3", zero))
+    assert "K = 0 range 65-512 decodes without drafting but on piecewise graphs" in text
+    assert "6.6 % higher at 2 sequences and 21.6 % at 189" in text and "#49548" in text
+    assert "_maybe_override_dynamic_sd_cudagraph_mode" in text and "#45953" in text
+    plain = " ".join(engines.vllm_limits("eagle3", [engines.Range(1, 512, 3)]))
+    assert "piecewise" in plain and "K = 0" not in plain  # the downgrade is the table's, a K = 0 range or not
 
 
 # --- the chapter's table of both step models and the facts its prose quotes ---------------------

@@ -878,7 +878,9 @@ def engine_notes(sched: Schedule, engine: str, method=None, draft_model: str | N
     if engine == "table":
         return []
     _, name = method_for(sched, engine, method, draft_model)
-    return {"vllm": engines.vllm_limits, "trtllm": engines.trtllm_limits, "sglang": engines.sglang_limits}[engine](name)
+    if engine == "vllm":
+        return engines.vllm_limits(name, sched.table(sched.max_ranges, sched.max_k).ranges)
+    return {"trtllm": engines.trtllm_limits, "sglang": engines.sglang_limits}[engine](name)
 
 
 def _pct(x: float) -> str:
