@@ -105,11 +105,14 @@ FIG3_DRAFT_COST = 0.1
 FIG3_MAX_BATCH = 30_000
 
 #: Assumptions for the older article's dense checks: Llama-3-70B (bf16 weights
-#: and cache) on an H100, an 8B drafter costing 8/70 of a target step per
+#: and cache) on four H100s in tensor parallel (its 140 GB of bf16 weights do
+#: not fit one 80 GB H100; the per-layer ledger's ratios, and so every speed-up,
+#: are the same at any width), an 8B drafter costing 8/70 of a target step per
 #: drafted token, a chat-length context, and the articles' "usually 4-8"
 #: drafted tokens (so gamma* is searched up to 8).
 DENSE_MODEL = "Llama-3-70B"
 DENSE_HARDWARE = "H100"
+DENSE_TP = 4
 DENSE_DRAFT_COST = 8 / 70
 DENSE_CONTEXT = 2048
 DENSE_GAMMA_MAX = 8
@@ -467,24 +470,38 @@ def _expert_parallelism():
                  slope_one=float(cm.comm_slope(1.0)), crossover=cm.latency_crossover())
 
 
+def dense_deployment() -> Deployment:
+    """The older article's dense deployment: :data:`DENSE_MODEL` on
+    :data:`DENSE_TP` :data:`DENSE_HARDWARE` GPUs in tensor parallel, priced by
+    the paper's per-layer ledger (whose ratios do not depend on the width)."""
+    return Deployment(DENSE_MODEL, DENSE_HARDWARE, tp=DENSE_TP)
+
+
 def _older_articles():
-    llama = presets.model(DENSE_MODEL)
-    hw = presets.hardware(DENSE_HARDWARE)
+    dep = dense_deployment()
     n = acceptance.expected_committed(0.8, 4)
     yield _ours("older.tokens_per_pass", n, accepted=n - 1, committed=n)
-    dense = dict(model=DENSE_MODEL, hardware=hw.name, context=DENSE_CONTEXT, c_draft=DENSE_DRAFT_COST,
-                 gamma_max=DENSE_GAMMA_MAX)
+    held = dep.max_batch(DENSE_CONTEXT)
+    dense = dict(model=DENSE_MODEL, hardware=f"{DENSE_TP} x {dep.hardware.name}", context=DENSE_CONTEXT,
+                 c_draft=DENSE_DRAFT_COST, gamma_max=DENSE_GAMMA_MAX, held=held)
     for alpha, tag in ((0.6, "60"), (0.8, "80"), (0.85, "85"), (0.95, "95")):
-        gstar, best = optimal_gamma(alpha, 1, DENSE_CONTEXT, DENSE_DRAFT_COST, llama, hw, gamma_max=DENSE_GAMMA_MAX)
-        cheap = lambda alpha=alpha: optimal_gamma(alpha, 1, DENSE_CONTEXT, DENSE_CHEAP_DRAFT_COST, llama, hw,  # noqa: E731
-                                                  gamma_max=DENSE_GAMMA_MAX)
+        gstar, best = optimal_gamma(alpha, 1, DENSE_CONTEXT, DENSE_DRAFT_COST, gamma_max=DENSE_GAMMA_MAX,
+                                    deployment=dep)
+        cheap = lambda alpha=alpha: optimal_gamma(alpha, 1, DENSE_CONTEXT, DENSE_CHEAP_DRAFT_COST,  # noqa: E731
+                                                  gamma_max=DENSE_GAMMA_MAX, deployment=dep)
         yield _ours(f"older.speedup_alpha{tag}", best, speedup=best, gamma_star=gstar, cheap_cost=DENSE_CHEAP_DRAFT_COST,
                     cheap=lambda cheap=cheap: cheap()[1], cheap_gamma=lambda cheap=cheap: cheap()[0], **dense)
     batch, alpha = 128, 0.7
-    gstar, best = optimal_gamma(alpha, batch, DENSE_CONTEXT, DENSE_DRAFT_COST, llama, hw)
-    batches = np.arange(1.0, 30_001.0)
-    scan, _ = optimal_gamma(alpha, batches, DENSE_CONTEXT, DENSE_DRAFT_COST, llama, hw)
-    zeros = ", ".join(f"B = {a:,}-{b:,}" for a, b in zero_runs(batches, scan)) or "no batch up to 30,000"
+    gstar, best = optimal_gamma(alpha, batch, DENSE_CONTEXT, DENSE_DRAFT_COST, deployment=dep)
+    # every batch the deployment holds at its context, each at a draft length it holds (plain decoding always)
+    batches = np.arange(1.0, held + 1.0)
+    gammas = np.arange(65)
+    table = np.stack([np.broadcast_to(_spec.speedup(alpha, int(g), batches, DENSE_CONTEXT, DENSE_DRAFT_COST,
+                                                    deployment=dep), batches.shape) for g in gammas])
+    fits = batches[None, :] <= np.asarray(dep.max_batch(DENSE_CONTEXT, gammas))[:, None]
+    scan = gammas[np.argmax(np.where(fits | (gammas == 0)[:, None], table, -np.inf), axis=0)]
+    zeros = ", ".join(f"B = {a:,}-{b:,}" for a, b in zero_runs(batches, scan)) or (
+        f"no batch the deployment holds (up to {held:,} sequences of {DENSE_CONTEXT:,} tokens)")
     yield _ours("older.plain_decoding_wins_above_64", gstar, gamma_star=gstar, batch=batch, speedup=best,
                 alpha=alpha, zero_runs=zeros, **dense)
 
