@@ -199,6 +199,18 @@ def hca_attention_speedup_band(alpha=FIG3_ACCEPTANCE, c_draft=0.0, model=None, h
     return np.asarray(contexts, dtype=float), np.argmax(gain, axis=0)
 
 
+def hca_cheapest_first_draft_context(model=None, hardware=None) -> float:
+    """The original context at which the first speculated token costs HCA
+    attention the least, relative to a plain step: C_attn(2) / C_attn(1) - 1
+    (query bytes counted), on a grid of every 10 tokens from 1,000 to 200,000."""
+    model, hardware = presets.resolve(model, hardware)
+    cm = cost.cost_model(model, hardware, query_bytes=True)
+    contexts = np.arange(1_000.0, 200_001.0, 10.0)
+    S_eff = contexts / model.attention.hca_ratio
+    price = cm.attention(1.0, 2.0, S_eff) / cm.attention(1.0, 1.0, S_eff) - 1.0
+    return float(contexts[np.argmin(price)])
+
+
 def indexer_slope(model=None) -> float:
     """Long-context intensity of CSA's indexer per query token, f/m_c."""
     model, _ = presets.resolve(model, None)
@@ -247,6 +259,29 @@ def moe_slope_ratio_at(B_value, model=None) -> float:
     local = sp.diff(moe_forms.moe_intensity_uncapped_expr.subs(values), moe_forms.B).subs(moe_forms.B, B_value)
     eventual = sp.diff(moe_forms.moe_saturated_intensity_expr.subs(values), moe_forms.B)
     return float(local / eventual)
+
+
+def moe_least_slope_ratio(model=None) -> tuple:
+    """(B, ratio) where :func:`moe_slope_ratio_at` is least: past the origin the
+    slope (shared expert counted) falls below its far-out value and climbs back
+    to it as the experts fill; a golden-section search in log B over 1..1,000,
+    where that one dip lies."""
+    f = lambda x: moe_slope_ratio_at(math.exp(x), model)  # noqa: E731
+    lo, hi = 0.0, math.log(1000.0)
+    g = (math.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = f(a), f(b)
+    while hi - lo > 1e-6:
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = f(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = f(b)
+    x = (lo + hi) / 2
+    return math.exp(x), f(x)
 
 
 def zero_runs(batches, gamma_star):
@@ -349,8 +384,11 @@ def _expert_tax():
     yield _ours("moe.slope_ratio", kn["slope_ratio"])
     yield _ours("moe.origin_half_slope_routed", moe_slope_ratio_at_origin(n_shared=0, model=m))
     with_shared = moe_slope_ratio_at_origin(model=m)
-    yield _ours("moe.origin_half_slope_with_shared", with_shared, with_shared=with_shared,
-                at_one=lambda: moe_slope_ratio_at(1, m))
+    yield _ours("moe.origin_half_slope_with_shared", with_shared, with_shared=with_shared)
+    at_one = moe_slope_ratio_at(1, m)
+    least = functools.lru_cache(maxsize=None)(lambda: moe_least_slope_ratio(m))
+    yield _ours("moe.batch1_half_slope_with_shared", at_one, at_one=at_one, lowest=lambda: least()[1],
+                lowest_at=lambda: least()[0])
     second_fresh = (moe.experts_activated(2, ffn.top_k, ffn.n_routed)
                     - moe.experts_activated(1, ffn.top_k, ffn.n_routed)) / ffn.top_k
     yield _holds("moe.batch2_mostly_fresh", (1 - second_fresh) < 0.1, resident_percent=100 * (1 - second_fresh))
@@ -377,7 +415,8 @@ def _hca():
                  floor_context=hca_all_widths_memory_bound_context(m))
     low = hca_kv_dominates_context(2, m)
     yield _ours("hca.speculation_band_low", low, low=low)
-    yield _ours("hca.speculation_band_high", crossing, crossing=crossing)
+    yield _ours("hca.speculation_band_high", crossing, crossing=crossing, t3=lambda: hca_ridge_context(3, m),
+                cheapest=lambda: hca_cheapest_first_draft_context(m))
     contexts, gstar = hca_attention_speedup_band(model=m)
     useful = contexts[gstar > 0]
     confined = useful.size > 0 and useful.min() >= 25_000 and useful.max() <= 45_000
@@ -422,8 +461,6 @@ def _ledger():
     before, after = cost.marginal_cost(np.array([below, above]), S, 0.0, m, hw)["attn_proj"]
     yield _holds("ledger.proj_step", before == 0 and after == 1, before=before, after=after, below=below, above=above)
     yield _ours("ledger.attention_crossover", attention.compute_bound_width(m, hw))
-    with_q = mla_crossover_with_query_bytes(512, m, hw)
-    yield _ours("ledger.attention_crossover_with_query_bytes_S512", with_q, crossover=with_q)
     B = np.geomspace(1, 30_000, 60)[:, None]
     contexts = np.array([512.0, 8192.0, 131072.0])[None, :]
     r_attn = cost.marginal_cost(B, contexts, 0.0, m, hw)["attention"]
