@@ -16,6 +16,7 @@ TABLES = {
     "draft_length.first_look": draft_length.first_look,
     "draft_length.gutter_table": draft_length.gutter_table,
     "draft_length.worked_examples": draft_length.worked_examples,
+    "draft_length.regions_table": draft_length.regions_table,
     "pricing.break_even": pricing.break_even,
     "deployments.gutter_table": deployments.gutter_table,
     "expert_parallelism.expert_parallel_summary": expert_parallelism.expert_parallel_summary,
