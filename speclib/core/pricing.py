@@ -50,16 +50,33 @@ class LedgerPricing:
 
 class StepPricing:
     """The sequel's: the whole model's step in seconds (``step_model``), the
-    drafter on the same clock."""
+    drafter on the same clock.
 
-    def __init__(self, step_model: _step.StepModel, drafter, exposed_host=None):
+    ``running``: the sequences a deployment decodes at once of a batch asked
+    for, a function of checked arrays (batch, context, gamma)
+    (:meth:`speclib.core.deployment.Deployment.running`: no more than memory
+    holds, the rest queued); None prices every sequence asked for at once.
+    With it, :meth:`speedup` and :meth:`throughput` read their ``B`` as a
+    closed loop's concurrency and price each arm at its own running batch;
+    :meth:`plain` and :meth:`step` stay the step of the batch they are given."""
+
+    def __init__(self, step_model: _step.StepModel, drafter, exposed_host=None, running=None):
         self.step_model = step_model
         self.drafter = drafter
         #: seconds per speculative step of host time the plain path hides and the speculative path does not
         #: (a function of the batch; None: both paths overlap alike, :mod:`speclib.core.overlap`)
         self.exposed_host = exposed_host
+        self.running = running
         self.max_gamma = drafter.max_gamma
         self.acceptance = drafter.acceptance
+
+    def held(self, B, S, gamma=0.0):
+        """The sequences running of ``B`` asked for at context ``S`` while
+        drafting ``gamma`` tokens (``B`` itself, broadcast, without a memory
+        check); 0 where not one fits."""
+        if self.running is None:
+            return np.broadcast_arrays(B, S, gamma)[0]
+        return self.running(B, S, gamma)
 
     def plain(self, B, S, F=nf):
         """Seconds of a plain decode step (``F``: the closed forms, as in
@@ -75,7 +92,25 @@ class StepPricing:
         return seconds + np.where(np.asarray(gamma) > 0, self.exposed_host(B), 0.0)  # none without a draft
 
     def speedup(self, n, gamma, B, S, F=nf):
-        return F.priced_speedup(n, self.plain(B, S, F), self.step(gamma, B, S, F))
+        """Committed tokens per second drafting ``gamma`` (``n`` a step) over
+        those of plain decoding, at batch ``B`` (with :attr:`running`: a
+        concurrency, each arm at its own running batch, 0 where the draft's
+        slots leave room for no sequence and NaN where plain decoding holds
+        none either)."""
+        if self.running is None:
+            return F.priced_speedup(n, self.plain(B, S, F), self.step(gamma, B, S, F))
+        return self._concurrent(n, gamma, B, S, lambda at: self.step(gamma, at, S, F), F)
+
+    def _concurrent(self, n, slots, B, S, step, F=nf):
+        """The speed-up at concurrency ``B`` of a draft holding the slots of a
+        chain of ``slots`` tokens whose step at a running batch is ``step``
+        (with :attr:`running`): each arm at its own running batch."""
+        plain, spec = self.running(B, S, 0.0), self.running(B, S, slots)
+        c_0, c_g = self.plain(_priced_at(plain, B), S, F), step(_priced_at(spec, B))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # below what memory holds both arms run the same batch: the step's own ratio, bit for bit
+            out = np.where(spec == plain, F.priced_speedup(n, c_0, c_g), F.concurrent_speedup(n, c_0, c_g, plain, spec))
+        return np.where(plain > 0, out, np.nan)
 
     def tree_step(self, depth, topk, width, B, S):
         """Seconds of one step of a draft tree: the target verifies ``width``
@@ -92,11 +127,24 @@ class StepPricing:
         return verify + draft + per_pass + host
 
     def tree_speedup(self, n, depth, topk, width, B, S):
-        return nf.priced_speedup(n, self.plain(B, S), self.tree_step(depth, topk, width, B, S))
+        """A draft tree's speed-up (with :attr:`running`: at concurrency
+        ``B``, its slots counted as those of a chain of ``width - 1`` drafted
+        tokens, which a verify of ``width`` positions holds)."""
+        if self.running is None:
+            return nf.priced_speedup(n, self.plain(B, S), self.tree_step(depth, topk, width, B, S))
+        return self._concurrent(n, width - 1.0, B, S, lambda at: self.tree_step(depth, topk, width, at, S))
 
     def throughput(self, B, gamma, S, acceptance):
-        """Committed tokens per second (arguments checked by the caller)."""
-        return nf.throughput(B, _acc.Acceptance.of(acceptance).committed(gamma), self.step(gamma, B, S))
+        """Committed tokens per second of ``B`` sequences (with
+        :attr:`running`: of the sequences running of ``B`` asked for; 0 where
+        the draft's slots leave room for none, NaN where plain decoding holds
+        none either); arguments checked by the caller."""
+        n = _acc.Acceptance.of(acceptance).committed(gamma)
+        if self.running is None:
+            return nf.throughput(B, n, self.step(gamma, B, S))
+        run, plain = self.running(B, S, gamma), self.running(B, S, 0.0)
+        out = nf.throughput(run, n, self.step(gamma, _priced_at(run, B), S))
+        return np.where(plain > 0, out, np.nan)
 
     def broadcast(self, B, S):
         return np.broadcast_arrays(B, S)
@@ -113,3 +161,9 @@ class StepPricing:
             curve = _acc.SurvivalCurve(np.concatenate([curve.values, np.zeros(top - len(curve))]), name=curve.name,
                                        source=curve.source)
         return curve
+
+
+def _priced_at(running, B):
+    """The batch a step is priced at: the running one, or ``B`` where none
+    runs (a step of no sequence is not priced; its result is set apart)."""
+    return np.where(running > 0, running, B)
