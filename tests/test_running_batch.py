@@ -118,6 +118,15 @@ def test_speedup_at_a_concurrency_is_the_ratio_of_the_arms_throughputs():
     np.testing.assert_allclose(s, np.maximum(table.max(axis=0), 1.0), rtol=1e-12)
 
 
+def test_an_array_of_drafter_costs_prices_each_point_as_one_at_a_time():
+    dep = speclib.Deployment("qwen3.6-35b-a3b", "H200", step_time="calibrated")
+    C, c = np.array([8.0, 300.0, 5000.0]), np.array([0.05, 0.2, 0.1])
+    together = speclib.speedup(0.8, 4, C, 4096, c, deployment=dep)
+    alone = [speclib.speedup(0.8, 4, b, 4096, k, deployment=dep) for b, k in zip(C, c)]
+    np.testing.assert_allclose(together, alone, rtol=1e-13)
+    assert dep.max_batch(4096, 4) < 300  # the last two points are past what memory holds with the draft
+
+
 def test_past_what_memory_holds_a_long_draft_pays_less_than_without_the_bound():
     dep = _qwen()
     bounded = speclib.speedup(None, 6, 400, 4096, deployment=dep)
@@ -129,7 +138,7 @@ def test_past_what_memory_holds_a_long_draft_pays_less_than_without_the_bound():
 def test_without_a_memory_check_the_numbers_are_the_unbounded_pricing_bit_for_bit():
     dep = _qwen(reserve=None)
     priced = dep.pricing()
-    assert priced.running is None
+    assert priced.holds is None
     unbounded = StepPricing(priced.step_model, priced.drafter)
     curve = priced.measured_acceptance()
     B = np.array([1.0, 64, 444, 1000, 30000])

@@ -61,12 +61,10 @@ def tpot(batch, context, *, workload=None, model=None, hardware=None, deployment
     S = checked_array("context", context, lo=0)
     priced = dep.pricing(whole_step=True)
     refuse_unheld(dep, priced, B, S)
-    running = priced.held(B, S)
-    at = np.where(running > 0, running, B)
-    out = priced.plain(at, S)
+    running, out = priced.plain_at(B, S)
     if workload is not None:
         prompt, output = check_workload(workload)
         calibration = _cal.calibration_of(dep.step_time)
         factor = 1.0 if calibration is None else calibration.prefill_factor
-        out = out + factor * dep.parallel_step().prefill_share(at, prompt, output)
-    return scalar_or_array(np.where(running > 0, out, np.nan) if priced.running is not None else out)
+        out = out + factor * dep.parallel_step().prefill_share(running, prompt, output)
+    return scalar_or_array(np.where(running > 0, out, np.nan) if priced.holds is not None else out)

@@ -39,7 +39,7 @@ from . import moe as _moe
 from . import overlap as _overlap
 from . import step as _step
 from .layout import Layout, ParallelStep
-from .pricing import LedgerPricing, StepPricing
+from .pricing import LedgerPricing, StepPricing, held_batches
 
 
 @dataclass(frozen=True, eq=True)
@@ -267,7 +267,7 @@ class Deployment:
         if target is not base and isinstance(drafting, _draft.PricedDrafter):
             drafting = _cal.ScaledDrafter(drafting, target)
         return StepPricing(target, drafting, exposed_host=None if self.spec_overlap else _overlap.host_time,
-                           running=self._running if self.memory_checked else None)
+                           holds=self._holds if self.memory_checked else None)
 
     def parallel_step(self) -> ParallelStep:
         """One GPU's share of the whole model's step under this deployment's
@@ -356,25 +356,30 @@ class Deployment:
         """:meth:`running`'s first array, for checked arrays."""
         if not self.memory_checked:
             return np.broadcast_arrays(np.asarray(B, dtype=float), S, g)[0].astype(float)
-        return nf.running_batch(np.asarray(B, dtype=float), self._held_batches(S, g))
+        return nf.running_batch(np.asarray(B, dtype=float), held_batches(self._holds, S, g))
 
-    def _held_batches(self, S, g):
+    def _holds(self, S, g):
         """:meth:`max_batch` at contexts ``S`` and draft lengths ``g`` (checked
-        arrays, broadcast together) as floats, counted once per distinct
-        (context, draft length) where the grids repeat them (a batch axis, a
-        table over draft lengths)."""
-        S, g = np.broadcast_arrays(np.asarray(S, dtype=float), np.asarray(g, dtype=float))
-        u_s, i_s = np.unique(S.ravel(), return_inverse=True)
-        u_g, i_g = np.unique(g.ravel(), return_inverse=True)
-        if u_s.size * u_g.size > S.size:  # no repeats worth a table: count each point
-            return np.asarray(self.max_batch(S, g), dtype=float)
-        table = np.asarray(self.max_batch(u_s[None, :], u_g[:, None]), dtype=float)
-        return table[i_g, i_s].reshape(S.shape)
+        arrays), as floats, kept per grid: a calibration's draws
+        (:meth:`replace` with another ``step_time``) count it once."""
+        memo = self.__dict__.get("_held_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_held_memo", memo)
+        key = (S.shape, S.tobytes(), g.shape, g.tobytes())
+        if key not in memo:
+            if len(memo) >= 64:
+                memo.clear()
+            memo[key] = np.asarray(self.max_batch(S, g), dtype=float)
+        return memo[key]
 
     # --- as a value ---------------------------------------------------------------------
     def replace(self, **changes) -> "Deployment":
         """A copy with ``changes`` (checked again)."""
-        return dataclasses.replace(self, **changes)
+        copy = dataclasses.replace(self, **changes)
+        if set(changes) <= {"step_time"} and "_held_memo" in self.__dict__:  # memory does not hang on a step's clock
+            object.__setattr__(copy, "_held_memo", self.__dict__["_held_memo"])
+        return copy
 
     def __hash__(self):
         return hash(tuple(_hashable(getattr(self, f.name)) for f in dataclasses.fields(self)))
@@ -420,5 +425,5 @@ def refuse_unheld(dep, priced, B, S, gamma=0.0):
     (the draft's slots leave room for none)
     (:meth:`~speclib.core.deployment.Deployment.check_holds`). An array's
     result says it by NaN or 0 instead."""
-    if getattr(priced, "running", None) is not None and all(np.ndim(a) == 0 for a in (B, S, gamma)):
+    if getattr(priced, "holds", None) is not None and all(np.ndim(a) == 0 for a in (B, S, gamma)):
         dep.check_holds(float(S), int(gamma))
