@@ -26,7 +26,15 @@ interleaved with the decode steps, as the runs were served) on its measured
   over TPOT with ``nextn`` = the pair's draft length and ``nextn_accepted``
   (mean accepted draft tokens per step; one step commits 1 + that many) chosen
   by a grid search so the speed-up at the configuration's smallest
-  concurrency matches the measured one, the same at its other concurrencies.
+  concurrency matches the measured one, the same at its other concurrencies;
+* the same MTP points' per-operation breakdown (``ops``): for both arms (no
+  MTP; the pair's draft length with the fitted accepted tokens) each
+  operation's latency in each kind of engine step the peer schedules (mixed:
+  a prefill chunk beside the decoding requests; decode: decoding requests
+  only), with the same call in its speed-of-light database mode (``SOL``, what
+  ``--detail time`` prints beside it), and its share of a TPOT-weighted
+  iteration, so the operations of an arm sum to its TPOT times the tokens one
+  iteration commits.
 
 Runs it cannot price (a chip without tables, a deployment it refuses) are
 listed in the file with the reason.
@@ -70,6 +78,40 @@ CLI = ("aiconfigurator cli estimate --model-path {model} --system {system} --bac
 API = ("aiconfigurator.cli.api.cli_estimate(model_path, system_name, mode='agg', backend_name, backend_version, "
        "database_mode='SILICON', isl, osl, batch_size, tp_size, attention_dp_size, moe_tp_size, moe_ep_size, "
        "kvcache_quant_mode, nextn, nextn_accepted).tpot (ms); every other argument at its default")
+
+OPS_API = ("the same cli_estimate call as the mtp table's rows (database_mode='SILICON'), and again with "
+           "database_mode='SOL'; per_ops_data['mix_step'] and per_ops_data['genonly_step'] (ms per step), "
+           "per_ops_source (the table each value came from), per_ops_data['scheduling'] (the step counts)")
+OPS_CLI = CLI + (" --detail time  (it prints the same per-step tables, SOL beside them from a second call with "
+                 "--database-mode SOL)")
+OPS_WHAT = (
+    "the peer's per-operation latencies for both arms of every mtp row (nextn 0; nextn = the pair's gamma with "
+    "nextn_accepted = the fitted 'accepted'), at the same call. The peer's aggregated mode prices two kinds of "
+    "engine step: 'mixed' (a prefill chunk of the context budget beside the decoding requests; its operations carry "
+    "the context_ names, the decode requests' attention listed apart) and 'decode' (the batch's requests decoding "
+    "only, each verifying 1 + nextn positions; the generation_ operations, each summed over the model's layers and "
+    "scaled by layer_scale = (layers + nextn) / layers with MTP on, the draft modelled as nextn more layers at the "
+    "same positions). ms_per_step and sol_ms_per_step: one step of that kind, on the measured tables (SILICON) and "
+    "at speed of light (SOL: the database's speed-of-light figures for the same shapes, what --detail time prints "
+    "beside the measured). The decode step's attention prices the batch x "
+    "(1 + nextn) positions as as many sequences, each reading its request's whole KV cache at the mean context "
+    "isl + osl // 2 + 1: at speed of light one more verified position costs one more read of that cache. "
+    "ms_per_iteration = ms_per_step x (the steps of that kind the TPOT counts) / (all the steps it counts), from "
+    "the steps table, so the operations of an arm sum to its iteration time, tpot_ms x tokens_per_iteration, with "
+    "no overhead outside them (the peer's mixed-step efficiency factor is 1 for these backends); "
+    "sol_ms_per_iteration: the same for the SOL call, summing to sol_tpot_ms x tokens_per_iteration. source: the "
+    "peer's tag for the SILICON value: silicon (its measured tables), empirical (its speed-of-light formula times "
+    "an empirical factor, where it has no table), mixed (an operation summed from both)")
+STEPS_WHAT = (
+    "each arm's schedule as the peer counts it (aiconfigurator_core.sdk.backends.base_backend.run_agg): a request's "
+    "decode_iterations = 1 + (osl - 1) / (1 + accepted), of which mixed_steps = ceil(isl x batch / the context "
+    "budget, isl) = batch carry a prefill chunk and decode_steps the rest; TPOT = (mixed_ms x mixed_steps_counted + "
+    "decode_ms x decode_steps) / (mixed_steps_counted + decode_steps) / tokens_per_iteration, with "
+    "mixed_steps_counted = max(1, mixed_steps - 3) (the backends' pipeline-drain correction, _tpot_mix_steps) and "
+    "tokens_per_iteration = 1 + accepted; no other overhead enters it. batch: the peer's batch per attention rank; "
+    "layers: its checkpoint's num_hidden_layers, on each of which it prices an MLA and an MoE block; layer_scale: "
+    "its MTP scale on every generation operation, (layers + nextn) / layers; tpot_ms and sol_tpot_ms: the measured "
+    "and the speed-of-light calls' TPOTs (the first is the mtp table's peer_tpot_ms or peer_tpot_mtp_ms)")
 
 ASSUMPTIONS = [
     "chips: H200 -> h200_sxm, B200 -> b200_sxm, B300 -> b300_sxm; the peer has no tables for AMD chips (MI300X, "
@@ -131,6 +173,7 @@ class Peer:
     def __init__(self, estimate):
         self.estimate = estimate
         self.cache = {}
+        self.details = {}
         self.calls = 0
 
     def args(self, chip, engine, weights, kv_cache, tp, ep, dp, isl, osl, concurrency, nextn=0, accepted=None):
@@ -159,6 +202,16 @@ class Peer:
         if err:
             raise PeerRefused(err)
         return tpot, warn
+
+
+    def detail(self, **kw):
+        """The peer's full result (per-operation latencies, scheduling) for
+        one call, cached; raises the peer's error."""
+        key = tuple(sorted(kw.items()))
+        if key not in self.details:
+            self.calls += 1
+            self.details[key] = self.estimate(**kw)
+        return self.details[key]
 
 
 class PeerRefused(Exception):
@@ -237,6 +290,99 @@ def price_mtp(peer: Peer, pairs, log) -> tuple:
     return rows, refused
 
 
+#: The kinds of engine step the peer's aggregated mode schedules (its per_ops_data keys) as the ops table names them.
+STEP_KINDS = {"mix_step": "mixed", "genonly_step": "decode"}
+
+
+def peer_layers(model_path: str) -> int:
+    """The layers the peer's checkpoint config gives (its ``num_hidden_layers``):
+    every per-layer operation of its DeepSeek model is counted that many times
+    (times its MTP scale, :func:`layer_scale`)."""
+    from importlib import resources
+
+    name = model_path.replace("/", "--") + "_config.json"
+    cfg = json.loads(resources.files("aiconfigurator_core").joinpath("model_configs", name).read_text("utf-8"))
+    return int(cfg["num_hidden_layers"])
+
+
+def layer_scale(nextn: int, layers: int) -> float:
+    """The peer's scale on every generation operation with MTP on (its
+    ``mtp_scale_factor``: a step runs the layers plus ``nextn`` draft layers)."""
+    from aiconfigurator_core.sdk.models.helpers import mtp_scale_factor
+
+    return float(mtp_scale_factor(int(nextn), int(layers)))
+
+
+def schedule(result, backend_name: str) -> dict:
+    """The steps the peer's TPOT averages over, as its aggregated mode counts
+    them (``aiconfigurator_core.sdk.backends.base_backend.run_agg``): the
+    request's decode iterations, 1 + (OSL - 1) / (1 + nextn_accepted); of them
+    ceil(ISL x batch / context budget) mixed steps and the rest decode-only
+    steps; the TPOT counts max(1, mixed - 3) of the mixed steps (the backend's
+    ``_tpot_mix_steps``, an engine's pipeline drain) where decode-only steps
+    follow, all of them where none do, none at batch 1, and divides the
+    weighted mean step by the tokens an iteration commits. Checked here
+    against the TPOT it returned."""
+    from aiconfigurator.sdk.backends.factory import get_backend
+
+    sch = result.per_ops_data["scheduling"]
+    mixed, decode = float(sch["num_mix_steps"]), float(sch["num_genonly_steps"])
+    if result.batch_size == 1:
+        counted = 0.0
+    elif decode == 0:
+        counted = mixed
+    else:
+        counted = float(get_backend(backend_name)._tpot_mix_steps(int(mixed)))
+    per_iteration = float(sch.get("decode_tokens_per_iteration", 1.0))
+    steps = counted + decode
+    tpot = (sch["mix_step_latency_ms"] * counted + sch["genonly_step_latency_ms"] * decode) / steps / per_iteration
+    if not np.isclose(tpot, result.tpot, rtol=1e-9, atol=0):
+        raise RuntimeError(f"the step counts do not rebuild the peer's TPOT: {tpot} against {result.tpot}")
+    return {"decode_iterations": float(sch["decode_iterations"]), "mixed": mixed, "counted": counted, "decode": decode,
+            "tokens_per_iteration": per_iteration, "mixed_ms": float(sch["mix_step_latency_ms"]),
+            "decode_ms": float(sch["genonly_step_latency_ms"]), "mix_efficiency": float(sch["mix_efficiency"]),
+            "weights": {"mixed": counted / steps, "decode": decode / steps}}
+
+
+def price_ops(peer: Peer, pairs, mtp_rows, log) -> tuple:
+    """The per-operation breakdown of every priced MTP point's two arms
+    (:data:`speclib.evidence.peer.OPS_FIELDS`, :data:`speclib.evidence.peer.OPS_STEP_FIELDS`)."""
+    by_id = {r.id: r for r in pairs}
+    rows, steps = [], []
+    for run_id, c, gamma, *_, accepted, _at_bound, _fitted, _warn in mtp_rows:
+        run = by_id[run_id]
+        isl, osl = (int(round(x)) for x in run.prefill_lengths)
+        base = peer.args(run.chip, run.engine, run.weights, run.kv_cache, run.gpus, run.ep, run.dp_attention,
+                         isl, osl, c)
+        layers = peer_layers(base["model_path"])
+        for nextn in (0, int(gamma)):
+            kw = {**base, "nextn": nextn, "nextn_accepted": accepted} if nextn else dict(base)
+            r = peer.detail(**kw)
+            sol = peer.detail(**{**kw, "database_mode": "SOL"})
+            sch, sol_sch = schedule(r, base["backend_name"]), schedule(sol, base["backend_name"])
+            if any(sch[k] != sol_sch[k] for k in ("mixed", "counted", "decode")):
+                raise RuntimeError(f"{run_id} c {c}: the SOL call schedules other steps")
+            if sch["mix_efficiency"] != 1.0:  # the per-op values below carry it; stated in the header as 1
+                raise RuntimeError(f"{run_id} c {c}: mix efficiency {sch['mix_efficiency']}")
+            steps.append([run_id, int(c), nextn, float(accepted) if nextn else 0.0, int(kw["batch_size"]),
+                          layers, layer_scale(nextn, layers), round(sch["decode_iterations"], 6),
+                          sch["mixed"], sch["counted"], round(sch["decode"], 6), sch["tokens_per_iteration"],
+                          round(sch["mixed_ms"], 6), round(sch["decode_ms"], 6), round(float(r.tpot), 6),
+                          round(float(sol.tpot), 6)])
+            for key, kind in STEP_KINDS.items():
+                ops = r.per_ops_data.get(key) or {}
+                sol_ops = sol.per_ops_data.get(key) or {}
+                src = (r.per_ops_source or {}).get(key) or {}
+                if set(ops) != set(sol_ops):
+                    raise RuntimeError(f"{run_id} c {c}: the SOL call lists other operations")
+                w, w_sol = sch["weights"][kind], sol_sch["weights"][kind]
+                for op, ms in ops.items():
+                    rows.append([run_id, int(c), nextn, kind, op, round(float(ms), 6), round(float(sol_ops[op]), 6),
+                                 round(float(ms) * w, 6), round(float(sol_ops[op]) * w_sol, 6), src.get(op, "")])
+        log(f"ops {run_id} c {c}: {peer.calls} peer calls")
+    return rows, steps
+
+
 def coverage() -> dict:
     """What the peer's own support matrix (shipped in aiconfigurator-core)
     says it prices for the checkpoints of :data:`MODELS` in aggregated
@@ -267,11 +413,13 @@ def run_peer(estimate, log=print) -> dict:
     pairs = [r for r in spec.spec_runs() if r.id.startswith(MTP_PREFIX)]
     mtp_rows, mtp_refused = price_mtp(peer, pairs, log)
     decode, decode_refused = price_decode(peer, dec.decode_runs("r1"), log)
+    ops_rows, ops_steps = price_ops(peer, pairs, mtp_rows, log)
     log(f"{peer.calls} peer calls in {time.perf_counter() - t:.0f} s")
     return {
         "about": ("A peer's predictions of the DeepSeek-R1 runs of decode-benchmarks/deepseek-r1-inferencex.json: "
                   "NVIDIA's AIConfigurator, priced at each run's deployment, stored as data (speclib does not "
-                  "import it). Written by benchmarks/bench_peer.py; read by speclib.evidence.peer."),
+                  "import it): decode TPOTs, the MTP pairs' speed-ups, and the per-operation breakdown of the MTP "
+                  "pairs' two arms (ops). Written by benchmarks/bench_peer.py; read by speclib.evidence.peer."),
         "peer": {"name": "AIConfigurator", "by": "NVIDIA (ai-dynamo)",
                  "url": "https://github.com/ai-dynamo/aiconfigurator", "package": "aiconfigurator", "version": aiconfigurator.__version__,
                  "core_version": importlib.metadata.version("aiconfigurator-core"), "license": "Apache-2.0",
@@ -290,6 +438,8 @@ def run_peer(estimate, log=print) -> dict:
                                   "rows": decode_refused}},
         "mtp": {"fields": list(reader.MTP_FIELDS), "rows": mtp_rows,
                 "not_priced": {"fields": ["id", "why"], "rows": mtp_refused}},
+        "ops": {"what": OPS_WHAT, "api": OPS_API, "cli": OPS_CLI, "fields": list(reader.OPS_FIELDS), "rows": ops_rows,
+                "steps": {"what": STEPS_WHAT, "fields": list(reader.OPS_STEP_FIELDS), "rows": ops_steps}},
     }
 
 

@@ -234,7 +234,7 @@ def test_an_array_of_drafter_costs_goes_with_the_call():
 
 def test_the_schedule_and_profile_of_a_deployment_are_as_before(monkeypatch):
     # with the collectives free, a step split over tp GPUs is the even split the pins were taken from
-    monkeypatch.setattr(layout.ParallelStep, "communication", lambda self, B, T, F=None: 0.0 * B * T)
+    monkeypatch.setattr(layout.ParallelStep, "communication", lambda self, B, T, F=None, **_: 0.0 * B * T)
     mtp = speclib.schedule(seq=512, max_batch=64, deployment=_pinned(dict(model=QWEN, hardware="B200",
                                                                           drafter="qwen3.6-mtp",
                                                                           roofline="aggregate", tp=2)))

@@ -275,15 +275,24 @@ def test_the_family_and_sign_facts_read_the_held_out_points():
 
 
 def test_the_estimates_ranges_are_the_numbers_their_text_quotes():
-    text = {term: estimate for term, _, estimate, _ in step_report.ESTIMATES}
-    for term, (lo, hi) in step_report.ESTIMATE_RANGES.items():
-        for v in (lo, hi):
+    text = {term: estimate for term, _, _, estimate, _ in step_report.estimate_rows()}
+    ranges = step_report.estimate_ranges()
+    for term in ("moe_fixed", "per_sequence"):
+        for v in ranges[term]:
             assert f"{v * 1e6:g} \u00b5s" in text[term] or f"{v * 1e6:g} to" in text[term], (term, v)
+    # a verify's extra positions: the peer's MLA block per layer (clipped at 0) over L_ref layers, the sampler once
+    peer = step_report.peer_verify_estimate()
+    rows = [r["us"] for r in __import__("speclib.evidence.peer", fromlist=["x"]).verify_extra_per_layer()]
+    assert (peer["mla_min_us"], peer["mla_max_us"]) == (min(rows), max(rows))
+    assert f"{min(rows):.2f} to {max(rows):.2f} \u00b5s" in text["per_position"]
+    lo, hi = ranges["per_position"]
+    assert lo == pytest.approx(max(min(rows), 0.0) * 1e-6 * 80 + 0.7e-6)
+    assert hi == pytest.approx(max(rows) * 1e-6 * 80 + 16e-6)
     f = engines_vs_model.estimate_facts()
-    placed = [t for t in step_report.ESTIMATE_RANGES if f"est_{t}_us" in f]
+    placed = [t for t in ranges if f"est_{t}_us" in f]
     assert {"moe_fixed", "per_sequence"} <= set(placed)  # a term the shipped form leaves out has none
     for term in placed:
-        lo, hi = step_report.ESTIMATE_RANGES[term]
+        lo, hi = ranges[term]
         v = f[f"est_{term}_us"] * 1e-6
         assert f[f"est_{term}_where"] == ("inside" if lo <= v <= hi else "below" if v < lo else "above"), term
 

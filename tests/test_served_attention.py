@@ -30,8 +30,9 @@ def _config_ratios():
 def _layer_by_layer(B, q, S, query_bytes=False):
     """The served attention of one layer, averaged over the config's layers one
     at a time: a sliding window alone (ratio 0), CSA (4: MLA over the top 512
-    compressed positions and the window, an indexer over all S / 4), HCA (128:
-    MLA over S / 128 and the window)."""
+    compressed positions and the window, each verified position reading its
+    own selection, an indexer over all S / 4), HCA (128: MLA over S / 128 and
+    the window)."""
     ratios, config = _config_ratios()
     W, top = config["sliding_window"], config["index_topk"]
     R = B200.ridge("bf16")
@@ -44,8 +45,11 @@ def _layer_by_layer(B, q, S, query_bytes=False):
     for r in ratios:
         if r == 0:
             total = total + nf.attn_cost(B, q, np.minimum(S, W), m_c, m_q, f, R)
-        elif r == 4:
-            total = total + nf.attn_cost(B, q, np.minimum(S / 4, top) + np.minimum(S, W), m_c, m_q, f, R)
+        elif r == 4:  # each of the q verified positions gathers its own top-512 selection; the window once
+            selected = np.minimum(S / 4, top)
+            compute = B * f * (selected + np.minimum(S, W)) * q / R
+            memory = B * (m_c * (q * selected + np.minimum(S, W)) + m_q * q)
+            total = total + np.maximum(compute, memory)
             total = total + nf.attn_cost(B, q, S / 4, m_ci, m_qi, f_i, R)
         else:
             assert r == 128

@@ -497,8 +497,7 @@ class CalibratedStepModel:
         cal = self.calibration
         fixed = cal.fixed(self.hardware, self.engine, float(layers)) if cal.fixed_layers_ref else 0.0
         return (fixed + cal.moe_layer(self.hardware) * layers * float(bool(moe))
-                + self.token_layer * B * positions * layers
-                + self.step.communication(B, positions, layers=layers, moe_layers=layers * float(bool(moe))))
+                + self.token_layer * B * positions * layers + self.step.draft_layers(B, positions, layers, moe))
 
     def compute(self, B, T, S, F=nf):
         """kappa x this GPU's FLOPs at peak."""
@@ -532,10 +531,12 @@ class CalibratedStepModel:
 
 
 class ScaledDrafter:
-    """A drafter priced by its own roofline, its passes run at the calibrated
-    chip's speed, split over the group's GPUs, each pass paying for its
-    layers what the target's layers pay beyond the roofline
-    (:meth:`CalibratedStepModel.draft_layers`)."""
+    """A drafter priced by its own roofline, its passes run at the target's
+    speed (the calibrated chip's, or the datasheet's for a split roofline
+    step), split over the group's GPUs, each pass paying for its layers what
+    the target's layers pay beyond the roofline: their collectives, and under
+    a calibrated step its per-layer costs (:meth:`CalibratedStepModel.draft_layers`,
+    :meth:`speclib.core.layout.ParallelStep.draft_layers`)."""
 
     def __init__(self, drafter, target: CalibratedStepModel):
         self.inner = drafter

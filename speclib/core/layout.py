@@ -220,6 +220,13 @@ class ParallelStep:
                      + F.comm_latency_cost(float(ALL_TO_ALL_PER_LAYER), self.interconnect.latency, M)) / M
         return moe_layers * per_layer
 
+    def draft_layers(self, B, positions, layers: int, moe: bool):
+        """What a drafter's pass over ``B`` sequences of ``positions`` positions
+        adds to its roofline for running ``layers`` layers split as the
+        target is: their collectives (the calibrated step adds its per-layer
+        costs, :meth:`speclib.core.calibrated.CalibratedStepModel.draft_layers`)."""
+        return self.communication(B, positions, layers=layers, moe_layers=layers * float(bool(moe)))
+
     def component_times(self, B, T, S, F=nf) -> dict:
         """{component: seconds} of one GPU, each by its own roofline, and the collectives."""
         M = self.hardware.memory_bandwidth

@@ -5,7 +5,7 @@ DeepSeek-R1 run's deployment by ``benchmarks/bench_peer.py`` and stored in
 chips, engines and precisions, and every assumption are in the file).
 speclib never imports the peer; this module reads its numbers.
 
-Three comparisons:
+Three comparisons, and one breakdown:
 
 * the InferenceX MTP pairs (:func:`mtp_points`): the peer's speed-up at each
   concurrency, its mean accepted draft tokens per step chosen so the speed-up
@@ -17,7 +17,12 @@ Three comparisons:
   family (:func:`ours_mtp_points`);
 * decode TPOT (:func:`decode_points`, :func:`decode_table`): the peer's
   time per output token against the measured one by chip, engine and
-  concurrency.
+  concurrency;
+* the MTP points' per-operation latencies, both arms (:func:`ops`,
+  :func:`ops_steps`), and from them what one extra verified position costs
+  one layer's attention or MoE block on the peer's measured kernel tables and
+  at its speed of light (:func:`verify_extra_per_layer`,
+  :func:`verify_extra_summary`).
 """
 from __future__ import annotations
 
@@ -42,6 +47,20 @@ DECODE_FIELDS = ("run", "date", "chip", "engine", "weights", "kv_cache", "tp", "
 #: the one it was fitted at, and the peer's KV-overflow warning.
 MTP_FIELDS = ("id", "concurrency", "gamma", "measured_speedup", "peer_tpot_ms", "peer_tpot_mtp_ms", "peer_speedup",
               "accepted", "at_bound", "fitted", "kv_warning")
+#: The columns of an ops row: an MTP point (id, concurrency) and arm (nextn 0, or the pair's gamma), the kind of
+#: engine step ("mixed": a prefill chunk beside the decoding requests; "decode": decoding requests only), the
+#: peer's operation, its latency in one such step on the measured tables and at speed of light (ms), its share of
+#: an iteration as the TPOT weighs the steps (ms; an arm's rows sum to TPOT x tokens per iteration), and the
+#: peer's tag for the table behind it (silicon, empirical, mixed).
+OPS_FIELDS = ("id", "concurrency", "nextn", "step", "op", "ms_per_step", "sol_ms_per_step", "ms_per_iteration",
+              "sol_ms_per_iteration", "source")
+#: The columns of an ops step row: the arm's schedule as the peer counts it (decode iterations of a request,
+#: its mixed steps, those the TPOT counts, its decode-only steps, tokens committed per iteration), the peer's
+#: batch per attention rank, the layers it prices and its MTP scale on each generation operation, the two kinds
+#: of step's latencies and the TPOTs of the measured and the speed-of-light calls (ms).
+OPS_STEP_FIELDS = ("id", "concurrency", "nextn", "accepted", "batch", "layers", "layer_scale", "decode_iterations",
+                   "mixed_steps", "mixed_steps_counted", "decode_steps", "tokens_per_iteration", "mixed_ms",
+                   "decode_ms", "tpot_ms", "sol_tpot_ms")
 
 
 def decode_row(run, peer_tpot_ms: float, kv_warning: bool) -> list:
@@ -52,12 +71,21 @@ def decode_row(run, peer_tpot_ms: float, kv_warning: bool) -> list:
             int(run.concurrency), float(run.tpot_s) * 1e3, round(float(peer_tpot_ms), 4), bool(kv_warning)]
 
 
+def _tables(data: dict) -> list:
+    """The file's tables (each a dict with fields and rows), in the order they are written."""
+    tables = []
+    for part in ("decode", "mtp"):
+        tables += [data[part], data[part]["not_priced"]]
+    if "ops" in data:
+        tables += [data["ops"], data["ops"]["steps"]]
+    return tables
+
+
 def parse(data: dict) -> dict:
     """The file's contents with each table's rows as dicts."""
     out = copy.deepcopy(data)
-    for part in ("decode", "mtp"):
-        for table in (out[part], out[part]["not_priced"]):
-            table["rows"] = [dict(zip(table["fields"], row)) for row in table["rows"]]
+    for table in _tables(out):
+        table["rows"] = [dict(zip(table["fields"], row)) for row in table["rows"]]
     return out
 
 
@@ -75,10 +103,9 @@ def dumps(data: dict) -> str:
     """The file's text: its header indented, each row on one line."""
     data = copy.deepcopy(data)
     tables = []
-    for part in ("decode", "mtp"):
-        for table in (data[part], data[part]["not_priced"]):
-            tables.append(table["rows"])
-            table["rows"] = f"@rows{len(tables) - 1}@"
+    for table in _tables(data):
+        tables.append(table["rows"])
+        table["rows"] = f"@rows{len(tables) - 1}@"
     text = json.dumps(data, indent=2, ensure_ascii=False)
     for i, rows in enumerate(tables):
         body = ",\n".join("        " + json.dumps(r, ensure_ascii=False) for r in rows)
@@ -237,6 +264,85 @@ def decode_summary(points=None, subset=None) -> dict:
             "median_signed_error": float(np.median(e))}
 
 
+# --- the per-operation breakdown: what a verify's extra positions cost per layer ------------
+
+
+def ops(data: dict = None) -> list:
+    """The peer's per-operation latencies of both arms of every MTP point
+    (:data:`OPS_FIELDS`), rows as dicts (copies)."""
+    return [dict(r) for r in _data(data)["ops"]["rows"]]
+
+
+def ops_steps(data: dict = None) -> list:
+    """Each arm's schedule as the peer counts it (:data:`OPS_STEP_FIELDS`), rows as dicts (copies)."""
+    return [dict(r) for r in _data(data)["ops"]["steps"]["rows"]]
+
+
+#: The peer's two largest operations of a decode step: attention (MLA, with its projections) and the MoE block
+#: (routed and shared experts overlapped, with the dispatch around them).
+VERIFY_OPS = ("generation_mla_block", "generation_moe_overlap")
+
+
+def r1_layers() -> int:
+    """DeepSeek-R1's layers (:mod:`speclib.presets`), the count the peer prices
+    each per-layer operation on: an MLA block on every one (R1's attention
+    layers), and an MoE block on every one as well (R1's first three layers
+    have a dense FFN, the preset's ``moe_layers`` leaves them out; the peer's
+    DeepSeek model does not set them apart, so its MoE operation is 61
+    blocks' worth)."""
+    from .. import presets
+
+    return int(presets.model("DeepSeek-R1").step_architecture().attention_layers)
+
+
+def verify_extra_per_layer(op: str = "generation_mla_block", data: dict = None, draft_layers: bool = False) -> list:
+    """What one extra verified position costs one layer's ``op``, in the
+    peer's decode-only step, at each MTP point: (the MTP arm's op ms per step
+    - the plain arm's) / (extra positions per step = the peer's batch per
+    attention rank x gamma) / (:func:`r1_layers`), in microseconds, on its
+    measured tables (``us``) and at speed of light (``sol_us``).
+
+    The peer prices a step with MTP on as the model's layers plus gamma draft
+    layers, every generation operation scaled by ``layer_scale`` = (layers +
+    gamma) / layers; ``draft_layers=False`` (default) divides that scale out
+    of the MTP arm first, so only the layers' extra positions are counted;
+    ``True`` keeps the draft layers' work in the difference. Sorted by id and
+    concurrency."""
+    from .._checks import checked_choice
+
+    d = _data(data)
+    names = sorted({r["op"] for r in d["ops"]["rows"] if r["step"] == "decode"})
+    op = checked_choice("op", op, names)
+    if not isinstance(draft_layers, (bool, np.bool_)):
+        raise ValueError(f"draft_layers must be True or False; got {draft_layers!r}")
+    layers = r1_layers()
+    per_step = {(r["id"], r["concurrency"], r["nextn"]): r for r in d["ops"]["rows"]
+                if r["step"] == "decode" and r["op"] == op}
+    steps = {(r["id"], r["concurrency"], r["nextn"]): r for r in d["ops"]["steps"]["rows"]}
+    out = []
+    for m in sorted(d["mtp"]["rows"], key=lambda r: (r["id"], r["concurrency"])):
+        key, gamma = (m["id"], m["concurrency"]), int(m["gamma"])
+        plain, mtp, sched = per_step[(*key, 0)], per_step[(*key, gamma)], steps[(*key, gamma)]
+        scale = 1.0 if draft_layers else float(sched["layer_scale"])
+        extra = int(sched["batch"]) * gamma
+        us = [1e3 * (mtp[k] / scale - plain[k]) / extra / layers for k in ("ms_per_step", "sol_ms_per_step")]
+        out.append({"id": key[0], "concurrency": key[1], "gamma": gamma, "batch": int(sched["batch"]),
+                    "extra_positions": extra, "layers": layers, "layer_scale": scale, "plain_ms": plain["ms_per_step"],
+                    "mtp_ms": mtp["ms_per_step"], "us": us[0], "sol_us": us[1], "source": mtp["source"]})
+    return out
+
+
+def verify_extra_summary(op: str = "generation_mla_block", data: dict = None, draft_layers: bool = False) -> dict:
+    """The points of :func:`verify_extra_per_layer` summed up: how many, and the
+    min, median and max microseconds per extra position per layer, measured
+    tables and speed of light."""
+    rows = verify_extra_per_layer(op, data, draft_layers)
+    us, sol = np.array([r["us"] for r in rows]), np.array([r["sol_us"] for r in rows])
+    return {"op": op, "points": int(us.size), "min_us": float(us.min()), "median_us": float(np.median(us)),
+            "max_us": float(us.max()), "sol_min_us": float(sol.min()), "sol_median_us": float(np.median(sol)),
+            "sol_max_us": float(sol.max())}
+
+
 # --- in words ----------------------------------------------------------------------------
 
 
@@ -287,5 +393,17 @@ def report(data: dict = None, ours: bool = True) -> str:
         out.append(f"  {name}: all {s['runs']} runs, median |error| {100 * s['median_abs_error']:.1f} %, signed "
                    f"{_pct(s['median_signed_error'])}; fp8 on TP8 (the targets' set, NVIDIA chips): {t['runs']} runs, "
                    f"{100 * t['median_abs_error']:.1f} %, {_pct(t['median_signed_error'])}")
+    if "ops" in d:
+        out += ["", "What one extra verified position costs one layer in the peer's decode step (us; its measured "
+                    "tables, speed of light), MTP arm minus plain over batch x gamma over R1's layers:"]
+        for draft in (False, True):
+            for op in VERIFY_OPS:
+                v = verify_extra_summary(op, d, draft)
+                out.append(f"  {op} (draft layers {'kept' if draft else 'out'}): {v['points']} points, min "
+                           f"{v['min_us']:.3f}, median {v['median_us']:.3f}, max {v['max_us']:.3f}; SOL median "
+                           f"{v['sol_median_us']:.3f}")
+        rows = {op: verify_extra_per_layer(op, d) for op in VERIFY_OPS}
+        out += [f"    {a['id']:<48} c {a['concurrency']:>3} g {a['gamma']}  MLA {a['us']:7.3f} ({a['sol_us']:6.3f})  "
+                f"MoE {b['us']:7.3f} ({b['sol_us']:6.3f})" for a, b in zip(*rows.values())]
     out += ["", "Assumptions:"] + [f"  - {a}" for a in d["assumptions"]]
     return "\n".join(out)

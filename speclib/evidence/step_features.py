@@ -91,6 +91,28 @@ COLLECTIVES_CHARGED = True
 DRAFTER_PRICING = "roofline"
 #: Whether the time per drafter pass is one constant or one per engine.
 DRAFT_PASS_BY_ENGINE = False
+#: The largest step each engine runs as a captured CUDA graph by default
+#: (ENGINE_FACTS.md, "CUDA graphs with speculation on"): vLLM 512 tokens a step
+#: (B (gamma + 1) for a verify; 1,024 on B200 and B300 in its newest releases,
+#: 512 before), TensorRT-LLM's PyTorch backend 128 sequences, SGLang its
+#: cuda-graph-max-bs (512 sequences on eight H200 or B200); beyond it a step
+#: runs eagerly, kernel by kernel. (unit, limit) by engine.
+GRAPH_CEILINGS = {"vLLM": ("tokens", 512), "TRT": ("sequences", 128), "TensorRT-LLM": ("sequences", 128),
+                  "SGLang": ("sequences", 512)}
+#: How much longer a step beyond its engine's graph ceiling takes: 1 (the
+#: shipped step: not a term), or TensorRT-LLM's statement that CUDA graphs are
+#: worth 22 % end to end at throughput scale (1.22), the variant
+#: :func:`speclib.evidence.held_out.term_ablation` holds against the runs.
+EAGER_FACTOR = 1.0
+
+
+def eager(engine: str, B, T) -> bool:
+    """Whether a step of B sequences of T positions runs beyond ``engine``'s
+    captured graphs (:data:`GRAPH_CEILINGS`)."""
+    unit, limit = GRAPH_CEILINGS.get(engine, ("sequences", float("inf")))
+    return float(B * T if unit == "tokens" else B) > limit
+
+
 #: Whether a drafter's pass pays, for each layer it runs, what the engine
 #: charges a layer of the target beyond the roofline (see the module notes;
 #: False only to show what leaving it out does).
@@ -229,6 +251,8 @@ class SpecSteps:
             out[("factor", self.chip)] = float(self.seconds * (self.ledger.decode(B, S) if T == 1
                                                                else self.ledger.verify(B, T, S)))
             out["communication"] = 0.0  # the ledger's all-to-all is in its factor's time
+        if EAGER_FACTOR != 1.0 and eager(self.run.engine, B, T):
+            out = {k: v * EAGER_FACTOR for k, v in out.items()}
         return out
 
     def prefill(self, B) -> float:

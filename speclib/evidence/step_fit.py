@@ -55,7 +55,7 @@ _ROWS: dict = {}
 
 def _form_key(run: SpecRun, form: Form) -> tuple:
     return (run.id, run.alpha, _feat.DRAFTER_PRICING, _feat.DRAFT_PASS_BY_ENGINE, _feat.DRAFTER_LAYER_COSTS,
-            form.fixed)
+            _feat.EAGER_FACTOR, form.fixed)
 
 
 def _rows(run: SpecRun, form: Form = None) -> list:

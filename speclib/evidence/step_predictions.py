@@ -65,7 +65,8 @@ _POINTS: dict = {}
 
 
 def _points(run: SpecRun, form: Form) -> _Points:
-    key = (run.id, run.alpha, _feat.DRAFTER_PRICING, _feat.DRAFT_PASS_BY_ENGINE, _feat.DRAFTER_LAYER_COSTS, form.fixed)
+    key = (run.id, run.alpha, _feat.DRAFTER_PRICING, _feat.DRAFT_PASS_BY_ENGINE, _feat.DRAFTER_LAYER_COSTS, _feat.EAGER_FACTOR,
+           form.fixed)
     if key not in _POINTS:
         _POINTS[key] = _Points(run, form)
     return _POINTS[key]

@@ -114,17 +114,51 @@ ESTIMATES = (
 )
 
 
-#: The estimates of :data:`ESTIMATES` as numbers (seconds), for the chapter's
-#: comparisons: the range the sources' figures give each term.
-ESTIMATE_RANGES = {"moe_fixed": (32e-6, 103e-6), "per_sequence": (1.1e-6, 29e-6), "per_position": (0.7e-6, 16e-6)}
+#: Sampling and the rejection test over a 131k vocabulary, seconds per row
+#: (FlashInfer at the low end, PyTorch's sort at the high end; :data:`ESTIMATES`).
+SAMPLER_S = (0.7e-6, 16e-6)
+
+
+def peer_verify_estimate() -> dict:
+    """What NVIDIA's AIConfigurator's measured tables give a verify's extra
+    positions in DeepSeek-R1's attention block, microseconds per extra
+    position per attention layer, over its MTP pairs
+    (:func:`speclib.evidence.peer.verify_extra_summary`), and what that is
+    for a model of L_ref attention layers with the sampler once a position,
+    in seconds: the range the fitted e is held against."""
+    from .step_features import layers_ref
+
+    mla = _peer.verify_extra_summary("generation_mla_block")
+    layers = layers_ref()
+    lo, hi = max(mla["min_us"], 0.0) * 1e-6 * layers + SAMPLER_S[0], mla["max_us"] * 1e-6 * layers + SAMPLER_S[1]
+    return {**{f"mla_{k}": v for k, v in mla.items() if k.endswith("_us")}, "points": mla["points"],
+            "per_position_lo_s": lo, "per_position_hi_s": hi, "layers_ref": layers}
+
+
+def estimate_ranges() -> dict:
+    """The estimates of :data:`ESTIMATES` as numbers (seconds, in the fitted
+    term's own unit), for the chapter's comparisons: the range the sources'
+    figures give each term."""
+    peer = peer_verify_estimate()
+    return {"moe_fixed": (32e-6, 103e-6), "per_sequence": (1.1e-6, 29e-6),
+            "per_position": (peer["per_position_lo_s"], peer["per_position_hi_s"])}
 
 
 def estimate_rows(f=None) -> list:
     """Each fitted term beside its independent estimate: (term, what it
     stands for, fitted value in its unit, the estimate, citation keys)."""
     f = fit(SHIPPED_FORM) if f is None else f
+    peer = peer_verify_estimate()
+    fills = {"peer_mla": (f"AIConfigurator's measured tables for DeepSeek-R1 on eight B200 and H200 (SGLang and "
+                          f"TensorRT-LLM): a verify's MLA block costs {peer['mla_min_us']:.2f} to "
+                          f"{peer['mla_max_us']:.2f} \u00b5s (median {peer['mla_median_us']:.2f}) more per extra "
+                          f"position per attention layer than a decode's, over {peer['points']} points, as it "
+                          "prices each position's own read of the cache"),
+             "peer_norm": "no separate published figure; AIConfigurator's norms and residual adds grow with the tokens "
+                          "of a step"}
     out = []
     for term, what, estimate, cite in ESTIMATES:
+        estimate = estimate.format(**fills)
         scale, unit = UNITS[term]
         values = {k[1] if isinstance(k, tuple) else "": v for k, v in f.theta.items()
                   if (k[0] if isinstance(k, tuple) else k) == term}
@@ -461,3 +495,41 @@ def report() -> str:
             + "; ".join(f"{tr} \u2192 {te}: median {100 * med:.1f} %, worst signed by concurrency {100 * b:.1f} %"
                         for tr, te, _, med, b in held_out_workloads())]
     return "\n".join(out)
+
+
+#: The grouped GEMM tiles the MoE kernels pad each expert's tokens to:
+#: SGLang's tuned Triton tables for DeepSeek on H200 in fp8 (64 rows at most
+#: token counts) and DeepGEMM's contiguous layout on Hopper (128)
+#: (ENGINE_FACTS.md, "What a verify costs at large batch").
+MOE_TILES = (64, 128)
+
+
+def tile_padding(tile: int = MOE_TILES[-1]) -> dict:
+    """Whether padding each expert's tokens to a grouped GEMM's ``tile`` could
+    change any measured step: over every point of every measured speculative
+    run on a mixture-of-experts model (its verify and its plain step), the
+    padded experts' FLOPs at the chip's peak over the experts' memory time,
+    one GPU's share (:data:`speclib.formulas.step.expert_flops_padded_expr`).
+    Below 1 everywhere, the experts stay memory-bound padded or not, and the
+    padding moves no held-out figure. Returns the largest ratio and where."""
+    from ..formulas import numpy_functions as nf
+    from .step_features import SpecSteps
+
+    worst = (0.0, None)
+    for run in _spec.spec_runs():
+        steps = SpecSteps(run)
+        p = steps.parallel
+        a = p.architecture
+        if not a.moe_layers or run.expert_parallel:
+            continue
+        for b, g, _ in run.points:
+            for T in (1.0, run.width(g)):
+                B, T = np.float64(b), np.float64(T)
+                touched = p.experts_touched(B, T)
+                flops = nf.expert_flops_padded(a.ffn_params, float(a.top_k), float(a.n_shared), B, T, touched,
+                                               float(tile)) / p.tp
+                moved = p.components(B, T, np.float64(run.context))["ffn"][1]
+                ratio = float(flops / p.step_model._peak["ffn"] / (moved / p.hardware.memory_bandwidth))
+                if ratio > worst[0]:
+                    worst = (ratio, (run.id, int(b), int(T)))
+    return {"tile": tile, "largest_ratio": worst[0], "at": worst[1]}

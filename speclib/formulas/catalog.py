@@ -168,6 +168,8 @@ NUMERIC = (
     Formula("dense_bytes", _s.dense_bytes_expr, (_s.P_d, _s.b_d), "bytes of the dense weights"),
     Formula("expert_flops", _s.expert_flops_expr, (_s.w, _m.k, _m.n_s, _s.B, _s.T), "FLOPs of the experts"),
     Formula("expert_bytes", _s.expert_bytes_expr, (_s.w, _s.b_e, _m.n_s, _s.A), "bytes of the experts touched"),
+    Formula("expert_flops_padded", _s.expert_flops_padded_expr, (_s.w, _m.k, _m.n_s, _s.B, _s.T, _s.A, _s.m_t),
+            "FLOPs of the experts as a grouped GEMM runs them, each expert's tokens padded to its tile"),
     Formula("attention_flops", _s.attention_flops_expr, (_s.B, _s.T, _s.S, _s.L_a, _s.f, _s.L_l, _s.phi),
             "FLOPs of full and linear attention"),
     Formula("attention_bytes", _s.attention_bytes_expr, (_s.B, _s.T, _s.S, _s.L_a, _s.m_c, _s.L_l, _s.sigma),

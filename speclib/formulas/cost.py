@@ -79,7 +79,8 @@ attn_slope_expr = roofline_slope(attn_compute_expr, attn_memory_expr, q)
 # (attn_cost_expr). As served, the config's compress_ratios give each layer
 # its own context: n_f layers of full MLA, n_w of the sliding window alone,
 # n_c CSA layers (MLA over the top K of S / c_CSA compressed positions plus
-# the window, and an indexer scoring all S / c_CSA of them, with its own
+# the window, each query position selecting its own K, so a verify of q
+# positions reads q selections, and an indexer scoring all S / c_CSA of them, with its own
 # constants m_ci, m_qi, f_i) and n_h HCA layers (MLA over S / c_HCA
 # compressed positions plus the window). The representative layer the ledger
 # prices is their average, each part its own roofline, as the paper adds its
@@ -89,12 +90,16 @@ def _served_attention():
     m_ci, m_qi, f_i = sp.symbols("m_ci m_qi f_i", positive=True)
     n_f, n_w, n_c, n_h = sp.symbols("n_f n_w n_c n_h", nonnegative=True)
 
-    def part(context, mc=m_c, mq=m_q, ff=f):
+    def part(context, mc=m_c, mq=m_q, ff=f, read=None):
         values = {S: context, m_c: mc, m_q: mq, f: ff}
-        return (attn_cost_expr.subs(values, simultaneous=True),
-                roofline_slope(attn_compute_expr, attn_memory_expr, q).subs(values, simultaneous=True))
+        compute = attn_compute_expr.subs(values, simultaneous=True)
+        memory = attn_memory_expr.subs(values, simultaneous=True) if read is None else B * (m_c * read + m_q * q)
+        return roofline(compute, memory), roofline_slope(compute, memory, q)
 
-    parts = ((n_f, part(S)), (n_w, part(a.window_context_expr)), (n_c, part(a.served_csa_context_expr)),
+    # each of the q positions of a verify selects its own top K (the indexer scores every position against
+    # the compressed cache), so CSA's sparse read is q selections, its window read once
+    csa_read = q * a.csa_context_expr + a.window_context_expr
+    parts = ((n_f, part(S)), (n_w, part(a.window_context_expr)), (n_c, part(a.served_csa_context_expr, read=csa_read)),
              (n_c, part(a.indexer_context_expr, m_ci, m_qi, f_i)), (n_h, part(a.served_hca_context_expr)))
     layers = n_f + n_w + n_c + n_h
     cost = sum(n * c for n, (c, _) in parts) / layers

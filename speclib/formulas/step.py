@@ -78,9 +78,16 @@ dense_flops_expr = 2 * P_d * B * T
 dense_bytes_expr = b_d * P_d
 
 expert_flops_expr = 2 * (k + n_s) * w * B * T
+
 #: ``A`` stands for the experts touched (either count above).
 A = sp.Symbol("A", positive=True)
 expert_bytes_expr = b_e * w * (n_s + A)
+m_t = sp.Symbol("m_t", positive=True)  # the grouped GEMM's tile: rows an expert's tokens are padded to
+#: The experts' FLOPs as a grouped GEMM runs them: each of the A routed
+#: experts the step touches gets B T k / A of its tokens on average, padded
+#: up to a whole number of tiles of m_t rows (the kernel computes the padding
+#: too), and the shared experts' B T tokens likewise.
+expert_flops_padded_expr = 2 * w * m_t * (A * sp.ceiling(B * T * k / (A * m_t)) + n_s * sp.ceiling(B * T / m_t))
 
 attention_flops_expr = B * T * (L_a * f * attended_context_expr + L_l * phi)
 attention_bytes_expr = B * (L_a * m_c * attended_context_expr + L_l * sigma)
@@ -90,8 +97,9 @@ attention_bytes_expr = B * (L_a * m_c * attended_context_expr + L_l * sigma)
 # context (attention_*_expr with L_a layers). As served, its config's
 # compress_ratios give each layer its own context (speclib.formulas.attention):
 # n_f layers of full MLA, n_w of the sliding window alone, n_c CSA layers (MLA
-# over the top K of the S / c_CSA compressed positions plus the window, and an
-# indexer scoring all S / c_CSA of them with its own m_ci bytes and f_i FLOPs)
+# over the top K of the S / c_CSA compressed positions plus the window, each of
+# the T positions selecting its own K, and an indexer scoring all S / c_CSA of
+# them with its own m_ci bytes and f_i FLOPs)
 # and n_h HCA layers (MLA over S / c_HCA compressed positions plus the
 # window). Each reads its cache once per step and attends with T positions,
 # over the attended context as above. With n_w = n_c = n_h = 0 and n_f = L_a
@@ -105,7 +113,10 @@ def _served_attention():
                + n_c * _a.served_csa_context_expr.subs(on) + n_h * _a.served_hca_context_expr.subs(on))
     indexed = n_c * _a.indexer_context_expr.subs(on)
     flops = B * T * (f * context + f_i * indexed + L_l * phi)
-    moved = B * (m_c * context + m_ci * indexed + L_l * sigma)
+    # each of a verify's T positions selects its own top K of the compressed positions (the indexer scores
+    # each against the whole compressed cache), and the sparse kernel gathers each selection: T - 1 more reads
+    selections = n_c * (T - 1) * _a.csa_context_expr.subs(on)
+    moved = B * (m_c * (context + selections) + m_ci * indexed + L_l * sigma)
     args = (n_f, n_w, n_c, n_h, m_ci, f_i, _a.c_csa, _a.c_hca, _a.K_csa, _a.W_win)
     return flops, moved, args
 

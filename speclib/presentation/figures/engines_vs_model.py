@@ -243,14 +243,34 @@ def estimate_keys() -> tuple:
 
 
 def forms_table() -> NumberTable:
-    """Every candidate form's held-out score by model family on every run (what the choice saw)."""
+    """Every candidate form's held-out scores by model family on every run (what the choice saw): the
+    decisions right and the error."""
     best, scores = _ho.stored_forms()
-    rows = [(form.label, _ho.form_size(form), f"{100 * score:.1f} %", "kept" if form == best else "")
-            for form, score in sorted(scores.items(), key=lambda kv: kv[1])]
-    return NumberTable(("form of the calibrated step", "constants", "median over runs, held out by family", ""),
-                       tuple(rows), align="lrrl",
+    rows = [(form.label, _ho.form_size(form), f"{100 * d:.1f} %", f"{100 * e:.1f} %", "kept" if form == best else "")
+            for form, (d, e) in sorted(scores.items(), key=lambda kv: (-kv[1][0], kv[1][1]))]
+    return NumberTable(("form of the calibrated step", "constants", "decisions right", "median over runs of |error|",
+                        ""), tuple(rows), align="lrrrl",
                        caption="each candidate form of the calibrated step, held out one model family at a time on "
-                               "every run; the fewest constants within one standard error of the best is kept")
+                               "every run: the mean of three shares (the gain on the right side of 1\u00d7, the best "
+                               "draft within one, the gain's direction with batch) and the error; decisions first, "
+                               "then error, then the fewest constants")
+
+
+def term_ablation_table() -> NumberTable:
+    """The shipped form and each physical term added, removed or priced another way, held out by model family
+    and by chip, the form fixed (:func:`speclib.evidence.held_out.term_ablation`, as stored)."""
+    rows = []
+    for label, by in _ho.stored_term_ablation():
+        m, c = by["model"], by["chip"]
+        rows.append((label, 100 * m["median_abs_error"], 100 * m["p90_abs_error"], 100 * m["sign_right"],
+                     f"{m['best_gamma_within_1']} of {m['best_gamma_points']}",
+                     f"{m['direction_right']} of {m['direction_sweeps']}", 100 * c["median_abs_error"],
+                     f"{c['direction_right']} of {c['direction_sweeps']}", 100 * c["decode_median_abs_error"]))
+    return NumberTable(("variant", "median |error| (%)", "90th pct (%)", "sign right (%)", "best draft \u00b11",
+                        "direction right", "by chip: median (%)", "by chip: direction", "by chip: decode (%)"),
+                       tuple(rows), formats=("", ".1f", ".1f", ".1f", "", "", ".1f", "", ".1f"), align="l",
+                       caption="each term of the step, held out by model family (the first five columns) and by chip "
+                               "(the last three), the form fixed rather than chosen in each fold")
 
 
 def run_rows(by: str = "model"):
@@ -310,7 +330,9 @@ def dspark_facts(run_id: str = "vllm-dspark-dsv4-flash-mi350x-k7") -> dict:
             "dspark_roofline_peak": float(roof.predicted.max()),
             "dspark_roofline_peak_batch": int(held.batch[int(np.argmax(roof.predicted))]),
             "dspark_first_batch": int(held.batch[0]), "dspark_first_measured": float(held.measured[0]),
-            "dspark_roofline_reaches_first": bool(roof.predicted[0] >= held.measured[0] * (1 - 0.01))}
+            "dspark_roofline_reaches_first": bool(roof.predicted[0] >= held.measured[0] * (1 - 0.01)),
+            "dspark_fall_verdict": ("more steeply than the engine's" if held.predicted[-1] < held.measured[-1]
+                                    else "less steeply than the engine's")}
 
 
 def _held_points(p, xp):
@@ -421,6 +443,39 @@ def peer_falls_table() -> NumberTable:
                                "the speed-up at the configuration's smallest, measured and predicted")
 
 
+def stops_facts() -> dict:
+    """The numbers of the section on where speculation stops paying: the
+    sweeps whose gain's direction with batch is right, held out by model
+    family (the form chosen in each fold) and with the shipped form fixed;
+    how many sweeps fall as measured and as predicted; DeepSeek-R1's fall of
+    the gain against AIConfigurator's; each physical term's effect on the
+    directions; and the checks that add nothing (the MoE's padded tiles)."""
+    from ...evidence import peer
+
+    held = _ho.stored_held_out("model")
+    rows = held.directions()
+    ablation = dict(_ho.stored_term_ablation())
+    shipped, no_e = ablation[_ho.TERM_VARIANTS[0][0]]["model"], ablation[_ho.TERM_VARIANTS[1][0]]["model"]
+    eager = next(by["model"] for label, by in _ho.stored_term_ablation() if "CUDA graphs" in label)
+    ours, theirs = _rep.r1_falls(held), peer.fall_summary(peer.mtp_points())
+    every = _rep.r1_falls(held, nvidia_only=False)
+    tiles = {t: _rep.tile_padding(t) for t in _rep.MOE_TILES}
+    return {"sweeps": len(rows), "sweeps_right": sum(r[-1] for r in rows),
+            "sweeps_fall_measured": sum(_ho.direction(r[3]) < 0 for r in rows),
+            "sweeps_fall_predicted": sum(_ho.direction(r[4]) < 0 for r in rows),
+            "sweeps_rise_predicted": sum(_ho.direction(r[4]) > 0 for r in rows),
+            "sweep_runs": len({r[0] for r in rows}), "flat_pct": 100 * np.expm1(_ho.FLAT_SLOPE),
+            "shipped_direction": shipped["direction_right"], "no_e_direction": no_e["direction_right"],
+            "no_e_median": no_e["median_abs_error"], "shipped_median": shipped["median_abs_error"],
+            "eager_direction": eager["direction_right"], "eager_median": eager["median_abs_error"],
+            "falls_ours": ours["median_abs_error"], "falls_ours_top": ours["median_abs_error_top"],
+            "falls_peer": theirs["median_abs_error"], "falls_peer_top": theirs["median_abs_error_top"],
+            "falls_configs": ours["configurations"], "falls_every": every["median_abs_error"],
+            "falls_every_top": every["median_abs_error_top"], "falls_every_configs": every["configurations"],
+            "tile_small": tiles[_rep.MOE_TILES[0]]["tile"], "tile_large": tiles[_rep.MOE_TILES[-1]]["tile"],
+            "tile_ratio": tiles[_rep.MOE_TILES[-1]]["largest_ratio"]}
+
+
 def _point(points, run_id, at):
     return next(p for p in points if p.run.id == run_id and p.at == at)
 
@@ -457,8 +512,10 @@ def chapter_facts() -> dict:
     out["v4pro_floor"] = floor[0][4] if floor else float("nan")
     f = _fit.fit(_feat.SHIPPED_FORM)
     chi = f.theta.get("extra_flops", 0.0)
-    out.update(e_us=1e6 * f.theta.get("per_position", 0.0), d_us=1e6 * f.theta["per_sequence"],
-               prefill=f.theta["prefill"], chi=chi, extra_eta=1.0 / chi if chi else float("nan"))
+    e = f.theta.get("per_position", 0.0)
+    out.update(e_us=1e6 * e, e_us_layer=1e6 * e / _feat.layers_ref(), d_us=1e6 * f.theta.get("per_sequence", 0.0),
+               prefill=f.theta["prefill"], chi=chi, extra_eta=1.0 / chi if chi else float("nan"),
+               layers_ref=int(_feat.layers_ref()))
     from ...core.deployment import Deployment
 
     v3 = Deployment("deepseek-v3", "H200", tp=8, step_time="calibrated").pricing(whole_step=True).step_model
@@ -481,8 +538,13 @@ def chapter_facts() -> dict:
                dspark32_hi=float(dspark.hi[at32]), dspark_last_predicted=float(dspark.predicted[-1]),
                dspark_last_batch=int(dspark.batch[-1]))
     best, scores = _ho.stored_forms()
-    out.update(best_score=min(scores.values()), kept_score=scores[best], forms=len(scores),
-               kept_flops="extra_flops" in best.terms, kept_label=best.label)
+    flops_only = next(form for form in scores if "extra_flops" in form.terms and "per_position" not in form.terms
+                      and "token_layer" not in form.terms and form.fixed == "layers")
+    out.update(best_decisions=max(d for d, _ in scores.values()), kept_decisions=scores[best][0],
+               kept_score=scores[best][1], best_score=min(e for _, e in scores.values()), forms=len(scores),
+               kept_flops="extra_flops" in best.terms, kept_e="per_position" in best.terms,
+               kept_tau="token_layer" in best.terms, kept_label=best.label,
+               flops_only_decisions=scores[flops_only][0], flops_only_score=scores[flops_only][1])
     fams = {fam: med for fam, _, _, med, *_ in _rep.family_rows()}
     out.update(llama_family_median=fams.get("Llama", float("nan")), qwen_family_median=fams.get("Qwen", float("nan")))
     return out
@@ -592,7 +654,7 @@ def sign_facts(held=None, near: float = 0.1) -> dict:
 
 def estimate_facts(f=None) -> dict:
     """Each fitted term against its independent estimate
-    (:data:`speclib.evidence.step_report.ESTIMATE_RANGES`): the fitted value
+    (:func:`speclib.evidence.step_report.estimate_ranges`): the fitted value
     in µs and where it falls, "inside", "below" or "above" the estimate's
     range, and how many times the estimate's top it is."""
     f = _fit.fit(_feat.SHIPPED_FORM) if f is None else f
@@ -601,10 +663,12 @@ def estimate_facts(f=None) -> dict:
         values["per_position"] = f.theta["per_position"]
     out = {}
     for term, v in values.items():
-        lo, hi = _rep.ESTIMATE_RANGES[term]
+        lo, hi = _rep.estimate_ranges()[term]
         out[f"est_{term}_us"] = 1e6 * v
         out[f"est_{term}_where"] = "inside" if lo <= v <= hi else "below" if v < lo else "above"
         out[f"est_{term}_over_top"] = v / hi
+    peer = _rep.peer_verify_estimate()
+    out.update(est_peer_mla_median_us=peer["mla_median_us"], est_peer_mla_max_us=peer["mla_max_us"])
     return out
 
 
