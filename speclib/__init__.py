@@ -11,6 +11,7 @@ are a shorthand for ``deployment=Deployment(model, hardware)``)::
                attention="paper", comm_latency=None, ep=1, dp_attention=False,
                weights=None, kv_cache=None)
                                                       what a step is priced on, checked once
+    Deployment.running(batch, context, gamma=0)      (running, queued): the sequences memory holds of a batch
     experts_activated(B, k, E, routing=None)          the experts a batch touches
     expected_committed(alpha, gamma)                  tokens committed per verify pass
     expected_committed_from_survival(survival, gamma)
@@ -21,6 +22,7 @@ are a shorthand for ``deployment=Deployment(model, hardware)``)::
     throughput(B, gamma, S, *, acceptance=None, c_draft=None, model=None, hardware=None, deployment=None)
     tpot(batch, context, *, workload=None, model=None, hardware=None, deployment=None)
                                                       time per output token of plain decoding
+                                                      (a batch past what memory holds: the rest queued)
     tree_speedup(accept_length, B, S, *, depth, width, topk=1, c_draft=None, deployment=None)
                                                       a draft tree's speed-up, from its measured accept length
     max_batch(model, hardware, context, tp=1, *, deployment=None, gamma=0)

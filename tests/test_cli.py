@@ -364,7 +364,7 @@ def test_sweep_fits_column_and_calibrated_step_time(capsys):
     _, out, _ = run(capsys, "sweep", "--batch", "1,64,1000", "--seq", "1024,32768", "--alpha", "0.75",
                     "--step-time", "calibrated", "--tp", "2")
     table = read_csv(out)
-    assert list(table)[-4:] == ["step_time", "tp", "fits", "max_batch"]
+    assert list(table)[-5:] == ["step_time", "tp", "fits", "max_batch", "running"]
     assert list(table)[:8] == list(cli.SWEEP_COLUMNS)
     B, S = np.array(table["batch"], dtype=float), np.array(table["seq"], dtype=float)
     deployment = speclib.Deployment(step_time="calibrated", tp=2)
@@ -373,6 +373,9 @@ def test_sweep_fits_column_and_calibrated_step_time(capsys):
     limit = [deployment.max_batch(s, k) for s, k in zip(S, g)]  # what it holds while drafting gamma*
     assert table["max_batch"] == [str(x) for x in limit]
     assert table["fits"] == [str(b <= m).lower() for b, m in zip(B, limit)]
+    # the calibrated step reads a batch as a concurrency: gamma* runs what memory holds, the rest queued
+    assert table["running"] == [str(int(min(b, m))) for b, m in zip(B, limit)]
+    assert "false" in table["fits"]  # the grid goes past what memory holds
 
 
 def test_a_missing_extra_is_one_line_and_status_2(monkeypatch, capsys):

@@ -500,7 +500,10 @@ def test_profile_cli_round_trip(tmp_path):
     path = tmp_path / "steps.csv"
     status, out, err = run(["profile", "--model", "llama-3-70b", "--seq", "4096", "--max-batch", "256",
                             "--output", str(path)])
-    assert (status, out, err) == (0, "", "")
+    held = speclib.Deployment("llama-3-70b").max_batch(4096)  # 256 is past it: one line on standard error says so
+    assert (status, out) == (0, "") and err.startswith(f"speclib profile: batch 256 is above what memory holds at "
+                                                       f"4,096 tokens ({held:,} sequences with \u03b3 = 0, ")
+    assert err.count("\n") == 1
     header = path.read_text().splitlines()[0]
     assert header == "batch_size,num_draft_tokens,step_seconds"
     s1, from_model, _ = run(["schedule", "--model", "llama-3-70b", "--seq", "4096", "--alpha", "0.8",
@@ -572,7 +575,9 @@ def test_output_file_is_replaced_only_on_success(tmp_path):
 def test_table_says_what_each_engine_keeps():
     status, out, err = run(["schedule", "--model", "deepseek-v4-flash", "--alpha", "0.75", "--draft-cost", "0.1",
                             "--max-batch", "1024"])
-    assert status == 0 and err == ""
+    # 1,024 is past what memory holds: one line on standard error says where the schedule stops
+    assert status == 0 and err.startswith("speclib schedule: batch 1024 is above what memory holds at 4,096 tokens")
+    assert err.count("\n") == 1 and "the schedule stops at" in err
     for words in ("vLLM", "TensorRT-LLM", "SGLang adaptive tiers", "3 ranges keep", "weighted by 1/B"):
         assert words in out
 

@@ -12,9 +12,11 @@ roofline or calibrated. There is no other path to a TPOT.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .._checks import checked_array, scalar_or_array
 from . import calibrated as _cal
-from .deployment import deployment_of
+from .deployment import deployment_of, refuse_unheld
 
 #: Serving workloads by name: (input, output) tokens per request.
 WORKLOADS = {"1k1k": (1024, 1024), "1k8k": (1024, 8192), "8k1k": (8192, 1024)}
@@ -44,14 +46,25 @@ def tpot(batch, context, *, workload=None, model=None, hardware=None, deployment
     chip). With ``workload`` (a name of :data:`WORKLOADS` or an (input,
     output) pair) the prefill of arriving requests in a closed loop is added:
     at its roofline on the deployment's layout, at the calibration's
-    efficiency for a calibrated step. Broadcasts over batch and context."""
+    efficiency for a calibrated step. Broadcasts over batch and context.
+
+    What memory holds: ``batch`` is a closed loop's concurrency. With the
+    deployment's memory check (a ``reserve``) it decodes the sequences
+    memory holds (:meth:`~speclib.core.deployment.Deployment.running`), and
+    the rest wait in the queue, where their wait is time to a first token:
+    above :meth:`~speclib.core.deployment.Deployment.max_batch` the time per
+    output token is that of the batch memory holds. Where not one sequence
+    fits, an array's result is NaN and one point is a ``ValueError`` naming
+    ``context``. ``reserve=None`` prices every sequence asked for at once."""
     dep = deployment_of(deployment, model, hardware)
     B = checked_array("batch", batch, lo=0, lo_open=True)
     S = checked_array("context", context, lo=0)
-    out = dep.pricing(whole_step=True).plain(B, S)
+    priced = dep.pricing(whole_step=True)
+    refuse_unheld(dep, priced, B, S)
+    running, out = priced.plain_at(B, S)
     if workload is not None:
         prompt, output = check_workload(workload)
         calibration = _cal.calibration_of(dep.step_time)
         factor = 1.0 if calibration is None else calibration.prefill_factor
-        out = out + factor * dep.parallel_step().prefill_share(B, prompt, output)
-    return scalar_or_array(out)
+        out = out + factor * dep.parallel_step().prefill_share(running, prompt, output)
+    return scalar_or_array(np.where(running > 0, out, np.nan) if priced.holds is not None else out)

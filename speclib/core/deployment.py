@@ -28,7 +28,8 @@ from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
 
-from .._checks import checked_choice, checked_int
+from .._checks import checked_array, checked_choice, checked_int
+from ..formulas import numpy_functions as nf
 from ..presets import Drafter, KV_BYTES, PRECISIONS, drafter as drafter_preset, resolve
 from . import calibrated as _cal
 from . import capacity as _capacity
@@ -38,7 +39,7 @@ from . import moe as _moe
 from . import overlap as _overlap
 from . import step as _step
 from .layout import Layout, ParallelStep
-from .pricing import LedgerPricing, StepPricing
+from .pricing import LedgerPricing, StepPricing, held_batches
 
 
 @dataclass(frozen=True, eq=True)
@@ -265,7 +266,8 @@ class Deployment:
         drafting = _draft.resolve_drafter(self.drafter, c, hw, roofline=self.roofline)
         if target is not base and isinstance(drafting, _draft.PricedDrafter):
             drafting = _cal.ScaledDrafter(drafting, target)
-        return StepPricing(target, drafting, exposed_host=None if self.spec_overlap else _overlap.host_time)
+        return StepPricing(target, drafting, exposed_host=None if self.spec_overlap else _overlap.host_time,
+                           holds=self._holds if self.memory_checked else None)
 
     def parallel_step(self) -> ParallelStep:
         """One GPU's share of the whole model's step under this deployment's
@@ -300,10 +302,84 @@ class Deployment:
         do not fit. Broadcasts over ``context`` and ``gamma``."""
         return _capacity.deployment_max_batch(self, context, gamma, reserve=reserve)
 
+    # --- what it runs -------------------------------------------------------------------
+    @property
+    def memory_checked(self) -> bool:
+        """Whether a batch is bounded by what memory holds (:meth:`running`):
+        a model on a chip with a ``reserve``. ``reserve=None`` is no memory
+        check: every sequence asked for runs at once, as the paper's and the
+        sequel's figures assume; a ``cost_model`` holds no memory to count."""
+        return self.reserve is not None and self.cost_model is None
+
+    def running(self, batch, context, gamma=0) -> tuple:
+        """(running, queued): of ``batch`` sequences asked for at once (a
+        closed loop's concurrency) at ``context`` cached tokens each while
+        drafting ``gamma`` tokens a step, those this deployment decodes at
+        once, no more than memory holds (:meth:`max_batch`, whose draft slots
+        make room for fewer sequences as ``gamma`` grows), and those that
+        wait in the queue meanwhile (their wait is time to a first token, not
+        time per output token). Without a memory check
+        (:attr:`memory_checked`) every sequence runs. Float arrays broadcast
+        over the three; running is 0 where not one sequence fits. The one
+        place a batch is bounded by memory: :func:`speclib.tpot`,
+        :func:`speclib.speedup`, :func:`speclib.optimal_gamma`,
+        :func:`speclib.throughput` and the ``speclib`` command price the
+        running batch, by the whole step (:class:`~speclib.core.pricing.StepPricing`)."""
+        B = checked_array("batch", batch, lo=0, lo_open=True)
+        S = _capacity.check_context(context)
+        g = checked_array("gamma", gamma, lo=0, integer=True)
+        held = self._running(B, S, g)
+        return held, np.broadcast_to(B, held.shape) - held
+
+    def check_holds(self, context, gamma=0):
+        """A ``ValueError`` naming the parameter where this deployment, with
+        its memory check, holds not one sequence at ``context`` (one number)
+        while drafting ``gamma`` tokens: ``context`` where no sequence fits
+        even without a draft, ``gamma`` where the draft's cache slots and
+        states leave no room for one; nothing otherwise."""
+        if not self.memory_checked:
+            return
+        S = float(_capacity.check_context(context))
+        g = int(checked_int("gamma", gamma, lo=0))
+        where = f"one {self.hardware.name}" if self.tp == 1 else f"{self.tp} x {self.hardware.name}"
+        kept = f"with {self.reserve:.0%} of HBM kept free"
+        if self.max_batch(S) < 1:
+            raise ValueError(f"context: {where} holds not one sequence of {S:,.0f} tokens of {self.model.name} "
+                             f"{kept} (give more GPUs with tp, a shorter context, or reserve=None to price every "
+                             "sequence without a memory check)")
+        if g and self.max_batch(S, g) < 1:
+            raise ValueError(f"gamma: a draft of {g} tokens does not fit on {where} at {S:,.0f} tokens of context "
+                             f"{kept}: its cache slots leave room for no sequence ({int(self.max_batch(S)):,} without "
+                             "a draft)")
+
+    def _running(self, B, S, g):
+        """:meth:`running`'s first array, for checked arrays."""
+        if not self.memory_checked:
+            return np.broadcast_arrays(np.asarray(B, dtype=float), S, g)[0].astype(float)
+        return nf.running_batch(np.asarray(B, dtype=float), held_batches(self._holds, S, g))
+
+    def _holds(self, S, g):
+        """:meth:`max_batch` at contexts ``S`` and draft lengths ``g`` (checked
+        arrays), as floats, kept per grid: a calibration's draws
+        (:meth:`replace` with another ``step_time``) count it once."""
+        memo = self.__dict__.get("_held_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_held_memo", memo)
+        key = (S.shape, S.tobytes(), g.shape, g.tobytes())
+        if key not in memo:
+            if len(memo) >= 64:
+                memo.clear()
+            memo[key] = np.asarray(self.max_batch(S, g), dtype=float)
+        return memo[key]
+
     # --- as a value ---------------------------------------------------------------------
     def replace(self, **changes) -> "Deployment":
         """A copy with ``changes`` (checked again)."""
-        return dataclasses.replace(self, **changes)
+        copy = dataclasses.replace(self, **changes)
+        if set(changes) <= {"step_time"} and "_held_memo" in self.__dict__:  # memory does not hang on a step's clock
+            object.__setattr__(copy, "_held_memo", self.__dict__["_held_memo"])
+        return copy
 
     def __hash__(self):
         return hash(tuple(_hashable(getattr(self, f.name)) for f in dataclasses.fields(self)))
@@ -340,3 +416,14 @@ def deployment_of(deployment=None, model=None, hardware=None) -> Deployment:
         raise ValueError("deployment already names the model and hardware: give either deployment= or "
                          "model=/hardware=, not both")
     return deployment
+
+
+def refuse_unheld(dep, priced, B, S, gamma=0.0):
+    """A call at one point (``B``, ``S`` and ``gamma`` checked numbers) that
+    a deployment with a memory check, priced whole, cannot serve: a
+    ``ValueError`` naming ``context`` (not one sequence fits) or ``gamma``
+    (the draft's slots leave room for none)
+    (:meth:`~speclib.core.deployment.Deployment.check_holds`). An array's
+    result says it by NaN or 0 instead."""
+    if getattr(priced, "holds", None) is not None and all(np.ndim(a) == 0 for a in (B, S, gamma)):
+        dep.check_holds(float(S), int(gamma))

@@ -62,8 +62,10 @@ def queued(concurrency, max_batch):
     deployment that holds ``max_batch`` of them: all of them, or what memory
     holds while the rest wait their turn (each user then decodes a share
     ``max_batch / concurrency`` of the time, :data:`~speclib.formulas.workload.user_speed_expr`).
-    The one place a frontier bounds a batch by memory."""
-    return np.minimum(concurrency, max_batch)
+    The one place a frontier bounds a batch by memory, by the rule
+    :meth:`speclib.Deployment.running` bounds every priced batch with
+    (:data:`~speclib.formulas.workload.running_batch_expr`)."""
+    return nf.running_batch(concurrency, max_batch)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,27 @@ How a speculative step is priced (:meth:`speclib.core.deployment.Deployment.pric
   drafter preset is given, the aggregate rule is asked for, the model is a
   hybrid (one layer cannot stand for layers of two kinds), the step time is
   calibrated or a routing is given.
+
+What memory holds: priced whole, a deployment with a memory check (a
+``reserve``, :attr:`~speclib.core.deployment.Deployment.memory_checked`)
+reads a batch ``B`` as a closed loop's concurrency. An arm drafting gamma
+tokens decodes R_gamma = min(B, M_gamma) sequences at once, M_gamma what
+memory holds with the draft's cache slots
+(:meth:`~speclib.core.deployment.Deployment.max_batch`, no more than M_0), and
+the rest wait in the queue (their wait is time to a first token, not time
+per output token): :meth:`~speclib.core.deployment.Deployment.running`, the
+one place a batch is bounded. The throughput is R_gamma N / t_gamma(R_gamma),
+and the speed-up at a concurrency is the ratio of the two arms' throughputs
+(:data:`speclib.formulas.workload.concurrent_speedup_expr`; in a closed loop
+each user's speed is the throughput over B, so it is each user's speed-up
+too). Below both limits nothing changes. A draft whose slots leave room for
+no sequence has no throughput (0: gamma* never takes it); where plain
+decoding holds none either, an array's result is NaN and a call at one point
+is refused with a ``ValueError`` naming ``context`` (``gamma`` for a draft
+that does not fit). ``reserve=None`` is no memory check: every sequence
+asked for runs at once, as the paper's and the sequel's figures assume. The
+paper's one-layer ledger (:class:`~speclib.core.pricing.LedgerPricing`) is
+dimensionless, not a deployment in seconds: it prices the batch as given.
 """
 from __future__ import annotations
 
@@ -39,7 +60,7 @@ from . import drafters as _draft
 from . import moe as _moe
 from . import step as _step
 from .cost import check_batch, check_context
-from .deployment import Deployment, deployment_of  # noqa: F401 - Deployment importable from here too
+from .deployment import Deployment, deployment_of, refuse_unheld  # noqa: F401 - Deployment importable from here
 from .pricing import LedgerPricing, StepPricing  # noqa: F401 - importable from here too
 
 
@@ -72,12 +93,21 @@ def speedup(alpha, gamma, B, S, c_draft=None, model=None, hardware=None, *, depl
     ``interval=True`` (a calibrated step): an
     :class:`~speclib.core.calibrated.Interval`, the speedup with its 80 %
     interval over the calibration's bootstrap draws.
+
+    What memory holds (see the module notes): priced whole with a memory
+    check, ``B`` is a concurrency and each arm runs no more sequences than
+    memory holds with its draft, the rest queued; the speed-up is the ratio
+    of the two arms' throughputs (0 for a draft whose slots leave room for no
+    sequence; NaN, or for one point a ``ValueError``, where plain decoding
+    holds none). ``reserve=None`` in the deployment prices every sequence at
+    once; the paper's ledger prices the batch as given.
     """
     B_arr, S_arr = check_batch(B), check_context(S)
     dep = deployment_of(deployment, model, hardware)
     priced = dep.pricing(c_draft)
     acceptance = _acc.Acceptance.of(alpha, priced)
     gamma_arr = _checked_gamma(gamma, acceptance, priced)
+    refuse_unheld(dep, priced, B_arr, S_arr, gamma_arr)
     value = scalar_or_array(priced.speedup(acceptance.committed(gamma_arr), gamma_arr, B_arr, S_arr))
     if not interval:
         return value
@@ -99,7 +129,9 @@ def tree_speedup(accept_length, B, S, *, depth, width, topk=1, c_draft=None, dep
     sequence. ``accept_length``: the tokens a step commits, measured (what
     SGLang's log prints as ``accept len``, which ``speclib acceptance``
     reads), in [1, depth + 1]. A chain is ``topk=1``, ``width=depth + 1``.
-    ``deployment`` (None: the default) and ``c_draft``: as :func:`speedup`."""
+    ``deployment`` (None: the default) and ``c_draft``: as :func:`speedup`,
+    whose bound by what memory holds it shares, the tree's cache slots
+    counted as those of a chain of ``width - 1`` drafted tokens."""
     B_arr, S_arr = check_batch(B), check_context(S)
     depth = checked_int("depth", depth, lo=1, hi=4096)
     topk = checked_int("topk", topk, lo=1, hi=4096)
@@ -110,6 +142,7 @@ def tree_speedup(accept_length, B, S, *, depth, width, topk=1, c_draft=None, dep
     if priced.max_gamma is not None and depth > priced.max_gamma:
         raise ValueError(f"depth must be at most {priced.max_gamma} ({priced.drafter.name} drafts one block of "
                          f"{priced.max_gamma} positions); got {depth}")
+    refuse_unheld(dep, priced, B_arr, S_arr, np.asarray(width - 1.0))
     return scalar_or_array(priced.tree_speedup(n, float(depth), float(topk), float(width), B_arr, S_arr))
 
 
@@ -171,12 +204,23 @@ def optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_ma
     highest speedup is the highest throughput (:func:`throughput`). The other
     arguments are :func:`speedup`'s; with ``interval=True`` the speedup is
     an :class:`~speclib.core.calibrated.Interval` (gamma* is the fit's).
+
+    What memory holds (see the module notes): priced whole with a memory
+    check, ``B`` is a concurrency and each draft length is priced at the
+    sequences memory holds with its draft slots, the rest queued, so gamma*
+    is the draft length with the most throughput at that concurrency; a
+    draft whose slots leave room for no sequence is never chosen. Where
+    plain decoding holds no sequence, gamma* is 0 with a NaN speedup (for
+    one point: a ``ValueError`` naming ``context``). ``reserve=None`` in the
+    deployment prices every sequence at once, as the paper's and the
+    sequel's figures do; the paper's ledger prices the batch as given.
     """
     B_arr, S_arr = check_batch(B), check_context(S)
     gamma_max = checked_int("gamma_max", gamma_max, lo=0, hi=4096)
     dep = deployment_of(deployment, model, hardware)
     priced = dep.pricing(c_draft)
     acceptance = _acc.Acceptance.of(alpha, priced)
+    refuse_unheld(dep, priced, B_arr, S_arr)
     best, value = best_gamma(priced, acceptance, B_arr, S_arr, gamma_max)
     if not interval:
         return best, value
@@ -204,7 +248,9 @@ def draft_interval(dep, c_draft, acceptance, table, B, S):
 def stops_paying(alpha, S, c_draft=None, *, deployment, max_batch: int = 4096, gamma_max: int = 64) -> dict:
     """Where speculation stops paying as batch grows, over the batches that
     fit in the deployment's memory (:func:`speclib.core.capacity.max_batch`,
-    up to ``max_batch``): ``at``, the smallest batch from which gamma* is 0 at
+    up to ``max_batch``), each draft length priced at the sequences memory
+    holds with its slots (the rest queued, as :func:`optimal_gamma` prices a
+    concurrency): ``at``, the smallest batch from which gamma* is 0 at
     every larger batch (None: it pays at every batch that fits); under a
     calibrated step with draws, ``may_from``, from which the 80 % interval of
     the best draft's speed-up reaches below 1x at every larger batch, and
@@ -283,11 +329,21 @@ def throughput(B, gamma, S, *, acceptance=None, c_draft=None, model=None, hardwa
     with ``tp`` GPUs, the tokens per second of the whole group decoding B
     sequences. The whole step is priced even where the paper's ledger would
     do, so a deployment with a ``cost_model`` or ``query_bytes`` is refused.
+
+    What memory holds (see the module notes): with the deployment's memory
+    check, ``B`` is a concurrency and the throughput is that of the
+    sequences memory holds with the draft's slots, the rest queued: flat
+    above what memory holds; 0 for a draft whose slots leave room for no
+    sequence, NaN where plain decoding holds none (for one point: a
+    ``ValueError`` naming ``gamma`` or ``context``). ``reserve=None`` in the
+    deployment prices every sequence at once, as the sequel's figures do.
     """
     B_arr, S_arr = check_batch(B), check_context(S)
-    priced = deployment_of(deployment, model, hardware).pricing(c_draft, whole_step=True)
+    dep = deployment_of(deployment, model, hardware)
+    priced = dep.pricing(c_draft, whole_step=True)
     accepted = _acc.Acceptance.of(acceptance, priced)
     gamma_arr = _checked_gamma(gamma, accepted, priced)
+    refuse_unheld(dep, priced, B_arr, S_arr, gamma_arr)
     return scalar_or_array(priced.throughput(B_arr, gamma_arr, S_arr, accepted))
 
 

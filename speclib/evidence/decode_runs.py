@@ -101,7 +101,7 @@ class DecodeRun:
         (:meth:`speclib.Deployment.max_batch`; 0: by its count, none)."""
         cached = self.__dict__.get("_held")
         if cached is None:
-            cached = int(self.deployment().max_batch(self.context))
+            cached = int(self._served().max_batch(self.context))
             object.__setattr__(self, "_held", cached)
         return cached
 
@@ -128,7 +128,16 @@ class DecodeRun:
                 + (f" {self.date}" if self.date else ""))
 
     def deployment(self, step_time="roofline") -> Deployment:
-        """The deployment the run served, priced with ``step_time``."""
+        """The deployment the run served, priced with ``step_time``: it
+        decodes the sequences memory holds of the run's concurrency
+        (:meth:`speclib.Deployment.running`), and a run memory's count says
+        cannot be held at all, which ran nonetheless, without a memory check
+        (``reserve=None``), so that every price of the run is at
+        :attr:`running`."""
+        served = self._served(step_time)
+        return served if self.held >= 1 else served.replace(reserve=None)
+
+    def _served(self, step_time="roofline") -> Deployment:
         return Deployment(self.model, self.chip, tp=self.tp, ep=self.ep, dp_attention=self.dp_attention,
                           engine=self.engine, weights=self.weights, kv_cache=self.kv_cache, step_time=step_time,
                           attention="served")

@@ -252,6 +252,11 @@ NUMERIC = (
             "tokens per second each of C users sees when B_r of them decode at once"),
     Formula("throughput_per_gpu", _work.throughput_per_gpu_expr, (_work.B_run, _work.tau, _work.n_tp),
             "output tokens per second per GPU of B_r sequences decoding at tau per token"),
+    Formula("running_batch", _work.running_batch_expr, (_work.C_users, _work.M_held),
+            "the sequences decoding at once when C users share a deployment that holds M_h"),
+    Formula("concurrent_speedup", _work.concurrent_speedup_expr,
+            (_work.N_c, _work.C_0, _work.C_g, _work.R_0, _work.R_g),
+            "throughput of a draft length over plain decoding, each arm at its own running batch"),
     Formula("cost_per_million_tokens", _work.cost_per_million_tokens_expr, (_work.P_hour, _work.X_gpu),
             "price of a million output tokens at a GPU-hour price and a throughput per GPU"),
     # --- one GPU's share of a step split over GPUs (speclib.core.layout) ---

@@ -109,6 +109,8 @@ ARGUMENTS = {
     'speculative_tpot': ('C_gamma', 'N', 'p'),
     'user_speed': ('B_r', 'C', 'tau'),
     'throughput_per_gpu': ('B_r', 'tau', 'n_tp'),
+    'running_batch': ('C', 'M_h'),
+    'concurrent_speedup': ('N', 'C_0', 'C_gamma', 'R_0', 'R_gamma'),
     'cost_per_million_tokens': ('P_h', 'X_g'),
     'gqa_kv_share': ('n_tp', 'n_kv'),
     'allreduce_time': ('n_c', 'l_c', 'n_tp', 'B', 'T', 'h', 'b_a', 'W'),
@@ -905,6 +907,22 @@ def throughput_per_gpu(B_r, tau, n_tp):
     B_r/(n_tp*tau)
     """
     return B_r/(n_tp*tau)
+
+
+def running_batch(C, M_h):
+    """the sequences decoding at once when C users share a deployment that holds M_h:
+
+    Min(C, M_h)
+    """
+    return functools.reduce(numpy.minimum, [C, M_h])
+
+
+def concurrent_speedup(N, C_0, C_gamma, R_0, R_gamma):
+    """throughput of a draft length over plain decoding, each arm at its own running batch:
+
+    C_0*N*R_gamma/(C_gamma*R_0)
+    """
+    return C_0*N*R_gamma/(C_gamma*R_0)
 
 
 def cost_per_million_tokens(P_h, X_g):

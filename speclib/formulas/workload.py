@@ -11,6 +11,8 @@ _require("speclib.formulas.workload", ("sympy",))
 
 import sympy as sp
 
+from . import speculation as _spec
+
 I_in, O_out = sp.symbols("I O", positive=True, integer=True)  # input / output tokens per request
 _j = sp.Symbol("j", integer=True, nonnegative=True)
 
@@ -76,6 +78,25 @@ user_speed_expr = B_run / (C_users * tau)
 #: Output tokens per second per GPU of B_r sequences decoding at tau per
 #: token on n_tp GPUs (the throughput an operator pays for).
 throughput_per_gpu_expr = B_run / (tau * n_tp)
+
+M_held = sp.Symbol("M_h", nonnegative=True)  # the sequences memory holds (Deployment.max_batch)
+#: The sequences decoding at once when C users share a deployment that holds
+#: M_h of them: all of them, or what memory holds while the rest wait their
+#: turn in the queue (their wait shows in the time to a first token).
+running_batch_expr = sp.Min(C_users, M_held)
+
+R_0, R_g = sp.symbols("R_0 R_gamma", positive=True)  # sequences running without and with speculation
+#: The speed-up of a draft length at a concurrency: the deployment's
+#: committed tokens per second when it speculates over those when it does
+#: not, each arm at its own running batch (R_gamma, no more than R_0: the
+#: draft's cache slots make room for fewer sequences) and its own step time
+#: there (:data:`speclib.formulas.speculation.throughput_expr`). In a closed
+#: loop each user's speed is the throughput over C, so the ratio is each
+#: user's speed-up too; with both arms running every user (R_gamma = R_0) it
+#: is :data:`speclib.formulas.speculation.priced_speedup_expr` (a test checks
+#: the identity).
+concurrent_speedup_expr = (_spec.throughput_expr.subs({_spec.B: R_g, _spec.N: N_c, _spec.C_g: C_g})
+                           / _spec.throughput_expr.subs({_spec.B: R_0, _spec.N: 1, _spec.C_g: C_0}))
 
 P_hour = sp.Symbol("P_h", positive=True)  # price of one GPU for an hour
 X_gpu = sp.Symbol("X_g", positive=True)  # output tokens per second per GPU

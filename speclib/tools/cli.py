@@ -385,13 +385,42 @@ def _memory_check(args, deployment, gamma):
                            gamma=gamma)
 
 
-def _memory_lines(memory, gamma=0) -> list:
-    """One line when the batch cannot fit at the draft length found (the
-    answer stands: the per-layer argument does not need it to)."""
+def _memory_lines(memory, gamma=0, *, queued=False) -> list:
+    """One line when the batch cannot fit at the draft length found: the
+    per-layer answer stands (the per-layer argument does not need it to);
+    the whole step in seconds (``queued``) priced what memory holds."""
     if memory is None or memory.fits:
         return []
     drafting = f" while drafting {gamma}" if gamma else ""
-    return ["", "  " + memory.message() + f"{drafting} (the answer above prices the step regardless)"]
+    priced = ("the answer above prices the sequences memory holds, the rest queued" if queued else
+              "the answer above prices the step regardless")
+    return ["", "  " + memory.message() + f"{drafting} ({priced})"]
+
+
+def queue_line(deployment, batch, context, gammas=(), consequence="", *, what="concurrency") -> str:
+    """The line the command prints on standard error where ``batch`` (one
+    number) is above what ``deployment`` holds at ``context`` without a draft
+    or with one of the draft lengths ``gammas``
+    (:meth:`speclib.Deployment.max_batch`, the count
+    :meth:`speclib.Deployment.running` bounds every priced batch with), saying
+    what that does (``consequence``); "" where it holds them all or has no
+    memory check."""
+    if not deployment.memory_checked:
+        return ""
+    ks = [0] + sorted({int(g) for g in gammas} - {0})
+    held = [int(deployment.max_batch(float(context), k)) for k in ks]
+    if float(batch) <= min(held):
+        return ""
+    counts = ", ".join(f"{m:,} sequences with \u03b3 = {k}" if i == 0 else f"{m:,} with \u03b3 = {k}"
+                       for i, (k, m) in enumerate(zip(ks, held)))
+    return (f"{what} {_exact(batch)} is above what memory holds at {float(context):,.0f} tokens ({counts}): "
+            f"{consequence}")
+
+
+def _note(line: str, command: str = "gamma"):
+    """``line`` on standard error, after the command's name (nothing for "")."""
+    if line:
+        sys.stderr.write(f"speclib {command}: {line}\n")
 
 
 def _memory_record(memory):
@@ -428,11 +457,16 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
         acceptance = Acceptance.of(curve if curve is not None else args.alpha, priced)
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
+    try:
+        _spec.refuse_unheld(deployment, priced, B, S)  # not one sequence fits: nothing to price
+    except ValueError as exc:
+        raise UsageError(_speclib_error(exc)) from None
     gamma_star, speedup = _spec.best_gamma(priced, acceptance, B, S, args.gamma_max)
     try:
         memory = _memory_check(args, deployment, gamma_star)
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
+    queue = queue_line(deployment, args.batch, args.seq, (gamma_star,), "priced as that many running, the rest queued")
     calibration = _cal.calibration_of(deployment.step_time)
     interval, notes = None, ()
     if calibration is not None:
@@ -441,10 +475,11 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
             interval = _spec.speedup(curve if curve is not None else args.alpha, gamma_star, B, S,
                                      deployment=deployment, interval=True)
     g = np.asarray(float(gamma_star))
-    plain_s = float(priced.plain(B, S))
-    verify = {name: float(t) for name, t in priced.step_model.component_times(B, g + 1.0, S).items()}
-    verify_s = float(priced.step_model.time(B, g + 1.0, S))
-    draft_s = float(priced.drafter.time(g, B, S, priced.step_model))
+    run_0, run_g = priced.held(B, S), priced.held(B, S, g)  # each arm's running batch: no more than memory holds
+    plain_s = float(priced.plain(run_0, S))
+    verify = {name: float(t) for name, t in priced.step_model.component_times(run_g, g + 1.0, S).items()}
+    verify_s = float(priced.step_model.time(run_g, g + 1.0, S))
+    draft_s = float(priced.drafter.time(g, run_g, S, priced.step_model))
     tokens = float(priced.throughput(B, g, S, acceptance))
     plain_tokens = float(priced.throughput(B, np.asarray(0.0), S, acceptance))
     searched = min(x for x in (args.gamma_max, priced.max_gamma, acceptance.max_gamma) if x is not None)
@@ -460,14 +495,16 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
             **({"extrapolates": list(notes)} if calibration is not None else {}),
             "step_seconds": {"plain": plain_s, "verify": verify_s, "verify_components": verify, "draft": draft_s},
             "throughput": {"speculative": tokens, "plain": plain_tokens},
+            "running": {"speculative": float(run_g), "plain": float(run_0)},
             "memory": _memory_record(memory),
         }
+        _note(queue)
         out.write(json.dumps(record, indent=2) + "\n")
         return 0
     verdict = "speculate" if gamma_star > 0 else "do not speculate: plain decoding is best"
     rows = [(f"verify {name}", f"{t * 1e6:,.1f}") for name, t in verify.items()]
     rows += [("verify (whole step)", f"{verify_s * 1e6:,.1f}"), (f"draft ({priced.drafter.name})", f"{draft_s * 1e6:,.1f}"),
-             ("plain decode step", f"{plain_s * 1e6:,.1f}")]
+             ("plain decode step" + (f" ({_exact(run_0)} sequences)" if queue else ""), f"{plain_s * 1e6:,.1f}")]
     clock = (f"{args.roofline} roofline" if args.step_time == "roofline" else
              f"calibrated step time, {args.engine}: the {args.roofline} roofline x {priced.step_model.factor:.3g} "
              f"+ {priced.step_model.fixed * 1e3:.2f} ms + {priced.step_model.per_sequence * 1e6:.1f} us per sequence"
@@ -486,13 +523,16 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
             + ("; it holds 1x: gamma = 0 is as likely as not)" if gamma_star and interval.straddles() else ")")
             if interval is not None else ""),
         f"  throughput  {tokens:,.0f} committed tokens/s ({plain_tokens:,.0f} plain)",
+        *([f"  running     {_exact(run_g)} sequences at gamma* = {gamma_star}, {_exact(run_0)} plain: what memory "
+           "holds; the rest queued"] if queue else []),
         "",
-        f"  one step at gamma* = {gamma_star}, microseconds",
+        f"  one step at gamma* = {gamma_star}" + (f", {_exact(run_g)} sequences" if queue else "") + ", microseconds",
         "",
         "\n".join("  " + line for line in format_table(("part", "time (us)"), rows).splitlines()),
     ]
-    lines += _memory_lines(memory, gamma_star)
+    lines += _memory_lines(memory, gamma_star, queued=True)
     lines += [f"  note: extrapolates: {note}" for note in notes]
+    _note(queue)
     out.write("\n".join(lines) + "\n")
     return 0
 
@@ -502,6 +542,10 @@ SWEEP_COLUMNS = ("model", "hardware", "batch", "seq", "alpha", "draft_cost", "ga
 #: context (weights plus caches, --tp GPUs, --reserve kept free) and the
 #: largest batch that does (empty when the model lacks the totals).
 CAPACITY_COLUMNS = ("fits", "max_batch")
+#: Appended last where a row is priced whole with a memory check, which
+#: reads its batch as a concurrency: the sequences running at gamma_star (no
+#: more than max_batch; the rest queued).
+RUNNING_COLUMNS = ("running",)
 
 
 def sweep_records(models, chips, batch, seq, alpha, draft_cost, *, drafters=(None,), gamma_max=64,
@@ -567,6 +611,33 @@ def capacity_cells(rows, deployment) -> list:
     return cells
 
 
+def running_cells(rows, deployment) -> list:
+    """The sequences each sweep row's gamma* runs where its deployment
+    (``deployment`` with the row's model, chip and drafter) is priced whole
+    with a memory check, which reads its batch as a concurrency: no more than
+    memory holds while drafting gamma*, the rest queued
+    (:meth:`speclib.Deployment.running`); None where the row is priced as
+    given (the paper's ledger, or no memory check)."""
+    cells = [None] * len(rows)
+    groups = {}
+    for i, (m, h, *_rest, d) in enumerate(rows):
+        groups.setdefault((m, h, d), []).append(i)
+    for (m, h, d), at in groups.items():
+        model, chip = presets.resolve(m if not isinstance(m, str) else _model_by_name(m),
+                                      h if not isinstance(h, str) else _chip_by_name(h))
+        try:
+            dep = deployment.replace(model=model, hardware=chip, drafter=d, c_draft=None)
+            if not (dep.whole_step and dep.memory_checked):
+                continue
+            B, S, g = (np.array([rows[i][k] for i in at], dtype=float) for k in (2, 3, 6))
+            held, _ = dep.running(B, S, g)
+        except ValueError:  # a model without the totals a memory count needs
+            continue
+        for i, r in zip(at, held.tolist()):
+            cells[i] = r
+    return cells
+
+
 _SWEEP_MODELS: dict = {}
 _SWEEP_CHIPS: dict = {}
 
@@ -604,8 +675,10 @@ def run_sweep(args, out) -> int:
         raise UsageError(_speclib_error(exc)) from None
     priced = drafters != [None] or args.roofline != "per-component" or args.step_time != "roofline"
     clock = args.step_time != "roofline" or args.tp != 1
+    bounded = running_cells(rows, _deployment(args, models[0], chips[0]))
+    queues = any(b is not None for b in bounded)
     columns = (SWEEP_COLUMNS + (("drafter", "roofline") if priced else ()) + (("step_time", "tp") if clock else ())
-               + CAPACITY_COLUMNS)
+               + CAPACITY_COLUMNS + (RUNNING_COLUMNS if queues else ()))
 
     def cells(a, c, exact):
         alpha_text = "measured" if a is None else (_exact(a) if exact else f"{a:g}")
@@ -613,13 +686,14 @@ def run_sweep(args, out) -> int:
         return alpha_text, cost_text
 
     text_rows = []
-    for (m, h, b, s, a, c, g, sp, d), (fits, limit) in zip(rows, memory):
+    for (m, h, b, s, a, c, g, sp, d), (fits, limit), held in zip(rows, memory, bounded):
         exact = args.format == "csv"
         alpha_text, cost_text = cells(a, c, exact)
         row = (m, h, _exact(b), _exact(s), alpha_text, cost_text, str(g), repr(sp) if exact else f"{sp:.4f}")
         row += (d or "constant", args.roofline) if priced else ()
         row += (str(args.step_time), str(args.tp)) if clock else ()
         row += ("" if fits is None else str(fits).lower(), "" if limit is None else str(limit))
+        row += (("" if held is None else _exact(held)),) if queues else ()
         text_rows.append(row)
 
     def write(stream):
@@ -628,7 +702,7 @@ def run_sweep(args, out) -> int:
             writer.writerow(columns)
             writer.writerows(text_rows)
         else:
-            align = "llrrrrrr" + "ll" * priced + "lr" * clock + "lr"
+            align = "llrrrrrr" + "ll" * priced + "lr" * clock + "lr" + "r" * queues
             stream.write(format_table(columns, text_rows, align=align) + "\n")
 
     if args.output is None:
@@ -786,12 +860,24 @@ def run_schedule(args, out) -> int:
         raise UsageError(f"--step-costs: {exc}") from None
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
+    _note(_schedule_queue_line(deployment, args.max_batch, sched), "schedule")
     if args.engine == "vllm":  # JSON has no comments: what the header would say goes to standard error
         for warning in sched.warnings:
             sys.stderr.write(f"speclib schedule: warning: {warning}\n")
         for note in notes:
             sys.stderr.write(f"speclib schedule: note: {note}\n")
     return _write_output(args, text, out)
+
+
+def _schedule_queue_line(deployment, asked, sched) -> str:
+    """The line ``speclib schedule`` prints on standard error where the
+    batches asked for go past what memory holds at the reference context
+    (:func:`queue_line`): where the schedule stops, and that no draft length
+    is set above the batch its slots hold."""
+    deepest = int(np.max(sched.gamma_star)) if sched.memory_limits is not None else 0
+    stops = f"the schedule stops at {sched.max_batch:,}; " if sched.max_batch < asked else ""
+    return queue_line(deployment, asked, sched.contexts[0], (deepest,),
+                      f"{stops}no draft length is set above the batch its slots hold", what="batch")
 
 
 def run_profile(args, out) -> int:
@@ -814,6 +900,9 @@ def run_profile(args, out) -> int:
                                   gamma_max=top, deployment=deployment)
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
+    _note(queue_line(deployment, float(np.max(costs.batches)), seq[0], (int(np.max(costs.gammas)),),
+                     "the rows above it price steps of batches memory does not hold (a schedule of this deployment "
+                     "stops there)", what="batch"), "profile")
     buffer = io.StringIO()
     costs.write(buffer)
     return _write_output(args, buffer.getvalue(), out)
