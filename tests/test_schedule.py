@@ -640,7 +640,7 @@ def test_profiled_seconds_split_over_tensor_parallel_gpus(kw, tp, monkeypatch):
     one = make_profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, **kw)
     split = make_profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, tp=tp, **kw)
     with monkeypatch.context() as m:
-        m.setattr(layout.ParallelStep, "communication", lambda self, B, T, F=None: 0.0 * B * T)
+        m.setattr(layout.ParallelStep, "communication", lambda self, B, T, F=None, **_: 0.0 * B * T)
         free = make_profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, tp=tp, **kw)
     np.testing.assert_allclose(free.seconds, one.seconds / tp, rtol=1e-12)
     if "drafter" in kw:  # the whole step: the collectives add
