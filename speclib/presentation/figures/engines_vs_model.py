@@ -222,10 +222,12 @@ def targets_table(kind: str = "speculative") -> NumberTable:
 def constants_table() -> NumberTable:
     """The shipped step's constants, each with its 5-95 % interval over the
     calibration's bootstrap draws (model families resampled)."""
-    return NumberTable(("constant", "fitted", "5\u201395 % interval", "unit"), tuple(_rep.constants()),
-                       formats=("", ".3g", "", ""), align="lrrl",
+    return NumberTable(("constant", "fitted", "5\u201395 % interval", "unit", "identified?"), tuple(_rep.constants()),
+                       formats=("", ".3g", "", "", ""), align="lrrll",
                        caption="the calibrated step fitted on every run; intervals over refits to model families "
-                               "drawn with replacement")
+                               "drawn with replacement; a constant at zero in every refit is not identified by these "
+                               "runs (the other terms take up what it stands for), and one whose interval reaches "
+                               "zero is not bounded from it")
 
 
 def estimates_table() -> NumberTable:
