@@ -78,6 +78,10 @@ DRAFT_PASS_BY_ENGINE = False
 #: a rejected draft (:mod:`speclib.core.step`): vLLM and SGLang keep a snapshot
 #: per verified position, and a Deployment prices it so by default.
 ENGINE_ROLLBACK = "snapshot"
+#: How a measured DeepSeek-V4 run's attention is priced in the fit: as the
+#: paper prices it (every layer MLA over the whole context), as the shipped
+#: calibration was fitted (:data:`speclib.evidence.engines.ATTENTION`).
+ENGINE_ATTENTION = _eng.ATTENTION
 #: Engines named in the measured data, as the calibration names them (an
 #: engine not named here takes vLLM's fixed time).
 ENGINE_KEYS = {"vLLM": "vLLM", "SGLang": "SGLang", "TensorRT-LLM": "TRT", "TRT": "TRT"}
@@ -193,7 +197,7 @@ class SpecSteps:
         # a hybrid's linear-attention state rolled back as the engines do (a snapshot per verified position)
         self.parallel = Deployment(run.model, run.chip, tp=self.tp, ep=run.ep, dp_attention=run.dp_attention,
                                    weights=run.weights, kv_cache=run.kv_cache,
-                                   rollback=ENGINE_ROLLBACK).parallel_step()
+                                   rollback=ENGINE_ROLLBACK, attention=ENGINE_ATTENTION).parallel_step()
         self.model = self.parallel.step_model.architecture
 
     def step(self, B, T) -> dict:
