@@ -3,12 +3,14 @@
 
 The public API (everything broadcasts over numpy arrays; ``model=`` and
 ``hardware=`` default to DeepSeek-V4-Flash on one B200, as in the paper, and
-are a shorthand for ``deployment=Deployment(model, hardware)``)::
+are a shorthand for ``deployment=Deployment(model, hardware)``; DeepSeek-V4's
+attention is priced as served unless ``attention="paper"``, in every entry
+point alike)::
 
     Deployment(model=None, hardware=None, *, tp=1, engine="vLLM", step_time="roofline",
                roofline="per-component", drafter=None, c_draft=None, routing=None,
                query_bytes=False, cost_model=None, reserve=0.1, rollback="snapshot",
-               attention="paper", comm_latency=None, ep=1, dp_attention=False,
+               attention="served", comm_latency=None, ep=1, dp_attention=False,
                weights=None, kv_cache=None)
                                                       what a step is priced on, checked once
     Deployment.running(batch, context, gamma=0)      (running, queued): the sequences memory holds of a batch

@@ -224,7 +224,7 @@ def test_marginal_cost_equals_sympy_evalf(B, S, c_draft):
     slopes = [evalf_at(PROJ_SLOPE, gemm), evalf_at(FFN_SLOPE, gemm), evalf_at(ATTN_SLOPE, attn_at_2)]
     total = sum(r * c for r, c in zip(slopes, costs)) / sum(costs) + c_draft
 
-    got = speclib.marginal_cost(B, S, c_draft)
+    got = speclib.marginal_cost(B, S, c_draft, attention="paper")  # the paper's MLA over the whole context
     assert got["attn_proj"] == slopes[0]
     assert got["moe"] == pytest.approx(slopes[1], rel=1e-9, abs=1e-15)
     assert got["attention"] == pytest.approx(slopes[2], rel=1e-12)
@@ -242,37 +242,38 @@ def test_verify_cost_equals_sympy_evalf(B, q, S):
     B_, S_ = sp.Float(B, 30), sp.Float(S, 30)
     tokens = {cost_forms.t: B_ * q}
     expected = evalf_at(PROJ_COST, tokens) + evalf_at(FFN_COST, tokens) + evalf_at(ATTN_COST, {cost_forms.B: B_, cost_forms.q: q, cost_forms.S: S_})
-    assert cost.cost_model().verify(B, float(q), S) == pytest.approx(expected, rel=1e-12)
+    assert cost.cost_model(attention="paper").verify(B, float(q), S) == pytest.approx(expected, rel=1e-12)
 
 
 # --- the paper's numbers (docs/model.md section 3) -------------------------------------
 
 
 def test_paper_r_moe_at_batch_one():
-    assert round(speclib.marginal_cost(1, 4096)["moe"], 2) == 0.85
+    assert round(speclib.marginal_cost(1, 4096, attention="paper")["moe"], 2) == 0.85
 
 
 def test_paper_r_moe_at_batch_one_without_the_shared_expert():
     no_shared = dataclasses.replace(V4, ffn=dataclasses.replace(V4.ffn, n_shared=0))
-    assert round(speclib.marginal_cost(1, 4096, model=no_shared)["moe"], 2) == 0.99
+    assert round(speclib.marginal_cost(1, 4096, model=no_shared, attention="paper")["moe"], 2) == 0.99
 
 
 def test_paper_r_moe_falls_past_the_knee_and_returns_to_one_when_compute_bound():
-    r = speclib.marginal_cost(np.array([43.0, 200.0, 1000.0, 10_000.0, 11_000.0, 30_000.0]), 4096)["moe"]
+    r = speclib.marginal_cost(np.array([43.0, 200.0, 1000.0, 10_000.0, 11_000.0, 30_000.0]), 4096,
+                              attention="paper")["moe"]
     assert r[0] < 0.85 and r[1] < 0.05 and r[2] < 1e-6 and r[3] < 1e-6
     assert r[4] == 1 and r[5] == 1
 
 
 def test_paper_r_proj_steps_at_the_fp8_knee():
     # 0 below t = R_fp8/2 = 281.25 (1-byte weights), 1 from there on.
-    r = speclib.marginal_cost(np.array([1.0, 281.0, 281.25, 282.0, 30_000.0]), 4096)["attn_proj"]
+    r = speclib.marginal_cost(np.array([1.0, 281.0, 281.25, 282.0, 30_000.0]), 4096, attention="paper")["attn_proj"]
     assert list(r) == [0, 0, 1, 1, 1]
 
 
 def test_paper_first_speculated_token_is_compute_bound_in_attention_everywhere():
     B = np.geomspace(1e-6, 1e9, 50)[:, None]
     S = np.geomspace(1, 1e8, 50)[None, :]
-    assert np.all(speclib.marginal_cost(B, S, 0.1)["attention"] == 1)
+    assert np.all(speclib.marginal_cost(B, S, 0.1, attention="paper")["attention"] == 1)
 
 
 def test_drafter_cost_adds_one_for_one():
@@ -347,7 +348,9 @@ def test_verify_price_equals_the_slope_where_the_step_is_a_straight_line():
         price = cost.verify_price(B, 4096, 0.0, model="Llama-3-70B")["verify"]
         assert price == pytest.approx(speclib.marginal_cost(B, 4096, 0.0, "Llama-3-70B")["total"], rel=1e-9)
         assert 0 < price < 1
-    assert cost.verify_price(1e6, 4096, 0.0)["verify"] < speclib.marginal_cost(1e6, 4096, 0.0)["total"] - 0.1
+    paper = dict(attention="paper")  # MLA over the whole context
+    assert cost.verify_price(1e6, 4096, 0.0, **paper)["verify"] < \
+        speclib.marginal_cost(1e6, 4096, 0.0, **paper)["total"] - 0.1
 
 
 def test_verify_price_refuses_a_draft_of_no_tokens():

@@ -119,10 +119,13 @@ RESTEPPED = {"qwen_dflash_tp4", "qwen_mtp_tp8", "default"}
 def _pinned(keywords):
     """The deployment of a pinned case: its keywords with the linear layers'
     rollback left out, as the step of the pins (and of the objects built by
-    hand below) prices it, and without a memory check (``reserve=None``):
-    the pins and the objects built by hand price every sequence of a batch at
-    once (tests/test_running_batch.py holds the batch memory holds)."""
-    return Deployment(**keywords, rollback="none", reserve=None)
+    hand below) prices it, without a memory check (``reserve=None``: the pins
+    and the objects built by hand price every sequence of a batch at once;
+    tests/test_running_batch.py holds the batch memory holds) and with
+    DeepSeek-V4's attention priced as the paper prices it, the default when
+    the pins were taken (a cost model fixes its own)."""
+    return Deployment(**keywords, rollback="none", reserve=None,
+                      **({} if "cost_model" in keywords else {"attention": "paper"}))
 
 
 @pytest.mark.parametrize("case", sorted(set(CASES) - RECALIBRATED - RESTEPPED))
@@ -167,9 +170,9 @@ def _direct(case):
     m, hw = presets.resolve(CASES[case]().get("model"), CASES[case]().get("hardware"))
     constant = drafters.ConstantDrafter(0.05)
     if case == "default":
-        return LedgerPricing(cost.CostModel(m, hw), constant)
+        return LedgerPricing(cost.CostModel(m, hw, attention="paper"), constant)
     if case == "query_bytes":
-        return LedgerPricing(cost.CostModel(m, hw, query_bytes=True), constant)
+        return LedgerPricing(cost.CostModel(m, hw, query_bytes=True, attention="paper"), constant)
     if case == "llama_h100":
         return LedgerPricing(cost.CostModel(m, hw), constant)
     if case == "qwen_mtp_aggregate":
@@ -245,7 +248,7 @@ def test_the_schedule_and_profile_of_a_deployment_are_as_before(monkeypatch):
                                   deployment=Deployment(step_time="calibrated", engine="TRT", tp=2))
     assert by_context.source == "calibrated step time (TRT per-step costs, per-component roofline, tp 2)"
     curve = speclib.schedule(seq=4096, alpha=speclib.SurvivalCurve([0.9, 0.8, 0.6, 0.3]), max_batch=32,
-                             deployment=Deployment(query_bytes=True))
+                             deployment=Deployment(query_bytes=True, attention="paper"))
     assert [int(x) for x in curve.gamma_star] == [2] * 9 + [3] * 16 + [4] * 7
     assert float(curve.speedups.sum()) == pytest.approx(188.71832997504305, rel=1e-13)
     assert curve.acceptance == "survival curve given (sum 2.60)"
@@ -370,7 +373,10 @@ def test_a_deployment_is_hashable_and_equal_by_value():
     assert c1 == c2 and hash(c1) == hash(c2)
     assert len({Deployment(), c1, Deployment(step_time="calibrated"), Deployment(tp=2), a}) == 5
     assert {Deployment(): "cached"}[Deployment("DeepSeek-V4-Flash", "B200")] == "cached"
-    assert repr(Deployment(tp=2)) == "Deployment(model='DeepSeek-V4-Flash', hardware='B200', tp=2)"
+    # the repr always says how DeepSeek-V4's attention is priced
+    assert repr(Deployment(tp=2)) == "Deployment(model='DeepSeek-V4-Flash', hardware='B200', tp=2, attention='served')"
+    assert repr(Deployment(attention="paper")) == \
+        "Deployment(model='DeepSeek-V4-Flash', hardware='B200', attention='paper')"
 
 
 # --- at most nine parameters ----------------------------------------------------------------

@@ -149,7 +149,7 @@ def test_served_attention_reads_the_compressed_caches_at_32k():
                                  + lay["csa"] * per_layer["csa"] + lay["hca"] * per_layer["hca"]) \
         + lay["csa"] * m_ci * attended / a.csa_ratio
     step = speclib.core.step.step_model(m, "B200", attention="served")
-    paper = speclib.core.step.step_model(m, "B200")
+    paper = speclib.core.step.step_model(m, "B200", attention="paper")
     assert step.components(1.0, 1.0, S)["attention"][1] == pytest.approx(by_hand)
     assert paper.components(1.0, 1.0, S)["attention"][1] == pytest.approx(m.n_layers * m.context_bytes * attended)
     assert by_hand < paper.components(1.0, 1.0, S)["attention"][1] / 10
@@ -158,7 +158,7 @@ def test_served_attention_reads_the_compressed_caches_at_32k():
 def test_every_combination_prices_served_attention():
     for kw in (dict(), dict(roofline="aggregate"), dict(tp=8, step_time="calibrated"),
                dict(tp=8, ep=8, dp_attention=True, step_time="calibrated"), dict(drafter="deepseek-v4-flash-mtp")):
-        paper = speclib.Deployment("deepseek-v4-flash", "B200", **kw)
+        paper = speclib.Deployment("deepseek-v4-flash", "B200", attention="paper", **kw)
         served = paper.replace(attention="served")
         assert served.pricing(whole_step=True).plain(64, 32768) < paper.pricing(whole_step=True).plain(64, 32768)
         assert speclib.optimal_gamma(0.8, 64, 32768, deployment=served) != speclib.optimal_gamma(

@@ -43,8 +43,14 @@ def test_model_and_chip_maps_default_to_the_chapters_sets():
     assert [h.name for _, h, *_ in dep.chip_maps.data(batch_points=4, context_points=3)["speclib_maps"]] == list(dep.CHIPS)
 
 
+def _paper(model, chip):
+    """The chapter's deployments: DeepSeek-V4's attention priced as the paper prices it."""
+    return speclib.Deployment(model, chip, attention="paper")
+
+
 def brute_force_zero_runs(model, chip, batches, seq=4096):
-    gamma = [speclib.optimal_gamma(0.75, float(b), seq, 0.1, model, chip)[0] for b in batches]
+    paper = _paper(model, chip)
+    gamma = [speclib.optimal_gamma(0.75, float(b), seq, 0.1, deployment=paper)[0] for b in batches]
     runs, start = [], None
     for i, g in enumerate(gamma + [1]):
         if g == 0 and start is None:
@@ -58,7 +64,7 @@ def brute_force_zero_runs(model, chip, batches, seq=4096):
 def zero_regions(model, chip, seq=4096, batch_range=(1, 30_000), points=600):
     """gamma* = 0 along the gutter table's batch grid (:func:`speclib.core.speculation.gamma_regions`)."""
     batches = np.unique(np.round(np.geomspace(*batch_range, points)))
-    return speculation.gamma_regions(0.75, seq, 0.1, model, chip, batches)
+    return speculation.gamma_regions(0.75, seq, 0.1, batches=batches, deployment=_paper(model, chip))
 
 
 @pytest.mark.parametrize("model", ["DeepSeek-V4-Flash", "Qwen3-235B-A22B", "Llama-3-70B", "Mixtral-8x7B"])
@@ -180,7 +186,7 @@ def test_claim_gqa_in_place_of_mla_closes_the_gutter_at_long_context():
 def test_claim_a_draft_of_one_survives_long_context_on_high_bf16_ridge_chips():
     batches = [2000, 10000, 30000]
     for chip, expected in [("H100-SXM", 1), ("MI355X", 1), ("GB300", 1), ("B200", 0), ("H200", 0), ("MI325X", 0)]:
-        gamma_star, _ = speclib.optimal_gamma(0.75, batches, 131072, 0.1, "DeepSeek-V4-Flash", chip)
+        gamma_star, _ = speclib.optimal_gamma(0.75, batches, 131072, 0.1, deployment=_paper("DeepSeek-V4-Flash", chip))
         assert list(gamma_star) == [expected] * 3, chip
 
 
@@ -189,9 +195,10 @@ def test_the_gutter_table_gives_the_last_batch_where_speculation_pays_on_every_w
     next one does not, and no batch past it does (pointwise optimal_gamma)."""
     table = dep.gutter_table(("DeepSeek-V4-Flash",), ("B200",))
     last = int(table.rows[0][3].replace(",", "").rstrip(NOT_HELD))
+    paper = _paper("DeepSeek-V4-Flash", "B200")
 
     def gamma(b):
-        return speclib.optimal_gamma(0.75, float(b), 4096, 0.1, "DeepSeek-V4-Flash", "B200")[0]
+        return speclib.optimal_gamma(0.75, float(b), 4096, 0.1, deployment=paper)[0]
 
     assert gamma(last) > 0 and gamma(last + 1) == 0
     assert all(gamma(b) == 0 for b in range(last + 1, 30_001, 97))

@@ -30,6 +30,8 @@ LLAMA = presets.LLAMA_3_70B
 B200 = presets.B200
 R_BF16 = B200.ridge("bf16")
 R_FP4 = B200.ridge("fp4")
+#: The appendix derives the paper's ledger: DeepSeek-V4's attention priced as the paper prices it.
+PAPER = speclib.Deployment(attention="paper")
 LONG = 1e15  # a context long enough that the query bytes do not register
 
 
@@ -282,18 +284,18 @@ def test_log_slope_is_a_log_log_finite_difference():
 
 def test_projection_knee_switches_the_numeric_slope():
     knee = dv.projection_slope().final.value
-    cm = cost.cost_model()
+    cm = cost.cost_model(attention="paper")
     assert cm.proj_slope(knee * 0.99) == 0 and cm.proj_slope(knee * 1.01) == 1
     assert knee == pytest.approx(281, abs=0.5)  # docs/model.md
 
 
 def test_moe_slope_matches_finite_differences_of_the_cost():
     d = dv.moe_slope()
-    cm = cost.cost_model()
+    cm = cost.cost_model(attention="paper")
     assert d["at_one"].value == pytest.approx(log_slope(cm.ffn, 1.0), rel=1e-6)
     assert d["at_one"].value == pytest.approx(0.85, abs=0.005)  # docs/model.md
     no_shared = dataclasses.replace(V4, ffn=dataclasses.replace(V4.ffn, n_shared=0))
-    cm0 = cost.cost_model(no_shared)
+    cm0 = cost.cost_model(no_shared, attention="paper")
     assert d["at_one_no_shared"].value == pytest.approx(log_slope(cm0.ffn, 1.0), rel=1e-6)
     assert d["at_one_no_shared"].value == pytest.approx(0.99, abs=0.005)  # docs/model.md
     assert d["at_knee"].value == pytest.approx(log_slope(cm.ffn, 256 / 6), rel=1e-6)
@@ -304,7 +306,7 @@ def test_moe_slope_matches_finite_differences_of_the_cost():
 
 def test_attention_crossovers_switch_the_numeric_slope():
     d = dv.attention_slope()
-    plain, with_q = cost.cost_model(), cost.cost_model(query_bytes=True)
+    plain, with_q = cost.cost_model(attention="paper"), cost.cost_model(query_bytes=True, attention="paper")
     q_x = d["crossover_noq"].value
     assert plain.attention_slope(1.0, q_x * 0.99, 512.0) == 0
     assert plain.attention_slope(1.0, q_x * 1.01, 512.0) == 1
@@ -317,7 +319,7 @@ def test_attention_crossovers_switch_the_numeric_slope():
 
 
 def test_blend_is_the_log_slope_of_the_numeric_total():
-    cm = cost.cost_model()
+    cm = cost.cost_model(attention="paper")
     B, S, q = 300.0, 4096.0, 1.5  # every component away from its kink
 
     def total(width):
@@ -391,13 +393,13 @@ def test_break_even_gain_by_simulation():
 
 
 def test_break_even_with_speclibs_speedup():
-    cm = cost.cost_model()
+    cm = cost.cost_model(attention="paper")
     B, S, c_draft = 64.0, 4096.0, 0.1
     r = cm.verify(B, 2.0, S) / cm.decode(B, S) - 1
     assert 0 < r + c_draft < 0.95
-    assert speclib.speedup(r + c_draft + 0.02, 1, B, S, c_draft) > 1
-    assert speclib.speedup(r + c_draft - 0.02, 1, B, S, c_draft) < 1
-    assert speclib.speedup(r + c_draft, 1, B, S, c_draft) == pytest.approx(1, rel=1e-12)
+    assert speclib.speedup(r + c_draft + 0.02, 1, B, S, c_draft, deployment=PAPER) > 1
+    assert speclib.speedup(r + c_draft - 0.02, 1, B, S, c_draft, deployment=PAPER) < 1
+    assert speclib.speedup(r + c_draft, 1, B, S, c_draft, deployment=PAPER) == pytest.approx(1, rel=1e-12)
 
 
 def test_break_even_example_matches_the_numeric_model():
@@ -405,10 +407,11 @@ def test_break_even_example_matches_the_numeric_model():
     the numeric ledger, verify price and speedup are another route."""
     d = dv.break_even()
     ledger, price, alpha = (float(x) for x in d["example"].rhs)
-    assert ledger == pytest.approx(speclib.marginal_cost(16, 4096, 0.1)["total"], rel=1e-3)
-    assert price == pytest.approx(cost.verify_price(16, 4096, 0.1)["total"], rel=1e-3)
+    assert ledger == pytest.approx(speclib.marginal_cost(16, 4096, 0.1, attention="paper")["total"], rel=1e-3)
+    assert price == pytest.approx(cost.verify_price(16, 4096, 0.1, attention="paper")["total"], rel=1e-3)
     assert alpha == 0.75 and ledger > alpha > price
-    assert d["example_speedup"].value == pytest.approx(speclib.speedup(0.75, 1, 16, 4096, 0.1), rel=1e-3)
+    assert d["example_speedup"].value == pytest.approx(speclib.speedup(0.75, 1, 16, 4096, 0.1, deployment=PAPER),
+                                                       rel=1e-3)
     assert d["Sp1_condition"].expr == (speclib.formulas.acceptance.alpha > speclib.formulas.speculation.P_v)
 
 
@@ -430,8 +433,8 @@ def test_break_even_secant_and_slope_steps_on_a_cost_counted_by_hand():
 def test_ledger_query_bytes_matches_the_numeric_ledger():
     d = dv.ledger_query_bytes()
     batches = np.array([1.0, 64.0, 512.0, 4096.0])
-    without = speclib.marginal_cost(batches, 512.0, 0.1)["total"]
-    with_q = speclib.marginal_cost(batches, 512.0, 0.1, query_bytes=True)["total"]
+    without = speclib.marginal_cost(batches, 512.0, 0.1, attention="paper")["total"]
+    with_q = speclib.marginal_cost(batches, 512.0, 0.1, query_bytes=True, attention="paper")["total"]
     for step, a, b in zip(d, without, with_q):
         shown = [float(x) for x in step.rhs]
         np.testing.assert_allclose(shown, [a, b, b - a], rtol=1e-3)
@@ -439,7 +442,7 @@ def test_ledger_query_bytes_matches_the_numeric_ledger():
 
 def test_first_speculated_token_step_price_matches_the_numeric_costs_and_model_md():
     secant = dv.attention_slope()["secant_noq"].value
-    plain = cost.cost_model()
+    plain = cost.cost_model(attention="paper")
     for B in (1.0, 64.0, 4096.0):
         for S in (512.0, 8192.0, 131072.0):
             step = plain.attention(B, 2.0, S) / plain.attention(B, 1.0, S) - 1

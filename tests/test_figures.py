@@ -25,6 +25,9 @@ from speclib.presentation.figures import attention, common, draft_length, expert
 from speclib.presentation.static import artist, artists  # noqa: E402
 from speclib.presentation.tables import NumberTable  # noqa: E402
 
+#: The paper's figures price DeepSeek-V4's attention as the paper does: the library's calls they are held to say so.
+PAPER = speclib.Deployment(attention="paper")
+
 # B200 ridges from the datasheet peaks over 8 TB/s.
 RIDGE_FP4 = 9e15 / 8e12  # 1125
 RIDGE_BF16 = 2.25e15 / 8e12  # 281.25
@@ -268,14 +271,14 @@ def test_ledger_total_is_marginal_cost():
     B, total = line_data(pricing.ledger(), "total")
     assert B.size == 400
     np.testing.assert_allclose(np.diff(np.log(B)), np.log(30_000) / 399)
-    np.testing.assert_allclose(total, speclib.marginal_cost(B, 8192, 0.10)["total"], rtol=1e-12)
+    np.testing.assert_allclose(total, speclib.marginal_cost(B, 8192, 0.10, attention="paper")["total"], rtol=1e-12)
 
 
 def test_ledger_controls():
     B, t_short = line_data(pricing.ledger(S=512, c_draft=0.0), "total")
     _, t_long = line_data(pricing.ledger(S=131_072, c_draft=0.0), "total")
     _, t_draft = line_data(pricing.ledger(S=512, c_draft=0.3), "total")
-    np.testing.assert_allclose(t_short, speclib.marginal_cost(B, 512, 0.0)["total"], rtol=1e-12)
+    np.testing.assert_allclose(t_short, speclib.marginal_cost(B, 512, 0.0, attention="paper")["total"], rtol=1e-12)
     assert not np.allclose(t_short, t_long)
     # The drafter's cost is paid flat on top of the verify cost.
     np.testing.assert_allclose(t_draft - t_short, 0.3, atol=1e-12)
@@ -284,8 +287,8 @@ def test_ledger_controls():
 def test_ledger_components_stack_up_to_the_total_and_are_slope_times_share():
     d = pricing.ledger.data(S=2048, c_draft=0.2, components=True)
     B = d["B"]
-    slopes = speclib.marginal_cost(B, 2048, 0.2)
-    shares = speclib.core.cost.cost_shares(B, 2048)
+    slopes = speclib.marginal_cost(B, 2048, 0.2, attention="paper")
+    shares = speclib.core.cost.cost_shares(B, 2048, attention="paper")
     for key in ("attn_proj", "moe", "attention"):
         np.testing.assert_allclose(d[f"{key}_hi"] - d[f"{key}_lo"], slopes[key] * shares[key], rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(d["drafter_hi"] - d["drafter_lo"], 0.2)
@@ -298,7 +301,8 @@ def test_ledger_components_stack_up_to_the_total_and_are_slope_times_share():
 def test_ledger_query_bytes_toggle():
     B, without = line_data(pricing.ledger(), "total")
     _, with_q = line_data(pricing.ledger(query_bytes=True), "total")
-    np.testing.assert_allclose(with_q, speclib.marginal_cost(B, 8192, 0.1, query_bytes=True)["total"], rtol=1e-12)
+    np.testing.assert_allclose(
+        with_q, speclib.marginal_cost(B, 8192, 0.1, query_bytes=True, attention="paper")["total"], rtol=1e-12)
     assert not np.allclose(with_q, without)
 
 
@@ -339,14 +343,14 @@ def test_optimal_gamma_axes_and_step_line():
 def test_optimal_gamma_line_is_speclibs_argmax():
     B, g = line_data(draft_length.optimal_gamma(), "gamma_star")
     assert np.all(B == np.round(B))  # whole sequences
-    expected, _ = speclib.optimal_gamma(0.75, B, 4096, 0.10)
+    expected, _ = speclib.optimal_gamma(0.75, B, 4096, 0.10, deployment=PAPER)
     np.testing.assert_array_equal(g, expected)
 
 
 def test_optimal_gamma_against_brute_force_at_a_few_batches():
     B, g = line_data(draft_length.optimal_gamma(S=16_384, alpha=0.6, c_draft=0.05), "gamma_star")
     for i in range(0, B.size, 97):
-        sp = [speclib.speedup(0.6, gam, B[i], 16_384, 0.05) for gam in range(65)]
+        sp = [speclib.speedup(0.6, gam, B[i], 16_384, 0.05, deployment=PAPER) for gam in range(65)]
         assert g[i] == int(np.argmax(sp))
 
 
@@ -376,8 +380,8 @@ def test_speedup_curves_match_speclib_and_mark_each_argmax():
     d = draft_length.speedup_curves.data()
     for i, b in enumerate((1, 8, 64, 512, 4096)):
         sp = d["speedup"][i]
-        np.testing.assert_allclose(sp, speclib.speedup(0.75, d["gamma"], b, 4096, 0.10), rtol=1e-12)
-        g_star, best = speclib.optimal_gamma(0.75, b, 4096, 0.10)
+        np.testing.assert_allclose(sp, speclib.speedup(0.75, d["gamma"], b, 4096, 0.10, deployment=PAPER), rtol=1e-12)
+        g_star, best = speclib.optimal_gamma(0.75, b, 4096, 0.10, deployment=PAPER)
         assert d["gamma_star"][i, 0] == g_star and d["best"][i, 0] == pytest.approx(best)
         assert g_star == d["gamma"][np.argmax(sp)]  # brute force over the drawn curve
     assert sp[0] == 1.0  # gamma = 0 is plain decoding
@@ -432,7 +436,7 @@ def test_compressed_attention_knobs():
 
 def test_gamma_map_is_optimal_gamma_on_the_grid():
     d = draft_length.gamma_map.data(batch_points=40, context_points=20)
-    g, _ = speclib.optimal_gamma(0.75, d["B"][None, :], d["S"][:, None], 0.10)
+    g, _ = speclib.optimal_gamma(0.75, d["B"][None, :], d["S"][:, None], 0.10, deployment=PAPER)
     np.testing.assert_array_equal(d["gamma_star"], g)
     limits = speclib.core.capacity.max_batch(None, None, d["S"])
     np.testing.assert_array_equal(d["no_fit"], d["B"][None, :] > limits[:, None])
@@ -501,8 +505,10 @@ def _what_if(experts=None, top_k=None):
 
 
 def _brute_gamma(alpha, B, S, c, model=None):
-    """gamma* by trying every draft length with speclib.speedup, one batch at a time."""
-    gains = [speclib.speedup(alpha, g, B, S, c, model) for g in range(65)]
+    """gamma* by trying every draft length with speclib.speedup, one batch at a time, priced as the paper prices
+    DeepSeek-V4's attention (the part I tables' pricing)."""
+    paper = PAPER.replace(model=speclib.presets.model(model)) if model else PAPER
+    gains = [speclib.speedup(alpha, g, B, S, c, deployment=paper) for g in range(65)]
     return int(np.argmax(gains)), float(np.max(gains))
 
 
@@ -519,9 +525,10 @@ def test_break_even_table_speedup_exceeds_one_exactly_when_alpha_beats_the_secan
 def test_required_acceptance_is_the_secant_at_its_ends():
     need = pricing.required_acceptance(S=8192, batches=np.arange(1, 3001))
     from speclib.core.cost import verify_price
-    coarse = verify_price(np.unique(np.round(np.geomspace(1, 3000, 50))), 8192, 0.1)["total"]
+    coarse = verify_price(np.unique(np.round(np.geomspace(1, 3000, 50))), 8192, 0.1, attention="paper")["total"]
     assert need["lowest"] <= coarse.min() + 1e-12 and need["highest"] >= coarse.max() - 1e-12
-    assert need["lowest"] == pytest.approx(verify_price(need["lowest_at"], 8192, 0.1)["total"], rel=1e-12)
+    assert need["lowest"] == pytest.approx(verify_price(need["lowest_at"], 8192, 0.1, attention="paper")["total"],
+                                           rel=1e-12)
     assert need["ledger_highest"] >= need["highest"]
 
 

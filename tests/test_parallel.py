@@ -288,20 +288,28 @@ def test_the_latency_table_agrees_with_the_cost_models():
     B = np.unique(np.round(np.geomspace(1, 4096, 40)))
     table = expert_parallelism.all_to_all_latency(cases=((64, "InfiniBand-NDR"),), B=B)
     row = table.rows[0]
-    cm = parallel.expert_parallel_cost_model(G=64, interconnect="InfiniBand-NDR")
+    cm = parallel.expert_parallel_cost_model(G=64, interconnect="InfiniBand-NDR", attention="paper")
     assert row[2] == f"{cm.latency_crossover():,.0f}"
     for lat, cells in ((False, row[4:6]), (True, row[6:8])):
         g, s = speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=speclib.Deployment(
-            cost_model=parallel.expert_parallel_cost_model(G=64, interconnect="InfiniBand-NDR", latency=lat)))
+            cost_model=parallel.expert_parallel_cost_model(G=64, interconnect="InfiniBand-NDR", latency=lat,
+                                                           attention="paper")))
         assert cells[0] == f"{g[0]} / {s[0]:.3f}"
         assert cells[1] == f"{s.max():.3f} at {B[int(np.argmax(s))]:,.0f}"
+
+
+def _paper_optimal_gamma(alpha, B, S, c_draft, G):
+    """:func:`speclib.core.parallel.optimal_gamma` with DeepSeek-V4's attention priced as the paper prices it, as the
+    chapter's figures and tables do."""
+    cm = parallel.expert_parallel_cost_model(G=G, attention="paper")
+    return speclib.optimal_gamma(alpha, B, S, c_draft, deployment=speclib.Deployment(cost_model=cm))
 
 
 def test_summary_agrees_with_optimal_gamma():
     B = np.unique(np.round(np.geomspace(1, 4096, 40)))
     table = expert_parallelism.expert_parallel_summary(B=B)
     for row in table.rows:
-        g, s = parallel.optimal_gamma(0.75, B, 4096, 0.1, G=int(row[0]))
+        g, s = _paper_optimal_gamma(0.75, B, 4096, 0.1, G=int(row[0]))
         assert row[2] == str(g.max())
         assert row[3] == f"{s.max():.3f}"
     assert table.rows[0][5] == table.rows[0][6] == "0.0%"  # G = 1 sends nothing
@@ -311,9 +319,9 @@ def test_summary_agrees_with_optimal_gamma():
 def test_the_chapter_figures_draw_the_expert_parallel_model():
     d = expert_parallelism.ep_gamma_star.data(points=40)
     for G in (1, 8, 64):
-        g, s = parallel.optimal_gamma(0.75, d["B"], 4096, 0.10, G=G)
+        g, s = _paper_optimal_gamma(0.75, d["B"], 4096, 0.10, G=G)
         np.testing.assert_array_equal(d[f"gamma_G{G}"], g)
-        ledger = parallel.marginal_cost(d["B"], 4096, 0.10, G=G)
+        ledger = parallel.ledger(parallel.expert_parallel_cost_model(G=G, attention="paper"), d["B"], 4096, 0.10)
         np.testing.assert_allclose(d[f"total_G{G}"], ledger["total"])
     # By bandwidth alone a free network can only help: without the all-to-all the speedup is at least as high.
     bw = expert_parallelism.ep_gamma_star_bandwidth.data(points=40)

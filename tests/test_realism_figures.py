@@ -41,7 +41,9 @@ def test_the_capacity_chapter_s_edges_table_names_its_step_model_and_keeps_figur
     assert table.rows == draft_length.served_attention_edges((4096,)).rows
     # the last batch with gamma* > 0 under the paper's attention, pointwise
     last = int(table.rows[0][3].replace(",", ""))
-    assert speclib.optimal_gamma(0.75, last, 4096, 0.1)[0] > 0 == speclib.optimal_gamma(0.75, last + 1, 4096, 0.1)[0]
+    paper = speclib.Deployment(attention="paper")
+    assert speclib.optimal_gamma(0.75, last, 4096, 0.1, deployment=paper)[0] > 0 == \
+        speclib.optimal_gamma(0.75, last + 1, 4096, 0.1, deployment=paper)[0]
 
 
 def test_calibrated_figure_shows_held_out_predictions():
@@ -107,14 +109,16 @@ def test_engine_rows_format_ranges():
 
 def test_step_time_gamma_figure_and_widget():
     d = engine_step_time.step_time_gamma.data(points=60)
-    g, _ = speclib.optimal_gamma(0.75, d["B"], 4096, 0.1, deployment=speclib.Deployment(step_time="calibrated"))
+    # the chapter's figure prices DeepSeek-V4's attention as the paper does
+    g, _ = speclib.optimal_gamma(0.75, d["B"], 4096, 0.1,
+                                 deployment=speclib.Deployment(step_time="calibrated", attention="paper"))
     np.testing.assert_array_equal(d["gamma_calibrated"], g)
     assert d["max_batch"] == capacity.max_batch(None, None, 4096)
     w = engine_step_time.step_time_gamma.widget(points=60)
     w.update(tp=8, c_draft=0.3)
     assert w.data["max_batch"] == capacity.max_batch(None, None, 4096, 8)
     g, _ = speclib.optimal_gamma(0.75, d["B"], 4096, 0.3, gamma_max=16,
-                                 deployment=speclib.Deployment(step_time="calibrated", tp=8))
+                                 deployment=speclib.Deployment(step_time="calibrated", tp=8, attention="paper"))
     np.testing.assert_array_equal(w.data["gamma_calibrated"], g)
     v3 = engines_vs_model.step_time_gamma_v3.data(points=40)
     g, _ = speclib.optimal_gamma(0.68, v3["B"], 2048, 0.05, gamma_max=8, deployment=speclib.Deployment(
@@ -129,9 +133,11 @@ def test_paper_vs_calibrated_draws_what_optimal_gamma_finds_under_either_step():
         d = engines_vs_model.paper_vs_calibrated.data(points=50, **values)
         S, c, tp = d["params"]["S"], d["params"]["c_draft"], d["params"]["tp"]
         for i, alpha in enumerate(engines_vs_model.PAPER_ALPHAS):
-            paper, _ = speclib.optimal_gamma(alpha, d["B"], S, c, gamma_max=16)
-            calibrated, _ = speclib.optimal_gamma(alpha, d["B"], S, c, gamma_max=16,
-                                                  deployment=speclib.Deployment(step_time="calibrated", tp=tp))
+            # DeepSeek-V4's attention priced as the paper prices it, on both sides of the figure
+            paper, _ = speclib.optimal_gamma(alpha, d["B"], S, c, gamma_max=16,
+                                             deployment=speclib.Deployment(attention="paper"))
+            calibrated, _ = speclib.optimal_gamma(alpha, d["B"], S, c, gamma_max=16, deployment=speclib.Deployment(
+                step_time="calibrated", tp=tp, attention="paper"))
             np.testing.assert_array_equal(d[f"paper{i}"], paper)
             np.testing.assert_array_equal(d[f"calibrated{i}"], calibrated)
         assert (d["calibrated0"] != d["paper0"]).any()

@@ -505,7 +505,8 @@ def test_profile_cli_round_trip(tmp_path):
                                                        f"4,096 tokens ({held:,} sequences with \u03b3 = 0, ")
     assert err.count("\n") == 1
     header = path.read_text().splitlines()[0]
-    assert header == "batch_size,num_draft_tokens,step_seconds"
+    assert header == "batch_size,num_draft_tokens,step_seconds,attention"  # the last column says how it was priced
+    assert {row.split(",")[-1] for row in path.read_text().splitlines()[1:]} == {"served"}
     s1, from_model, _ = run(["schedule", "--model", "llama-3-70b", "--seq", "4096", "--alpha", "0.8",
                              "--max-batch", "256", "--gamma-max", "16", "--engine", "vllm", *LLAMA_EAGLE3_ARGV])
     s2, from_file, _ = run(["schedule", "--model", "llama-3-70b", "--seq", "4096", "--alpha", "0.8",
@@ -716,8 +717,11 @@ def test_vllm_json_keeps_stdout_clean_and_warns_on_stderr():
     assert err.count("warning:") == 1 and "warning: roofline step time" in err
     # and vLLM's documented limits of the per-batch table, one note a line (MTP is not among the tested methods)
     notes = [line for line in err.splitlines() if line.startswith("speclib schedule: note: ")]
-    assert len(notes) == err.count("\n") - 1 == 4 and "tested with eagle, eagle3 and dflash" in notes[1]
+    assert len(notes) == err.count("\n") - 2 == 4 and "tested with eagle, eagle3 and dflash" in notes[1]
     assert "[start_bs, end_bs, K] from vLLM v0.25.0 on" in notes[0]  # the release that reads this form
+    # the header JSON cannot carry comes first: what the schedule is of, and its attention as served (the default)
+    assert err.splitlines()[0].startswith("speclib schedule: DeepSeek-V4-Flash on B200; context 4096 tokens")
+    assert err.splitlines()[0].endswith("; attention as served")
     status, out, err = run(argv + ["--step-time", "calibrated"])
     assert status == 0 and json.loads(out) and "warning:" not in err and err.count("note:") == 4
 
@@ -734,13 +738,16 @@ def test_a_vllm_table_with_a_range_of_k_0_says_what_that_range_costs_on_model_ru
 
 
 # --- the chapter's table of both step models and the facts its prose quotes ---------------------
-def test_the_calibrated_figure_hatches_where_the_interval_holds_1x(dsv4_calibrated):
+def test_the_calibrated_figure_hatches_where_the_interval_holds_1x():
     from speclib.presentation.figures import engine_schedules
 
-    d = engine_schedules.schedule_ranges.data(schedule=dsv4_calibrated, max_ranges=(2,))
-    lo, hi = dsv4_calibrated.interval
+    # priced as the paper prices DeepSeek-V4's attention, the calibrated interval holds 1x at some batches
+    sched = make(**DSV4, max_batch=512, tp=2, step_time="calibrated", attention="paper")
+    d = engine_schedules.schedule_ranges.data(schedule=sched, max_ranges=(2,))
+    lo, hi = sched.interval
+    assert ((lo < 1) & (hi > 1)).any()
     np.testing.assert_array_equal(d["uncertain"], (lo < 1) & (hi > 1))
-    fig = engine_schedules.schedule_ranges(schedule=dsv4_calibrated, max_ranges=(2,))
+    fig = engine_schedules.schedule_ranges(schedule=sched, max_ranges=(2,))
     assert "80 % interval holds 1x" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
 
 

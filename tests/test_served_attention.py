@@ -78,7 +78,8 @@ def test_a_hand_count_of_the_bytes_at_4k():
     per_layer = (window + csa + hca) / 43
     cm = cost.cost_model(FLASH, B200, attention="served")
     assert float(cm.attention(1.0, 1.0, 4096.0)) == pytest.approx(per_layer, rel=1e-12)
-    assert float(cost.cost_model(FLASH, B200).attention(1.0, 1.0, 4096.0)) == 576 * 4096  # the paper's: full MLA
+    assert float(cost.cost_model(FLASH, B200, attention="paper").attention(1.0, 1.0, 4096.0)) == 576 * 4096  # full MLA
+    assert float(cost.cost_model(FLASH, B200).attention(1.0, 1.0, 4096.0)) == pytest.approx(per_layer, rel=1e-12)
 
 
 def test_its_slope_is_the_parts_slopes_weighted_by_cost():
@@ -91,15 +92,15 @@ def test_its_slope_is_the_parts_slopes_weighted_by_cost():
         np.testing.assert_allclose(cm.attention_slope(B, q, S), numeric, rtol=1e-5, atol=1e-7)
 
 
-def test_the_paper_stays_the_default():
-    assert speclib.Deployment().attention == "paper"
+def test_served_is_the_default_and_the_paper_is_named():
+    assert speclib.Deployment().attention == "served"
     B = np.array([1.0, 64.0, 30_000.0])
     np.testing.assert_array_equal(speclib.speedup(0.75, 3, B, 4096, 0.1),
                                   speclib.speedup(0.75, 3, B, 4096, 0.1,
-                                                  deployment=speclib.Deployment(attention="paper")))
+                                                  deployment=speclib.Deployment(attention="served")))
     # and the option changes what it should
-    served = speclib.speedup(0.75, 3, B, 4096, 0.1, deployment=speclib.Deployment(attention="served"))
-    assert not np.allclose(served, speclib.speedup(0.75, 3, B, 4096, 0.1))
+    paper = speclib.speedup(0.75, 3, B, 4096, 0.1, deployment=speclib.Deployment(attention="paper"))
+    assert not np.allclose(paper, speclib.speedup(0.75, 3, B, 4096, 0.1))
 
 
 def test_a_model_nothing_compresses_is_priced_the_same_either_way():
@@ -128,8 +129,11 @@ def test_bad_input_names_the_field():
                                              r"that must be in \(0, 1\]") as info:
             speclib.Deployment(model, "B200", attention="served")
         assert "\n" not in str(info.value)
-        speclib.Deployment(model, "B200")  # the paper's pricing does not read it
+        speclib.Deployment(model, "B200", attention="paper")  # the paper's pricing does not read it
     with pytest.raises(ValueError, match=r"^attention must be 'paper' with cost_model"):
-        speclib.Deployment(cost_model=cost.cost_model(), attention="served")
+        speclib.Deployment(cost_model=cost.cost_model(attention="paper"), attention="served")
+    with pytest.raises(ValueError, match=r"^attention must be 'served' with cost_model"):
+        speclib.Deployment(cost_model=cost.cost_model(), attention="paper")
+    assert speclib.Deployment(cost_model=cost.cost_model(attention="paper")).attention == "paper"  # its own
     with pytest.raises(ValueError, match=r"^attention must be one of 'served', 'paper'"):
         capacity.max_batch(FLASH, B200, 4096, attention="uncompressed")

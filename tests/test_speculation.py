@@ -20,6 +20,9 @@ from speclib.core import cost
 from speclib.core import speculation as spec
 
 alpha, gamma, c = spec_forms.alpha, spec_forms.gamma, spec_forms.c
+#: The default model and chip priced as the paper prices them (every layer MLA
+#: over the whole context): the closed forms below are the paper's.
+PAPER = speclib.Deployment(attention="paper")
 N, C_0, C_v = spec_forms.N, spec_forms.C_0, spec_forms.C_v
 
 # --- symbolic: Leviathan et al. (2023) ---------------------------------------------
@@ -110,10 +113,10 @@ def test_optimal_gamma_equals_brute_force(a, B, S, c_draft):
     expected_gamma = int(np.argmax(table))
     runner_up = np.max(np.delete(table, expected_gamma))
     assert table[expected_gamma] - runner_up > 1e-9, "a near-tie would make the argmax ill-posed"
-    gamma_star, best = speclib.optimal_gamma(a, B, S, c_draft, gamma_max=64)
+    gamma_star, best = speclib.optimal_gamma(a, B, S, c_draft, gamma_max=64, deployment=PAPER)
     assert gamma_star == expected_gamma
     assert best == pytest.approx(table[expected_gamma], rel=1e-12)
-    np.testing.assert_allclose(speclib.speedup(a, np.arange(65), B, S, c_draft), table, rtol=1e-12)
+    np.testing.assert_allclose(speclib.speedup(a, np.arange(65), B, S, c_draft, deployment=PAPER), table, rtol=1e-12)
 
 
 def test_brute_force_points_cover_the_gutter():
@@ -123,7 +126,7 @@ def test_brute_force_points_cover_the_gutter():
 
 
 def test_gamma_max_bounds_the_search():
-    gamma_star, best = speclib.optimal_gamma(1.0, 1, 4096, 0.0, gamma_max=5)
+    gamma_star, best = speclib.optimal_gamma(1.0, 1, 4096, 0.0, gamma_max=5, deployment=PAPER)
     table = brute_force_speedups(1.0, 1, 4096, 0.0, 5)
     assert gamma_star == int(np.argmax(table)) and best == pytest.approx(table.max(), rel=1e-12)
     assert speclib.optimal_gamma(0.9, 100, 4096, 0.1, gamma_max=0) == (0, 1.0)
@@ -168,7 +171,7 @@ def test_optimal_gamma_broadcasts_over_alpha_and_batch():
 )
 def test_speedup_equals_sympy_evalf(a, g, B, S, c_draft):
     expected = speedup_by_evalf(a, g, B, S, c_draft)
-    assert speclib.speedup(a, g, B, S, c_draft) == pytest.approx(expected, rel=1e-11)
+    assert speclib.speedup(a, g, B, S, c_draft, deployment=PAPER) == pytest.approx(expected, rel=1e-11)
 
 
 # --- the paper's Figure 3 headline -----------------------------------------------
@@ -177,7 +180,7 @@ def test_speedup_equals_sympy_evalf(a, g, B, S, c_draft):
 def test_paper_gutter_at_small_batch_and_return_to_zero_at_large_batch():
     # Figure 3's defaults: S = 4,096, alpha = 75 %, drafter 10 %.
     B = np.geomspace(1, 30_000, 301)
-    gamma_star, best = speclib.optimal_gamma(0.75, B, 4096, 0.1)
+    gamma_star, best = speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=PAPER)
     small = B < 100
     zero = np.flatnonzero(small & (gamma_star == 0))
     assert zero.size > 0, "no gutter"
@@ -197,9 +200,10 @@ def test_zero_gamma_bands_on_a_made_up_sequence():
 
 def test_gamma_regions_match_a_brute_force_scan():
     batches = np.arange(1, 200)
-    regions = spec.gamma_regions(0.75, S=4096, c_draft=0.10, batches=batches)
+    regions = spec.gamma_regions(0.75, S=4096, c_draft=0.10, batches=batches, deployment=PAPER)
     # Brute force: speedup of every draft length, batch by batch.
-    best = [int(np.argmax([speclib.speedup(0.75, g, b, 4096, 0.10) for g in range(65)])) for b in batches]
+    best = [int(np.argmax([speclib.speedup(0.75, g, b, 4096, 0.10, deployment=PAPER) for g in range(65)]))
+            for b in batches]
     zero = [b for b, g in zip(batches, best) if g == 0]
     assert regions["gutters"] == [(float(min(zero)), float(max(zero)))]
     assert regions["best_gamma"] == max(best)
@@ -210,7 +214,7 @@ def test_gamma_regions_match_a_brute_force_scan():
 def test_gamma_regions_paper_headline():
     # The paper: at the Figure 3 defaults there is a gutter at small batch and
     # gamma* falls back to 0 at very large batch.
-    regions = spec.gamma_regions()
+    regions = spec.gamma_regions(deployment=PAPER)
     assert len(regions["gutters"]) == 1
     lo, hi = regions["gutters"][0]
     assert 1 < lo and hi < 42.7  # below the expert knee E/k

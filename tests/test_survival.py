@@ -21,6 +21,9 @@ from speclib.evidence import derivations
 from speclib.core import speculation
 from speclib.presentation.figures import acceptance_curves
 
+#: The acceptance chapter's figures and tables price DeepSeek-V4's attention as the paper does.
+PAPER = speclib.Deployment(attention="paper")
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "acceptance" / "survival.json"
 MTP = [0.779, 0.583, 0.444, 0.349, 0.279, 0.226, 0.185, 0.155]
 DECAYING = [0.9, 0.7, 0.7, 0.4, 0.1, 0.0]
@@ -246,12 +249,12 @@ def test_compare_survival_counts_are_consistent():
     summary = acceptance_curves.compare_survival(B=batches)
     curves = acc.load_survival_curves()
     for row, curve in zip(summary.rows, curves.values()):
-        g_m, s_m = speclib.optimal_gamma(curve, batches, 4096, 0.1)
-        g_i, s_i = speclib.optimal_gamma(curve.iid(), batches, 4096, 0.1)
+        g_m, s_m = speclib.optimal_gamma(curve, batches, 4096, 0.1, deployment=PAPER)
+        g_i, s_i = speclib.optimal_gamma(curve.iid(), batches, 4096, 0.1, deployment=PAPER)
         differs = np.count_nonzero(g_m != g_i)
         assert row[3] == f"{differs} of {len(batches)}" and int(row[5]) + int(row[6]) == differs
         assert row[7] == f"{np.max(1 - s_m / s_i):.1%}"
-        c = speculation.against_iid(curve, batches, 4096, 0.1)
+        c = speculation.against_iid(curve, batches, 4096, 0.1, deployment=PAPER)
         assert c["differs"] == differs and c["shortfall"] == np.max(1 - s_m / s_i)
         assert not row[7].startswith("-")  # at gamma* = 0 or 1 the two agree exactly
 
@@ -260,11 +263,12 @@ def test_the_chapter_figures_draw_speclibs_gamma_star_under_each_curve():
     d = acceptance_curves.survival_gamma_star.data(points=60)
     curves = acc.load_survival_curves()
     for key, curve in curves.items():
-        g, s = speclib.optimal_gamma(curve, d["B"], 4096, 0.10)
+        g, s = speclib.optimal_gamma(curve, d["B"], 4096, 0.10, deployment=PAPER)
         np.testing.assert_array_equal(d[f"{key}_measured_gamma"], g)
         # Brute force at one batch: the argmax over the curve's own draft lengths.
         b = d["B"][len(d["B"]) // 2]
-        best = int(np.argmax([speclib.speedup(curve, n, b, 4096, 0.10) for n in range(len(curve) + 1)]))
+        best = int(np.argmax([speclib.speedup(curve, n, b, 4096, 0.10, deployment=PAPER)
+                              for n in range(len(curve) + 1)]))
         assert best == d[f"{key}_measured_gamma"][len(d["B"]) // 2]
     ratio = acceptance_curves.survival_speedup_ratio.data(points=60)
     np.testing.assert_allclose(ratio["mtp_ratio_capped"], ratio["mtp_measured_speedup"] / ratio["mtp_capped_speedup"])
@@ -281,9 +285,10 @@ def test_the_iid_comparison_counts_what_the_chapter_states_by_brute_force():
         alpha = curve.values[0]
         jumps, top = [], 0
         for b in batches:
-            measured = int(np.argmax([speclib.speedup(curve, n, b, 4096, 0.1) for n in range(len(curve) + 1)]))
-            iid = int(np.argmax([speclib.speedup(curve.iid(), n, b, 4096, 0.1) for n in range(len(curve) + 1)]))
-            free = int(np.argmax([speclib.speedup(alpha, n, b, 4096, 0.1) for n in range(65)]))
+            drafts = range(len(curve) + 1)
+            measured = int(np.argmax([speclib.speedup(curve, n, b, 4096, 0.1, deployment=PAPER) for n in drafts]))
+            iid = int(np.argmax([speclib.speedup(curve.iid(), n, b, 4096, 0.1, deployment=PAPER) for n in drafts]))
+            free = int(np.argmax([speclib.speedup(alpha, n, b, 4096, 0.1, deployment=PAPER) for n in range(65)]))
             top = max(top, free)
             if abs(measured - iid) > 1:
                 jumps.append(b)

@@ -35,11 +35,15 @@ def test_a_move_redraws_once_with_speclibs_numbers():
     before = w.image.value
     w.controls["S"].value = 1024  # as a reader moving the slider
     assert w.image.value != before
-    np.testing.assert_allclose(w.data["total"], speclib.marginal_cost(w.data["B"], 1024, 0.1)["total"], rtol=1e-12)
+    paper = dict(attention="paper")  # the paper's figures price DeepSeek-V4's attention as the paper does
+    np.testing.assert_allclose(w.data["total"], speclib.marginal_cost(w.data["B"], 1024, 0.1, **paper)["total"],
+                               rtol=1e-12)
     w.update(S=2048, c_draft=0.3)
-    np.testing.assert_allclose(w.data["total"], speclib.marginal_cost(w.data["B"], 2048, 0.3)["total"], rtol=1e-12)
+    np.testing.assert_allclose(w.data["total"], speclib.marginal_cost(w.data["B"], 2048, 0.3, **paper)["total"],
+                               rtol=1e-12)
     g = draft_length.optimal_gamma.widget().update(alpha=0.6, S=16384).data
-    np.testing.assert_array_equal(g["gamma_star"], speclib.optimal_gamma(0.6, g["B"], 16384, 0.1)[0])
+    np.testing.assert_array_equal(g["gamma_star"], speclib.optimal_gamma(
+        0.6, g["B"], 16384, 0.1, deployment=speclib.Deployment(**paper))[0])
 
 
 def test_unknown_control_is_rejected():

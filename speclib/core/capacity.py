@@ -42,6 +42,7 @@ import numpy as np
 from .._checks import checked_array, checked_choice, checked_int, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
+from .cost import DEFAULT_ATTENTION
 from .layout import Layout, cache_share
 
 
@@ -85,14 +86,15 @@ def weight_bytes(model=None) -> float:
 
 
 #: Which KV cache a sequence keeps: ``"served"``, the cache as the model
-#: serves it (DeepSeek-V4's compressed, the default: what memory holds), or
+#: serves it (DeepSeek-V4's compressed, the default of every entry point,
+#: :data:`speclib.core.cost.DEFAULT_ATTENTION`: what memory holds), or
 #: ``"paper"``, a full-context cache in every attention layer, the cache the
 #: paper's ledger prices the reads of (:data:`speclib.core.cost.ATTENTIONS`).
 #: A model without compressed layers keeps the same cache either way.
 KV_MODELS = ("served", "paper")
 
 
-def layout_arguments(model, attention: str = "served") -> tuple:
+def layout_arguments(model, attention: str = DEFAULT_ATTENTION) -> tuple:
     """The arguments of the printed ``sequence_bytes`` after S, for ``model``
     (a preset or its name): layer counts, bytes and ratios of its caches,
     as served or as the paper prices them (:data:`KV_MODELS`)."""
@@ -112,7 +114,7 @@ def layout_arguments(model, attention: str = "served") -> tuple:
             lay["window"], window)
 
 
-def sequence_bytes(context, model=None, *, attention: str = "served"):
+def sequence_bytes(context, model=None, *, attention: str = DEFAULT_ATTENTION):
     """Bytes one sequence keeps at ``context`` cached tokens, over all layers
     (caches and states; see the module notes), as served or as the paper
     prices its cache (:data:`KV_MODELS`); broadcasts."""
@@ -131,7 +133,7 @@ class _PlainLayout:
     model: object
     hardware: object
     tp: int
-    attention: str = "served"
+    attention: str = DEFAULT_ATTENTION
     reserve: float = DEFAULT_RESERVE
     engine: str = "vLLM"
     rollback: str = "snapshot"
@@ -147,7 +149,7 @@ class _PlainLayout:
         return deployment_memory(self, context, gamma, reserve=reserve)
 
 
-def _plain(model, hardware, tp, attention="served", reserve=None, dp_attention=False) -> _PlainLayout:
+def _plain(model, hardware, tp, attention=DEFAULT_ATTENTION, reserve=None, dp_attention=False) -> _PlainLayout:
     """``model`` on ``tp`` GPUs of ``hardware`` under plain tensor parallelism
     (or with its attention split by sequence, ``dp_attention``)."""
     m, hw = resolve(model, hardware)
@@ -155,7 +157,7 @@ def _plain(model, hardware, tp, attention="served", reserve=None, dp_attention=F
                         dp_attention=bool(dp_attention) and int(tp) > 1)
 
 
-def memory_per_gpu(batch, context, model=None, tp=1, *, hardware=None, attention="served"):
+def memory_per_gpu(batch, context, model=None, tp=1, *, hardware=None, attention=DEFAULT_ATTENTION):
     """Bytes each of ``tp`` GPUs holds for ``batch`` sequences at ``context``
     under plain tensor parallelism (:meth:`speclib.Deployment.memory`)."""
     B = checked_array("batch", batch, lo=0)
@@ -165,8 +167,8 @@ def memory_per_gpu(batch, context, model=None, tp=1, *, hardware=None, attention
     return scalar_or_array(parts["per_gpu_weights"] + B * parts["per_sequence"])
 
 
-def max_batch(model=None, hardware=None, context=4096, tp=None, *, reserve=DEFAULT_RESERVE, attention="served",
-              deployment=None, gamma=0):
+def max_batch(model=None, hardware=None, context=4096, tp=None, *, reserve=DEFAULT_RESERVE,
+              attention=DEFAULT_ATTENTION, deployment=None, gamma=0):
     """The largest batch of sequences at ``context`` cached tokens that
     ``tp`` GPUs of ``hardware`` hold under plain tensor parallelism (an MLA
     latent whole on every GPU, a GQA cache split by KV head down to one

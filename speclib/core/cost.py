@@ -59,13 +59,22 @@ class Roofline:
 ROOFLINES = {"gemm": Roofline("gemm", 1), "moe": Roofline("moe", 1), "attn": Roofline("attn", 3),
              "served_attn": Roofline("served_attn", 3)}
 
-#: How the ledger prices DeepSeek-V4's attention: ``"paper"``, every layer as
-#: MLA over the whole context, as the paper does (the default, so that its
-#: numbers reproduce); ``"served"``, each layer over the context its
-#: compression ratio in the published config leaves it
-#: (:data:`speclib.formulas.cost.served_attn_cost_expr`). A model without
-#: compressed layers is priced the same either way.
+#: How the ledger prices DeepSeek-V4's attention: ``"served"``, each layer
+#: over the context its compression ratio in the published config leaves it
+#: (:data:`speclib.formulas.cost.served_attn_cost_expr`), as an engine serves
+#: it; ``"paper"``, every layer as MLA over the whole context, as the paper
+#: prices it (what reproduces the paper's figures and numbers, named where
+#: they are computed). A model without compressed layers is priced the same
+#: either way.
 ATTENTIONS = ("paper", "served")
+
+#: The one default of every entry point (the ledger, the whole step, the
+#: memory a deployment holds, :class:`speclib.Deployment`, the ``speclib``
+#: command): DeepSeek-V4's attention as served, what a deployment runs.
+DEFAULT_ATTENTION = "served"
+
+#: Each pricing in words, as the ``speclib`` command's header lines say it.
+ATTENTION_WORDS = {"served": "attention as served", "paper": "attention as the paper prices it"}
 
 
 def check_attention(value) -> str:
@@ -147,7 +156,7 @@ class CostModel:
     ``attention``: :data:`ATTENTIONS`.
     """
 
-    def __init__(self, model, hardware, query_bytes: bool = False, attention: str = "paper"):
+    def __init__(self, model, hardware, query_bytes: bool = False, attention: str = DEFAULT_ATTENTION):
         self.model = model
         self.hardware = hardware
         self.query_bytes = query_bytes
@@ -216,7 +225,8 @@ class CostModel:
 _cache: dict = {}
 
 
-def cost_model(model=None, hardware=None, query_bytes: bool = False, attention: str = "paper") -> CostModel:
+def cost_model(model=None, hardware=None, query_bytes: bool = False,
+               attention: str = DEFAULT_ATTENTION) -> CostModel:
     """The (cached) :class:`CostModel` for a model/hardware pair;
     ``attention``: :data:`ATTENTIONS`."""
     model, hardware = resolve(model, hardware)
@@ -238,7 +248,7 @@ def check_draft_cost(c_value):
     return checked_array("c_draft", c_value, lo=0)
 
 
-def _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width, attention="paper"):
+def _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width, attention=DEFAULT_ATTENTION):
     B_arr, S_arr, c_arr = check_batch(B), check_context(S), check_draft_cost(c_draft)
     width = checked_array("verify_width", verify_width, lo=1)
     cm = cost_model(model, hardware, query_bytes, attention)
@@ -261,7 +271,7 @@ def _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width, attention
 
 
 def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, query_bytes: bool = False, verify_width=2,
-                  attention: str = "paper"):
+                  attention: str = DEFAULT_ATTENTION):
     """Cost of one speculated token as a multiple of a token already in the batch.
 
     Returns a dict of arrays (broadcast over ``B``, ``S``, ``c_draft``):
@@ -272,8 +282,8 @@ def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, query_bytes: 
     component's share of a plain decode step's cost, plus the drafter.
     The FFN key is ``moe`` for dense models too. ``query_bytes=False`` follows
     the paper's ledger, which leaves the query bytes out of attention's cost;
-    ``attention="served"`` prices DeepSeek-V4's attention as served
-    (:data:`ATTENTIONS`).
+    DeepSeek-V4's attention is priced as served unless ``attention="paper"``
+    (:data:`ATTENTIONS`, :data:`DEFAULT_ATTENTION`).
     """
     slopes, shares, c_arr = _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width, attention)
     out = {name: scalar_or_array(slopes[name]) for name in COMPONENTS}
@@ -283,7 +293,7 @@ def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, query_bytes: 
 
 
 def verify_price(B, S, c_draft=0.1, gamma=1, model=None, hardware=None, *, query_bytes: bool = False,
-                 attention: str = "paper"):
+                 attention: str = DEFAULT_ATTENTION):
     """What a draft of ``gamma`` tokens costs per drafted token, as a multiple
     of a real token, on the paper's per-layer ledger: the whole verify's cost
     above a plain decode step, (C_verify(B, gamma + 1, S) - C_0) / (gamma C_0),
@@ -309,7 +319,7 @@ def verify_price(B, S, c_draft=0.1, gamma=1, model=None, hardware=None, *, query
             "total": scalar_or_array(nf.verify_price(C_0, C_v, c_arr, g))}
 
 
-def cost_shares(B, S, model=None, hardware=None, *, query_bytes: bool = False, attention: str = "paper"):
+def cost_shares(B, S, model=None, hardware=None, *, query_bytes: bool = False, attention: str = DEFAULT_ATTENTION):
     """Each component's share of a plain decode step's cost (sums to 1)."""
     _, shares, _ = _ledger(B, S, 0.0, model, hardware, query_bytes, 2, attention)
     return {name: scalar_or_array(v) for name, v in shares.items()}

@@ -72,11 +72,14 @@ class Deployment:
     position, as vLLM and SGLang do (:data:`speclib.core.step.DEFAULT_ROLLBACK`);
     ``"none"`` leaves it out, as the sequel's simulator does. ``attention``:
     how DeepSeek-V4's attention is priced and held
-    (:data:`speclib.core.cost.ATTENTIONS`): ``"paper"``, every layer as MLA
-    over the whole context (the paper's pricing, the default), or
-    ``"served"``, compressed as the published config serves it, alike in the
-    ledger, the whole step, the calibrated step and the memory
-    :meth:`max_batch` counts. ``comm_latency``: with an expert-parallel
+    (:data:`speclib.core.cost.ATTENTIONS`): ``"served"``, compressed as the
+    published config serves it (the default of every entry point,
+    :data:`speclib.core.cost.DEFAULT_ATTENTION`), or ``"paper"``, every layer
+    as MLA over the whole context (the paper's pricing, named where the
+    paper's figures are reproduced), alike in the ledger, the whole step, the
+    calibrated step and the memory :meth:`max_batch` counts; with a
+    ``cost_model``, the cost model's own (the repr always says which).
+    ``comm_latency``: with an expert-parallel
     ``cost_model`` (:func:`speclib.core.parallel.expert_parallel_cost_model`),
     price its all-to-all with its interconnect's latency (True) or by
     bandwidth alone (False); None keeps the cost model's own choice.
@@ -110,7 +113,7 @@ class Deployment:
     cost_model: object = None
     reserve: float | None = _capacity.DEFAULT_RESERVE
     rollback: str = _step.DEFAULT_ROLLBACK
-    attention: str = "paper"
+    attention: str | None = None
     comm_latency: bool | None = None
     ep: int = 1
     dp_attention: bool = False
@@ -123,6 +126,8 @@ class Deployment:
         put("roofline", _step.check_roofline(self.roofline))
         put("spec_overlap", _overlap.check_spec_overlap(self.spec_overlap))
         put("rollback", _step.check_rollback(self.rollback))
+        if self.attention is None:  # the default of every entry point, or the cost model's own
+            put("attention", _cost.DEFAULT_ATTENTION if self.cost_model is None else _own_attention(self.cost_model))
         put("attention", _cost.check_attention(self.attention))
         put("step_time", _cal.check_step_time(self.step_time))
         put("tp", checked_int("tp", self.tp, lo=1, hi=_capacity.MAX_TP))
@@ -205,9 +210,10 @@ class Deployment:
         if self.query_bytes:
             raise ValueError("query_bytes must be False with cost_model (the cost model already fixes whether the "
                              "query bytes count)")
-        if self.attention != "paper":
-            raise ValueError("attention must be 'paper' with cost_model (the cost model already fixes how it prices "
-                             "attention)")
+        own = _own_attention(self.cost_model)
+        if self.attention != own:
+            raise ValueError(f"attention must be {own!r} with cost_model (the cost model already fixes how it prices "
+                             "attention: leave attention out)")
 
     # --- what it prices ---------------------------------------------------------------
     @property
@@ -392,11 +398,18 @@ class Deployment:
                 parts.append(f"{f.name}={value.name!r}")
             elif f.name == "routing" and value is not None:
                 parts.append(f"routing=<{len(value)} shares>")
-            elif f.name in ("model", "hardware") or _hashable(value) == _hashable(f.default):
+            elif f.name in ("model", "hardware") or (_hashable(value) == _hashable(f.default)
+                                                     and f.name != "attention"):
                 continue
             else:
                 parts.append(f"{f.name}={value!r}")
         return f"Deployment({', '.join(parts)})"
+
+
+def _own_attention(cost_model) -> str:
+    """How a cost model prices DeepSeek-V4's attention (one that does not say:
+    as the paper's ledger does)."""
+    return getattr(cost_model, "attention_kind", "paper")
 
 
 def _hashable(value):

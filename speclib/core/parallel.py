@@ -98,10 +98,11 @@ class ExpertParallelCostModel(CostModel):
     """
 
     def __init__(self, model, hardware, G: int, interconnect_preset, query_bytes: bool = False,
-                 *, dispatch_bytes: float = 1.0, combine_bytes: float = 2.0, latency: bool = True):
+                 *, dispatch_bytes: float = 1.0, combine_bytes: float = 2.0, latency: bool = True,
+                 attention: str = _cost.DEFAULT_ATTENTION):
         if not model.ffn.is_moe:
             raise ValueError(f"expert parallelism needs a mixture-of-experts model; {model.name} has a dense FFN")
-        super().__init__(model, hardware, query_bytes)
+        super().__init__(model, hardware, query_bytes, attention)
         ffn = model.ffn
         self.G = check_gpus(G, ffn.n_routed)
         #: None: a free network (the all-to-all costs nothing).
@@ -144,7 +145,8 @@ class ExpertParallelCostModel(CostModel):
             return self
         return expert_parallel_cost_model(self.model, self.hardware, self.G, self.interconnect,
                                           query_bytes=self.query_bytes, dispatch_bytes=self.dispatch_bytes,
-                                          combine_bytes=self.combine_bytes, latency=latency)
+                                          combine_bytes=self.combine_bytes, latency=latency,
+                                          attention=self.attention_kind)
 
     # costs -------------------------------------------------------------------
     def comm_latency(self, tokens=0.0):
@@ -211,22 +213,26 @@ def network(hardware, interconnect):
 
 def expert_parallel_cost_model(model=None, hardware=None, G: int = 8, interconnect=None, *, query_bytes: bool = False,
                                dispatch_bytes: float = 1.0, combine_bytes: float = 2.0,
-                               latency: bool = True) -> ExpertParallelCostModel:
+                               latency: bool = True,
+                               attention: str = _cost.DEFAULT_ATTENTION) -> ExpertParallelCostModel:
     """The (cached) :class:`ExpertParallelCostModel` of ``model`` on
     ``hardware`` with experts over ``G`` GPUs joined by ``interconnect``: a
     preset or its name, :data:`FREE_NETWORK` for no link cost, or None for the
     scale-up network the chip preset names (:func:`speclib.presets.default_interconnect`).
     ``latency``: price the all-to-all with its messages' latency (the
     interconnect preset's; refused, naming the field, for one without) or,
-    False, by bandwidth alone. Pass it as ``Deployment(cost_model=...)`` to
-    :func:`speclib.speedup` and the rest for what the wrappers below leave
-    out (``query_bytes``, ``latency``)."""
+    False, by bandwidth alone. ``attention``: DeepSeek-V4's attention as
+    served or as the paper prices it (:data:`speclib.core.cost.ATTENTIONS`).
+    Pass it as ``Deployment(cost_model=...)`` to :func:`speclib.speedup` and
+    the rest for what the wrappers below leave out (``query_bytes``,
+    ``latency``, ``attention``)."""
     model, hardware = resolve(model, hardware)
     net = network(hardware, interconnect)
-    key = (model, hardware, G, net, bool(query_bytes), dispatch_bytes, combine_bytes, latency)
+    attention = _cost.check_attention(attention)
+    key = (model, hardware, G, net, bool(query_bytes), dispatch_bytes, combine_bytes, latency, attention)
     if key not in _cache:
         _cache[key] = ExpertParallelCostModel(model, hardware, G, net, query_bytes, dispatch_bytes=dispatch_bytes,
-                                              combine_bytes=combine_bytes, latency=latency)
+                                              combine_bytes=combine_bytes, latency=latency, attention=attention)
     return _cache[key]
 
 

@@ -52,7 +52,6 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import checked_array, checked_int, scalar_or_array
-from ..presets import resolve
 from . import acceptance as _acc
 from . import calibrated as _cal
 from . import capacity as _capacity
@@ -366,20 +365,25 @@ def against_iid(curve, B, S, c_draft=None, *, deployment=None) -> dict:
             "iid_gamma": g_iid[worst]}
 
 
-def routing_skew(B, S, model=None, hardware=None, *, drafter=None, c_draft=None, alpha=None, popularity=None,
-                 gamma_max: int = 16) -> dict:
+def routing_skew(B, S, deployment=None, *, alpha=None, popularity=None, gamma_max: int = 16) -> dict:
     """What skewed expert routing does against uniform routing at the batches
-    ``B`` (an array): under each (keys ending ``_uniform`` and ``_skewed``;
-    ``popularity`` None for the measured one), the routed experts per layer a
-    plain step reads (``experts_``), a verify of 2 positions over a plain
-    step (``tax_``), gamma* and its speedup (``gamma_``, ``speedup_``).
-    ``alpha`` None: the drafter preset's measured survival."""
-    model, hardware = resolve(model, hardware)
+    ``B`` (an array) for ``deployment`` (its model, chip, drafter or
+    ``c_draft`` and attention; None: the default one): under each (keys
+    ending ``_uniform`` and ``_skewed``; ``popularity`` None for the measured
+    one), the routed experts per layer a plain step reads (``experts_``), a
+    verify of 2 positions over a plain step (``tax_``), gamma* and its
+    speedup (``gamma_``, ``speedup_``). ``alpha`` None: the drafter preset's
+    measured survival."""
+    dep = deployment_of(deployment)
+    model = dep.model
+    if model is None:
+        raise ValueError("deployment: routing skew prices a model's experts; give the deployment a model and "
+                         "hardware, not a cost_model")
     routings = {"uniform": np.full(model.ffn.n_routed, 1.0 / model.ffn.n_routed),
                 "skewed": _moe.measured_popularity() if popularity is None else popularity}
     out = {}
     for key, routing in routings.items():
-        pr = Deployment(model, hardware, routing=routing, drafter=drafter, c_draft=c_draft).pricing()
+        pr = dep.replace(routing=routing).pricing()
         out[f"experts_{key}"] = pr.step_model.experts_touched(B, np.asarray(1.0))
         out[f"tax_{key}"] = pr.step_model.time(B, 2.0, S) / pr.step_model.time(B, 1.0, S)
         out[f"gamma_{key}"], out[f"speedup_{key}"] = best_gamma(pr, alpha, B, np.full(B.shape, float(S)), gamma_max)

@@ -12,7 +12,7 @@ from .._checks import checked_array, checked_choice
 from ..formulas import numpy_functions as nf
 from ..presets import StepArchitecture, resolve
 from . import moe as _moe
-from .cost import served_layers
+from .cost import DEFAULT_ATTENTION, served_layers
 
 
 #: How a step's components compose into its time.
@@ -238,9 +238,9 @@ ATTENTIONS = ("paper", "served")
 
 def step_model(model=None, hardware=None, *, roofline: str = "per-component", expert_count: str = "top-k",
                linear_attention_flops: bool = False, routing=None, rollback: str = "none",
-               attention: str = "paper") -> StepModel:
+               attention: str = DEFAULT_ATTENTION) -> StepModel:
     """The (cached) :class:`StepModel` of a whole ``model`` on ``hardware``;
-    ``attention``: :data:`ATTENTIONS`."""
+    ``attention``: :data:`ATTENTIONS` (as served unless ``"paper"``)."""
     model, hardware = resolve(model, hardware)
     served = (served_attention_constants(model) if checked_choice("attention", attention, ATTENTIONS) == "served"
               else None)
@@ -264,7 +264,8 @@ def step_time(B, T, S, model=None, hardware=None, *, roofline: str = "per-compon
     """Seconds of one forward step of the whole ``model`` over ``B`` sequences
     of ``T`` positions each at context ``S``; broadcasts. ``routing``: a
     measured expert popularity instead of uniform routing. ``rollback``: see
-    :data:`ROLLBACKS`."""
+    :data:`ROLLBACKS`. DeepSeek-V4's attention as served
+    (:func:`step_model` prices it as the paper does with ``attention="paper"``)."""
     B_arr = checked_array("B", B, lo=0, lo_open=True)
     T_arr = checked_array("T", T, lo=1, integer=True)
     S_arr = checked_array("S", S, lo=0)

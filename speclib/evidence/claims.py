@@ -189,7 +189,7 @@ def hca_attention_speedup_band(alpha=FIG3_ACCEPTANCE, c_draft=0.0, model=None, h
     if contexts is None:
         contexts = np.arange(500.0, 1_000_001.0, 500.0)
     model, hardware = presets.resolve(model, hardware)
-    cm = cost.cost_model(model, hardware, query_bytes=True)
+    cm = cost.cost_model(model, hardware, query_bytes=True, attention="paper")  # MLA over the HCA context, by hand
     gammas = np.arange(gamma_max + 1, dtype=float)[:, None]
     S_eff = np.asarray(contexts, dtype=float) / model.attention.hca_ratio
     c0 = cm.attention(1.0, 1.0, S_eff)
@@ -444,12 +444,13 @@ def _ledger():
     m = presets.DEEPSEEK_V4_FLASH
     hw = presets.B200
     S = 8192
-    yield _ours("ledger.r_moe_b1", cost.marginal_cost(1, S, 0.0, m, hw)["moe"])
-    yield _ours("ledger.r_moe_b1_no_shared", cost.marginal_cost(1, S, 0.0, _no_shared_expert(m), hw)["moe"])
+    paper = dict(attention="paper")  # the paper's ledger, every layer MLA over the whole context
+    yield _ours("ledger.r_moe_b1", cost.marginal_cost(1, S, 0.0, m, hw, **paper)["moe"])
+    yield _ours("ledger.r_moe_b1_no_shared", cost.marginal_cost(1, S, 0.0, _no_shared_expert(m), hw, **paper)["moe"])
     knee = float(moe_forms.expert_knee_expr.subs({moe_forms.k: m.ffn.top_k, moe_forms.E: m.ffn.n_routed}))
-    yield _ours("ledger.r_moe_past_knee", cost.marginal_cost(10 * knee, S, 0.0, m, hw)["moe"], batch=10 * knee)
+    yield _ours("ledger.r_moe_past_knee", cost.marginal_cost(10 * knee, S, 0.0, m, hw, **paper)["moe"], batch=10 * knee)
     batch = math.ceil(moe.knees(m, hw)["moe_ridge"])
-    yield _ours("ledger.r_moe_compute_bound", cost.marginal_cost(batch, S, 0.0, m, hw)["moe"], batch=batch)
+    yield _ours("ledger.r_moe_compute_bound", cost.marginal_cost(batch, S, 0.0, m, hw, **paper)["moe"], batch=batch)
     proj_knee = _positive_root(
         (cost_forms.gemm_compute_expr - cost_forms.gemm_memory_expr).subs(
             {cost_forms.W: m.attn_proj_params, cost_forms.b_w: m.proj_weight_bytes, cost_forms.R: hw.ridge(m.proj_precision)}
@@ -458,13 +459,13 @@ def _ledger():
     )
     yield _ours("ledger.proj_knee", proj_knee)
     below, above = math.floor(proj_knee), math.ceil(proj_knee)
-    before, after = cost.marginal_cost(np.array([below, above]), S, 0.0, m, hw)["attn_proj"]
+    before, after = cost.marginal_cost(np.array([below, above]), S, 0.0, m, hw, **paper)["attn_proj"]
     yield _holds("ledger.proj_step", before == 0 and after == 1, before=before, after=after, below=below, above=above)
     yield _ours("ledger.attention_crossover", attention.compute_bound_width(m, hw))
     B = np.geomspace(1, 30_000, 60)[:, None]
     contexts = np.array([512.0, 8192.0, 131072.0])[None, :]
-    r_attn = cost.marginal_cost(B, contexts, 0.0, m, hw)["attention"]
-    r_attn_q = cost.marginal_cost(B, contexts, 0.0, m, hw, query_bytes=True)["attention"]
+    r_attn = cost.marginal_cost(B, contexts, 0.0, m, hw, **paper)["attention"]
+    r_attn_q = cost.marginal_cost(B, contexts, 0.0, m, hw, query_bytes=True, **paper)["attention"]
     yield _holds("ledger.first_speculated_full_price", bool(np.all(r_attn == 1) and np.all(r_attn_q == 1)),
                  r_attn_served=lambda: float(cost.marginal_cost(1.0, 8192.0, 0.0, m, hw, attention="served")["attention"]))
 
@@ -498,10 +499,13 @@ EP_BATCH = 8
 
 def _expert_parallelism():
     m, hw = presets.DEEPSEEK_V4_FLASH, presets.B200
-    one = _parallel.marginal_cost(EP_BATCH, FIG3_CONTEXT, 0.0, m, hw, G=1)["moe"]
-    spread = _parallel.marginal_cost(EP_BATCH, FIG3_CONTEXT, 0.0, m, hw, G=EP_GPUS)["moe"]
+    def ledger(G):  # the paper's ledger, every layer MLA over the whole context
+        return _parallel.ledger(_parallel.expert_parallel_cost_model(m, hw, G, attention="paper"), EP_BATCH,
+                                FIG3_CONTEXT, 0.0)
+
+    one, spread = ledger(1)["moe"], ledger(EP_GPUS)["moe"]
     yield _holds("ep.tax_shrinks", spread < one, batch=EP_BATCH, gpus=EP_GPUS, r_one=one, r_spread=spread)
-    cm = _parallel.expert_parallel_cost_model(m, hw, EP_GPUS)
+    cm = _parallel.expert_parallel_cost_model(m, hw, EP_GPUS, attention="paper")
     yield _holds("ep.comm_does_not_amortise", parallel_forms.comm_slope_expr == 1, gpus=EP_GPUS,
                  network=cm.interconnect.name, latency_us=cm.interconnect.latency * 1e6,
                  slope_one=float(cm.comm_slope(1.0)), crossover=cm.latency_crossover())

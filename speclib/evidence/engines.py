@@ -136,16 +136,25 @@ def alpha_from_accept_length(accept_length: float, gamma: int) -> float:
 
 
 # --- pricing a run ----------------------------------------------------------------------
+#: How the runs' DeepSeek-V4 attention is priced: as served (compressed as its
+#: published config serves it, each verified position reading its own sparse
+#: selection), since the engines measured ran it so; the calibrated step's
+#: fit prices the runs it is fitted on the same way
+#: (:class:`speclib.evidence.step_features.SpecSteps`).
+ATTENTION = "served"
 
 
 def _ledger(r: EngineRun):
     """The per-GPU ledger of the run's deployment. Its all-to-all is priced
     by bandwidth alone: the calibrated step fitted on these runs adds a fixed
-    time per step of its own, which takes up the all-to-all's latency too."""
+    time per step of its own, which takes up the all-to-all's latency too.
+    DeepSeek-V4's attention is priced as the paper prices it, as the step fit
+    prices these runs (:data:`ATTENTION`)."""
     if r.expert_parallel:
         return _par.expert_parallel_cost_model(r.model, r.hardware, G=r.gpus,
-                                               interconnect=r.deployment["interconnect"], latency=False)
-    return _cost.cost_model(*resolve(r.model, r.hardware), False)
+                                               interconnect=r.deployment["interconnect"], latency=False,
+                                               attention=ATTENTION)
+    return _cost.cost_model(*resolve(r.model, r.hardware), False, ATTENTION)
 
 
 def _seconds_per_layer_cost(r: EngineRun) -> float:
@@ -163,7 +172,7 @@ def _pricing(r: EngineRun, how: str, fixed_s: float = 0.0):
         if r.expert_parallel:
             return _spec.LedgerPricing(_cal.CalibratedLedger(_ledger(r), per_token=per_token), drafter)
         model, hw = resolve(r.model, r.hardware)
-        step = Deployment(model, hw, tp=r.gpus, attention="served").parallel_step()  # as the engine served it
+        step = Deployment(model, hw, tp=r.gpus, attention=ATTENTION).parallel_step()
         engine = {"TensorRT-LLM": "TRT"}.get(r.engine, r.engine)
         target = _cal.CalibratedStepModel(step, hw, engine=engine if engine in _cal.ENGINES else _cal.DEFAULT_ENGINE,
                                           per_token=per_token)

@@ -121,10 +121,10 @@ DRAFTER_LAYER_COSTS = True
 #: a rejected draft (:mod:`speclib.core.step`): vLLM and SGLang keep a snapshot
 #: per verified position, and a Deployment prices it so by default.
 ENGINE_ROLLBACK = "snapshot"
-#: How the measured runs' attention is priced: as served (DeepSeek-V4's
-#: compressed attention as its published config serves it, and each verified
-#: position's own sparse selection), since the engines measured ran it so.
-RUN_ATTENTION = "served"
+#: How a measured run's attention is priced in the fit: as its engine served it
+#: (DeepSeek-V4's compressed attention as its published config serves it, and
+#: each verified position's own sparse selection; :data:`speclib.evidence.engines.ATTENTION`).
+RUN_ATTENTION = _eng.ATTENTION
 #: Engines named in the measured data, as the calibration names them (an
 #: engine not named here takes vLLM's fixed time).
 ENGINE_KEYS = {"vLLM": "vLLM", "SGLang": "SGLang", "TensorRT-LLM": "TRT", "TRT": "TRT"}

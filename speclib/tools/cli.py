@@ -340,6 +340,7 @@ def run_gamma(args, out) -> int:
             "draft_cost": c_draft,
             "gamma_max": searched,
             "query_bytes": args.query_bytes,
+            "attention": deployment.attention,
             "gamma_star": gamma_star,
             "speedup": speedup,
             "marginal_cost": costs,
@@ -354,7 +355,7 @@ def run_gamma(args, out) -> int:
     rows.append(("drafter", f"{costs['drafter']:.3f}", "-"))
     rows.append(("total", f"{costs['total']:.3f}", "1.000"))
     lines = [
-        f"{model.name} on {chip.name}",
+        f"{model.name} on {chip.name}, {_cost.ATTENTION_WORDS[deployment.attention]}",
         f"  batch {_exact(args.batch)}, context {_exact(args.seq)} tokens, "
         f"{f'acceptance {args.alpha:g}' if curve is None else _acceptance_label(args, priced)}, "
         f"drafter {c_draft:g} x a step",
@@ -489,6 +490,7 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
             "alpha": args.alpha, "acceptance": ("i.i.d." if args.alpha is not None else "measured" if curve is None
                                                 else [float(x) for x in curve.values]),
             "drafter": priced.drafter.name, "roofline": args.roofline, "step_time": str(args.step_time), "tp": args.tp,
+            "attention": deployment.attention,
             "gamma_max": searched,
             "gamma_star": gamma_star, "speedup": speedup,
             **({"speedup_interval_80": [float(interval.lo), float(interval.hi)]} if interval is not None else {}),
@@ -513,7 +515,8 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
                 if priced.step_model.per_position or priced.step_model.per_draft_pass else ""))
     where = chip.name if args.tp == 1 else f"{args.tp} x {chip.name} (tensor parallel)"
     lines = [
-        f"{model.name} on {where}, the whole model's step ({clock})",
+        f"{model.name} on {where}, the whole model's step ({clock}), "
+        f"{_cost.ATTENTION_WORDS[deployment.attention]}",
         f"  batch {_exact(args.batch)}, context {_exact(args.seq)} tokens, {_acceptance_label(args, priced)}",
         "",
         f"  gamma*      {gamma_star}   ({verdict}; searched 0..{searched})",
@@ -542,6 +545,8 @@ SWEEP_COLUMNS = ("model", "hardware", "batch", "seq", "alpha", "draft_cost", "ga
 #: context (weights plus caches, --tp GPUs, --reserve kept free) and the
 #: largest batch that does (empty when the model lacks the totals).
 CAPACITY_COLUMNS = ("fits", "max_batch")
+#: The last column: how DeepSeek-V4's attention was priced and held (--attention).
+ATTENTION_COLUMNS = ("attention",)
 #: Appended last where a row is priced whole with a memory check, which
 #: reads its batch as a concurrency: the sequences running at gamma_star (no
 #: more than max_batch; the rest queued).
@@ -678,7 +683,7 @@ def run_sweep(args, out) -> int:
     bounded = running_cells(rows, _deployment(args, models[0], chips[0]))
     queues = any(b is not None for b in bounded)
     columns = (SWEEP_COLUMNS + (("drafter", "roofline") if priced else ()) + (("step_time", "tp") if clock else ())
-               + CAPACITY_COLUMNS + (RUNNING_COLUMNS if queues else ()))
+               + CAPACITY_COLUMNS + ATTENTION_COLUMNS + (RUNNING_COLUMNS if queues else ()))
 
     def cells(a, c, exact):
         alpha_text = "measured" if a is None else (_exact(a) if exact else f"{a:g}")
@@ -693,6 +698,7 @@ def run_sweep(args, out) -> int:
         row += (d or "constant", args.roofline) if priced else ()
         row += (str(args.step_time), str(args.tp)) if clock else ()
         row += ("" if fits is None else str(fits).lower(), "" if limit is None else str(limit))
+        row += (args.attention,)
         row += (("" if held is None else _exact(held)),) if queues else ()
         text_rows.append(row)
 
@@ -702,7 +708,7 @@ def run_sweep(args, out) -> int:
             writer.writerow(columns)
             writer.writerows(text_rows)
         else:
-            align = "llrrrrrr" + "ll" * priced + "lr" * clock + "lr" + "r" * queues
+            align = "llrrrrrr" + "ll" * priced + "lr" * clock + "lr" + "r" + "r" * queues
             stream.write(format_table(columns, text_rows, align=align) + "\n")
 
     if args.output is None:
@@ -862,6 +868,7 @@ def run_schedule(args, out) -> int:
         raise UsageError(_speclib_error(exc)) from None
     _note(_schedule_queue_line(deployment, args.max_batch, sched), "schedule")
     if args.engine == "vllm":  # JSON has no comments: what the header would say goes to standard error
+        sys.stderr.write(f"speclib schedule: {_schedule.header_line(sched)}\n")
         for warning in sched.warnings:
             sys.stderr.write(f"speclib schedule: warning: {warning}\n")
         for note in notes:
@@ -1064,10 +1071,11 @@ examples:
 
 output columns: model, hardware, batch, seq, alpha, draft_cost, gamma_star, speedup,
 then drafter, roofline (whole-step pricing), step_time, tp (--step-time calibrated or --tp),
-and last fits, max_batch (whether the deployment holds the batch at that context while
+then fits, max_batch (whether the deployment holds the batch at that context while
 drafting gamma_star tokens, and the largest batch it holds so: the --tp/--ep/--dp-attention
-layout, the draft's cache slots, rollback states and the drafter counted). CSV numbers are
-written so that they read back exactly.
+layout, the draft's cache slots, rollback states and the drafter counted), and last
+attention (served or paper: how DeepSeek-V4's attention was priced, --attention). CSV
+numbers are written so that they read back exactly.
 """
 
 PRESETS_EPILOG = """\
@@ -1136,7 +1144,7 @@ examples:
 """
 
 
-def _add_model_options(parser, *, several: bool, calibration_engine: bool = True, serving: bool = False):
+def _add_model_options(parser, *, several: bool, calibration_engine: bool = True):
     noun = "name(s), comma-separated" if several else "name"
     parser.add_argument("--model", help=f"model preset {noun} (default {presets.DEFAULT_MODEL.name}; see 'speclib presets')")
     parser.add_argument("--model-config", metavar="PATH", help="a Hugging Face style config.json to build the model from, instead of --model")
@@ -1175,12 +1183,11 @@ def _add_model_options(parser, *, several: bool, calibration_engine: bool = True
     parser.add_argument("--dp-attention", action="store_true",
                         help="split attention by sequence over the --tp GPUs (data-parallel attention: each GPU "
                         "holds its own sequences' caches and the attention weights whole)")
-    parser.add_argument("--attention", choices=_cost.ATTENTIONS, default="served" if serving else "paper",
+    parser.add_argument("--attention", choices=_cost.ATTENTIONS, default=_cost.DEFAULT_ATTENTION,
                         help="how DeepSeek-V4's attention is priced and held: served (compressed, as its config "
-                        "serves it" + ("; default, as a schedule is for serving)" if serving else ")")
-                        + " or paper (every layer MLA over the whole context, as the paper prices it"
-                        + ("" if serving else "; default, reproducing the paper") + "); other models are the same "
-                        "either way")
+                        "serves it; the default of every command and of speclib.Deployment) or paper (every layer "
+                        "MLA over the whole context, as the paper prices it, reproducing its figures); other models "
+                        "are the same either way. The output's header says which")
     parser.add_argument("--calibration", metavar="FILE",
                         help="price every step with this calibration (as 'speclib fit' writes it) instead of "
                         "--step-time: implies a calibrated step")
@@ -1372,7 +1379,7 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("--draft-model", metavar="PATH", help="the drafter's checkpoint (a path or a Hugging Face "
                        "name), required by eagle3, eagle, draft_model and dflash: vLLM's model, SGLang's "
                        "--speculative-draft-model-path, TensorRT-LLM's speculative_model")
-    _add_model_options(sched, several=False, calibration_engine=False, serving=True)
+    _add_model_options(sched, several=False, calibration_engine=False)
     sched.add_argument("--output", metavar="FILE", help="write to FILE (replaced only when everything succeeded)")
     sched.set_defaults(handler=run_schedule)
 
@@ -1389,7 +1396,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the paper's drafter cost per drafted token, x a decode step (default 0.1)")
     prof.add_argument("--acceptance", metavar="FILE", help="a survival curve (as for schedule): no draft longer "
                       "than its positions is profiled")
-    _add_model_options(prof, several=False, serving=True)
+    _add_model_options(prof, several=False)
     prof.set_defaults(gamma_max=16)
     for action in prof._actions:
         if action.dest == "gamma_max":

@@ -57,6 +57,7 @@ from .._checks import checked_int
 from ..core import acceptance as _acc
 from ..core import calibrated as _cal
 from ..core import capacity as _capacity
+from ..core import cost as _cost
 from ..core import speculation as _spec
 from ..core.deployment import deployment_of as _deployment_of
 from ..formulas import numpy_functions as nf
@@ -88,6 +89,8 @@ class StepCosts:
     gammas: np.ndarray  # sorted draft lengths (int), 0 first
     seconds: np.ndarray  # (len(gammas), len(batches))
     path: str = ""
+    #: how the model priced DeepSeek-V4's attention (``speclib profile``'s last column); None: measured
+    attention: str | None = None
 
     @classmethod
     def read(cls, path) -> "StepCosts":
@@ -170,7 +173,7 @@ class StepCosts:
         return np.stack([np.interp(x, xp, row) for row in self.seconds])
 
     def write(self, stream):
-        write_step_costs(stream, self.batches, self.gammas, self.seconds)
+        write_step_costs(stream, self.batches, self.gammas, self.seconds, attention=self.attention)
 
 
 def _numbered_rows(stream):
@@ -179,13 +182,17 @@ def _numbered_rows(stream):
         yield reader.line_num, row
 
 
-def write_step_costs(stream, batches, gammas, seconds):
-    """The CSV ``speclib profile`` writes (numbers that read back exactly)."""
+def write_step_costs(stream, batches, gammas, seconds, *, attention: str | None = None):
+    """The CSV ``speclib profile`` writes (numbers that read back exactly);
+    with ``attention``, a last column saying how the model priced
+    DeepSeek-V4's attention (:data:`speclib.core.cost.ATTENTIONS`), which
+    :meth:`StepCosts.read` leaves aside."""
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    writer.writerow(CSV_COLUMNS + (() if attention is None else ("attention",)))
+    last = () if attention is None else (attention,)
     for j, b in enumerate(batches):
         for i, k in enumerate(gammas):
-            writer.writerow((int(b), int(k), repr(float(seconds[i, j]))))
+            writer.writerow((int(b), int(k), repr(float(seconds[i, j]))) + last)
 
 
 def model_step_seconds(priced, gammas, B, S, model, hardware, tp: int = 1) -> np.ndarray:
@@ -279,6 +286,8 @@ class Schedule:
     mtp_layers: int = 0
     #: the drafter the schedule was priced for: ``constant`` (the paper's c_draft), ``mtp`` or ``dflash``
     drafter_kind: str = "constant"
+    #: how DeepSeek-V4's attention was priced and held (:data:`speclib.core.cost.ATTENTIONS`), for the header
+    attention: str = _cost.DEFAULT_ATTENTION
 
     # --- the per-batch optimum ---------------------------------------------------
     @property
@@ -775,7 +784,7 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         drafter=priced.drafter.name, roofline=dep.roofline, source=source, gammas=np.asarray(gammas),
         speedups=np.asarray(tables, dtype=float), memory=memory, interval=interval, notes=notes,
         warnings=warnings, memory_limits=limits, where=where_of(dep), mtp_layers=m.mtp_layers,
-        drafter_kind=priced.drafter.kind,
+        drafter_kind=priced.drafter.kind, attention=dep.attention,
     )
 
 
@@ -844,7 +853,7 @@ def profile(model=None, hardware=None, seq=4096, *, c_draft=None, batches=None, 
         raise ValueError("batches must be whole numbers >= 1")
     gammas = np.arange(top + 1)
     seconds = model_step_seconds(priced, gammas, B, float(seq), m, hw, tp=dep.tp)
-    return StepCosts(B, gammas, seconds, f"speclib profile of {m.name} on {hw.name}")
+    return StepCosts(B, gammas, seconds, f"speclib profile of {m.name} on {hw.name}", attention=dep.attention)
 
 
 # --- writing a schedule in each engine's form ------------------------------------------
@@ -905,13 +914,19 @@ def _comments(lines, width: int) -> list:
     return [out for line in lines for out in _wrap(line, width, "# ", "#   ")]
 
 
+def header_line(sched: Schedule) -> str:
+    """The header's first line: what the schedule is of and how it was
+    priced (DeepSeek-V4's attention included)."""
+    contexts = ", ".join(f"{s:g}" for s in sched.contexts)
+    return (f"{sched.model} on {sched.hardware}; context {contexts} tokens; {sched.acceptance}; "
+            f"drafter {sched.drafter}; cost: {sched.source}; {_cost.ATTENTION_WORDS[sched.attention]}")
+
+
 def _header(sched: Schedule) -> list:
     """What the schedule is of, how it was priced, and what it extrapolates,
     one item a line (:func:`_wrap` fits them to a width)."""
-    contexts = ", ".join(f"{s:g}" for s in sched.contexts)
     lines = [
-        f"{sched.model} on {sched.hardware}; context {contexts} tokens; {sched.acceptance}; "
-        f"drafter {sched.drafter}; cost: {sched.source}",
+        header_line(sched),
         f"batch sizes 1..{sched.max_batch}; draft lengths searched: {_span(sched.gammas)}",
         *([sched.memory] if sched.memory else []),
         *sched.memory_lines(),

@@ -77,7 +77,7 @@ def _gamma_tables(p, xp=None):
         alpha = curve.first_position_acceptance
         for name, acceptance in (("measured", curve), ("capped", curve.iid()), ("free", alpha)):
             out[f"{key}_{name}_gamma"], out[f"{key}_{name}_speedup"] = _spec.optimal_gamma(
-                acceptance, B, p.S, p.c_draft, model, hw, 64)
+                acceptance, B, p.S, p.c_draft, gamma_max=64, deployment=Deployment(model, hw, attention="paper"))
         out.update({f"{key}_name": curve.name, f"{key}_length": len(curve), f"{key}_alpha": alpha})
     return out
 
@@ -185,7 +185,7 @@ def iid_comparison(curves=None, B=None, S=4096, c_draft=0.1, model=None, hardwar
     highest)."""
     B = _cost.check_batch(integer_batches() if B is None else B).ravel()
     m, h = resolve(model, hardware)
-    deployment = Deployment(m, h, query_bytes=query_bytes)
+    deployment = Deployment(m, h, query_bytes=query_bytes, attention="paper")
     out = {}
     for key, curve in _curves(curves).items():
         facts = dict(_spec.against_iid(curve, B, S, c_draft, deployment=deployment))

@@ -162,7 +162,7 @@ def hca_first_token(contexts=HCA_CONTEXTS, model=None, hardware=None, max_width=
     if ratio is None:
         raise ValueError(f"model must have DeepSeek-V4 HCA attention; {m.name} has none")
     ridge = hw.ridge(m.attention_precision)
-    cm = cost_model(m, hw, query_bytes=True)
+    cm = cost_model(m, hw, query_bytes=True, attention="paper")  # MLA over the HCA-compressed context, by hand
     widths = np.arange(1, max_width + 1)
     rows = []
     for S in contexts:

@@ -53,7 +53,7 @@ def _maps(p, xp):
         out[f"B{i}"], out[f"S{i}"] = batches, contexts
         out[f"gamma{i}"], _ = _speculation.optimal_gamma(
             p.alpha, batches[None, :], contexts[:, None], p.c_draft, gamma_max=p.gamma_max,
-            deployment=_speculation.Deployment(model, chip, query_bytes=p.query_bytes))
+            deployment=_speculation.Deployment(model, chip, query_bytes=p.query_bytes, attention="paper"))
     n_models, n_chips = len({m.name for m, _ in pairs}), len({h.name for _, h in pairs})
     by_chip, by_model = n_models == 1 < n_chips, n_chips == 1 < n_models  # panels by chip / by model
     out["labels"] = [h.name if by_chip else m.name if by_model else f"{m.name} on {h.name}" for m, h in pairs]
@@ -179,14 +179,15 @@ def gutter_table(models=MODELS, chips=("B200",), *, seq=4096, alpha=0.75, c_draf
     rows, held = [], []
     for name, chip_name in product(models, chips):
         model, chip = resolve(name, chip_name)
-        z = _speculation.gamma_regions(alpha, seq, c_draft, model, chip, batches, gamma_max)
+        dep = Deployment(model, chip, attention="paper")
+        z = _speculation.gamma_regions(alpha, seq, c_draft, batches=batches, gamma_max=gamma_max, deployment=dep)
         small = ([z["low_edge"]] if z["low_edge"] else []) + z["gutters"]
-        dep = Deployment(model, chip)
         last = z["last_speculating"]
         if last is None:
             last_text = "none"
         else:
-            gamma_last = int(_speculation.optimal_gamma(alpha, last, seq, c_draft, model, chip, gamma_max)[0])
+            gamma_last = int(_speculation.optimal_gamma(alpha, last, seq, c_draft, gamma_max=gamma_max,
+                                                        deployment=dep)[0])
             mark, point = common.held_point(dep, seq, last, gamma_last)
             held.append(point)
             last_text = f"{last:,.0f}{mark}" + (" (every batch)" if last == hi else "")

@@ -194,10 +194,10 @@ def gutter_table(batches=(1, 2, 3, 4, 8, 12, 13, 14, 16, 43), S=4096, alpha=0.75
     ``alpha`` and no longer draft makes up for it."""
     m, hw = resolve(model, hardware)
     B = np.asarray(batches, dtype=float)
-    price = _cost.verify_price(B, S, c_draft, 1, m, hw)["total"]
-    one = _spec.speedup(alpha, 1, B, S, c_draft, m, hw)
-    g, best = _spec.optimal_gamma(alpha, B, S, c_draft, m, hw)
-    dep = Deployment(m, hw)
+    price = _cost.verify_price(B, S, c_draft, 1, m, hw, attention="paper")["total"]
+    dep = Deployment(m, hw, attention="paper")
+    one = _spec.speedup(alpha, 1, B, S, c_draft, deployment=dep)
+    g, best = _spec.optimal_gamma(alpha, B, S, c_draft, deployment=dep)
     marks, points = zip(*(common.held_point(dep, S, b, k) for b, k in zip(B, g)))
     return NumberTable(("batch B", "price of one drafted token", "speed-up with \u03b3 = 1", "\u03b3*",
                         "speed-up at \u03b3*"), tuple(zip((f"{b:,.0f}{mk}" for b, mk in zip(B, marks)), price, one, g,
@@ -216,13 +216,14 @@ def regions_table(alphas=(0.6, 0.7, 0.75, 0.8, 0.9), S=4096, c_draft=0.10, model
     hold it at its gamma* (the paper's per-layer ledger prices a layer at any
     batch)."""
     m, hw = resolve(model, hardware)
-    dep = Deployment(m, hw)
+    paper = Deployment(m, hw, attention="paper")  # the paper's pricing, as its Figure 3 draws it
+    dep = Deployment(m, hw, attention="served")  # what one chip holds, its cache as served
     rows, held = [], []
     for alpha in alphas:
-        g = _spec.gamma_regions(alpha, S, c_draft, m, hw)
+        g = _spec.gamma_regions(alpha, S, c_draft, batches=None, deployment=paper)
 
         def marked(B):  # the batch with the mark of its gamma*, and the point the memory check holds
-            gamma = int(_spec.optimal_gamma(alpha, B, S, c_draft, m, hw)[0])
+            gamma = int(_spec.optimal_gamma(alpha, B, S, c_draft, deployment=paper)[0])
             mark, point = common.held_point(dep, S, B, gamma)
             held.append(point)
             return f"{B:,.0f}{mark}"
@@ -251,8 +252,8 @@ def first_look(batches=(1, 4, 16, 64, 256, 1024, 4096, 16384), S=4096, alpha=0.7
     rows, held, holding = [], [], []
     for name in models:
         m, hw = resolve(name, hardware)
-        g, gain = _spec.optimal_gamma(alpha, B, S, c_draft, m, hw)
-        dep = Deployment(m, hw)
+        dep = Deployment(m, hw, attention="paper")
+        g, gain = _spec.optimal_gamma(alpha, B, S, c_draft, deployment=dep)
         marks, points = zip(*(common.held_point(dep, S, b, k) for b, k in zip(B, g)))
         held += points
         rows += [(m.name, "\u03b3*", *(f"{k}{mk}" for k, mk in zip(g, marks))),
@@ -273,7 +274,8 @@ def where_ahead(S=4096, alpha=0.75, c_draft=0.10, models=FIRST_LOOK_MODELS, hard
     first, as (first, last); None if it never does. Raises if they are not
     one contiguous run, which the sentence this feeds would misstate."""
     B = np.arange(1, 16_385, dtype=float) if batches is None else np.asarray(batches, dtype=float)
-    gains = [_spec.optimal_gamma(alpha, B, S, c_draft, name, hardware)[1] for name in models]
+    gains = [_spec.optimal_gamma(alpha, B, S, c_draft, deployment=Deployment(name, hardware, attention="paper"))[1]
+             for name in models]
     ahead = B[gains[1] > gains[0]]
     if ahead.size == 0:
         return None
@@ -292,10 +294,10 @@ def worked_examples(examples=WORKED_EXAMPLES, model=None, hardware=None) -> Numb
     does not hold the batch at that draft length, with the smallest group
     that does (its attention split by sequence, the cache as served)."""
     m, hw = resolve(model, hardware)
-    dep = Deployment(m, hw)
+    dep = Deployment(m, hw, attention="paper")
     rows, held = [], []
     for B, S, alpha, c in examples:
-        gamma, gain = _spec.optimal_gamma(alpha, B, S, c, m, hw)
+        gamma, gain = _spec.optimal_gamma(alpha, B, S, c, deployment=dep)
         mark, point = common.held_point(dep, S, B, gamma)
         held.append(point)
         group = "one" if not mark else _smallest_group(m, hw, B, S, gamma)

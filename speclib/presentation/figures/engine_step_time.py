@@ -365,7 +365,7 @@ def _step_time_gamma(p, xp):
     out = {"B": B, "model": model.name, "where": hw.name if tp == 1 else f"{tp} x {hw.name}"}
     for how in ("roofline", "calibrated"):
         out[f"gamma_{how}"], out[f"speedup_{how}"] = common.best(xp, common.deployed_speedups(
-            Deployment(model, hw, step_time=how, tp=tp), xp, p.alpha, gammas, B, p.S, p.c_draft))
+            Deployment(model, hw, step_time=how, tp=tp, attention="paper"), xp, p.alpha, gammas, B, p.S, p.c_draft))
     out["y_top"] = xp.maximum(6, xp.maximum(xp.max(out["gamma_roofline"]), xp.max(out["gamma_calibrated"])) + 1) + 1
     limit = common.fits(model, hw, xp, p.S, tp)
     out["max_batch"] = np.inf if limit is None else limit

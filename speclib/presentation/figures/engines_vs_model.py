@@ -133,7 +133,8 @@ def _paper_vs_calibrated(p, xp):
     out = {"B": B, "model": model.name, "where": hw.name if p.tp == 1 else f"{p.tp} x {hw.name}"}
     tops = []
     for kind, step_time in (("paper", "roofline"), ("calibrated", "calibrated")):
-        deployment = _spec.Deployment(model, hw, step_time=step_time, tp=p.tp if kind == "calibrated" else 1)
+        deployment = _spec.Deployment(model, hw, step_time=step_time, tp=p.tp if kind == "calibrated" else 1,
+                                      attention="paper")
         g, _ = common.best(xp, common.deployed_speedups(deployment, xp, alphas, gammas, B, p.S, p.c_draft))
         out.update({f"{kind}{i}": g[i] for i in range(len(PAPER_ALPHAS))})
         tops.append(xp.max(g))

@@ -43,8 +43,8 @@ def _ep(p, xp):
     out = {"B": B, "model": model.name, "hardware": hw.name, "network": _network_name(hw, net, p.latency),
            "Gs": list(p.Gs)}
     for G in p.Gs:
-        cm = _par.expert_parallel_cost_model(model, hw, G, net, latency=p.latency)
-        free = _par.expert_parallel_cost_model(model, hw, G, _par.FREE_NETWORK)
+        cm = _par.expert_parallel_cost_model(model, hw, G, net, latency=p.latency, attention="paper")
+        free = _par.expert_parallel_cost_model(model, hw, G, _par.FREE_NETWORK, attention="paper")
         out[f"gamma_G{G}"], out[f"speedup_G{G}"] = _optimal(cm, p.alpha, B, p.S, p.c_draft)
         out[f"free_gamma_G{G}"], out[f"free_speedup_G{G}"] = _optimal(free, p.alpha, B, p.S, p.c_draft)
         ledger = _par.ledger(cm, B, p.S, p.c_draft)
@@ -119,8 +119,10 @@ def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096,
     B = _cost.check_batch(integer_batches(EP_BATCHES[0], EP_BATCHES[1], 300) if B is None else B).ravel()
     rows, held = [], []
     for G in Gs:
-        g, s = _optimal(_par.expert_parallel_cost_model(m, hw, G, interconnect), alpha, B, S, c_draft)
-        g0, s0 = _optimal(_par.expert_parallel_cost_model(m, hw, G, _par.FREE_NETWORK), alpha, B, S, c_draft)
+        g, s = _optimal(_par.expert_parallel_cost_model(m, hw, G, interconnect, attention="paper"), alpha, B, S,
+                        c_draft)
+        g0, s0 = _optimal(_par.expert_parallel_cost_model(m, hw, G, _par.FREE_NETWORK, attention="paper"), alpha, B,
+                          S, c_draft)
         best = int(np.argmax(s))
         dep = group_deployment(m, hw, G)
         mark, point = common.held_point(dep, S, B[best] * G, g[best])
@@ -145,8 +147,8 @@ def group_deployment(model, hardware, G) -> Deployment:
     holds it: experts split over the G GPUs, attention by sequence (one GPU:
     the model alone)."""
     if G == 1:
-        return Deployment(model, hardware)
-    return Deployment(model, hardware, tp=G, ep=G, dp_attention=True)
+        return Deployment(model, hardware, attention="paper")
+    return Deployment(model, hardware, tp=G, ep=G, dp_attention=True, attention="paper")
 
 
 def all_to_all_latency(cases=((8, None), (64, None), (64, "InfiniBand-NDR")), model=None, hardware=None, *, S=4096,
@@ -161,7 +163,8 @@ def all_to_all_latency(cases=((8, None), (64, None), (64, "InfiniBand-NDR")), mo
     B = _cost.check_batch(integer_batches(EP_BATCHES[0], EP_BATCHES[1], 300) if B is None else B).ravel()
     rows = []
     for G, net in cases:
-        cms = {lat: _par.expert_parallel_cost_model(m, hw, G, net, latency=lat) for lat in (False, True)}
+        cms = {lat: _par.expert_parallel_cost_model(m, hw, G, net, latency=lat, attention="paper")
+               for lat in (False, True)}
         res = {lat: _optimal(cm, alpha, B, S, c_draft) for lat, cm in cms.items()}
         share = float(cms[True].comm_latency() / cms[True].decode(1.0, float(S)))
         cells = []

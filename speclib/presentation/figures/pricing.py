@@ -89,10 +89,10 @@ def break_even(batches=(1, 4, 8, 16, 43, 128, 1024, 4096, 10_000, 30_000), S=409
     pays exactly when ``alpha`` beats the second column, not the first."""
     m, hw = resolve(model, hardware)
     B = np.asarray(batches, dtype=float)
-    slope = _cost.marginal_cost(B, S, c_draft, m, hw)["total"]
-    price = _cost.verify_price(B, S, c_draft, 1, m, hw)["total"]
-    gain = _spec.speedup(alpha, 1, B, S, c_draft, m, hw)
-    dep = Deployment(m, hw)
+    slope = _cost.marginal_cost(B, S, c_draft, m, hw, attention="paper")["total"]
+    price = _cost.verify_price(B, S, c_draft, 1, m, hw, attention="paper")["total"]
+    dep = Deployment(m, hw, attention="paper")
+    gain = _spec.speedup(alpha, 1, B, S, c_draft, deployment=dep)
     marks, points = zip(*(common.held_point(dep, S, b, 1) for b in B))
     return NumberTable(
         ("batch B", "ledger's total (slope)", "price of one drafted token (secant)",
@@ -113,8 +113,8 @@ def required_acceptance(S=8192, c_draft=0.10, model=None, hardware=None, batches
     m, hw = resolve(model, hardware)
     B = np.arange(common.BATCH_RANGE[0], common.BATCH_RANGE[1] + 1, dtype=float) if batches is None \
         else np.asarray(batches, dtype=float)
-    price = _cost.verify_price(B, S, c_draft, 1, m, hw)["total"]
-    slope = _cost.marginal_cost(B, S, c_draft, m, hw)["total"]
+    price = _cost.verify_price(B, S, c_draft, 1, m, hw, attention="paper")["total"]
+    slope = _cost.marginal_cost(B, S, c_draft, m, hw, attention="paper")["total"]
     return {"lowest": float(price.min()), "lowest_at": float(B[price.argmin()]),
             "highest": float(price.max()), "highest_at": float(B[price.argmax()]),
             "ledger_highest": float(slope.max())}

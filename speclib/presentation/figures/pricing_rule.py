@@ -21,7 +21,7 @@ def _ratio(p, xp):
     model, hw = resolve(p.model, p.hardware)
     B = xp.geomspace(serving.DRAFTER_BATCHES[0], serving.DRAFTER_BATCHES[1], p.points)
     T = xp.asarray(np.asarray(p.widths, dtype=float))[:, None]
-    per, agg = (_step.step_model(model, hw, roofline=rule).time(B[None, :], T, p.S, xp.F)
+    per, agg = (_step.step_model(model, hw, roofline=rule, attention="paper").time(B[None, :], T, p.S, xp.F)
                 for rule in ("per-component", "aggregate"))
     ratio = per / agg
     return {"B": B, "ratio": ratio, "labels": [f"T = {t:g}" for t in p.widths], "model": model.name,

@@ -217,14 +217,15 @@ def gutter_facts(alpha: float = 0.75, S: float = 4096, c_draft: float = 0.10) ->
         return [(int(a), int(b)) for a, b, _ in _spec.zero_gamma_bands(B, g)]
 
     B = np.arange(1.0, 65.0)
-    paper = Deployment("deepseek-v4-flash", "B200")
+    paper = Deployment("deepseek-v4-flash", "B200", attention="paper")
     g, _ = _spec.optimal_gamma(alpha, B, S, c_draft, deployment=paper)
     out = {"gutter_paper": runs(g, B)}
     out["gutter_skewed"] = skewed_routing.gutter(S=S, c_draft=c_draft, alpha=alpha)["skewed"]
-    ep = Deployment(cost_model=_par.expert_parallel_cost_model("deepseek-v4-flash", "B200", 8))
+    ep = Deployment(cost_model=_par.expert_parallel_cost_model("deepseek-v4-flash", "B200", 8, attention="paper"))
     g, _ = _spec.optimal_gamma(alpha, B, S, c_draft, deployment=ep)
     out["gutter_ep8"] = runs(g, B)
-    calibrated = Deployment("deepseek-v4-flash", "B200", step_time="calibrated", drafter="deepseek-v4-flash-mtp")
+    calibrated = Deployment("deepseek-v4-flash", "B200", step_time="calibrated", drafter="deepseek-v4-flash-mtp",
+                            attention="paper")
     g, _ = _spec.optimal_gamma(alpha, B, S, deployment=calibrated)
     out["gutter_calibrated"] = runs(g, B)
     for key in ("paper", "skewed", "ep8", "calibrated"):

@@ -12,6 +12,7 @@ from ...core import drafters as _draft
 from ...core import moe as _moe
 from ...core import speculation as _spec
 from ...core import step as _step
+from ...core.deployment import Deployment
 from ...core.pricing import StepPricing
 from ...presets import resolve
 from ..definition import Axis, Figure, HLine, Line, Panel, Points
@@ -53,8 +54,8 @@ def _effects(p, xp):
     B = integer_batches(p.batch_range[0], p.batch_range[1], p.points)
     return {"B": B, "model": m.name, "hardware": hw.name,
             "what": "measured survival" if p.alpha is None else f"\u03b1 = {p.alpha:g}",
-            **_spec.routing_skew(B, p.S, m, hw, drafter=p.drafter, c_draft=p.c_draft, alpha=p.alpha,
-                                 popularity=p.popularity, gamma_max=p.gamma_max)}
+            **_spec.routing_skew(B, p.S, Deployment(m, hw, drafter=p.drafter, c_draft=p.c_draft, attention="paper"),
+                                 alpha=p.alpha, popularity=p.popularity, gamma_max=p.gamma_max)}
 
 
 def _effect_lines(prefix, label):
@@ -84,8 +85,9 @@ def skew_rows(model="Qwen3.6-35B-A3B", hardware="B200", *, S=512, drafter="Qwen3
     """Rows (batch, experts per layer touched by a plain step: uniform,
     skewed; verify-2 over plain: uniform, skewed; gamma* and speedup:
     uniform, skewed)."""
-    e = _spec.routing_skew(np.asarray(batches, dtype=float), S, model, hardware, drafter=drafter, c_draft=c_draft,
-                           alpha=alpha, popularity=popularity, gamma_max=gamma_max)
+    dep = Deployment(model, hardware, drafter=drafter, c_draft=c_draft, attention="paper")
+    e = _spec.routing_skew(np.asarray(batches, dtype=float), S, dep, alpha=alpha, popularity=popularity,
+                           gamma_max=gamma_max)
     columns = ("experts_uniform", "experts_skewed", "tax_uniform", "tax_skewed", "gamma_uniform", "speedup_uniform",
                "gamma_skewed", "speedup_skewed")
     return [(b, *(e[c][i].item() for c in columns)) for i, b in enumerate(batches)]
@@ -131,7 +133,7 @@ def gutter(model="DeepSeek-V4-Flash", hardware="B200", *, S=4096, c_draft=0.10, 
     layers_only = dataclasses.replace(arch, dense_params=arch.dense_params - outside_the_layers(m)["total"],
                                       dense_bytes=m.proj_weight_bytes, bf16_params=0.0)
     shares = {"uniform": uniform, "skewed": _moe.measured_popularity() if popularity is None else popularity}
-    steps = {key: _step.step_model(m, hw, routing=routing) for key, routing in shares.items()}
+    steps = {key: _step.step_model(m, hw, routing=routing, attention="paper") for key, routing in shares.items()}
     steps["layers_only"] = _step.StepModel(layers_only, hw, routing=uniform)
     out, speedups = {}, {}
     for key, sm in steps.items():
