@@ -1482,7 +1482,7 @@ def build_parser() -> argparse.ArgumentParser:
     front.add_argument("--output", metavar="FILE", help="write to FILE (replaced only when everything succeeded)")
     front.add_argument("--plot", metavar="FILE", help="also draw the frontiers to FILE, a .png or .svg "
                        "(needs speclib[book])")
-    _add_model_options(front, several=False, serving=True)
+    _add_model_options(front, several=False)
     front.set_defaults(gamma_max=8, handler=run_frontier)
     for action in front._actions:
         if action.dest == "gamma_max":
