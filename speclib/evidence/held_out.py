@@ -350,7 +350,14 @@ def choose_form(exclude: Fold = None, candidates=CANDIDATE_FORMS) -> tuple:
        can tell;
     3. of those, the one with the fewest constants, the better decisions
        then the smaller error breaking ties."""
-    preds = {form: _predict_group(form, CHOICE_GROUPING, exclude) for form in candidates}
+    return choose_from({form: _predict_group(form, CHOICE_GROUPING, exclude) for form in candidates})
+
+
+def choose_from(preds: dict) -> tuple:
+    """:func:`choose_form`'s rule on ``preds``, {form: its runs' predictions
+    held out by model family}: (the form chosen, {form: (decision score,
+    error score)})."""
+    candidates = tuple(preds)
     decisions = {form: decision_score(p) for form, p in preds.items()}
     errors = {form: choice_score(p) for form, p in preds.items()}
     best = max(candidates, key=lambda form: (decisions[form], -errors[form]))
