@@ -63,9 +63,8 @@ def sequel_table(drafter: str = "dflash") -> NumberTable:
                                "each step model (the calibrated one with its 80 % interval). The simulator prices "
                                "every sequence of a batch at once; as the engines serve it, each draft length runs "
                                "what memory holds of the batch and the rest wait in the queue (with a state snapshot "
-                               f"per draft position, as the engines roll back; {common.holds(dep, _sim.context())})"
-                               + (f"; {common.NOT_HELD}: a batch one {_sim.HARDWARE} does not hold at that draft "
-                                  "length" if any(point[-1] for point in held) else ""),
+                               f"per draft position, as the engines roll back; {common.holds(dep, _sim.context())}); "
+                               f"{common.NOT_HELD}: a batch one {_sim.HARDWARE} does not hold at that draft length",
                        held=held)
 
 
