@@ -301,6 +301,8 @@ NAMED = {
     "DeepSeek-V4-Flash": "deepseekv4",
     "Gated DeltaNet": "yang2025gateddeltanet",
     "EAGLE-3": "li2025eagle3",
+    "EAGLE-2": "li2024eagle2",
+    "MoESD": "huang2025moesd",
     "EAGLE": "li2024eagle",
     "P-EAGLE": "vllm2026peagle",
     "SPEED-Bench": "speedbench2026",

@@ -213,7 +213,7 @@ def test_tensor_parallel_roofline_leaves_ratios_alone_when_the_collectives_are_f
     on_one = spec.Deployment("qwen3.6", drafter="qwen3.6-mtp")
     on_two = on_one.replace(tp=2)  # Qwen3.6's 2 KV heads: one per GPU, every byte and FLOP split evenly
     with monkeypatch.context() as m:
-        m.setattr(layout.ParallelStep, "communication", lambda self, B, T, F=None: 0.0 * B * T)
+        m.setattr(layout.ParallelStep, "communication", lambda self, B, T, F=None, **_: 0.0 * B * T)
         one = spec.speedup(None, 3, B, 512, deployment=on_one)
         two = spec.speedup(None, 3, B, 512, deployment=on_two)
         assert np.allclose(one, two, rtol=1e-12)

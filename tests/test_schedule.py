@@ -255,6 +255,61 @@ def test_the_tier_set_is_the_best_of_all_tier_sets(dsv4):
     assert tiers.kept == pytest.approx(best[0], rel=1e-12)
 
 
+# --- memory's edge: batches no draft fits ---------------------------------------------------
+@pytest.fixture(scope="module")
+def sglang_edge():
+    """DeepSeek-V4-Flash as served on two B200s, SGLang's calibrated step: the batches are capped
+    where memory holds no more sequences without a draft, and the last few of them it holds with
+    no draft at all."""
+    dep = speclib.Deployment("DeepSeek-V4-Flash", "B200", tp=2, step_time="calibrated", engine="SGLang",
+                             drafter="deepseek-v4-flash-mtp", attention="served")
+    return dep, schedule(seq=4096, alpha=0.75, max_batch=8192, deployment=dep)
+
+
+def test_a_batch_no_draft_fits_is_left_out_of_the_static_depth_and_the_tiers(sglang_edge):
+    dep, sched = sglang_edge
+    S, B, gammas = 4096, sched.batches, sched.gammas
+    limits = np.array([dep.max_batch(S, int(g)) for g in gammas])
+    out = B > min(limits[0], limits[1:].max())  # no draft fits (or, at a longer context, not even none)
+    assert out.any() and out[-1] and not out[0], "the case this is about: batches held without a draft only"
+    np.testing.assert_array_equal(sched.left_out(), out)
+    # by hand: 1/B over the batches left in; each depth over the batches memory holds at it
+    w = np.where(out, 0.0, 1.0 / B)
+    w /= w.sum()
+    holds = B[None, :] <= limits[:, None]
+    speed = sched.speedups[0]
+    best = np.where(holds | (gammas == 0)[:, None], speed, -np.inf).max(axis=0)
+    values = [float(np.sum((w * speed[i] / best)[~out & holds[i]])) for i in range(len(gammas))]
+    static = sched.static()
+    assert static.ranges[0].k == gammas[int(np.argmax(values))] > 0
+    assert static.kept == pytest.approx(max(values), rel=1e-9)
+    assert static.ranges[0].hi == limits[static.ranges[0].k] == static.held_to
+    # the tier set's ideal controller: each batch its best tier that memory holds; finite, at most the optimum
+    tiers = sched.tiers(3)
+    assert np.isfinite(tiers.kept) and 0 < tiers.kept <= 1 and np.isfinite(tiers.worst)
+    # what the engine reads, and what the comments say was left out and why
+    text = render(sched, "sglang")
+    doc = yaml.safe_load(text)
+    assert doc["static"]["gamma"] == static.ranges[0].k > 0
+    assert doc["static"]["batch_sizes"] == [1, int(limits[static.ranges[0].k])]
+    assert all(np.isfinite(doc[form]["kept"]) for form in ("static", "adaptive_tiers"))
+    table = " ".join(render(sched, "table").split())
+    first = int(np.argmax(out)) + 1
+    assert (f"left out of every kept: batches {first:,}-{sched.max_batch:,}: memory holds none of them with a "
+            f"draft ({limits[1:].max():,} at most") in table
+    assert "inf %" not in table
+
+
+def test_a_longer_context_leaves_out_the_batches_it_does_not_hold():
+    dep = speclib.Deployment("Qwen3.6-35B-A3B", "B200", drafter="qwen3.6-mtp")
+    sched = schedule(seq=[4096, 65536], max_batch=100_000, deployment=dep)
+    B = sched.batches
+    plain, drafting = dep.max_batch(65536, 0), dep.max_batch(65536, 1)
+    assert plain < sched.max_batch  # the longer context holds fewer sequences than the batches cover
+    np.testing.assert_array_equal(sched.left_out(1), B > min(plain, drafting))
+    assert sched.left_out(1).sum() > sched.left_out(0).sum()
+
+
 # --- limits -------------------------------------------------------------------------------
 def test_max_ranges_and_max_k_are_respected(dsv4):
     for n in (1, 2, 3, 5):
@@ -585,7 +640,7 @@ def test_profiled_seconds_split_over_tensor_parallel_gpus(kw, tp, monkeypatch):
     one = make_profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, **kw)
     split = make_profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, tp=tp, **kw)
     with monkeypatch.context() as m:
-        m.setattr(layout.ParallelStep, "communication", lambda self, B, T, F=None: 0.0 * B * T)
+        m.setattr(layout.ParallelStep, "communication", lambda self, B, T, F=None, **_: 0.0 * B * T)
         free = make_profile(hardware="B200", seq=4096, max_batch=8, gamma_max=4, tp=tp, **kw)
     np.testing.assert_allclose(free.seconds, one.seconds / tp, rtol=1e-12)
     if "drafter" in kw:  # the whole step: the collectives add
@@ -661,9 +716,21 @@ def test_vllm_json_keeps_stdout_clean_and_warns_on_stderr():
     assert err.count("warning:") == 1 and "warning: roofline step time" in err
     # and vLLM's documented limits of the per-batch table, one note a line (MTP is not among the tested methods)
     notes = [line for line in err.splitlines() if line.startswith("speclib schedule: note: ")]
-    assert len(notes) == err.count("\n") - 1 == 3 and "tested with eagle, eagle3 and dflash" in notes[0]
+    assert len(notes) == err.count("\n") - 1 == 4 and "tested with eagle, eagle3 and dflash" in notes[1]
+    assert "[start_bs, end_bs, K] from vLLM v0.25.0 on" in notes[0]  # the release that reads this form
     status, out, err = run(argv + ["--step-time", "calibrated"])
-    assert status == 0 and json.loads(out) and "warning:" not in err and err.count("note:") == 3
+    assert status == 0 and json.loads(out) and "warning:" not in err and err.count("note:") == 4
+
+
+def test_a_vllm_table_with_a_range_of_k_0_says_what_that_range_costs_on_model_runner_v1():
+    # vllm-project/vllm#49548: on V1 a table of K = 0 only raised TPOT by 6.56 % at 2 sequences, 21.58 % at 189
+    zero = [engines.Range(1, 64, 3), engines.Range(65, 512, 0)]
+    text = " ".join(engines.vllm_limits("eagle3", zero))
+    assert "K = 0 range 65-512 decodes without drafting but on piecewise graphs" in text
+    assert "6.6 % higher at 2 sequences and 21.6 % at 189" in text and "#49548" in text
+    assert "_maybe_override_dynamic_sd_cudagraph_mode" in text and "#45953" in text
+    plain = " ".join(engines.vllm_limits("eagle3", [engines.Range(1, 512, 3)]))
+    assert "piecewise" in plain and "K = 0" not in plain  # the downgrade is the table's, a K = 0 range or not
 
 
 # --- the chapter's table of both step models and the facts its prose quotes ---------------------
@@ -743,4 +810,9 @@ def test_facts_at_another_context_are_that_contexts():
     long = engine_schedules.facts(sched, c=1)
     g = optimal(1024, **{**DSV4, "seq": 65536}, tp=8)
     zero_from = next(b for b in range(1, 1025) if all(x == 0 for x in g[b - 1:]))
-    assert long["stop"] == zero_from and long["first"] == g[0] and long["trt_keeps"] is None
+    # past the last batch memory holds with a draft, plain decoding is memory's choice, not the model's
+    dep = speclib.Deployment("DeepSeek-V4-Flash", "B200", tp=8)
+    held = min(max(dep.max_batch(65536, k) for k in range(1, 65)), dep.max_batch(65536, 0))
+    assert long["drafts_held_to"] == (held if held < 1024 else None)
+    assert long["stop"] == (zero_from if zero_from <= held else None)
+    assert long["first"] == g[0] and long["trt_keeps"] is None

@@ -387,7 +387,8 @@ def test_modelling_choices_table():
     assert per_component["mtp"].max_error > 5 * base["mtp"].max_error  # the rule matters most
     shown = table.rows
     assert len(shown) == 2 * len(dlpc.MODELLING_CHOICES)
-    assert "roofline='per-component'" in shown[2][0] and shown[3][0] == ""
+    assert "(roofline per-component)" in shown[2][0] and shown[3][0] == ""
+    assert "(output_gate)" in shown[4][0] and "True" not in shown[4][0]  # a flag by its name, no Python literal
     assert repr(table) == repr(dlpc.modelling_choices())
 
 

@@ -581,7 +581,13 @@ def test_a_drafter_pass_costs_the_fit_and_a_deployment_alike():
 
 def test_each_constant_lies_in_its_bootstrap_interval_in_its_unit():
     f = step_fit.fit(step_features.SHIPPED_FORM)
-    rows = {name: (value, interval) for name, value, interval, _ in step_report.constants()}
+    rows = {name: (value, interval) for name, value, interval, _, _ in step_report.constants()}
+    # a constant at zero with its whole interval there is said not to be identified, one whose interval reaches
+    # zero not bounded from it
+    for name, value, interval, _, note in step_report.constants():
+        lo, hi = (float(x) for x in interval.split(" \u2013 "))
+        assert ("not identified" in note) == (value == 0 and hi == 0), name
+        assert ("not bounded" in note) == (lo <= 0 < hi), name
     for term in ("per_position", "extra_flops"):  # whichever the shipped form holds
         if term in f.theta:
             assert rows[term][0] == pytest.approx(f.theta[term] * step_report.UNITS[term][0])

@@ -235,10 +235,42 @@ SURVIVAL_SOURCE = (
 )
 
 
+#: Survival curves read off accept lengths a source printed for chains of
+#: several lengths: {name: (the run in data/engine-speculation/sweeps.json,
+#: label)}. vLLM issue 20780 printed EAGLE-3's accept length on Llama-3.1-8B
+#: at batch 1 for chains of 2 to 7 drafts.
+ACCEPT_LENGTH_CURVES = {"eagle3": ("vllm-eagle3-llama31-8b-bs1", "EAGLE-3 (Llama-3.1-8B, vLLM issue 20780)")}
+
+
+def survival_from_accept_lengths(lengths: dict, name: str = "", source: str = "") -> "SurvivalCurve":
+    """The survival curve whose committed tokens are the accept lengths
+    ``{K: AL(K)}`` measured for chains of K = 2, 3, ...: position d's survival
+    AL(d) - AL(d - 1) from the third on, and the first two split from
+    AL(2) - 1 with the first three positions decaying at one rate
+    (:data:`speclib.formulas.acceptance.first_survival_expr`)."""
+    by_k = {int(k): float(v) for k, v in lengths.items()}
+    ks = sorted(by_k)
+    if len(ks) < 2 or ks != list(range(2, ks[-1] + 1)):
+        raise ValueError(f"accept lengths must be given for every chain of 2 to K drafts (K >= 3); got {ks}")
+    al = np.array([by_k[k] for k in ks])
+    tail = np.diff(al)
+    s1 = float(nf.first_survival(al[0] - 1.0, tail[0]))
+    return SurvivalCurve(np.concatenate([[s1, al[0] - 1.0 - s1], tail]), name=name, source=source)
+
+
 def load_survival_curves() -> dict:
     """The measured survival curves shipped with speclib, by drafter:
-    ``{"mtp": SurvivalCurve (8 positions), "dflash": SurvivalCurve (15)}``."""
+    ``{"mtp": SurvivalCurve (8 positions), "dflash": SurvivalCurve (15),
+    "eagle3": SurvivalCurve (7)}`` (the last from accept lengths,
+    :data:`ACCEPT_LENGTH_CURVES`)."""
     text = resources.files("speclib").joinpath("data", "acceptance", "survival.json").read_text()
     raw = json.loads(text)
     names = {"mtp": "MTP", "dflash": "DFlash"}
-    return {key: SurvivalCurve(raw[key], name=label, source=SURVIVAL_SOURCE) for key, label in names.items()}
+    out = {key: SurvivalCurve(raw[key], name=label, source=SURVIVAL_SOURCE) for key, label in names.items()}
+    sweeps = json.loads(resources.files("speclib").joinpath("data", "engine-speculation", "sweeps.json").read_text())
+    runs = {r["id"]: r for r in sweeps["runs"]}
+    for key, (run_id, label) in ACCEPT_LENGTH_CURVES.items():
+        run = runs[run_id]
+        out[key] = survival_from_accept_lengths(run["acceptance"]["accept_length"], name=label,
+                                                source=f"{run['source']['title']}, {run['source']['url']}")
+    return out

@@ -105,11 +105,14 @@ FIG3_DRAFT_COST = 0.1
 FIG3_MAX_BATCH = 30_000
 
 #: Assumptions for the older article's dense checks: Llama-3-70B (bf16 weights
-#: and cache) on an H100, an 8B drafter costing 8/70 of a target step per
+#: and cache) on four H100s in tensor parallel (its 140 GB of bf16 weights do
+#: not fit one 80 GB H100; the per-layer ledger's ratios, and so every speed-up,
+#: are the same at any width), an 8B drafter costing 8/70 of a target step per
 #: drafted token, a chat-length context, and the articles' "usually 4-8"
 #: drafted tokens (so gamma* is searched up to 8).
 DENSE_MODEL = "Llama-3-70B"
 DENSE_HARDWARE = "H100"
+DENSE_TP = 4
 DENSE_DRAFT_COST = 8 / 70
 DENSE_CONTEXT = 2048
 DENSE_GAMMA_MAX = 8
@@ -196,6 +199,18 @@ def hca_attention_speedup_band(alpha=FIG3_ACCEPTANCE, c_draft=0.0, model=None, h
     return np.asarray(contexts, dtype=float), np.argmax(gain, axis=0)
 
 
+def hca_cheapest_first_draft_context(model=None, hardware=None) -> float:
+    """The original context at which the first speculated token costs HCA
+    attention the least, relative to a plain step: C_attn(2) / C_attn(1) - 1
+    (query bytes counted), on a grid of every 10 tokens from 1,000 to 200,000."""
+    model, hardware = presets.resolve(model, hardware)
+    cm = cost.cost_model(model, hardware, query_bytes=True)
+    contexts = np.arange(1_000.0, 200_001.0, 10.0)
+    S_eff = contexts / model.attention.hca_ratio
+    price = cm.attention(1.0, 2.0, S_eff) / cm.attention(1.0, 1.0, S_eff) - 1.0
+    return float(contexts[np.argmin(price)])
+
+
 def indexer_slope(model=None) -> float:
     """Long-context intensity of CSA's indexer per query token, f/m_c."""
     model, _ = presets.resolve(model, None)
@@ -244,6 +259,29 @@ def moe_slope_ratio_at(B_value, model=None) -> float:
     local = sp.diff(moe_forms.moe_intensity_uncapped_expr.subs(values), moe_forms.B).subs(moe_forms.B, B_value)
     eventual = sp.diff(moe_forms.moe_saturated_intensity_expr.subs(values), moe_forms.B)
     return float(local / eventual)
+
+
+def moe_least_slope_ratio(model=None) -> tuple:
+    """(B, ratio) where :func:`moe_slope_ratio_at` is least: past the origin the
+    slope (shared expert counted) falls below its far-out value and climbs back
+    to it as the experts fill; a golden-section search in log B over 1..1,000,
+    where that one dip lies."""
+    f = lambda x: moe_slope_ratio_at(math.exp(x), model)  # noqa: E731
+    lo, hi = 0.0, math.log(1000.0)
+    g = (math.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = f(a), f(b)
+    while hi - lo > 1e-6:
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = f(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = f(b)
+    x = (lo + hi) / 2
+    return math.exp(x), f(x)
 
 
 def zero_runs(batches, gamma_star):
@@ -346,8 +384,11 @@ def _expert_tax():
     yield _ours("moe.slope_ratio", kn["slope_ratio"])
     yield _ours("moe.origin_half_slope_routed", moe_slope_ratio_at_origin(n_shared=0, model=m))
     with_shared = moe_slope_ratio_at_origin(model=m)
-    yield _ours("moe.origin_half_slope_with_shared", with_shared, with_shared=with_shared,
-                at_one=lambda: moe_slope_ratio_at(1, m))
+    yield _ours("moe.origin_half_slope_with_shared", with_shared, with_shared=with_shared)
+    at_one = moe_slope_ratio_at(1, m)
+    least = functools.lru_cache(maxsize=None)(lambda: moe_least_slope_ratio(m))
+    yield _ours("moe.batch1_half_slope_with_shared", at_one, at_one=at_one, lowest=lambda: least()[1],
+                lowest_at=lambda: least()[0])
     second_fresh = (moe.experts_activated(2, ffn.top_k, ffn.n_routed)
                     - moe.experts_activated(1, ffn.top_k, ffn.n_routed)) / ffn.top_k
     yield _holds("moe.batch2_mostly_fresh", (1 - second_fresh) < 0.1, resident_percent=100 * (1 - second_fresh))
@@ -374,7 +415,8 @@ def _hca():
                  floor_context=hca_all_widths_memory_bound_context(m))
     low = hca_kv_dominates_context(2, m)
     yield _ours("hca.speculation_band_low", low, low=low)
-    yield _ours("hca.speculation_band_high", crossing, crossing=crossing)
+    yield _ours("hca.speculation_band_high", crossing, crossing=crossing, t3=lambda: hca_ridge_context(3, m),
+                cheapest=lambda: hca_cheapest_first_draft_context(m))
     contexts, gstar = hca_attention_speedup_band(model=m)
     useful = contexts[gstar > 0]
     confined = useful.size > 0 and useful.min() >= 25_000 and useful.max() <= 45_000
@@ -419,8 +461,6 @@ def _ledger():
     before, after = cost.marginal_cost(np.array([below, above]), S, 0.0, m, hw)["attn_proj"]
     yield _holds("ledger.proj_step", before == 0 and after == 1, before=before, after=after, below=below, above=above)
     yield _ours("ledger.attention_crossover", attention.compute_bound_width(m, hw))
-    with_q = mla_crossover_with_query_bytes(512, m, hw)
-    yield _ours("ledger.attention_crossover_with_query_bytes_S512", with_q, crossover=with_q)
     B = np.geomspace(1, 30_000, 60)[:, None]
     contexts = np.array([512.0, 8192.0, 131072.0])[None, :]
     r_attn = cost.marginal_cost(B, contexts, 0.0, m, hw)["attention"]
@@ -467,24 +507,38 @@ def _expert_parallelism():
                  slope_one=float(cm.comm_slope(1.0)), crossover=cm.latency_crossover())
 
 
+def dense_deployment() -> Deployment:
+    """The older article's dense deployment: :data:`DENSE_MODEL` on
+    :data:`DENSE_TP` :data:`DENSE_HARDWARE` GPUs in tensor parallel, priced by
+    the paper's per-layer ledger (whose ratios do not depend on the width)."""
+    return Deployment(DENSE_MODEL, DENSE_HARDWARE, tp=DENSE_TP)
+
+
 def _older_articles():
-    llama = presets.model(DENSE_MODEL)
-    hw = presets.hardware(DENSE_HARDWARE)
+    dep = dense_deployment()
     n = acceptance.expected_committed(0.8, 4)
     yield _ours("older.tokens_per_pass", n, accepted=n - 1, committed=n)
-    dense = dict(model=DENSE_MODEL, hardware=hw.name, context=DENSE_CONTEXT, c_draft=DENSE_DRAFT_COST,
-                 gamma_max=DENSE_GAMMA_MAX)
+    held = dep.max_batch(DENSE_CONTEXT)
+    dense = dict(model=DENSE_MODEL, hardware=f"{DENSE_TP} x {dep.hardware.name}", context=DENSE_CONTEXT,
+                 c_draft=DENSE_DRAFT_COST, gamma_max=DENSE_GAMMA_MAX, held=held)
     for alpha, tag in ((0.6, "60"), (0.8, "80"), (0.85, "85"), (0.95, "95")):
-        gstar, best = optimal_gamma(alpha, 1, DENSE_CONTEXT, DENSE_DRAFT_COST, llama, hw, gamma_max=DENSE_GAMMA_MAX)
-        cheap = lambda alpha=alpha: optimal_gamma(alpha, 1, DENSE_CONTEXT, DENSE_CHEAP_DRAFT_COST, llama, hw,  # noqa: E731
-                                                  gamma_max=DENSE_GAMMA_MAX)
+        gstar, best = optimal_gamma(alpha, 1, DENSE_CONTEXT, DENSE_DRAFT_COST, gamma_max=DENSE_GAMMA_MAX,
+                                    deployment=dep)
+        cheap = lambda alpha=alpha: optimal_gamma(alpha, 1, DENSE_CONTEXT, DENSE_CHEAP_DRAFT_COST,  # noqa: E731
+                                                  gamma_max=DENSE_GAMMA_MAX, deployment=dep)
         yield _ours(f"older.speedup_alpha{tag}", best, speedup=best, gamma_star=gstar, cheap_cost=DENSE_CHEAP_DRAFT_COST,
                     cheap=lambda cheap=cheap: cheap()[1], cheap_gamma=lambda cheap=cheap: cheap()[0], **dense)
     batch, alpha = 128, 0.7
-    gstar, best = optimal_gamma(alpha, batch, DENSE_CONTEXT, DENSE_DRAFT_COST, llama, hw)
-    batches = np.arange(1.0, 30_001.0)
-    scan, _ = optimal_gamma(alpha, batches, DENSE_CONTEXT, DENSE_DRAFT_COST, llama, hw)
-    zeros = ", ".join(f"B = {a:,}-{b:,}" for a, b in zero_runs(batches, scan)) or "no batch up to 30,000"
+    gstar, best = optimal_gamma(alpha, batch, DENSE_CONTEXT, DENSE_DRAFT_COST, deployment=dep)
+    # every batch the deployment holds at its context, each at a draft length it holds (plain decoding always)
+    batches = np.arange(1.0, held + 1.0)
+    gammas = np.arange(65)
+    table = np.stack([np.broadcast_to(_spec.speedup(alpha, int(g), batches, DENSE_CONTEXT, DENSE_DRAFT_COST,
+                                                    deployment=dep), batches.shape) for g in gammas])
+    fits = batches[None, :] <= np.asarray(dep.max_batch(DENSE_CONTEXT, gammas))[:, None]
+    scan = gammas[np.argmax(np.where(fits | (gammas == 0)[:, None], table, -np.inf), axis=0)]
+    zeros = ", ".join(f"B = {a:,}-{b:,}" for a, b in zero_runs(batches, scan)) or (
+        f"no batch the deployment holds (up to {held:,} sequences of {DENSE_CONTEXT:,} tokens)")
     yield _ours("older.plain_decoding_wins_above_64", gstar, gamma_star=gstar, batch=batch, speedup=best,
                 alpha=alpha, zero_runs=zeros, **dense)
 

@@ -139,7 +139,8 @@ class DecodeRun:
 
     def _served(self, step_time="roofline") -> Deployment:
         return Deployment(self.model, self.chip, tp=self.tp, ep=self.ep, dp_attention=self.dp_attention,
-                          engine=self.engine, weights=self.weights, kv_cache=self.kv_cache, step_time=step_time)
+                          engine=self.engine, weights=self.weights, kv_cache=self.kv_cache, step_time=step_time,
+                          attention="served")
 
 
 def _llama_runs() -> list:

@@ -163,7 +163,7 @@ def _pricing(r: EngineRun, how: str, fixed_s: float = 0.0):
         if r.expert_parallel:
             return _spec.LedgerPricing(_cal.CalibratedLedger(_ledger(r), per_token=per_token), drafter)
         model, hw = resolve(r.model, r.hardware)
-        step = Deployment(model, hw, tp=r.gpus).parallel_step()
+        step = Deployment(model, hw, tp=r.gpus, attention="served").parallel_step()  # as the engine served it
         engine = {"TensorRT-LLM": "TRT"}.get(r.engine, r.engine)
         target = _cal.CalibratedStepModel(step, hw, engine=engine if engine in _cal.ENGINES else _cal.DEFAULT_ENGINE,
                                           per_token=per_token)

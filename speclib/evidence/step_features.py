@@ -121,6 +121,10 @@ DRAFTER_LAYER_COSTS = True
 #: a rejected draft (:mod:`speclib.core.step`): vLLM and SGLang keep a snapshot
 #: per verified position, and a Deployment prices it so by default.
 ENGINE_ROLLBACK = "snapshot"
+#: How the measured runs' attention is priced: as served (DeepSeek-V4's
+#: compressed attention as its published config serves it, and each verified
+#: position's own sparse selection), since the engines measured ran it so.
+RUN_ATTENTION = "served"
 #: Engines named in the measured data, as the calibration names them (an
 #: engine not named here takes vLLM's fixed time).
 ENGINE_KEYS = {"vLLM": "vLLM", "SGLang": "SGLang", "TensorRT-LLM": "TRT", "TRT": "TRT"}
@@ -239,8 +243,8 @@ class SpecSteps:
             self.tp = run.gpus
         # a hybrid's linear-attention state rolled back as the engines do (a snapshot per verified position)
         self.parallel = Deployment(run.model, run.chip, tp=self.tp, ep=run.ep, dp_attention=run.dp_attention,
-                                   weights=run.weights, kv_cache=run.kv_cache,
-                                   rollback=ENGINE_ROLLBACK).parallel_step()
+                                   weights=run.weights, kv_cache=run.kv_cache, rollback=ENGINE_ROLLBACK,
+                                   attention=RUN_ATTENTION).parallel_step()
         self.model = self.parallel.step_model.architecture
 
     def step(self, B, T) -> dict:

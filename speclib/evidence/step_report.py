@@ -77,8 +77,20 @@ def constants(calibration=None) -> list:
         draws = np.array([_draw_value(d, k) for d in calibration.draws])
         draws = draws[np.isfinite(draws)]
         lo, hi = (np.percentile(draws, 5) * scale, np.percentile(draws, 95) * scale) if draws.size else (np.nan,) * 2
-        out.append((name, f.theta[k] * scale, f"{lo:.3g} \u2013 {hi:.3g}", unit))
+        out.append((name, f.theta[k] * scale, f"{lo:.3g} \u2013 {hi:.3g}", unit, identified(f.theta[k] * scale, lo, hi)))
     return out
+
+
+def identified(value: float, lo: float, hi: float) -> str:
+    """Whether the runs identify a constant fitted non-negative: "not
+    identified" where it sits at zero with its whole interval there (the
+    other terms take up what it stands for), "not bounded from zero" where
+    its interval reaches zero, else "" (identified)."""
+    if value == 0.0 and hi == 0.0:
+        return "not identified: at zero in every refit"
+    if lo <= 0.0 < hi:
+        return "not bounded from zero: some refits put it at zero"
+    return ""
 
 
 #: What each fitted term stands for, estimated without the fit: (term, what it
@@ -452,8 +464,8 @@ def report() -> str:
     f = fit(SHIPPED_FORM)
     out = [f"The shipped form: {SHIPPED_FORM.label}.",
            "Constants (fit on every run; 5-95 % over refits to resampled model families):"]
-    out += [f"  {name:<26} {value:9.3g} {unit}  [{interval}]"
-            for name, value, interval, unit in constants()]
+    out += [f"  {name:<26} {value:9.3g} {unit}  [{interval}]" + (f"  ({note})" if note else "")
+            for name, value, interval, unit, note in constants()]
     if f.alphas:
         out.append("  acceptance fitted to a run's smallest batch (not reported): "
                    + ", ".join(f"{k} {v:.3f}" for k, v in f.alphas.items()))

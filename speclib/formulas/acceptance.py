@@ -66,3 +66,17 @@ expected_committed_geometric_expr = expected_committed_survival_expr.replace(
     lambda e: isinstance(e, sp.Indexed) and e.base == survival,
     lambda e: iid_survival_expr.subs(_d, e.indices[0]),
 ).doit()
+
+
+# --- a survival curve from accept lengths measured at several chain lengths ---------
+
+A_2 = sp.Symbol("A_2", positive=True)  # accepted drafts a verify of a chain of two commits beyond its bonus: s_1 + s_2
+s_3 = sp.Symbol("s_3", positive=True)  # the third position's survival, AL(3) - AL(2)
+#: The accept lengths AL(K) = 1 + s_1 + ... + s_K a source prints for chains of
+#: K = 2, 3, ... give each position's survival from the third on as a
+#: difference, and s_1 + s_2 = AL(2) - 1 together. Taking the first three
+#: positions to decay at one rate, s_2 / s_1 = s_3 / s_2, splits them:
+#: s_2^2 = s_1 s_3 with s_2 = A_2 - s_1, whose root below A_2 is s_1.
+first_survival_expr = next(r for r in sp.solve(sp.Eq((A_2 - sp.Symbol("s_1")) ** 2, sp.Symbol("s_1") * s_3),
+                                               sp.Symbol("s_1"))
+                           if r.subs({A_2: 1.36, s_3: 0.43}) < 1.36)

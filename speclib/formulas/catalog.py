@@ -115,6 +115,8 @@ NUMERIC = (
     Formula("committed", _acc.expected_committed_stable_expr, (_acc.alpha, _acc.gamma),
             "expected tokens committed per verify pass, alpha < 1"),
     Formula("committed_at_one", _acc.expected_committed_at_one_expr, (_acc.gamma,), "the same at alpha = 1"),
+    Formula("first_survival", _acc.first_survival_expr, (_acc.A_2, _acc.s_3),
+            "the first position's survival from AL(2) - 1 and s_3, the first three decaying at one rate"),
     Formula("committed_at_zero", _acc.committed_at_zero_expr, (), "tokens committed with no drafts"),
     Formula("iid_survival", _acc.iid_survival_expr, (_acc.alpha, _acc._d),
             "survival of draft position d under i.i.d. acceptance"),

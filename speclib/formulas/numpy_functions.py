@@ -39,6 +39,7 @@ ARGUMENTS = {
     'indexer_flops_per_pair': ('n_h', 'd_h'),
     'committed': ('alpha', 'gamma'),
     'committed_at_one': ('gamma',),
+    'first_survival': ('A_2', 's_3'),
     'committed_at_zero': (),
     'iid_survival': ('alpha', 'd'),
     'gemm_cost': ('t', 'W', 'b_w', 'R'),
@@ -347,6 +348,14 @@ def committed_at_one(gamma):
     gamma + 1
     """
     return gamma + 1
+
+
+def first_survival(A_2, s_3):
+    """the first position's survival from AL(2) - 1 and s_3, the first three decaying at one rate:
+
+    A_2 - sqrt(s_3)*sqrt(4*A_2 + s_3)/2 + s_3/2
+    """
+    return A_2 - 1/2*numpy.sqrt(s_3)*numpy.sqrt(4*A_2 + s_3) + (1/2)*s_3
 
 
 def committed_at_zero():

@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import sys
@@ -265,6 +266,15 @@ def _deployment(args, model=None, chip=None, drafter=None) -> Deployment:
 
 
 # --- formatting ---------------------------------------------------------------
+#: What a conditional rate prints as where no draft reached the position before it (0 / 0).
+NO_RATE = "undefined"
+
+
+def _rate(value) -> str:
+    """A conditional acceptance rate to four places, or :data:`NO_RATE` where
+    it is undefined (no draft survived to the position before)."""
+    return f"{value:.4f}" if math.isfinite(value) else NO_RATE
+
 def format_table(headers, rows, align=None) -> str:
     """Columns padded to a common width. ``align`` has one letter per column,
     ``l`` or ``r``; by default the first column is left-aligned and the rest
@@ -1254,7 +1264,7 @@ def _acceptance_text(read) -> str:
     conditional = read.survival.conditional_acceptance
     if read.measured:
         bounds = read.interval()
-        rows = [(str(d), str(d - 1), f"{s:.4f}", f"{c:.4f}") for d, (s, c) in enumerate(zip(values, conditional), 1)]
+        rows = [(str(d), str(d - 1), f"{s:.4f}", _rate(c)) for d, (s, c) in enumerate(zip(values, conditional), 1)]
         if bounds is not None:
             rows = [row + (f"{lo:.4f}-{hi:.4f}",) for row, lo, hi in zip(rows, bounds[0].values, bounds[1].values)]
         headers = ("draft position d", "vLLM position", "survives s(d)", "given d-1") + (("95% interval",)
@@ -1266,7 +1276,7 @@ def _acceptance_text(read) -> str:
                          "the true one is wider)")
         lines.append("")
     else:
-        rows = [(str(d), f"{s:.4f}", f"{c:.4f}") for d, (s, c) in enumerate(zip(values, conditional), 1)]
+        rows = [(str(d), f"{s:.4f}", _rate(c)) for d, (s, c) in enumerate(zip(values, conditional), 1)]
         table = format_table(("draft position d", "survives s(d)", "given d-1"), rows)
         lines += [f"  IMPLIED, not measured: the engine gives the mean length only, so this is the i.i.d. curve "
                   f"alpha**d with alpha = {read.alpha:.4f}, the alpha whose expected length at {read.gamma} drafted "

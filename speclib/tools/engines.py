@@ -17,7 +17,13 @@ vLLM, dynamic speculative decoding
   ``[start_bs, end_bs, K]`` ranges; the first must start at 1, ranges may not
   overlap, a gap takes the previous K, batch sizes past the last range keep the
   last K, and every K is clipped to ``num_speculative_tokens`` (which must be
-  > 0). Not used with data parallelism > 1 (the docs' Limitations).
+  > 0). Not used with data parallelism > 1 (the docs' Limitations). The list
+  form is what releases read, from v0.25.0 on; a dict form ``{"1-16": 3}`` was
+  a draft of pull request #32374 that no release reads. On Model Runner V1 any
+  table turns full CUDA graphs into piecewise ones for the whole server
+  (vllm/config/vllm.py, ``_maybe_override_dynamic_sd_cudagraph_mode``), K = 0
+  ranges included; Model Runner V2 captures one full graph per K in the table
+  (pull request #45953). See :func:`vllm_limits` and ENGINE_FACTS.md.
   The context axis ``[bs_lo, bs_hi, ctx_lo, ctx_hi, K]`` is a *proposal*:
   RFC vllm-project/vllm#48627 and the open pull request #48944 (a rectangular
   batch x context grid, context buckets contiguous from 1, the last bucket
@@ -398,18 +404,46 @@ def dumps_json(obj, indent: str = "") -> str:
 #: vLLM's documented limits of num_speculative_tokens_per_batch_size
 #: (docs/features/speculative_decoding/dynamic_speculative_decoding.md, "Limitations").
 VLLM_TESTED_METHODS = ("eagle", "eagle3", "dflash")
+#: The releases that read the table, and in which form (ENGINE_FACTS.md, section 1): the
+#: ``[start_bs, end_bs, K]`` list is what vLLM's releases read, documented from v0.25.0 on
+#: (docs.vllm.ai/en/v0.25.0/features/speculative_decoding/dynamic_speculative_decoding/;
+#: ``validate_and_normalize_dynamic_sd_schedule`` in vllm/v1/spec_decode/dynamic/utils.py); the
+#: ``{"lo-hi": K}`` dict was a draft of pull request vllm-project/vllm#32374 (its
+#: ``DynamicSpeculativeDecodingManager`` parsed ``"N"`` and ``"N-M"`` keys) that no release reads.
+VLLM_TABLE_RELEASE = "v0.25.0"
+#: What the table costs on Model Runner V1 (vllm/config/vllm.py @ 000fc94b754f66aeb60ef5acf1ea2e94cdc65164,
+#: ``VllmConfig._maybe_override_dynamic_sd_cudagraph_mode``): with any table set and full CUDA graphs asked for,
+#: V1 overrides cudagraph_mode to PIECEWISE for the whole server, K = 0 ranges included; Model Runner V2
+#: captures a full graph for each K + 1 the table names (pull request vllm-project/vllm#45953). Measured, on
+#: V1 with a table whose every K is 0 (vLLM 0.27.1, one H100 NVL, issue vllm-project/vllm#49548): TPOT
+#: +6.56 % at concurrency 2 and +21.58 % at 189 over the same server without the table.
+VLLM_ZERO_RANGE_TAX = {2: 0.0656, 189: 0.2158}
 
 
-def vllm_limits(method: str) -> list:
-    """What vLLM's documentation says of a per-batch table with ``method``."""
-    lines = []
+def vllm_limits(method: str, ranges=None) -> list:
+    """What vLLM's documentation and source say of a per-batch table with
+    ``method`` (and, given the table's ``ranges``, of its ranges of K = 0)."""
+    lines = [f"num_speculative_tokens_per_batch_size takes this list of [start_bs, end_bs, K] from vLLM "
+             f"{VLLM_TABLE_RELEASE} on; the {{\"lo-hi\": K}} form of an earlier draft of pull request #32374 is in "
+             "no release"]
     if method not in VLLM_TESTED_METHODS:
         lines.append(f"vLLM documents num_speculative_tokens_per_batch_size as tested with eagle, eagle3 and "
                      f"dflash; with method {method} it may or may not work: try it on your version before relying "
                      "on it")
-    lines += ["full CUDA graphs with a per-batch table need vLLM's Model Runner V2; V1 runs piecewise graphs",
-              "with --data-parallel-size > 1 vLLM turns the table off and drafts num_speculative_tokens at every "
-              "batch size"]
+    zero = [r for r in (ranges or ()) if r.k == 0]
+    lo, hi = sorted(VLLM_ZERO_RANGE_TAX)
+    lines.append("on Model Runner V1 any per-batch table turns full CUDA graphs into piecewise ones for the whole "
+                 "server (VllmConfig._maybe_override_dynamic_sd_cudagraph_mode); full graphs need Model Runner V2 "
+                 "(VLLM_USE_V2_MODEL_RUNNER=1), which captures one per K in the table (pull request #45953)"
+                 + (f". So on V1 the K = 0 range{'s' if len(zero) > 1 else ''} "
+                    + ", ".join(f"{r.lo}-{r.hi}" for r in zero)
+                    + (" decode" if len(zero) > 1 else " decodes")
+                    + " without drafting but on piecewise graphs, slower than a server without the table: "
+                    f"one report measured TPOT {100 * VLLM_ZERO_RANGE_TAX[lo]:.1f} % higher at {lo} sequences and "
+                    f"{100 * VLLM_ZERO_RANGE_TAX[hi]:.1f} % at {hi} (vllm-project/vllm#49548); the model prices "
+                    "K = 0 as plain decoding" if zero else ""))
+    lines.append("with --data-parallel-size > 1 vLLM turns the table off and drafts num_speculative_tokens at every "
+                 "batch size")
     return lines
 
 

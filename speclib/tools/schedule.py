@@ -19,6 +19,18 @@ lengths (not capped by the engine). At a fixed batch the throughput ratio
 equals the ratio of speedups over plain decoding. "Worst" is the batch size
 that keeps least.
 
+Which batches count, under a memory check: a batch that memory holds at no
+draft length of at least one, or not even without a draft (a longer context
+than the one the batches were capped at), is left out of every "kept" and
+of every choice made by it (:meth:`Schedule.left_out`): plain decoding is the
+only choice there, and says nothing about a table. A table of batch ranges
+hands the engine a draft length per range, so memory must hold each range's
+draft length over the whole range (a left-out batch weighs nothing but is
+still plain). A static depth or a tier set is a server's own setting: a
+server at that depth holds what its memory holds at it, so each is counted
+over the batches it holds, and the batches above are left out of its "kept"
+(:meth:`Schedule.static`, :meth:`Schedule.tiers`).
+
 Measured step costs (``--step-costs``): a CSV with columns
 ``batch_size,num_draft_tokens,step_seconds``, the format of the sequel's
 simulator. We read ``step_seconds`` as the whole speculative step at that
@@ -204,6 +216,8 @@ class Table:
     k_per_batch: np.ndarray = field(repr=False)
     worst: float = 1.0  # the batch that keeps least: its throughput / the optimum's
     worst_batch: int = 1
+    #: the last batch the table is set for (a static depth: the most its memory holds at that depth); None: all
+    held_to: int | None = None
 
     def __len__(self):
         return len(self.ranges)
@@ -218,10 +232,13 @@ class Tiers:
     k_per_batch: np.ndarray = field(repr=False)
     worst: float = 1.0
     worst_batch: int = 1
+    #: the last batch memory holds at the shallowest tier (None: every batch); the batches above are left out
+    held_to: int | None = None
 
     @property
     def ranges(self):
-        return tuple(ranges_from_lookup(self.k_per_batch))
+        """Each batch's best tier, over the batches the set is held at."""
+        return tuple(ranges_from_lookup(self.k_per_batch[:self.held_to]))
 
 
 @dataclass
@@ -331,43 +348,110 @@ class Schedule:
 
     def uncertain_ranges(self) -> list:
         """(first, last) batch of each run of :attr:`uncertain` batches."""
-        u = np.concatenate([[0], self.uncertain.astype(np.int8), [0]])
-        edges = np.flatnonzero(np.diff(u))
-        return [(int(a) + 1, int(b)) for a, b in zip(edges[::2], edges[1::2])]
+        return _runs_of(self.uncertain)
 
     def relative(self, c: int = 0) -> np.ndarray:
         """throughput(B, gamma) / throughput(B, gamma*(B)) per draft length and
         batch; -inf where memory cannot hold the batch at that draft length."""
         return self._held(c) / self.speedup_at(c)[None, :]
 
+    def left_out(self, c: int = 0) -> np.ndarray:
+        """Per batch 1..N: whether it is left out of every "kept" and of every
+        choice made by it, at context ``c``: memory holds the batch at no
+        draft length of at least one (plain decoding is then the only
+        choice, and says nothing of a table), or does not hold it even
+        without a draft (a longer context than the one the batches were
+        capped at). All False without a memory check."""
+        if self.memory_limits is None:
+            return np.zeros(self.max_batch, dtype=bool)
+        limits = np.asarray(self.memory_limits)[c]
+        B = self.batches
+        plain = B <= limits[self.gammas == 0].max(initial=0)
+        drafting = self.gammas > 0
+        if not drafting.any():  # nothing but plain decoding searched: nothing to leave out for it
+            return ~plain
+        return ~plain | (B > limits[drafting].max())
+
+    def left_out_reasons(self, c: int = 0) -> list:
+        """(first, last, why) of each run of batches :meth:`left_out` leaves out."""
+        if self.memory_limits is None:
+            return []
+        limits = np.asarray(self.memory_limits)[c]
+        plain = int(limits[self.gammas == 0].max(initial=0))
+        drafting = self.gammas > 0
+        draft = int(limits[drafting].max()) if drafting.any() else None
+        out = []
+        for lo, hi in _runs_of(self.left_out(c)):
+            if lo > plain:
+                why = f"memory does not hold them even without a draft ({plain:,} at most)"
+            else:
+                why = f"memory holds none of them with a draft ({draft:,} at most, at gamma " \
+                      f"{int(self.gammas[drafting][np.argmax(limits[drafting])])}): plain decoding is the only choice"
+            out.append((lo, hi, why))
+        return out
+
+    def _weights(self, c: int = 0) -> np.ndarray:
+        """The weight of each batch size in "kept" at context ``c``: 1/B,
+        normalised over the batches not :meth:`left_out` (0 there)."""
+        w = np.where(self.left_out(c), 0.0, 1.0 / self.batches)
+        total = w.sum()
+        return w / total if total > 0 else w
+
     @property
     def weights(self) -> np.ndarray:
-        """The weight of each batch size in "kept": 1/B, normalised."""
-        w = 1.0 / self.batches
-        return w / w.sum()
+        """The weight of each batch size in "kept": 1/B, normalised over the
+        batches not left out (:meth:`left_out`), which weigh 0."""
+        return self._weights(0)
 
     def _weighted(self, c: int = 0) -> np.ndarray:
-        return self.relative(c) * self.weights[None, :]
+        """Each batch's share of "kept" per draft length: its throughput ratio
+        times its weight; -inf where memory cannot hold the batch at that
+        draft length (a left-out batch weighs 0, but is still held to what
+        memory holds)."""
+        rel = self.relative(c)
+        held = np.isfinite(rel)
+        return np.where(held, np.where(held, rel, 0.0) * self._weights(c)[None, :], -np.inf)
 
-    def kept(self, k_per_batch, c: int = 0) -> float:
-        """What a table keeps of the per-batch optimum (see the module notes)."""
+    def _ratios(self, k_per_batch, c):
         index = np.searchsorted(self.gammas, k_per_batch)
-        rel = self._weighted(c)
-        return float(np.sum(rel[index, np.arange(self.max_batch)]))
+        return self.relative(c)[index, np.arange(self.max_batch)]
 
-    def worst(self, k_per_batch, c: int = 0) -> tuple:
-        """(the smallest throughput ratio to the optimum over the batches, its batch)."""
-        index = np.searchsorted(self.gammas, k_per_batch)
-        ratios = self.relative(c)[index, np.arange(self.max_batch)]
-        b = int(np.argmin(ratios))
+    def kept(self, k_per_batch, c: int = 0, among=None) -> float:
+        """What a table keeps of the per-batch optimum (see the module notes):
+        over the batches not left out (:meth:`left_out`), or over those in the
+        mask ``among`` (a static depth or a tier set counts only the batches
+        memory holds at its draft lengths); -inf if a batch counted is one
+        memory cannot hold at the table's draft length."""
+        ratios = self._ratios(k_per_batch, c)
+        w = self._weights(c)
+        counted = w > 0 if among is None else (w > 0) & np.asarray(among, dtype=bool)
+        if not np.all(np.isfinite(ratios[counted])):
+            return -np.inf
+        return float(np.sum(ratios[counted] * w[counted]))
+
+    def worst(self, k_per_batch, c: int = 0, among=None) -> tuple:
+        """(the smallest throughput ratio to the optimum over the batches
+        :meth:`kept` counts, its batch)."""
+        ratios = self._ratios(k_per_batch, c)
+        counted = ~self.left_out(c) if among is None else ~self.left_out(c) & np.asarray(among, dtype=bool)
+        if not counted.any():
+            return 1.0, 1
+        b = int(np.argmin(np.where(counted, ratios, np.inf)))
         return float(ratios[b]), b + 1
 
-    def _table(self, ks, c):
-        return Table(tuple(ranges_from_lookup(ks)), self.kept(ks, c), ks, *self.worst(ks, c))
+    def _table(self, ks, c, among=None, held_to=None):
+        return Table(tuple(ranges_from_lookup(ks[:held_to])), self.kept(ks, c, among), ks, *self.worst(ks, c, among),
+                     held_to=held_to)
 
     def speedup_of(self, k_per_batch, c: int = 0) -> np.ndarray:
         index = np.searchsorted(self.gammas, k_per_batch)
         return self.speedups[c][index, np.arange(self.max_batch)]
+
+    def held_at(self, k: int, c: int = 0) -> int:
+        """The largest batch (up to N) memory holds at context ``c`` while drafting ``k``."""
+        if self.memory_limits is None:
+            return self.max_batch
+        return int(min(self.max_batch, np.asarray(self.memory_limits)[c][np.searchsorted(self.gammas, k)]))
 
     # --- tables under limits ----------------------------------------------------
     def table(self, max_ranges=None, max_k=None, *, first_is_max=False, implicit_zero_tail=False,
@@ -395,11 +479,35 @@ class Schedule:
             ks = _segment(rel, self.gammas, allowed, max_ranges, first_is_max, implicit_zero_tail)
         return self._table(ks, c)
 
+    def static(self, max_k=None, c: int = 0) -> Table:
+        """The one draft length for every batch (SGLang's static
+        ``--speculative-num-steps``) that keeps the most. A server at one
+        depth holds no more sequences than its memory holds at that depth, so
+        each depth is counted over the batches it holds (the table's single
+        range ends there, :attr:`Table.held_to`) and the batches above are left
+        out of its "kept", as are those :meth:`left_out` leaves out of every
+        table. Ties go to the shorter draft."""
+        allowed = self.gammas if max_k is None else self.gammas[self.gammas <= max_k]
+        if not allowed.size:
+            raise ValueError(f"max_k must allow a draft length; got {max_k}")
+        best, best_value = None, -np.inf
+        for k in allowed:
+            held = self.held_at(int(k), c)
+            value = self.kept(np.full(self.max_batch, k), c, among=self.batches <= held)
+            if value > best_value + 1e-12:
+                best, best_value = (int(k), held), value
+        k, held = best
+        return self._table(np.full(self.max_batch, k, dtype=self.gammas.dtype), c, among=self.batches <= held,
+                           held_to=held if held < self.max_batch else None)
+
     def tiers(self, max_tiers: int = 3, max_k=None, *, allow_zero: bool = False, c: int = 0) -> Tiers:
         """The set of at most ``max_tiers`` draft lengths (>= 1 unless
         ``allow_zero``) that keeps the most when every batch runs its best
-        tier in the set (an ideal controller); exhaustive search over tier
-        sets among the draft lengths up to the deepest per-batch optimum."""
+        tier in the set that memory holds (an ideal controller); exhaustive
+        search over tier sets among the draft lengths up to the deepest
+        per-batch optimum. A batch that memory holds at no tier of the set is
+        left out of the set's "kept", as are those :meth:`left_out` leaves out
+        of every table."""
         rel = self._weighted(c)
         gstar = self.gamma_star_at(c)
         top = int(gstar.max()) if max_k is None else min(int(gstar.max()), max_k)
@@ -412,14 +520,18 @@ class Schedule:
         best, best_key = None, None
         for n in range(1, max_tiers + 1):
             for combo in itertools.combinations(candidates, n):
-                value = float(np.sum(np.max(rel[list(combo)], axis=0)))
+                per_batch = np.max(rel[list(combo)], axis=0)
+                value = float(np.sum(per_batch[np.isfinite(per_batch)]))  # a batch no tier holds counts nothing
                 key = (round(value, 12), -n, tuple(-i for i in combo))
                 if best_key is None or key > best_key:
                     best, best_key = combo, key
         chosen = np.asarray(best)
         pick = chosen[np.argmax(rel[chosen], axis=0)]
         ks = self.gammas[pick]
-        return Tiers(tuple(int(self.gammas[i]) for i in best), self.kept(ks, c), ks, *self.worst(ks, c))
+        held = self.held_at(int(self.gammas[chosen].min()), c)
+        among = self.batches <= held
+        return Tiers(tuple(int(self.gammas[i]) for i in best), self.kept(ks, c, among), ks,
+                     *self.worst(ks, c, among), held_to=held if held < self.max_batch else None)
 
     @staticmethod
     def _capped_best(rel, allowed):
@@ -448,6 +560,13 @@ class Schedule:
         cuts = sorted({r.lo for ks in per_context for r in ranges_from_lookup(ks)})
         bounds = [(lo, hi - 1) for lo, hi in zip(cuts, cuts[1:] + [self.max_batch + 1])]
         return [((lo, hi), [int(ks[lo - 1]) for ks in per_context]) for lo, hi in bounds]
+
+
+def _runs_of(mask) -> list:
+    """(first, last) batch (from 1) of each run of True in ``mask``."""
+    m = np.concatenate([[0], np.asarray(mask, dtype=np.int8), [0]])
+    edges = np.flatnonzero(np.diff(m))
+    return [(int(a) + 1, int(b)) for a, b in zip(edges[::2], edges[1::2])]
 
 
 def check_limits(max_ranges=None, max_k=None) -> tuple:
@@ -736,7 +855,8 @@ def profile(model=None, hardware=None, seq=4096, *, c_draft=None, batches=None, 
 ENGINES = ("vllm", "trtllm", "sglang", "table")
 
 KEPT_DEFINITION = ("kept = mean over batch sizes B = 1..N, weighted by 1/B, of throughput at the table's K / "
-                   "throughput at gamma*(B); worst = the batch size that keeps least")
+                   "throughput at gamma*(B), over the batches memory holds both with a draft and without (a static "
+                   "depth or a tier set: those it holds); worst = the batch size that keeps least")
 
 
 def method_for(sched: Schedule, engine: str, method=None, draft_model: str | None = None) -> tuple:
@@ -762,7 +882,9 @@ def engine_notes(sched: Schedule, engine: str, method=None, draft_model: str | N
     if engine == "table":
         return []
     _, name = method_for(sched, engine, method, draft_model)
-    return {"vllm": engines.vllm_limits, "trtllm": engines.trtllm_limits, "sglang": engines.sglang_limits}[engine](name)
+    if engine == "vllm":
+        return engines.vllm_limits(name, sched.table(sched.max_ranges, sched.max_k).ranges)
+    return {"trtllm": engines.trtllm_limits, "sglang": engines.sglang_limits}[engine](name)
 
 
 def _pct(x: float) -> str:
@@ -799,6 +921,8 @@ def _header(sched: Schedule) -> list:
         *sched.memory_lines(),
         *(f"warning: {warning}" for warning in sched.warnings),
         *(f"note: extrapolates: {note}" for note in sched.notes),
+        *(f"left out of every kept: batch{'es' if lo != hi else ''} {_span_of(lo, hi)}: {why}"
+          for lo, hi, why in sched.left_out_reasons()),
     ]
     if sched.interval is not None:
         spans = sched.uncertain_ranges()
@@ -808,6 +932,18 @@ def _header(sched: Schedule) -> list:
                         + ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans) if spans
                         else "it stays on one side of 1x at every batch size"))
     return lines
+
+
+def _span_of(lo: int, hi: int) -> str:
+    return f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
+
+
+def _held_note(sched: Schedule, tab) -> str:
+    """What a static depth or a tier set leaves out: the batches above what memory holds at its draft length."""
+    if tab.held_to is None:
+        return ""
+    return (f"; memory holds {tab.held_to:,} sequences at it, so batches {_span_of(tab.held_to + 1, sched.max_batch)} "
+            "are left out of its kept")
 
 
 def _span(gammas) -> str:
@@ -822,7 +958,7 @@ def _engine_tables(sched: Schedule):
         "vllm": sched.table(**limits),
         "trtllm": sched.table(**limits, first_is_max=True, implicit_zero_tail=True),
         "sglang": sched.table(**limits),
-        "sglang-static": sched.table(1, sched.max_k),
+        "sglang-static": sched.static(sched.max_k),
         "sglang-adaptive": sched.tiers(3, max_k=sched.max_k),
     }
 
@@ -900,7 +1036,7 @@ def _render_sglang(sched, algorithm, path, width):
     from . import engines
 
     table = sched.table(sched.max_ranges, sched.max_k)
-    static = sched.table(1, sched.max_k)
+    static = sched.static(sched.max_k)
     k = int(static.ranges[0].k)
     adaptive = algorithm in ("EAGLE", "EAGLE3")
     document = {}
@@ -921,13 +1057,13 @@ def _render_sglang(sched, algorithm, path, width):
             "below a slot's first batch its draft length may already run.",
         ]
     document["static"] = {
-        "batch_sizes": [1, sched.max_batch],
+        "batch_sizes": [1, static.ranges[0].hi],
         "gamma": k,
         "kept": round(static.kept, 6),
         "args": engines.sglang_static_args(k, algorithm, path),
     }
     lines.append(f"static: one depth for every batch size (args empty: plain decoding): {k} keeps "
-                 f"{_pct(static.kept)} ({_worst(static)}).")
+                 f"{_pct(static.kept)} ({_worst(static)}){_held_note(sched, static)}.")
     if adaptive:
         tiers = sched.tiers(3, max_k=sched.max_k)
         initial = tiers.tiers[len(tiers.tiers) // 2]
@@ -941,7 +1077,8 @@ def _render_sglang(sched, algorithm, path, width):
         lines.append("adaptive_tiers: the form SGLang's adaptive-decoding page documents (a flat candidate_steps, "
                      "tiers >= 1, switched on an EMA of the accepted length, not on the batch size; the current "
                      "source refuses a config without a batch-size key): if every batch ran its best tier, these "
-                     f"keep {_pct(tiers.kept)} ({_worst(tiers)}); what the controller does is not this.")
+                     f"keep {_pct(tiers.kept)} ({_worst(tiers)}){_held_note(sched, tiers)}; what the controller "
+                     "does is not this.")
     lines += [*(f"limit: {line}" for line in engines.sglang_limits(algorithm)), f"{KEPT_DEFINITION}."]
     body = yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=10_000)
     return "\n".join(_comments(lines, width)) + "\n" + _fold_args(body, width)
@@ -1008,8 +1145,8 @@ def _render_table(sched, width):
         (f"SGLang adaptive tiers {list(a.tiers)} (ideal controller)", f"{len(a.tiers)} tiers keep", a),
     ]
     for name, count, tab in entries:
-        lines += _wrap(f"{name}: {count} {_pct(tab.kept)} of the per-batch optimum ({_worst(tab)})", width,
-                       "  ", "    ")
+        lines += _wrap(f"{name}: {count} {_pct(tab.kept)} of the per-batch optimum ({_worst(tab)})"
+                       f"{_held_note(sched, tab) if isinstance(tab, (Table, Tiers)) else ''}", width, "  ", "    ")
     if sched.max_ranges is None:
         lines += [""] + _wrap("Fewer ranges (vLLM's table, chosen to lose the least):", width, "", "") + [""]
         optimum = len(v)

@@ -208,6 +208,37 @@ def gutter_table(batches=(1, 2, 3, 4, 8, 12, 13, 14, 16, 43), S=4096, alpha=0.75
                        held=points)
 
 
+def regions_table(alphas=(0.6, 0.7, 0.75, 0.8, 0.9), S=4096, c_draft=0.10, model=None, hardware=None) -> NumberTable:
+    """Where speculation pays along every whole batch from 1 to 30,000 at
+    each acceptance of ``alphas`` (:func:`speclib.core.speculation.gamma_regions`):
+    the gutters, the largest gamma* and the first batch reaching it, and the
+    last batch with gamma* > 0, each batch marked where one chip does not
+    hold it at its gamma* (the paper's per-layer ledger prices a layer at any
+    batch)."""
+    m, hw = resolve(model, hardware)
+    dep = Deployment(m, hw)
+    rows, held = [], []
+    for alpha in alphas:
+        g = _spec.gamma_regions(alpha, S, c_draft, m, hw)
+
+        def marked(B):  # the batch with the mark of its gamma*, and the point the memory check holds
+            gamma = int(_spec.optimal_gamma(alpha, B, S, c_draft, m, hw)[0])
+            mark, point = common.held_point(dep, S, B, gamma)
+            held.append(point)
+            return f"{B:,.0f}{mark}"
+
+        gutters = ", ".join(f"{lo:,.0f}\u2013{marked(hi)}" if lo != hi else marked(lo) for lo, hi in g["gutters"])
+        last = g["last_speculating"]
+        rows.append((f"{alpha:.2f}", gutters or "none", g["best_gamma"], marked(g["best_batch"]),
+                     "none" if last is None else marked(last)))
+    return NumberTable(("\u03b1", "gutter (\u03b3* = 0) at batches", "largest \u03b3*", "first reached at B",
+                        "last batch with \u03b3* > 0"), tuple(rows),
+                       caption=f"{m.name} on {hw.name}, S = {S:,.0f}, drafter {c_draft:.0%} of a step, priced by "
+                               f"{LEDGER}; batches 1 to 30,000 (the gutter's mark is its last batch's). "
+                               f"{common.memory_sentence(dep, S, served_too=True)}",
+                       held=tuple(held))
+
+
 #: The introduction's first look: a dense model against the MoE the post follows.
 FIRST_LOOK_MODELS = ("Llama-3-70B", "DeepSeek-V4-Flash")
 

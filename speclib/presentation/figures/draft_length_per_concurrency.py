@@ -241,6 +241,13 @@ MODELLING_CHOICES = (
 )
 
 
+def _keyword(name, value) -> str:
+    """A keyword as the table names it: a flag switched on by its name alone, any other value after it."""
+    if value is True:
+        return name
+    return f"{name} {value}" if isinstance(value, str) else f"{name} {value:g}"
+
+
 def modelling_choices(choices=MODELLING_CHOICES) -> NumberTable:
     """What each modelling choice is worth: the comparison with the simulator
     redone with one choice undone at a time, a row per variant and drafter.
@@ -250,14 +257,15 @@ def modelling_choices(choices=MODELLING_CHOICES) -> NumberTable:
     for keywords, description in choices:
         if not isinstance(keywords, dict):
             raise ValueError(f"choices must be pairs of (keywords dict, description); got {keywords!r}")
-        comparisons, keyword = sequel.compare(**keywords), ", ".join(f"{k}={v!r}" for k, v in keywords.items())
+        comparisons, keyword = sequel.compare(**keywords), ", ".join(_keyword(k, v) for k, v in keywords.items())
         for i, key in enumerate(sequel.DRAFTER_KEYS):
             s = comparisons[key].summary()
             label = (f"{description} ({keyword})" if keyword else str(description)) if i == 0 else ""
             rows.append((label, serving.DRAFTER_LABELS[key], f"{s['median_error']:.2%}", f"{s['max_error']:.2%}",
                          f"{s['best_gamma_agrees']} of {s['concurrencies']}", f"{s['policy_shortfall']:.2%}"))
     caption = ("The closed form against the simulated grid with one modelling choice undone at a time "
-               "(the keyword of speclib.evidence.simulator.compare in brackets). Worst shortfall: the most simulated "
+               "(the keyword of speclib.evidence.simulator.compare in brackets, a flag switched on by its name). "
+               "Worst shortfall: the most simulated "
                "throughput our policy's \u03b3* loses against the best fixed \u03b3 at any concurrency.")
     return NumberTable(("variant", "drafter", "median |error|", "max |error|", "best \u03b3 agrees", "worst shortfall"),
                        tuple(rows), caption=caption, align="ll")

@@ -134,8 +134,14 @@ def facts(schedule, c: int = 0) -> dict:
     holds 1x (None: none, or no interval); ``trt_keeps`` and
     ``trt_worst_batch``: what TensorRT-LLM's first-key rule leaves of the
     worst batch's optimum, and which batch that is (the interval and the
-    first-key rule at the reference context only: None elsewhere)."""
-    g = np.asarray(schedule.gamma_star_at(c))
+    first-key rule at the reference context only: None elsewhere);
+    ``drafts_held_to``: the last batch memory holds with a draft (None: every
+    batch). The batches past it, where memory leaves plain decoding the only
+    choice (:meth:`~speclib.tools.schedule.Schedule.left_out`), do not count
+    as speculation stopping: ``stop`` is over the batches before them."""
+    out = np.asarray(schedule.left_out(c), dtype=bool)
+    held_to = int(np.argmax(out)) if out.any() else None
+    g = np.asarray(schedule.gamma_star_at(c))[:held_to]
     peak = int(g.max())
     first_peak = int(np.argmax(g == peak))
     after = np.flatnonzero(g[first_peak:] != peak)
@@ -155,4 +161,5 @@ def facts(schedule, c: int = 0) -> dict:
             "short_to": int(above[0]) if above.size else g.size, "stop": trailing(zero),
             "unsure_from": trailing(unsure) if schedule.interval is not None and c == 0 else None,
             "trt_keeps": None if trt is None else float(trt.worst),
-            "trt_worst_batch": None if trt is None else int(trt.worst_batch)}
+            "trt_worst_batch": None if trt is None else int(trt.worst_batch),
+            "drafts_held_to": held_to}

@@ -222,10 +222,12 @@ def targets_table(kind: str = "speculative") -> NumberTable:
 def constants_table() -> NumberTable:
     """The shipped step's constants, each with its 5-95 % interval over the
     calibration's bootstrap draws (model families resampled)."""
-    return NumberTable(("constant", "fitted", "5\u201395 % interval", "unit"), tuple(_rep.constants()),
-                       formats=("", ".3g", "", ""), align="lrrl",
+    return NumberTable(("constant", "fitted", "5\u201395 % interval", "unit", "identified?"), tuple(_rep.constants()),
+                       formats=("", ".3g", "", "", ""), align="lrrll",
                        caption="the calibrated step fitted on every run; intervals over refits to model families "
-                               "drawn with replacement")
+                               "drawn with replacement; a constant at zero in every refit is not identified by these "
+                               "runs (the other terms take up what it stands for), and one whose interval reaches "
+                               "zero is not bounded from it")
 
 
 def estimates_table() -> NumberTable:
@@ -476,6 +478,12 @@ def stops_facts() -> dict:
             "tile_ratio": tiles[_rep.MOE_TILES[-1]]["largest_ratio"]}
 
 
+def _ho_and(items) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _point(points, run_id, at):
     return next(p for p in points if p.run.id == run_id and p.at == at)
 
@@ -537,6 +545,13 @@ def chapter_facts() -> dict:
     out.update(dspark32_predicted=float(dspark.predicted[at32]), dspark32_lo=float(dspark.lo[at32]),
                dspark32_hi=float(dspark.hi[at32]), dspark_last_predicted=float(dspark.predicted[-1]),
                dspark_last_batch=int(dspark.batch[-1]))
+    rows = _rep.constants()
+    zero = [name for name, _, _, _, note in rows if note.startswith("not identified")]
+    soft = [name for name, _, _, _, note in rows if note.startswith("not bounded")]
+    out["unidentified_text"] = (f"the runs do not identify {_ho_and(zero)}, at zero in every refit: the other terms "
+                                "take up what it stands for" if zero else "the runs identify every constant")
+    out["unbounded_text"] = (f"{_ho_and(soft)} {'is' if len(soft) == 1 else 'are'} not bounded from zero"
+                             if soft else "every interval is bounded from zero")
     best, scores = _ho.stored_forms()
     flops_only = next(form for form in scores if "extra_flops" in form.terms and "per_position" not in form.terms
                       and "token_layer" not in form.terms and form.fixed == "layers")

@@ -5,6 +5,8 @@ and where speculation stops paying for several kinds of model and chip
 under the calibrated step (:func:`speclib.core.speculation.stops_paying`)."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ...core import speculation as _spec
 from ...core.capacity import DEFAULT_RESERVE
 from ...core.deployment import Deployment
@@ -94,19 +96,40 @@ def deployment_of(model, chip, tp, engine, drafter) -> Deployment:
                       attention="served")
 
 
-def stops_rows(alpha: float = 0.75, S: float = 2048, deployments=DEPLOYMENTS) -> list:
-    """For each kind of model and chip, under the calibrated step, with its
-    drafter: gamma* at batch 1, the batch from which gamma* is 0 for good,
-    the batches over which the 80 % interval of speculating's best gain
-    reaches below 1x (from ``may_from``) and lies wholly below it
-    (``surely_from``), and the largest batch that fits without a draft."""
-    rows = []
+def stops_points(alpha: float = 0.75, S: float = 2048, deployments=DEPLOYMENTS) -> list:
+    """For each kind of model and chip of ``deployments``, under the
+    calibrated step with its drafter: the deployment, the best draft at
+    batch 1 and its speed-up with its 80 % interval, and where speculation
+    stops paying (:func:`speclib.core.speculation.stops_paying`). The book's
+    bottom line reads these (the introduction pastes them from this chapter)."""
+    out = []
     for kind, model, chip, tp, engine, drafter in deployments:
         dep = deployment_of(model, chip, tp, engine, drafter)
-        stops = _spec.stops_paying(alpha, S, deployment=dep, max_batch=4096)
-        g1, s1 = _spec.optimal_gamma(alpha, 1, S, deployment=dep)
-        m, hw = resolve(model, chip)
-        rows.append((kind, f"{m.name}, {tp} \u00d7 {hw.name}, {engine}, {dep.drafter.name}", f"{g1} ({s1:.2f}\u00d7)",
+        acc = None if dep.drafter.acceptance else alpha  # the drafter's measured curve where the book has one
+        g1, s1 = _spec.optimal_gamma(acc, 1, S, deployment=dep, interval=True)
+        out.append({"kind": kind, "deployment": dep, "engine": engine, "gamma_1": int(g1), "speedup_1": s1,
+                    "acceptance": "measured" if acc is None else f"\u03b1 = {alpha:g}",
+                    "stops": _spec.stops_paying(acc, S, deployment=dep, max_batch=4096)})
+    return out
+
+
+@lru_cache(maxsize=4)
+def _stops_points(alpha: float = 0.75, S: float = 2048) -> tuple:
+    return tuple(stops_points(alpha, S))
+
+
+def stops_rows(alpha: float = 0.75, S: float = 2048, points=None) -> list:
+    """For each kind of model and chip, under the calibrated step, with its
+    drafter: gamma* and its speed-up with its 80 % interval at batch 1, the
+    batch from which gamma* is 0 for good, the batches over which the 80 %
+    interval of speculating's best gain reaches below 1x (from ``may_from``)
+    and lies wholly below it (``surely_from``), and the largest batch that
+    fits without a draft."""
+    rows = []
+    for p in (_stops_points(alpha, S) if points is None else points):
+        dep, stops = p["deployment"], p["stops"]
+        rows.append((p["kind"], f"{dep.model.name}, {dep.tp} \u00d7 {dep.hardware.name}, {p['engine']}, "
+                                f"{dep.drafter.name}", p["acceptance"], f"{p['gamma_1']}: {p['speedup_1']}",
                      _batch(stops["at"], stops["max_batch"]),
                      "\u2013" if stops["may_from"] is None else f"{stops['may_from']:,}",
                      "\u2013" if stops["surely_from"] is None else f"{stops['surely_from']:,}",
@@ -115,13 +138,15 @@ def stops_rows(alpha: float = 0.75, S: float = 2048, deployments=DEPLOYMENTS) ->
 
 
 def stops_table(alpha: float = 0.75, S: float = 2048) -> NumberTable:
-    return NumberTable(("kind", "deployment and drafter", "\u03b3* at batch 1", "\u03b3* = 0 from batch",
-                        "the interval reaches below 1\u00d7 from", "it lies below 1\u00d7 from", "largest batch that fits"),
-                       tuple(stops_rows(alpha, S)), align="llrrrrr",
+    return NumberTable(("kind", "deployment and drafter", "acceptance", "batch 1: \u03b3*, speed-up [80 %]",
+                        "\u03b3* = 0 from batch", "the interval reaches below 1\u00d7 from", "it lies below 1\u00d7 from",
+                        "largest batch that fits"),
+                       tuple(stops_rows(alpha, S)), align="lllrrrrr",
                        caption=f"where speculation stops paying under the calibrated step (fitted on engines; the 80 % "
-                               f"interval over its bootstrap), acceptance {alpha:g}, context {S:,.0f}, each drafter "
-                               f"priced by its own roofline{_per_pass()}; \u2013: never, up to the "
-                               "largest batch that fits (4,096 at most)")
+                               f"interval over its bootstrap), at a context of {S:,.0f}, each drafter priced by its own "
+                               f"roofline{_per_pass()} and accepting as measured where the book has its survival curve "
+                               f"(Qwen3.6's MTP; the EAGLE-3 heads, from Llama-3.1-8B's), else at \u03b1 = {alpha:g}; "
+                               "\u2013: never, up to the largest batch that fits (4,096 at most)")
 
 
 def _per_pass() -> str:
@@ -150,12 +175,18 @@ def facts() -> dict:
     out["cal234_verdict"] = ("an interval that holds 1×: whether to speculate there at all is as likely as not"
                              if lo < 1.0 < hi else "an interval wholly above 1×: speculation still pays there"
                              if lo >= 1.0 else "an interval wholly below 1×: speculation loses there")
-    rows = stops_rows()
-    ats = [int(r[3].replace(",", "")) for r in rows if r[3][0].isdigit()]
-    mays = [int(r[4].replace(",", "")) for r in rows if r[4][0].isdigit()]
+    rows, points = stops_rows(), _stops_points()
+    ats = [int(r[4].replace(",", "")) for r in rows if r[4][0].isdigit()]
+    mays = [int(r[5].replace(",", "")) for r in rows if r[5][0].isdigit()]
     out.update(stops_lo=min(ats), stops_hi=max(ats), may_lo=min(mays), may_hi=max(mays), stops_count=len(ats),
-               stops_total=len(rows), stops_where=_and([f"{_where(r[1])} from batch {r[3]}" for r in rows
-                                                        if r[3][0].isdigit()]))
+               stops_total=len(rows), stops_where=_and([f"{_where(r[1])} from batch {r[4]}" for r in rows
+                                                        if r[4][0].isdigit()]))
+    gains = [float(p["speedup_1"].value) for p in points]
+    out.update(gain1_lo=min(gains), gain1_hi=max(gains), memory_first=len(rows) - len(ats))
+    gutter = gutter_facts()
+    out.update({k: v for k, v in gutter.items() if k.endswith("_text")})
+    out["gutter_only_paper"] = bool(gutter["gutter_paper"]) and not any(
+        gutter[f"gutter_{k}"] for k in ("skewed", "ep8", "calibrated"))
     return out
 
 
@@ -170,73 +201,20 @@ def _and(items: list) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else "none"
 
 
-# --- the book's bottom line (the introduction) --------------------------------------------
-#: The kinds of model the bottom line gives a verdict for: (kind, model,
-#: chip, GPUs, engine, drafter, layout).
-BOTTOM_LINE = (
-    ("dense", "llama-3-70b", "H200", 8, "vLLM", "llama-3.3-70b-eagle3", {}),
-    ("mixture of experts", "deepseek-v3", "H200", 8, "SGLang", "deepseek-v3-mtp", {}),
-    ("mixture of experts, attention split by sequence", "deepseek-v3", "H200", 8, "SGLang", "deepseek-v3-mtp",
-     dict(ep=8, dp_attention=True)),
-    ("hybrid", "qwen3.6-35b-a3b", "B200", 1, "vLLM", "qwen3.6-mtp", {}),
-)
+# --- the gutter, four ways (the book's bottom line pastes them) ----------------------------
 
 
-def bottom_line_points(alpha: float = 0.75, S: float = 2048) -> list:
-    """For each kind of :data:`BOTTOM_LINE`, under the calibrated step: its
-    deployment, the best draft at batch 1 and its speed-up with its 80 %
-    interval, and where speculation stops paying
-    (:func:`speclib.core.speculation.stops_paying`)."""
-    out = []
-    for kind, model, chip, tp, engine, drafter, layout in BOTTOM_LINE:
-        dep = deployment_of(model, chip, tp, engine, drafter).replace(**layout)
-        g1, s1 = _spec.optimal_gamma(alpha, 1, S, deployment=dep, interval=True)
-        out.append({"kind": kind, "deployment": dep, "engine": engine, "gamma_1": int(g1), "speedup_1": s1,
-                    "stops": _spec.stops_paying(alpha, S, deployment=dep, max_batch=4096)})
-    return out
-
-
-def bottom_line_rows(alpha: float = 0.75, S: float = 2048, points=None) -> list:
-    """Rows of :func:`bottom_line_table`: for a dense model, an MoE (under
-    plain tensor parallelism and with its attention split by sequence) and a
-    hybrid, each with the drafter made for it, under the calibrated step: the
-    best draft and its speed-up with its 80 % interval at batch 1, the batch
-    from which gamma* is 0 for good, and the batches from which the interval
-    of speculating's best gain reaches below 1x and lies wholly below it."""
-    rows = []
-    for p in bottom_line_points(alpha, S) if points is None else points:
-        dep, stops = p["deployment"], p["stops"]
-        hw, tp = dep.hardware, dep.tp
-        where = f"one {hw.name}" if tp == 1 else f"{tp} \u00d7 {hw.name} ({dep.layout})"
-        rows.append((p["kind"], f"{dep.model.name}, {where}, {p['engine']}, {dep.drafter.name}",
-                     f"{p['gamma_1']}: {p['speedup_1']}", _batch(stops["at"], stops["max_batch"]),
-                     "\u2013" if stops["may_from"] is None else f"{stops['may_from']:,}",
-                     "\u2013" if stops["surely_from"] is None else f"{stops['surely_from']:,}",
-                     f"{stops['max_batch']:,}"))
-    return rows
-
-
-def bottom_line_table(alpha: float = 0.75, S: float = 2048, points=None) -> NumberTable:
-    return NumberTable(("model", "deployment and drafter", "batch 1: \u03b3*, speed-up [80 %]",
-                        "\u03b3* = 0 from batch", "the interval reaches below 1\u00d7 from",
-                        "it lies below 1\u00d7 from", "largest batch held"),
-                       tuple(bottom_line_rows(alpha, S, points)), align="llrrrrr",
-                       caption=f"Where speculation pays and where it stops, under the step calibrated on engines (its "
-                               f"80 % interval over the fit's bootstrap), acceptance {alpha:g}, context {S:,.0f}, each "
-                               "drafter priced by its own roofline; \u2013: never, up to the largest batch held")
-
-
-def bottom_line_facts(alpha: float = 0.75, S: float = 4096, c_draft: float = 0.10) -> dict:
-    """The numbers the introduction's verdicts state, each from where the book
-    computes it: the paper's gutter on DeepSeek-V4-Flash and one B200 (the
-    ledger), what is left of it under the measured expert popularity, with
-    the experts spread over eight GPUs, and under the step calibrated on
-    engines; and how the calibrated step's predictions fare on speculative
-    runs it never saw, a model family at a time."""
+def gutter_facts(alpha: float = 0.75, S: float = 4096, c_draft: float = 0.10) -> dict:
+    """Where the paper's gutter is under four pricings of DeepSeek-V4-Flash
+    at small batch, each from where the book computes it: on the post's
+    assumptions (one B200, uniform routing, the ledger), under Qwen3.6-35B-A3B's
+    measured expert popularity, with the experts spread over eight GPUs, and
+    under the step calibrated on engines; each as runs of batches
+    (``gutter_*``) and in words (``gutter_*_text``: "at batches 4–13", or
+    "nowhere" where there is none)."""
     import numpy as np
 
     from ...core import parallel as _par
-    from ...evidence import held_out as _held
     from . import skewed_routing
 
     def runs(g, B):
@@ -253,9 +231,9 @@ def bottom_line_facts(alpha: float = 0.75, S: float = 4096, c_draft: float = 0.1
     calibrated = Deployment("deepseek-v4-flash", "B200", step_time="calibrated", drafter="deepseek-v4-flash-mtp")
     g, _ = _spec.optimal_gamma(alpha, B, S, deployment=calibrated)
     out["gutter_calibrated"] = runs(g, B)
-    summary = _held.stored_held_out("model").summary()
-    out.update({f"family_{k}": summary[k] for k in ("median_abs_error", "sign_right", "interval_coverage",
-                                                    "points", "runs")})
+    for key in ("paper", "skewed", "ep8", "calibrated"):
+        out[f"gutter_{key}_text"] = f"at batches {runs_text(out[f'gutter_{key}'])}" if out[f"gutter_{key}"] \
+            else "nowhere"
     return out
 
 
