@@ -109,20 +109,22 @@ def test_engine_rows_format_ranges():
 
 def test_step_time_gamma_figure_and_widget():
     d = engine_step_time.step_time_gamma.data(points=60)
-    # the chapter's figure prices DeepSeek-V4's attention as the paper does
-    g, _ = speclib.optimal_gamma(0.75, d["B"], 4096, 0.1,
-                                 deployment=speclib.Deployment(step_time="calibrated", attention="paper"))
+    # the live figure prices DeepSeek-V4's attention as the paper does, every batch at once, and shades those
+    # memory does not hold (reserve=None)
+    g, _ = speclib.optimal_gamma(0.75, d["B"], 4096, 0.1, deployment=speclib.Deployment(
+        step_time="calibrated", attention="paper", reserve=None))
     np.testing.assert_array_equal(d["gamma_calibrated"], g)
     assert d["max_batch"] == capacity.max_batch(None, None, 4096)
     w = engine_step_time.step_time_gamma.widget(points=60)
     w.update(tp=8, c_draft=0.3)
     assert w.data["max_batch"] == capacity.max_batch(None, None, 4096, 8)
     g, _ = speclib.optimal_gamma(0.75, d["B"], 4096, 0.3, gamma_max=16,
-                                 deployment=speclib.Deployment(step_time="calibrated", tp=8, attention="paper"))
+                                 deployment=speclib.Deployment(step_time="calibrated", tp=8, attention="paper",
+                                                               reserve=None))
     np.testing.assert_array_equal(w.data["gamma_calibrated"], g)
     v3 = engines_vs_model.step_time_gamma_v3.data(points=40)
     g, _ = speclib.optimal_gamma(0.68, v3["B"], 2048, 0.05, gamma_max=8, deployment=speclib.Deployment(
-        "DeepSeek-V3", "H200", step_time="calibrated", tp=8))
+        "DeepSeek-V3", "H200", step_time="calibrated", tp=8, reserve=None))
     np.testing.assert_array_equal(v3["gamma_calibrated"], g)
 
 
@@ -137,7 +139,7 @@ def test_paper_vs_calibrated_draws_what_optimal_gamma_finds_under_either_step():
             paper, _ = speclib.optimal_gamma(alpha, d["B"], S, c, gamma_max=16,
                                              deployment=speclib.Deployment(attention="paper"))
             calibrated, _ = speclib.optimal_gamma(alpha, d["B"], S, c, gamma_max=16, deployment=speclib.Deployment(
-                step_time="calibrated", tp=tp, attention="paper"))
+                step_time="calibrated", tp=tp, attention="paper", reserve=None))
             np.testing.assert_array_equal(d[f"paper{i}"], paper)
             np.testing.assert_array_equal(d[f"calibrated{i}"], calibrated)
         assert (d["calibrated0"] != d["paper0"]).any()

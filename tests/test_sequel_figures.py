@@ -178,7 +178,7 @@ def test_concurrency_throughput_is_the_compared_prediction(compared):
         rows = grid.drafters[key]
         for i, g in enumerate(rows.gammas):
             deployment = speculation.Deployment(sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key],
-                                                roofline="aggregate", rollback="none")
+                                                roofline="aggregate", rollback="none", reserve=None)
             np.testing.assert_allclose(d[f"{key}_y"][i], speculation.throughput(
                 B, g, sequel.context(), deployment=deployment), rtol=RTOL)
         np.testing.assert_array_equal(d[f"{key}_sim_y"], rows.goodput)
@@ -289,7 +289,7 @@ def test_rollback_effects_are_the_public_apis_policy(key):
     gamma_max = sequel.load_grid().drafters[key].gamma_max
     for rollback, (g, speedup) in effects.items():
         d = speclib.Deployment(sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key], roofline="aggregate",
-                               rollback=rollback)
+                               rollback=rollback, reserve=None)  # as the simulator: every sequence at once
         for j, c in enumerate(C):
             X = [float(speclib.throughput(c, k, sequel.context(), acceptance=curve, deployment=d))
                  for k in range(gamma_max + 1)]
@@ -314,7 +314,7 @@ def test_longest_draft_band_edges_by_brute_force(rollback):
     band = dlpc.longest_draft_band("dflash", rollback=rollback)
     curve = sequel.acceptance_curve("dflash")
     d = speclib.Deployment(sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS["dflash"], roofline="aggregate",
-                           rollback=rollback)
+                           rollback=rollback, reserve=None)  # as the simulator: every sequence at once
 
     def best(B):
         X = [float(speclib.throughput(B, k, sequel.context(), acceptance=curve, deployment=d)) for k in range(17)]

@@ -68,6 +68,8 @@ RANGES = {
     # one GPU's memory in a deployment: draft slots and states, shares, drafter, weights held whole
     "g": (0, 130), "g_s": (0, 65), "s_c": (0.01, 1), "s_l": (0.01, 1), "rho_m": (0, 1e7), "m_d": (0, 2e4),
     "R_w": (0, 2e10), "W_d": (0, 2e10), "W_g": (1e9, 1e11), "m_g": (1e5, 1e9), "n_p": (1, 1e6),
+    # a concurrency above what memory holds: what it holds, each arm's running batch
+    "M_h": (0, 5000), "R_0": (1, 5000), "R_gamma": (1, 5000),
 }
 INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d", "L_f", "L_csa", "L_hca", "L_w", "n", "n_f", "n_w",
            "n_c", "n_h", "n_m"}

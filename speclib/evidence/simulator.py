@@ -255,9 +255,12 @@ def deployment(drafter, roofline: str = "aggregate", rollback: str = ROLLBACK) -
     :data:`DRAFTERS`), its step priced by ``roofline``, the linear layers
     rolled back by ``rollback`` (:data:`ROLLBACK` by default: the simulator
     prices no rollback, where a :class:`~speclib.core.deployment.Deployment`
-    defaults to the engines' snapshots)."""
+    defaults to the engines' snapshots), and without a memory check
+    (``reserve=None``): the simulator prices every sequence of a concurrency
+    at once, where a deployment decodes what memory holds and queues the rest."""
     key = checked_choice("drafter", drafter, DRAFTER_KEYS)
-    return Deployment(simulated_model(), HARDWARE, drafter=DRAFTERS[key], roofline=roofline, rollback=rollback)
+    return Deployment(simulated_model(), HARDWARE, drafter=DRAFTERS[key], roofline=roofline, rollback=rollback,
+                      reserve=None)
 
 
 def acceptance_curve(drafter="dflash", acceptance="measured"):

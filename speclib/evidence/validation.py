@@ -37,7 +37,11 @@ def predicted_tpot(model, hardware, batch, context, tp=1, precision="fp8", *, kv
     ``batch`` sequences at ``context`` cached tokens each: the deployment's
     step at the roofline, weights at ``precision`` (fp4 as NVFP4, or MXFP4 on
     AMD chips), KV cache at ``kv_precision`` (fp8, as the measured runs
-    configure it); broadcasts over batch, context and tp."""
+    configure it); broadcasts over batch, context and tp. ``batch`` is the
+    batch decoded, every sequence of it at once (no memory check,
+    ``reserve=None``): the comparisons here put the concurrency or Little's
+    law's batch there on purpose, where :func:`speclib.tpot` with a memory
+    check would read a concurrency as the batch memory holds."""
     checked_choice("precision", precision, PRECISIONS)
     checked_choice("kv_precision", kv_precision, tuple(KV_BYTES))
     B = checked_array("batch", batch, lo=0, lo_open=True)
@@ -47,7 +51,7 @@ def predicted_tpot(model, hardware, batch, context, tp=1, precision="fp8", *, kv
     out = np.empty(B.shape)
     for n in np.unique(tp_arr):
         at = tp_arr == n
-        dep = Deployment(model, hardware, tp=int(n), weights=precision, kv_cache=kv_precision)
+        dep = Deployment(model, hardware, tp=int(n), weights=precision, kv_cache=kv_precision, reserve=None)
         out[at] = np.broadcast_to(_tpot(B[at], S[at], deployment=dep), B[at].shape)
     return scalar_or_array(out)
 

@@ -1052,7 +1052,11 @@ component's roofline slope r (0 = free, 1 = full price) and its share of a
 plain decode step; the total is the share-weighted slopes plus the drafter.
 A batch whose weights and caches cannot fit in --tp GPUs gets one more line:
 what it needs and the smallest tensor-parallel size that fits (the answer
-still stands: the per-layer argument does not need the memory).
+still stands: the per-layer argument does not need the memory). Priced as the
+whole step in seconds (--drafter, --roofline aggregate, --step-time calibrated,
+a hybrid model), --batch is a concurrency: each draft length runs the
+sequences memory holds with its slots and the rest wait in the queue, which
+one line on standard error says.
 """
 
 SWEEP_EPILOG = """\
@@ -1073,9 +1077,10 @@ output columns: model, hardware, batch, seq, alpha, draft_cost, gamma_star, spee
 then drafter, roofline (whole-step pricing), step_time, tp (--step-time calibrated or --tp),
 then fits, max_batch (whether the deployment holds the batch at that context while
 drafting gamma_star tokens, and the largest batch it holds so: the --tp/--ep/--dp-attention
-layout, the draft's cache slots, rollback states and the drafter counted), and last
-attention (served or paper: how DeepSeek-V4's attention was priced, --attention). CSV
-numbers are written so that they read back exactly.
+layout, the draft's cache slots, rollback states and the drafter counted), attention (served
+or paper: how DeepSeek-V4's attention was priced, --attention), and where a row is priced as the
+whole step, running (its batch read as a concurrency: the sequences gamma_star runs, no more than
+max_batch, the rest queued). CSV numbers are written so that they read back exactly.
 """
 
 PRESETS_EPILOG = """\
@@ -1118,7 +1123,9 @@ methods (--method, one the model has; --draft-model PATH where the engine needs 
 kept = the mean over batch sizes 1..N of throughput at the table's K / throughput at
 gamma*(B). --max-ranges and --max-k limit the tables; the ranges are chosen to keep
 the most. --step-costs FILE.csv (columns batch_size,num_draft_tokens,step_seconds: the
-whole speculative step, verify and draft, in seconds) replaces the modelled step.
+whole speculative step, verify and draft, in seconds) replaces the modelled step. The
+batches stop at what memory holds without a draft, and no draft length is set above the
+batch its slots hold; a --max-batch past that gets one line on standard error.
 
 examples:
   speclib schedule --model deepseek-v4-flash --hardware b200 --seq 4096 --alpha 0.75 --draft-cost 0.1 --max-batch 4096
@@ -1136,7 +1143,8 @@ Writes batch_size,num_draft_tokens,step_seconds: the seconds of one speculative 
 decode step) as the roofline prices it, for every batch 1..N (or --batch GRID) and
 draft length 0..--gamma-max (default 16). The paper's one-layer ledger is scaled to
 seconds by the model's layers over the chip's bandwidth. A schedule from this file
-(--step-costs) equals the schedule from the model.
+(--step-costs) equals the schedule from the model. A batch past what memory holds gets
+one line on standard error (its rows price a step memory does not hold).
 
 examples:
   speclib profile --model deepseek-v4-flash --hardware b200 --seq 4096 --max-batch 4096 --output steps.csv

@@ -765,7 +765,11 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         tables = np.stack([_spec.speedup_table(priced, accepted, B, np.full_like(B, s), top) for s in contexts])
         source = f"{dep.roofline} roofline" if dep.step_time == "roofline" else (
             f"{dep.step_time} step time ({dep.engine} per-step costs, {dep.roofline} roofline, tp {dep.tp})")
-        interval, notes = _calibrated_interval(dep, c_draft, accepted, tables[0], B, contexts[0])
+        held = tables[0]
+        if dep.reserve is not None:  # the best draft of at least one among those memory holds at each batch
+            fits = B[None, :] <= np.asarray(dep.max_batch(contexts[0], gammas.astype(float)))[:, None]
+            held = np.where(fits, held, -np.inf)
+        interval, notes = _calibrated_interval(dep, c_draft, accepted, held, B, contexts[0])
         warnings = (ROOFLINE_WARNING,) if dep.step_time == "roofline" else ()
     else:
         step_costs.check_batches(1, max_batch)

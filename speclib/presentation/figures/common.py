@@ -127,7 +127,8 @@ def deployed_speedups(deployment, xp, alpha, gammas, B, S, c_draft):
     roofline over ``tp`` GPUs, or calibrated), priced by the core's own
     :class:`speclib.core.pricing.StepPricing` evaluated through ``xp.F``.
     A deployment with a drafter preset of its own is refused (:meth:`~speclib.Deployment.pricing`:
-    a drafter cost given twice)."""
+    a drafter cost given twice). Every batch is priced at once, as ``reserve=None`` prices it (the
+    figures shade the batches memory does not hold, :func:`fits`)."""
     priced = deployment.pricing(c_draft=0.0)
     if isinstance(priced, _pricing.LedgerPricing):
         return speedups(priced.cost_model, xp, alpha, gammas, B, S, c_draft)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..._checks import checked_int
 from ...core import capacity as _capacity
+from ...core.decode import tpot as _speclib_tpot
 from ...core.deployment import Deployment
 from ...evidence import decode_runs as _dec
 from ...evidence import held_out as _ho
@@ -441,6 +442,11 @@ def decode_facts(comparison=None) -> dict:
         out.update(below_tpot_ms=r.tpot_ms, below_pred_ms=float(c.predicted_s[i] * 1e3), below_ttft_s=r.ttft_ms / 1e3,
                    below_little=float(c.little_batch[i]), below_pred_little_ms=float(c.predicted_little_s[i] * 1e3),
                    below_concurrency=r.concurrency)
+        # the same run as speclib.tpot prices a concurrency: what memory holds decodes, the rest queue
+        served = Deployment(model, r.chip, tp=r.tp, weights=r.precision, kv_cache=c.kv_precision)
+        context = float(_val.mean_decode_context(r.input_len, r.output_len))
+        out.update(below_held=int(served.max_batch(context)),
+                   below_pred_held_ms=float(_speclib_tpot(r.concurrency, context, deployment=served)) * 1e3)
     share = np.array([k["little_share"] for k in _val.kv_consistency(("fp8",))][0])
     out["little_share_median"] = float(share[1])
     return out

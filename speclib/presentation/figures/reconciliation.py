@@ -8,6 +8,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ...core import speculation as _spec
+from ...core.capacity import DEFAULT_RESERVE
 from ...core.deployment import Deployment
 from ...evidence import simulator as _sim
 from ...presets import resolve
@@ -16,11 +17,14 @@ from . import common
 
 #: The batches the sequel's setting is read at.
 SEQUEL_BATCHES = (8, 64, 234, 1024)
-#: The pricings of the sequel's setting: (label, how the deployment is made from the simulator's).
+#: The pricings of the sequel's setting: (label, how the deployment is made from the simulator's). The
+#: simulator prices every sequence of a batch at once; as the engines serve it, a batch is what memory holds
+#: (the rest queued), with a state snapshot per draft position.
 SEQUEL_PRICINGS = (
     ("the sequel's simulator (aggregate roofline, no rollback)", dict()),
-    ("the whole step, rolled back as the engines do (roofline)", dict(rollback="snapshot")),
-    ("the calibrated step, fitted on engines", dict(rollback="snapshot", step_time="calibrated")),
+    ("the whole step, rolled back as the engines do (roofline)", dict(rollback="snapshot", reserve=DEFAULT_RESERVE)),
+    ("the calibrated step, fitted on engines", dict(rollback="snapshot", step_time="calibrated",
+                                                    reserve=DEFAULT_RESERVE)),
 )
 
 
@@ -53,15 +57,16 @@ def _sequel(drafter, batches):
 def sequel_table(drafter: str = "dflash") -> NumberTable:
     model = _sim.simulated_model().name
     rows, held = _sequel(drafter, SEQUEL_BATCHES)
-    dep = _sim.deployment(drafter).replace(rollback="snapshot")
+    dep = _sim.deployment(drafter).replace(**SEQUEL_PRICINGS[1][1])
     return NumberTable(("step priced by", *(f"batch {b}: \u03b3*, speed-up" for b in SEQUEL_BATCHES)),
                        tuple(rows), align="lrrrr",
                        caption=f"{model} on one {_sim.HARDWARE} with the {_sim.DRAFTERS[drafter]} drafter and its "
                                f"measured acceptance, mean context {_sim.context():,.1f} tokens: \u03b3* and its speed-up under "
-                               "each step model (the calibrated one with its 80 % interval). "
-                               f"{common.NOT_HELD}: a batch one {_sim.HARDWARE} does not hold at that draft length "
-                               f"(with a state snapshot per draft position, as the engines roll back; "
-                               f"{common.holds(dep, _sim.context())})",
+                               "each step model (the calibrated one with its 80 % interval). The simulator prices "
+                               "every sequence of a batch at once; as the engines serve it, each draft length runs "
+                               "what memory holds of the batch and the rest wait in the queue (with a state snapshot "
+                               f"per draft position, as the engines roll back; {common.holds(dep, _sim.context())}); "
+                               f"{common.NOT_HELD}: a batch one {_sim.HARDWARE} does not hold at that draft length",
                        held=held)
 
 
@@ -156,8 +161,7 @@ def facts() -> dict:
     base = _sim.deployment("dflash")
     S = _sim.context()
     out = {"context": S}
-    for key, changes in (("sim", {}), ("snap", dict(rollback="snapshot")),
-                         ("cal", dict(rollback="snapshot", step_time="calibrated"))):
+    for key, (_, changes) in zip(("sim", "snap", "cal"), SEQUEL_PRICINGS):
         dep = base.replace(**changes)
         for B in (64, 234):
             g, s = _spec.optimal_gamma(None, B, S, deployment=dep, interval=key == "cal")
