@@ -70,6 +70,9 @@ RANGES = {
     "R_w": (0, 2e10), "W_d": (0, 2e10), "W_g": (1e9, 1e11), "m_g": (1e5, 1e9), "n_p": (1, 1e6),
     # a concurrency above what memory holds: what it holds, each arm's running batch
     "M_h": (0, 5000), "R_0": (1, 5000), "R_gamma": (1, 5000),
+    # the layers a token passes through, a grouped GEMM's tile, accept lengths read as a survival curve
+    "L_s": (0, 128), "m_t": (1, 256), "A_2": (0.2, 1.9), "s_3": (0.01, 0.9),
+    "P_h": (0.1, 20), "X_g": (1, 1e5), "B_r": (1, 5000),
 }
 INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d", "L_f", "L_csa", "L_hca", "L_w", "n", "n_f", "n_w",
            "n_c", "n_h", "n_m"}

@@ -259,14 +259,19 @@ def survival_from_accept_lengths(lengths: dict, name: str = "", source: str = ""
 
 
 def load_survival_curves() -> dict:
-    """The measured survival curves shipped with speclib, by drafter:
-    ``{"mtp": SurvivalCurve (8 positions), "dflash": SurvivalCurve (15),
-    "eagle3": SurvivalCurve (7)}`` (the last from accept lengths,
-    :data:`ACCEPT_LENGTH_CURVES`)."""
+    """The sequel's measured survival curves, by drafter: ``{"mtp":
+    SurvivalCurve (8 positions), "dflash": SurvivalCurve (15)}``, Qwen3.6-35B-A3B's."""
     text = resources.files("speclib").joinpath("data", "acceptance", "survival.json").read_text()
     raw = json.loads(text)
     names = {"mtp": "MTP", "dflash": "DFlash"}
-    out = {key: SurvivalCurve(raw[key], name=label, source=SURVIVAL_SOURCE) for key, label in names.items()}
+    return {key: SurvivalCurve(raw[key], name=label, source=SURVIVAL_SOURCE) for key, label in names.items()}
+
+
+def drafter_curves() -> dict:
+    """Every survival curve a drafter preset can name (its ``acceptance``):
+    :func:`load_survival_curves`'s and those read off accept lengths
+    (:data:`ACCEPT_LENGTH_CURVES`: ``"eagle3"``, 7 positions)."""
+    out = load_survival_curves()
     sweeps = json.loads(resources.files("speclib").joinpath("data", "engine-speculation", "sweeps.json").read_text())
     runs = {r["id"]: r for r in sweeps["runs"]}
     for key, (run_id, label) in ACCEPT_LENGTH_CURVES.items():

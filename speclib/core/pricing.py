@@ -182,7 +182,7 @@ class StepPricing:
         surviving."""
         if self.acceptance is None:
             raise ValueError(_acc.NO_ALPHA)
-        curve = _acc.load_survival_curves()[self.acceptance]
+        curve = _acc.drafter_curves()[self.acceptance]
         top = self.max_gamma or len(curve)
         if top > len(curve):
             curve = _acc.SurvivalCurve(np.concatenate([curve.values, np.zeros(top - len(curve))]), name=curve.name,

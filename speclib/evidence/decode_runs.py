@@ -235,3 +235,13 @@ def target_subset(runs) -> np.ndarray:
     chips = {"H200", "B200", "MI300X", "MI325X", "MI355X"}
     return np.array([r.model == R1_MODEL and r.weights == "fp8" and r.tp == 8 and r.ep == 1 and not r.dp_attention
                      and r.chip in chips for r in runs], dtype=bool)
+
+
+def calibrated_tpot(runs) -> np.ndarray:
+    """The shipped calibration's TPOT (s) for each decode run of ``runs``,
+    through the public function (:func:`speclib.core.decode.tpot`) with the
+    run's deployment and workload."""
+    from ..core.decode import tpot
+
+    return np.array([float(tpot(r.concurrency, r.context, workload=(r.input_len, r.output_len),
+                                deployment=r.deployment("calibrated"))) for r in runs])

@@ -217,14 +217,14 @@ def ours_decode_points(how: str = "held out by chip", data: dict = None) -> list
     from .._checks import checked_choice
     from .held_out import stored_held_out
     from .step_fit import decode_rows
-    from .step_report import r1_decode_predicted
+    from .decode_runs import calibrated_tpot
 
     how = checked_choice("how", how, OURS)
     runs, _ = decode_rows()
     index = {run_key(r): i for i, r in enumerate(runs)}
     rows = _data(data)["decode"]["rows"]
     idx = [index[run_key(r)] for r in rows]
-    pred = (r1_decode_predicted([runs[i] for i in idx]) if how == OURS[0]
+    pred = (calibrated_tpot([runs[i] for i in idx]) if how == OURS[0]
             else stored_held_out("chip").decode_predicted[idx])
     return [(*p[:7], 1e3 * float(q), 1e3 * float(q) / p[6] - 1) for p, q in zip(decode_points(data), pred)]
 

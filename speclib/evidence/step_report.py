@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.decode import tpot
+
 from . import decode_runs as _dec
 from . import spec_runs as _spec
-from . import peer as _peer
 from .held_out import GROUPINGS, HeldOut, held_out_workloads, stored_held_out, stored_term_ablation
 from .step_features import BY_VENDOR, SHIPPED_FORM, chip_key
 from .step_fit import decode_rows, fit
@@ -140,6 +139,8 @@ def peer_verify_estimate() -> dict:
     in seconds: the range the fitted e is held against."""
     from .step_features import layers_ref
 
+    from . import peer as _peer
+
     mla = _peer.verify_extra_summary("generation_mla_block")
     layers = layers_ref()
     lo, hi = max(mla["min_us"], 0.0) * 1e-6 * layers + SAMPLER_S[0], mla["max_us"] * 1e-6 * layers + SAMPLER_S[1]
@@ -187,12 +188,9 @@ def _pct(x: float) -> str:
 
 
 def r1_decode_predicted(runs=None) -> np.ndarray:
-    """The shipped calibration's TPOT (s) for each DeepSeek-R1 decode run,
-    through the public function (:func:`speclib.core.decode.tpot`) with the
-    run's deployment and workload."""
-    runs = decode_rows()[0] if runs is None else runs
-    return np.array([float(tpot(r.concurrency, r.context, workload=(r.input_len, r.output_len),
-                                deployment=r.deployment("calibrated"))) for r in runs])
+    """The shipped calibration's TPOT (s) for each DeepSeek-R1 decode run
+    (:func:`speclib.evidence.decode_runs.calibrated_tpot`; default: every run the fit uses)."""
+    return _dec.calibrated_tpot(decode_rows()[0] if runs is None else runs)
 
 
 def r1_decode_rows(held: HeldOut = None) -> list:
@@ -493,6 +491,8 @@ def report() -> str:
                 "family held out):"]
     out += [f"  {rid:<48} \u03b3 {g}  {b[0]}-{b[-1]}  {100 * np.expm1(m):+6.1f} %  {100 * np.expm1(q):+6.1f} %  "
             + ("right" if ok else "wrong") for rid, g, b, m, q, ok in stored_held_out("model").directions()]
+    from . import peer as _peer
+
     falls, peer_falls = r1_falls(), _peer.fall_summary(_peer.mtp_points())
     out += ["", "DeepSeek-R1's MTP pairs on NVIDIA chips, the fall of the gain from the smallest concurrency, median "
                 f"|error| over all points and at the top concurrency: speclib held out by model family "

@@ -779,7 +779,7 @@ class Drafter:
     """A drafter priced by its own roofline: ``step`` is what one of its
     passes touches (its own weights; no KV cache), ``block`` the positions a
     DFlash pass drafts. ``acceptance`` names its measured survival curve
-    (:func:`speclib.core.acceptance.load_survival_curves`), ``target`` the model it
+    (:func:`speclib.core.acceptance.drafter_curves`), ``target`` the model it
     drafts for."""
 
     name: str
