@@ -11,7 +11,14 @@ pytest was started in. scripts/test.sh passes the same file explicitly.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+# One BLAS thread per process, as scripts/_env.sh sets for its own runs: pytest-xdist's workers and the
+# notebooks' kernels inherit it, and OpenBLAS threads in each of them would otherwise contend for the same
+# cores (a least-squares solve of the step fit ran a hundred times slower with the other core busy).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 #: The sanitizer the bare ``pytest --nbval`` applies.
 NBVAL_SANITIZER = Path(__file__).resolve().parent / "nbval_sanitize.cfg"
