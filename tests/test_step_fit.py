@@ -221,7 +221,10 @@ def test_each_chip_takes_its_vendors_time_per_position():
         split = layout.ParallelStep(st.step_model(m, hw), layout.Layout(8))
         step = cal.CalibratedStepModel(split, hw, calibration=by_vendor)
         zero = cal.CalibratedStepModel(split, hw, calibration=none)
-        assert step.time(B, np.float64(3), S) - zero.time(B, np.float64(3), S) == pytest.approx(e * 32 * 2)
+        # e per extra position in each of DeepSeek-V3's 61 attention layers, for a model of L_ref = 80 layers
+        scale = 61 / 80.0 if shipped.fixed_layers_ref else 1.0
+        assert m.step_architecture().attention_layers == 61 and shipped.fixed_layers_ref in (0.0, 80.0)
+        assert step.time(B, np.float64(3), S) - zero.time(B, np.float64(3), S) == pytest.approx(e * scale * 32 * 2)
     vendorless = dataclasses.replace(resolve(None, "H200")[1], vendor="")
     assert by_vendor.per_position(vendorless) == 3e-4
     # the shipped calibration holds what its form fits: a pooled term is one constant for every chip,
