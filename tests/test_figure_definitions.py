@@ -1,7 +1,10 @@
-"""Every figure definition, generically: it draws, its controls are sound,
-its recorded compute graph gives what numpy gives (at the defaults, at each
-slider's ends and in every combination of the discrete controls), and the
-array language refuses what it cannot record."""
+"""Every figure definition, generically: its controls are sound, its recorded
+compute graph gives what numpy gives (at the defaults, at each slider's ends
+and in every combination of the discrete controls), and the array language
+refuses what it cannot record. That each draws at its defaults is checked by
+tests/test_legibility.py, on the drawings it reads; that a figure's widget has
+one control per definition control and redraws when one moves, by the tour of
+tests/test_widgets.py (a live table's, here)."""
 from __future__ import annotations
 
 import itertools
@@ -12,7 +15,6 @@ import pytest
 
 from speclib.presentation import arrays, definition, figures  # noqa: F401 - fills the registry
 from speclib.presentation.definition import REGISTRY, Figure, Slider, combo_key, fill
-from speclib.presentation.static import HtmlTable
 
 matplotlib.use("Agg")
 
@@ -37,25 +39,6 @@ def _settings(f: Figure):
             yield dict(zip((c.name for c in discrete), combo)), point
 
 
-def _needed(f):
-    """What a figure needs that it has no default for: a schedule (built by the tools layer above)."""
-    if "schedule" in f.params:
-        import speclib
-
-        return {"schedule": speclib.schedule(model="Llama-3-70B", hardware="B200", seq=[1024, 8192], alpha=0.8,
-                                             max_batch=64)}
-    return {}
-
-
-@pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_every_figure_draws_with_its_defaults(name):
-    fig = REGISTRY[name](**_needed(REGISTRY[name]))
-    if isinstance(fig, HtmlTable):
-        assert "<table" in fig._repr_html_() and repr(fig)
-    else:
-        assert fig.axes, f"{name} drew no axes"
-
-
 @pytest.mark.parametrize("name", LIVE)
 def test_the_recorded_graph_computes_what_numpy_computes(name):
     f = REGISTRY[name]
@@ -71,8 +54,9 @@ def test_the_recorded_graph_computes_what_numpy_computes(name):
             assert _same(value, expected[out]), f"{name} {combo} {point}: output {out!r} differs"
 
 
-@pytest.mark.parametrize("name", LIVE)
+@pytest.mark.parametrize("name", [n for n in LIVE if REGISTRY[n].panels[0].series[0].kind == "table"])
 def test_a_widget_has_one_control_per_definition_control_and_redraws(name):
+    """A live table (a figure's widget is built and moved by the same checks in tests/test_widgets.py's tour)."""
     f = REGISTRY[name]
     w = f.widget()
     assert list(w.controls) == [c.name for c in f.controls]

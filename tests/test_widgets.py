@@ -1,12 +1,15 @@
 """The live figures in a kernel (:mod:`speclib.presentation.interactive`):
 controls made from each definition, a move redraws once with speclib's
 numbers, the frame is kept while nothing but data changes, and the cell says
-how to bring it to life where no kernel drew it. (Every definition's widget
-is also built and moved in tests/test_figure_definitions.py.) After a tour of
-its controls, every live figure shows what a fresh draw at those values shows."""
+how to bring it to life where no kernel drew it. After a tour of its controls,
+every live figure shows what a fresh draw at those values shows; the tour's
+first move also checks that the widget has one control per definition control
+and redraws with the value moved (a live table's widget: in
+tests/test_figure_definitions.py)."""
 import ipywidgets as W
 import numpy as np
 import pytest
+from matplotlib.axis import Axis
 
 import speclib
 from speclib.presentation import definition, style
@@ -171,10 +174,21 @@ def _tour(f):
     return moves
 
 
+def _artists(artist):
+    """``artist`` and everything under it, an axis' ticks aside: an axis lists its ticks by making them (minor
+    ones too), and the widget animates none of them (it animates its axes' own children and the figure's title)."""
+    yield artist
+    if isinstance(artist, Axis):
+        yield from (artist.label, artist.offsetText)
+        return
+    for child in artist.get_children():
+        yield from _artists(child)
+
+
 def _pixels(fig, hide=()):
     """RGBA of a full draw of ``fig`` (every artist drawn in place, none animated), with ``hide`` hidden."""
     shown = {a: a.get_visible() for a in hide}
-    for a in fig.findobj():
+    for a in _artists(fig):
         a.set_animated(False)
     for a in hide:
         a.set_visible(False)
@@ -213,8 +227,14 @@ def _data_artists(fig):
 @pytest.mark.parametrize("f", LIVE_FIGURES, ids=lambda f: f.name)
 def test_a_widget_after_moves_draws_what_a_fresh_draw_draws(f):
     w = f.widget()
-    for move in _tour(f):
+    # one control per definition control, and the first move redraws with the value it set
+    assert list(w.controls) == [c.name for c in f.controls]
+    before = w.image.value
+    for i, move in enumerate(_tour(f)):
         w.update(**move)
+        if i == 0:
+            c = f.controls[0]
+            assert set(move) == {c.name} and w.data["params"][c.name] != c.value and w.image.value != before
         shown = np.asarray(w.figure.canvas.buffer_rgba()).copy()
         # The frame and the pixels it kept from the last move are the ones drawing it all again gives ...
         w._frame, w._kept = None, {}

@@ -247,3 +247,9 @@ def memory_sentence(deployment, S, *, served_too: bool = False) -> str:
     and what the deployment holds (:func:`holds`)."""
     return (f"{NOT_HELD}: a batch the deployment does not hold at that draft length; "
             f"{holds(deployment, S, served_too=served_too)}")
+
+
+def join_and(items) -> str:
+    """'a', 'a and b', 'a, b and c'; 'none' for no items (how the prose lists things)."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else "none"

@@ -20,11 +20,14 @@ from ...core import frontier as _fr
 from ...core.deployment import Deployment
 from ...evidence import decode_runs as _dec
 from ...evidence import frontiers as _ev
+from ...evidence import step_features as _feat
+from ...evidence import step_fit as _fit
 from ...evidence import spec_runs as _spec
 from ...presets import hardware as hardware_preset
 from ..definition import Area, Axis, Choice, Figure, Line, Panel, Points, Slider, Text, VLine
 from ..tables import NumberTable
 from ..style import CYCLE
+from . import common
 
 #: The menus: the chips InferenceX measured DeepSeek-R1 on with MTP on and off, its engines, its workloads.
 CHIPS = ("B200", "B300", "H200", "MI325X", "MI355X")
@@ -358,4 +361,25 @@ def facts(price: float = PRICE, target: float = TARGET) -> dict:
                compared=sum(r["crossovers_compared"] for r in s["by_chip"].values()),
                agreeing=sum(r["crossovers_agree"] for r in s["by_chip"].values()),
                uncompared_chips=[c for c, r in s["by_chip"].items() if not r["crossovers_compared"]])
+    out["default_crossing"] = out["crossing"].speed
+    # the configurations whose held-out prediction disagrees with the measured frontiers: where each predicted
+    # crossing lies, against the slowest speed both measured arms reach
+    wrong = [(c.measured, *c.crossovers()) for c in _ev.held_out_frontiers() if c.crossover_agrees() is False]
+    out["disagreeing"] = len(wrong)
+    # the same configurations predicted by the step fitted on every run, their own chip's runs in
+    full = _fit.fit(_feat.SHIPPED_FORM)
+    in_sample = [_ev.check(m, full, _ev.fit_alpha(full, _ev._pairs()[m.pair_id]) if m.pair_id in _ev._pairs()
+                           else _ev.shipped_alpha(m)[0]) for m, _, _ in wrong]
+    out["disagreeing_in_sample"] = sum(c.crossover_agrees() is False for c in in_sample)
+    out["disagreeing_chips"] = sorted({m.chip for m, _, _ in wrong})
+    out["disagreeing_text"] = common.join_and([f"{m.chip} under {_ENGINE_NAMES.get(m.engine, m.engine)} at {m.workload.replace('k', 'k/', 1)} "
+                                    f"(predicted to cross at {p.speed:.0f} tokens/s per user, measured from "
+                                    f"{mc.lowest:.0f})" if p.crosses else
+                                    f"{m.chip} under {_ENGINE_NAMES.get(m.engine, m.engine)} at {m.workload.replace('k', 'k/', 1)}"
+                                    for m, mc, p in wrong])
     return out
+
+
+#: How the prose names an engine.
+_ENGINE_NAMES = {"TRT": "TensorRT-LLM"}
+

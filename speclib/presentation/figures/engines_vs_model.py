@@ -479,12 +479,6 @@ def stops_facts() -> dict:
             "tile_ratio": tiles[_rep.MOE_TILES[-1]]["largest_ratio"]}
 
 
-def _ho_and(items) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _point(points, run_id, at):
     return next(p for p in points if p.run.id == run_id and p.at == at)
 
@@ -549,9 +543,9 @@ def chapter_facts() -> dict:
     rows = _rep.constants()
     zero = [name for name, _, _, _, note in rows if note.startswith("not identified")]
     soft = [name for name, _, _, _, note in rows if note.startswith("not bounded")]
-    out["unidentified_text"] = (f"the runs do not identify {_ho_and(zero)}, at zero in every refit: the other terms "
+    out["unidentified_text"] = (f"the runs do not identify {common.join_and(zero)}, at zero in every refit: the other terms "
                                 "take up what it stands for" if zero else "the runs identify every constant")
-    out["unbounded_text"] = (f"{_ho_and(soft)} {'is' if len(soft) == 1 else 'are'} not bounded from zero"
+    out["unbounded_text"] = (f"{common.join_and(soft)} {'is' if len(soft) == 1 else 'are'} not bounded from zero"
                              if soft else "every interval is bounded from zero")
     best, scores = _ho.stored_forms()
     flops_only = next(form for form in scores if "extra_flops" in form.terms and "per_position" not in form.terms

@@ -179,7 +179,7 @@ def facts() -> dict:
     ats = [int(r[4].replace(",", "")) for r in rows if r[4][0].isdigit()]
     mays = [int(r[5].replace(",", "")) for r in rows if r[5][0].isdigit()]
     out.update(stops_lo=min(ats), stops_hi=max(ats), may_lo=min(mays), may_hi=max(mays), stops_count=len(ats),
-               stops_total=len(rows), stops_where=_and([f"{_where(r[1])} from batch {r[4]}" for r in rows
+               stops_total=len(rows), stops_where=common.join_and([f"{_where(r[1])} from batch {r[4]}" for r in rows
                                                         if r[4][0].isdigit()]))
     gains = [float(p["speedup_1"].value) for p in points]
     out.update(gain1_lo=min(gains), gain1_hi=max(gains), memory_first=len(rows) - len(ats))
@@ -194,11 +194,6 @@ def _where(deployment: str) -> str:
     """'Llama-3-70B, 8 × H200, vLLM, ...' -> 'Llama-3-70B on 8 × H200'."""
     model, gpus, *_ = deployment.split(", ")
     return f"{model} on {gpus}"
-
-
-def _and(items: list) -> str:
-    """'a', 'a and b', 'a, b and c'; 'none' for no items."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else "none"
 
 
 # --- the gutter, four ways (the book's bottom line pastes them) ----------------------------
@@ -240,4 +235,4 @@ def gutter_facts(alpha: float = 0.75, S: float = 4096, c_draft: float = 0.10) ->
 
 def runs_text(runs) -> str:
     """Runs of batches as the prose writes them ("4\u201313", "4\u201313 and 20\u201321"), or "none"."""
-    return _and([f"{a}" if a == b else f"{a}\u2013{b}" for a, b in runs])
+    return common.join_and([f"{a}" if a == b else f"{a}\u2013{b}" for a, b in runs])
