@@ -9,7 +9,7 @@ tests/test_figure_definitions.py)."""
 import ipywidgets as W
 import numpy as np
 import pytest
-from matplotlib.axis import Axis
+from matplotlib.axis import Axis as MplAxis
 
 import speclib
 from speclib.presentation import definition, style
@@ -178,7 +178,7 @@ def _artists(artist):
     """``artist`` and everything under it, an axis' ticks aside: an axis lists its ticks by making them (minor
     ones too), and the widget animates none of them (it animates its axes' own children and the figure's title)."""
     yield artist
-    if isinstance(artist, Axis):
+    if isinstance(artist, MplAxis):
         yield from (artist.label, artist.offsetText)
         return
     for child in artist.get_children():

@@ -52,6 +52,12 @@ R1_MODEL = "DeepSeek-R1"
 R1_LENGTH_SCALE = 0.9
 
 
+@lru_cache(maxsize=None)
+def _family(model: str) -> str:
+    """The family of a preset model (cached: the step fit asks for every run's, in every fit)."""
+    return resolve(model, None)[0].family
+
+
 @dataclasses.dataclass(frozen=True)
 class DecodeRun:
     """One measured run of plain decoding: a deployment at one concurrency.
@@ -81,7 +87,7 @@ class DecodeRun:
 
     @property
     def family(self) -> str:
-        return resolve(self.model, None)[0].family
+        return _family(self.model)
 
     @property
     def context(self) -> float:
