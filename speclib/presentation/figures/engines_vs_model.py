@@ -467,7 +467,7 @@ def stops_facts() -> dict:
             "sweeps_fall_measured": sum(_ho.direction(r[3]) < 0 for r in rows),
             "sweeps_fall_predicted": sum(_ho.direction(r[4]) < 0 for r in rows),
             "sweeps_rise_predicted": sum(_ho.direction(r[4]) > 0 for r in rows),
-            "sweep_runs": len({r[0] for r in rows}), "flat_pct": 100 * np.expm1(_ho.FLAT_SLOPE),
+            "sweep_runs": len({r[0] for r in rows}), "flat_pct": float(100 * np.expm1(_ho.FLAT_SLOPE)),
             "shipped_direction": shipped["direction_right"], "no_e_direction": no_e["direction_right"],
             "no_e_median": no_e["median_abs_error"], "shipped_median": shipped["median_abs_error"],
             "eager_direction": eager["direction_right"], "eager_median": eager["median_abs_error"],
