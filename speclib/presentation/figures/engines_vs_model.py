@@ -439,11 +439,12 @@ def peer_falls_table() -> NumberTable:
         mine = ours.get((run_id, c))
         rows.append((run_id.removeprefix(_runs.R1_PAIR_PREFIX), f"{c0} \u2192 {c}", measured,
                      mine[4] if mine else float("nan"), predicted, 100 * mine[5] if mine else float("nan"), 100 * err))
-    return NumberTable(("configuration", "concurrency", "measured fall", "speclib", "AIConfigurator",
-                        "speclib error, %", "AIConfigurator error, %"), tuple(rows),
+    return NumberTable(("configuration", "concurrency", "measured", "speclib", "peer", "speclib's error, %",
+                        "peer's error, %"), tuple(rows),
                        formats=("", "", ".2f", ".2f", ".2f", "+.1f", "+.1f"), align="ll",
                        caption="DeepSeek-R1 with and without MTP on NVIDIA chips: the speed-up at each concurrency over "
-                               "the speed-up at the configuration's smallest, measured and predicted")
+                               "the speed-up at the configuration's smallest, measured and predicted by speclib and by "
+                               "the peer, NVIDIA's AIConfigurator")
 
 
 def stops_facts() -> dict:
