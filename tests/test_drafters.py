@@ -6,6 +6,8 @@ Independent routes: the sequel's printed numbers (141 us per MTP pass and
 definitions (MTP linear in gamma, DFlash flat), the paper's ledger where the
 two pricings must agree, and a brute-force argmax over scalar calls.
 """
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -86,6 +88,31 @@ def test_gamma_above_the_block_is_refused():
 
 
 # --- the paper's ledger is unchanged when no drafter is given -------------------------
+def test_a_drafter_without_a_measured_curve_stops_at_the_longest_draft_it_was_measured_at():
+    """DeepSeek's MTP modules accept i.i.d. in the model; their depth is the longest draft any measured run of a
+    DeepSeek MTP module in the data makes, and no draft length the library gives goes past it."""
+    from speclib.evidence import spec_runs
+    from speclib.presets import resolve
+
+    measured = max(g for r in spec_runs.spec_runs() if r.drafter.startswith("mtp")
+                   and resolve(r.model, None)[0].name.startswith("DeepSeek") for _, g, _ in r.points)
+    for name in ("deepseek-v3-mtp", "deepseek-v4-flash-mtp"):
+        preset = presets.drafter(name)
+        assert preset.depth == preset.max_gamma == measured and preset.depth_source
+    dep = speclib.Deployment("DeepSeek-V4-Flash", "B200", tp=8, drafter="deepseek-v4-flash-mtp", step_time="calibrated")
+    B = np.array([1.0, 2, 4, 8, 16])
+    g, _ = speclib.optimal_gamma(0.9, B, 4096, deployment=dep)
+    free = dataclasses.replace(presets.drafter("deepseek-v4-flash-mtp"), depth=None, depth_source="")
+    g_free, _ = speclib.optimal_gamma(0.9, B, 4096, deployment=dep.replace(drafter=free))
+    assert g.max() == measured < g_free.max()  # an acceptance of 0.9 would draft longer; the depth stops it
+    assert np.array_equal(g, np.minimum(g_free, measured))
+    with pytest.raises(ValueError, match=rf"^gamma must be in \[0, {measured}\] \(DeepSeek-V4-Flash-MTP is run to at "
+                                         rf"most {measured} drafted tokens\); got 5$"):
+        speclib.speedup(0.9, 5, 8, 4096, deployment=dep)
+    with pytest.raises(ValueError, match="depth_source must say where"):
+        dataclasses.replace(presets.drafter("deepseek-v3-mtp"), depth_source="")
+
+
 def test_no_drafter_means_the_papers_ledger_exactly():
     B = np.geomspace(1, 30000, 60)
     ledger = speclib.Deployment(c_draft=0.1).pricing()

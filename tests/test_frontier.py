@@ -14,6 +14,7 @@ import pytest
 import sympy as sp
 
 import speclib
+from speclib import presets
 from speclib.core import frontier as fr
 from speclib.evidence import decode_runs as dr
 from speclib.evidence import frontiers as fe
@@ -71,9 +72,10 @@ def test_each_point_is_the_librarys_throughput_and_prefill_one_at_a_time(front):
         assert p.running[i] == B
         assert p.throughput_per_gpu[i] == pytest.approx(B / tau / 8, rel=1e-9)
         assert p.speed_per_user[i] == pytest.approx(B / C / tau, rel=1e-9)
-        # speculation: brute force over draft lengths, each step's committed tokens from speclib.throughput
+        # speculation: brute force over draft lengths up to the drafter's longest (its preset's depth), each step's
+        # committed tokens from speclib.throughput
         best = None
-        for g in range(1, fr.DEFAULT_GAMMA_MAX + 1):
+        for g in range(1, min(fr.DEFAULT_GAMMA_MAX, presets.drafter("deepseek-v3-mtp").depth) + 1):
             Bg = min(C, DEP.max_batch(CONTEXT, g))
             committed_rate = float(speclib.throughput(Bg, g, CONTEXT, acceptance=0.7, deployment=DEP))  # B N / C_g
             tau_g = Bg / committed_rate + _prefill(Bg)  # C_g / N + p

@@ -543,6 +543,7 @@ class ScaledDrafter:
         self.target = target
         self.kind, self.name = drafter.kind, drafter.name
         self.max_gamma, self.acceptance = drafter.max_gamma, drafter.acceptance
+        self.max_gamma_reason = drafter.max_gamma_reason
 
     def time(self, gamma, B, S=0.0, target=None, F=nf):
         preset = self.inner.preset

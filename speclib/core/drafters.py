@@ -29,6 +29,7 @@ class ConstantDrafter:
 
     kind = "constant"
     max_gamma = None
+    max_gamma_reason = ""
     acceptance = None
 
     def __init__(self, c=DEFAULT_DRAFT_COST):
@@ -60,7 +61,7 @@ class PricedDrafter:
         self.preset = preset
         self.kind = preset.kind
         self.name = preset.name
-        self.max_gamma = preset.max_gamma
+        self.max_gamma, self.max_gamma_reason = preset.max_gamma, preset.max_gamma_reason
         self.acceptance = preset.acceptance
         self.pass_model = StepModel(preset.step, hardware, roofline=check_roofline(roofline), expert_count=expert_count)
         self.positions = float(preset.positions_per_pass)
@@ -84,8 +85,7 @@ def check_gamma_for_drafter(gamma_arr, drafter):
     top = drafter.max_gamma
     if top is not None and np.any(gamma_arr > top):
         bad = float(np.max(gamma_arr))
-        raise ValueError(f"gamma must be in [0, {top}] ({drafter.name} drafts one block of {top} positions per pass); "
-                         f"got {bad:g}")
+        raise ValueError(f"gamma must be in [0, {top}] ({drafter.max_gamma_reason}); got {bad:g}")
     return gamma_arr
 
 

@@ -139,8 +139,8 @@ def tree_speedup(accept_length, B, S, *, depth, width, topk=1, c_draft=None, dep
     dep = deployment_of(deployment)
     priced = dep.pricing(c_draft)
     if priced.max_gamma is not None and depth > priced.max_gamma:
-        raise ValueError(f"depth must be at most {priced.max_gamma} ({priced.drafter.name} drafts one block of "
-                         f"{priced.max_gamma} positions); got {depth}")
+        raise ValueError(f"depth must be at most {priced.max_gamma} ({priced.drafter.max_gamma_reason}); "
+                         f"got {depth}")
     refuse_unheld(dep, priced, B_arr, S_arr, np.asarray(width - 1.0))
     return scalar_or_array(priced.tree_speedup(n, float(depth), float(topk), float(width), B_arr, S_arr))
 

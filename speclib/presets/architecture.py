@@ -787,6 +787,10 @@ class Drafter:
     step: StepArchitecture
     source: str
     block: Optional[int] = None
+    #: the longest draft it is run to where no measured survival curve caps
+    #: it (the longest in the measured runs of it), and where that comes from
+    depth: Optional[int] = None
+    depth_source: str = ""
     target: Optional[str] = None
     acceptance: Optional[str] = None
     aliases: tuple = ()
@@ -803,11 +807,26 @@ class Drafter:
             checked_int("block", self.block, lo=1)
         elif self.block is not None:
             raise ValueError(f"block is for DFlash drafters; {self.name} is {self.kind}")
+        if self.depth is not None:
+            checked_int("depth", self.depth, lo=1)
+            if not self.depth_source:
+                raise ValueError(f"depth_source must say where {self.name}'s depth of {self.depth} comes from")
 
     @property
     def max_gamma(self) -> Optional[int]:
-        """The longest draft one call can make (a DFlash block), or None."""
-        return self.block
+        """The longest draft the drafter makes: its block (one DFlash call)
+        and its depth, the shorter; None where neither bounds it."""
+        caps = [c for c in (self.block, self.depth) if c is not None]
+        return min(caps) if caps else None
+
+    @property
+    def max_gamma_reason(self) -> str:
+        """Why :attr:`max_gamma` bounds a draft, for a message."""
+        if self.block is not None and (self.depth is None or self.block <= self.depth):
+            return f"{self.name} drafts one block of {self.block} positions per pass"
+        if self.depth is not None:
+            return f"{self.name} is run to at most {self.depth} drafted tokens"
+        return f"{self.name} has no longest draft"
 
     @property
     def positions_per_pass(self) -> int:

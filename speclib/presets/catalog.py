@@ -49,8 +49,8 @@ def _latencies(by_gpus):
         raise ValueError(f"allreduce_latency_us must map GPU counts to microseconds; got {by_gpus!r}") from None
 
 
-def _drafter(name, aliases, kind, target, acceptance, dense_params, weight_bytes, precision, experts, block, layers,
-             shared_params, bf16_params, expert_weight_bytes, cache_bytes_per_token, source):
+def _drafter(name, aliases, kind, target, acceptance, dense_params, weight_bytes, precision, experts, block, depth,
+             depth_source, layers, shared_params, bf16_params, expert_weight_bytes, cache_bytes_per_token, source):
     experts = experts or {}
     dense, bf16 = float(dense_params), float(bf16_params)
     expert_bytes = float(weight_bytes if expert_weight_bytes is None else expert_weight_bytes)
@@ -61,7 +61,8 @@ def _drafter(name, aliases, kind, target, acceptance, dense_params, weight_bytes
         ffn_precision=_expert_precision(precision, expert_bytes, float(weight_bytes)),
         n_routed=experts.get("n_routed", 0), top_k=experts.get("top_k", 0), n_shared=experts.get("n_shared", 0),
     )
-    return Drafter(name=name, kind=kind, step=step, source=source, block=block, target=target,
+    return Drafter(name=name, kind=kind, step=step, source=source, block=block, depth=depth,
+                   depth_source=depth_source or "", target=target,
                    acceptance=acceptance, aliases=aliases, shared_params=float(shared_params),
                    cache_bytes_per_token=float(cache_bytes_per_token), layers=int(layers))
 
@@ -103,8 +104,9 @@ _TABLES = {
         "name": ("name", str),
         "aliases": ("aliases", tuple),
         **{key: (key, _same) for key in ("kind", "target", "acceptance", "dense_params", "weight_bytes",
-                                         "precision", "experts", "block", "layers", "shared_params", "bf16_params",
-                                         "expert_weight_bytes", "cache_bytes_per_token")},
+                                         "precision", "experts", "block", "depth", "depth_source", "layers",
+                                         "shared_params", "bf16_params", "expert_weight_bytes",
+                                         "cache_bytes_per_token")},
         "source": ("source", str),
     }),
 }

@@ -69,7 +69,7 @@ def _contexts(p, xp):
 def _context_panels(data):
     return (Panel(common.batch_axis(1, "B_max", "batch size B (sequences decoding together)"), Axis("gamma*"),
                   tuple(Line("B", f"g{c}", label=f"{{g{c}_label}}", color=color, width=1.8, step=True)
-                        for color, c in zip(CYCLE, data["order"])), title="{heading}", legend="upper right"),)
+                        for color, c in zip(CYCLE, data["order"])), title="{heading}", legend="below"),)
 
 
 schedule_contexts = Figure(
