@@ -52,6 +52,11 @@ R1_MODEL = "DeepSeek-R1"
 R1_LENGTH_SCALE = 0.9
 
 
+def layout_label(tp: int, ep: int, dp_attention: bool) -> str:
+    """How a run's layout is named: "TP8", "TP8 EP8", "TP8 EP8 DP-attention" (the runs' ids are built on it)."""
+    return f"TP{tp}" + (f" EP{ep}" if ep > 1 else "") + (" DP-attention" if dp_attention else "")
+
+
 @lru_cache(maxsize=None)
 def _family(model: str) -> str:
     """The family of a preset model (cached: the step fit asks for every run's, in every fit)."""
@@ -125,8 +130,7 @@ class DecodeRun:
 
     @property
     def layout(self) -> str:
-        return f"TP{self.tp}" + (f" EP{self.ep}" if self.ep > 1 else "") + (" DP-attention" if self.dp_attention
-                                                                              else "")
+        return layout_label(self.tp, self.ep, self.dp_attention)
 
     @property
     def sweep(self) -> str:

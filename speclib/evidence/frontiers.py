@@ -92,8 +92,7 @@ class MeasuredFrontier:
 
     @property
     def layout(self) -> str:
-        return f"TP{self.tp}" + (f" EP{self.ep}" if self.ep > 1 else "") + (" DP-attention" if self.dp_attention
-                                                                              else "")
+        return _dec.layout_label(self.tp, self.ep, self.dp_attention)
 
     @property
     def label(self) -> str:
@@ -263,6 +262,13 @@ def check(frontier: MeasuredFrontier, fit, alpha: float, how: str = "") -> Front
                          matched_error(frontier.mtp.speed_per_user, frontier.mtp.throughput_per_gpu,
                                        s.speed_per_user, s.throughput_per_gpu),
                          at(p, frontier.plain), at(s, frontier.mtp))
+
+
+def check_fitted(frontier: MeasuredFrontier, fit) -> FrontierCheck:
+    """:func:`check` at the acceptance ``fit`` gives ``frontier``: fitted under it
+    at its MTP pair's smallest concurrency, or the shipped one where it has no pair."""
+    pair = _pairs().get(frontier.pair_id)
+    return check(frontier, fit, fit_alpha(fit, pair) if pair is not None else shipped_alpha(frontier)[0])
 
 
 @lru_cache(maxsize=None)

@@ -33,6 +33,8 @@ from importlib import resources
 
 import numpy as np
 
+from . import decode_runs as _dec
+
 #: Where the peer's predictions are, inside the package.
 PEER_FILE = ("data", "peer", "aiconfigurator.json")
 #: The columns of a decode row: the run (its address, date and deployment,
@@ -182,16 +184,13 @@ def ours_mtp_points(ids=None) -> list:
 # --- decode TPOT -------------------------------------------------------------------------
 
 
-def _layout(r) -> str:
-    return f"TP{r['tp']}" + (f" EP{r['ep']}" if r["ep"] > 1 else "") + (" DP-attention" if r["dp_attention"] else "")
-
-
 def decode_points(data: dict = None) -> list:
     """Every decode run the peer priced: (chip, engine, weights, layout,
     workload, concurrency, measured TPOT ms, the peer's TPOT ms, error =
     predicted / measured - 1)."""
-    return [(r["chip"], r["engine"], r["weights"], _layout(r), r["workload"], r["concurrency"], r["measured_tpot_ms"],
-             r["peer_tpot_ms"], r["peer_tpot_ms"] / r["measured_tpot_ms"] - 1) for r in _data(data)["decode"]["rows"]]
+    return [(r["chip"], r["engine"], r["weights"], _dec.layout_label(r["tp"], r["ep"], r["dp_attention"]),
+             r["workload"], r["concurrency"], r["measured_tpot_ms"], r["peer_tpot_ms"],
+             r["peer_tpot_ms"] / r["measured_tpot_ms"] - 1) for r in _data(data)["decode"]["rows"]]
 
 
 def run_key(run) -> tuple:

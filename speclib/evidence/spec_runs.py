@@ -243,7 +243,7 @@ def r1_mtp_pairs() -> tuple:
         model = resolve(first.model, None)[0]
         vendor = resolve(None, chip)[1].vendor
         gamma = r1_mtp_gamma(engine, vendor, dp)
-        layout = f"TP{tp}" + (f" EP{ep}" if ep > 1 else "") + (" DP-attention" if dp else "")
+        layout = _dec.layout_label(tp, ep, dp)
         same = sum(1 for p in points if p[2])
         assumed = (f"acceptance not reported (fitted at the smallest concurrency); draft length {gamma}, MTP chained, "
                    "as the configuration's launch script sets it; "

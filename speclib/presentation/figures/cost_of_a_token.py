@@ -368,15 +368,12 @@ def facts(price: float = PRICE, target: float = TARGET) -> dict:
     out["disagreeing"] = len(wrong)
     # the same configurations predicted by the step fitted on every run, their own chip's runs in
     full = _fit.fit(_feat.SHIPPED_FORM)
-    in_sample = [_ev.check(m, full, _ev.fit_alpha(full, _ev._pairs()[m.pair_id]) if m.pair_id in _ev._pairs()
-                           else _ev.shipped_alpha(m)[0]) for m, _, _ in wrong]
-    out["disagreeing_in_sample"] = sum(c.crossover_agrees() is False for c in in_sample)
+    out["disagreeing_in_sample"] = sum(_ev.check_fitted(m, full).crossover_agrees() is False for m, _, _ in wrong)
     out["disagreeing_chips"] = sorted({m.chip for m, _, _ in wrong})
-    out["disagreeing_text"] = common.join_and([f"{m.chip} under {_ENGINE_NAMES.get(m.engine, m.engine)} at {m.workload.replace('k', 'k/', 1)} "
-                                    f"(predicted to cross at {p.speed:.0f} tokens/s per user, measured from "
-                                    f"{mc.lowest:.0f})" if p.crosses else
-                                    f"{m.chip} under {_ENGINE_NAMES.get(m.engine, m.engine)} at {m.workload.replace('k', 'k/', 1)}"
-                                    for m, mc, p in wrong])
+    out["disagreeing_text"] = common.join_and([
+        f"{m.chip} under {_ENGINE_NAMES.get(m.engine, m.engine)} at {m.workload.replace('k', 'k/', 1)}"
+        + (f" (predicted to cross at {p.speed:.0f} tokens/s per user, measured from {mc.lowest:.0f})" if p.crosses
+           else "") for m, mc, p in wrong])
     return out
 
 
