@@ -395,11 +395,13 @@ def interval_of(values, residual_sd: float, level: float = INTERVAL_LEVEL) -> tu
 
         _NORMAL["z"] = np.array([NormalDist().inv_cdf((j + 0.5) / 41) for j in range(41)])
     z = _NORMAL["z"]
-    logs = np.log(np.asarray(values, dtype=float))
-    samples = (logs[:, None] + residual_sd * z.reshape((1, -1) + (1,) * (logs.ndim - 1))).reshape(
-        (-1,) + logs.shape[1:])
+    # the draws on the last axis, where each point's samples lie together in
+    # memory, and both quantiles from one partition of them
+    logs = np.moveaxis(np.log(np.asarray(values, dtype=float)), 0, -1)
+    samples = (logs[..., None] + residual_sd * z).reshape(logs.shape[:-1] + (-1,))
     q = (1.0 - level) / 2.0
-    return np.exp(np.quantile(samples, q, axis=0)), np.exp(np.quantile(samples, 1.0 - q, axis=0))
+    lo, hi = np.exp(np.quantile(samples, [q, 1.0 - q], axis=-1))
+    return lo, hi
 
 
 def draws_of(step_time) -> tuple:
