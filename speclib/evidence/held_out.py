@@ -285,49 +285,83 @@ def _predict_group(form: Form, by: str, exclude: Fold = None) -> list:
 
 
 def _run_medians(preds) -> np.ndarray:
-    return np.array([float(np.median(np.abs(p.error[p.scored]))) for p in preds if p.scored.any()])
+    """Each run's median |error| over its scored points (NaN for a run with none)."""
+    return np.array([float(np.median(np.abs(p.error[p.scored]))) if p.scored.any() else np.nan for p in preds])
+
+
+def _median_of(medians: np.ndarray) -> float:
+    medians = medians[np.isfinite(medians)]
+    return float(np.median(medians)) if medians.size else float("inf")
 
 
 def choice_score(preds) -> float:
     """The error a choice is scored on: the median over runs of each run's
     median |error| (lower is better; each run counts once)."""
-    meds = _run_medians(preds)
-    return float(np.median(meds)) if meds.size else float("inf")
+    return _median_of(_run_medians(preds))
+
+
+def _decision_counts(p) -> tuple:
+    """One run's share of :func:`decision_parts`: (gains on the right side of
+    1x, gains scored, best draft lengths within one, (batch) pairs, sweeps in
+    the right direction, sweeps)."""
+    sign, n_sign = sign_hits([p])
+    best, n_best = best_hits([p])
+    rows = direction_rows([p])
+    return sign, n_sign, best, n_best, sum(bool(r[-1]) for r in rows), len(rows)
+
+
+def _parts_of(counts) -> tuple:
+    sign, n_sign, best, n_best, right, n_sweeps = (int(c) for c in counts)
+    return (sign / n_sign if n_sign else float("nan"), best / n_best if n_best else float("nan"),
+            right / n_sweeps if n_sweeps else float("nan"))
+
+
+def _score_of(counts) -> float:
+    parts = [x for x in _parts_of(counts) if np.isfinite(x)]
+    return float(np.mean(parts)) if parts else float("nan")
+
+
+def _counts(preds) -> np.ndarray:
+    """:func:`_decision_counts` of each of ``preds``, a row each."""
+    return np.array([_decision_counts(p) for p in preds], dtype=np.int64).reshape(-1, 6)
 
 
 def decision_parts(preds) -> tuple:
     """The three decisions a deployment is priced for, as fractions right:
     the gain on the right side of 1x (points), the best draft length within
     one ((run, batch) pairs) and the direction of the gain with batch
-    (sweeps); NaN where ``preds`` have none of a kind."""
-    sign, n_sign = sign_hits(preds)
-    best, n_best = best_hits(preds)
-    rows = direction_rows(preds)
-    return (sign / n_sign if n_sign else float("nan"), best / n_best if n_best else float("nan"),
-            float(np.mean([r[-1] for r in rows])) if rows else float("nan"))
+    (sweeps); NaN where ``preds`` have none of a kind. Each is a sum over
+    the runs (their points, pairs and sweeps) over another."""
+    return _parts_of(_counts(preds).sum(axis=0))
 
 
 def decision_score(preds) -> float:
     """The mean of :func:`decision_parts` (higher is better): each decision
     weighs the same, whatever the number of points, pairs or sweeps it has."""
-    parts = [x for x in decision_parts(preds) if np.isfinite(x)]
-    return float(np.mean(parts)) if parts else float("nan")
+    return _score_of(_counts(preds).sum(axis=0))
 
 
-def _bootstrap_runs(preds, score, samples: int = 200, seed: int = 0) -> float:
-    """The bootstrap standard error of ``score(preds)`` over the runs (each
-    run's points, pairs and sweeps together)."""
-    if not preds:
+def _bootstrap_runs(per_run: np.ndarray, score, samples: int = 200, seed: int = 0) -> float:
+    """The bootstrap standard error, over the runs, of ``score`` of
+    ``per_run`` (a row per run: what the score reads of that run, its
+    points, pairs and sweeps together), the runs drawn with replacement."""
+    if not len(per_run):
         return 0.0
     rng = np.random.default_rng(seed)
-    values = [score([preds[i] for i in rng.integers(0, len(preds), len(preds))]) for _ in range(samples)]
-    values = np.array([v for v in values if np.isfinite(v)])
+    n = len(per_run)
+    values = np.array([score(per_run[rng.integers(0, n, n)]) for _ in range(samples)])
+    values = values[np.isfinite(values)]
     return float(np.std(values)) if values.size else 0.0
+
+
+def _decision_error(preds, samples: int = 200, seed: int = 0) -> float:
+    """The bootstrap standard error of :func:`decision_score` over the runs."""
+    return _bootstrap_runs(_counts(preds), lambda rows: _score_of(rows.sum(axis=0)), samples, seed)
 
 
 def _standard_error(preds, samples: int = 200, seed: int = 0) -> float:
     """The bootstrap standard error of :func:`choice_score` over the runs."""
-    return _bootstrap_runs(preds, choice_score, samples, seed)
+    return _bootstrap_runs(_run_medians(preds), _median_of, samples, seed)
 
 
 def form_size(form: Form) -> int:
@@ -361,7 +395,8 @@ def choose_from(preds: dict) -> tuple:
     decisions = {form: decision_score(p) for form, p in preds.items()}
     errors = {form: choice_score(p) for form, p in preds.items()}
     best = max(candidates, key=lambda form: (decisions[form], -errors[form]))
-    good = [f for f in candidates if decisions[f] >= decisions[best] - _bootstrap_runs(preds[best], decision_score)]
+    floor = decisions[best] - _decision_error(preds[best])
+    good = [f for f in candidates if decisions[f] >= floor]
     accurate = min(good, key=lambda form: errors[form])
     bar = errors[accurate] + _standard_error(preds[accurate])
     chosen = min((f for f in good if errors[f] <= bar), key=lambda f: (form_size(f), -decisions[f], errors[f]))
