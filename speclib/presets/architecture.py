@@ -11,7 +11,7 @@ import math
 import re
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Optional, Union
 
 import numpy as np
@@ -711,6 +711,7 @@ class StepArchitecture:
         return self.n_routed > 0
 
 
+@lru_cache(maxsize=512)  # a model is a frozen value; Deployments rebuild the same few by the thousand
 def _step_architecture(model: "Model") -> StepArchitecture:
     n_layers, n_ffn_layers, n_dense = model._layer_counts()
     h = model.hidden_size
