@@ -6,8 +6,8 @@
 # the book, serves the book on 127.0.0.1 and opens every page; then serves it
 # under a sub-path (/speculative-decoding-economics/, as on GitHub Pages; or
 # SPECLIB_BASE_PATH) and runs the tests marked subpath again; the notebooks
-# in JupyterLab and the PDF, the pages, and the pages under the sub-path run
-# at the same time.
+# in JupyterLab and the PDF, the pages and their live figures, and the pages
+# under the sub-path run at the same time.
 #
 #   bash scripts/browser_test.sh [--rebuild] [extra pytest args]
 #
@@ -15,9 +15,10 @@
 # maths typeset, images loaded, each page < 5 MB with its assets (a table is
 # printed), every live-figure control redraws its figure, and the numbers the
 # page computes equal speclib's. The PDF has every chapter and every figure.
-# Every chapter notebook runs clean in JupyterLab (a server the tests start on
-# a free local port) and each of its widgets redraws when a control moves
-# (Run-All times and redraw latencies are printed).
+# Every chapter notebook opens clean in JupyterLab (a server the tests start
+# on a free local port); one with widgets runs clean there too, and each of its
+# widgets redraws when a control moves (Run-All times and redraw latencies are
+# printed). nbval runs every notebook (scripts/test.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 source "$REPO_ROOT/scripts/_browser.sh"
@@ -40,35 +41,44 @@ if [ ! -f "$pdf" ] || [ "$REPO_ROOT/_build/html/.speclib-built" -nt "$pdf" ]; th
     bash "$REPO_ROOT/scripts/build_pdf.sh"
 fi
 
-# Three groups at once (each pytest picks its own free ports; much of a page
-# test is waiting for the network to go idle, and of a notebook's for its
-# kernel): the notebooks in JupyterLab and the PDF; the pages of the book; and
-# the same pages served under a sub-path, as a GitHub Pages project site is
+# Three groups at once (each pytest picks its own free ports): the notebooks
+# in JupyterLab and the PDF; the pages of the book and its live figures; and
+# the pages served under a sub-path, as a GitHub Pages project site is
 # (https://OWNER.github.io/REPO/: every page with all its assets and its live
-# figures drawn, nothing served outside the sub-path). Extra pytest arguments
-# apply to the first two. Each group's report is printed when all have ended.
+# figures drawn, nothing served outside the sub-path). They keep two cores
+# busy; more groups at once take no less time and leave each page longer to
+# settle. Extra pytest arguments apply to the first two. Each group's report
+# is printed when all have ended.
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 start=$SECONDS
+names=(lab pages subpath)
+pids=()
 set +e
 SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser/test_jupyterlab.py tests/browser/test_pdf.py "$@" \
     >"$logs/lab" 2>&1 &
-lab=$!
-SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser/test_book_in_browser.py "$@" >"$logs/pages" 2>&1 &
-pages=$!
+pids+=($!)
+SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser/test_book_in_browser.py tests/browser/test_live_figures.py \
+    "$@" >"$logs/pages" 2>&1 &
+pids+=($!)
 SPECLIB_BROWSER_TESTS=1 SPECLIB_BASE_PATH="${SPECLIB_BASE_PATH:-/speculative-decoding-economics/}" \
     python -m pytest tests/browser -m subpath >"$logs/subpath" 2>&1 &
-subpath=$!
-wait "$pages"
-pages_status=$?
-wait "$subpath"
-subpath_status=$?
-wait "$lab"
-lab_status=$?
+pids+=($!)
+statuses=()
+for pid in "${pids[@]}"; do
+    wait "$pid"
+    statuses+=($?)
+done
 set -e
-cat "$logs/pages" "$logs/subpath" "$logs/lab"
-_log "browser tests took $((SECONDS - start)) s (pages: exit $pages_status; sub-path: exit $subpath_status;" \
-     "JupyterLab and PDF: exit $lab_status)"
-[ "$pages_status" -ne 0 ] && exit "$pages_status"
-[ "$subpath_status" -ne 0 ] && exit "$subpath_status"
-exit $lab_status
+summary=""
+failed=0
+for i in "${!names[@]}"; do
+    cat "$logs/${names[$i]}"
+    summary+=" ${names[$i]}: exit ${statuses[$i]},"
+    if [ "${statuses[$i]}" -ne 0 ] && [ "$failed" -eq 0 ]; then
+        failed="${statuses[$i]}"
+    fi
+done
+summary="${summary%,}"
+_log "browser tests took $((SECONDS - start)) s (${summary# })"
+exit "$failed"

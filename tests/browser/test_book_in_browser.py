@@ -2,43 +2,21 @@
 
 Every page: no console errors or failed requests, nothing loaded from another
 host, its maths typeset by MathJax, its images loaded, and under 5 MB with all
-its assets. Every live figure: each control moves and redraws the figure, and
-the numbers the page computes equal speclib's at sampled settings.
+its assets; its text read at a desktop's and a phone's width, nothing wider
+than the text column. (The live figures' controls and numbers:
+test_live_figures.py.)
 """
 from __future__ import annotations
 
-import re
 import urllib.error
 import urllib.request
 from urllib.parse import urlsplit
 
-import numpy as np
 import pytest
 
-from speclib.presentation.definition import REGISTRY, Slider
-from speclib.presentation.web import codegen
-
-from .conftest import BASE_PATH, HTML_DIR, PAGE_LIMIT_BYTES, REDRAWS, REPO, WEIGHTS, book_pages
+from .conftest import BASE_PATH, HTML_DIR, PAGE_LIMIT_BYTES, REPO, WEIGHTS, book_pages, live_instances, page_for
 
 PAGES = book_pages()
-#: Figures the book must show live; the others are checked when a page holds them.
-REQUIRED_LIVE = ("ledger", "optimal_gamma")
-#: Every figure the page draws live: a definition with controls, computed in the browser.
-LIVE = codegen.live_names()
-
-
-def pages_with(name: str) -> list:
-    pattern = re.compile(rf"\btag_figure-{name}\b")
-    return [p for p in PAGES if pattern.search((HTML_DIR / p).read_text(encoding="utf-8"))]
-
-
-def page_for(name: str) -> str:
-    found = pages_with(name)
-    if not found:
-        if name in REQUIRED_LIVE:
-            pytest.fail(f"no page of the book has a cell tagged figure-{name}")
-        pytest.skip(f"no page of the book has a cell tagged figure-{name} (yet)")
-    return found[0]
 
 
 # --- every page -------------------------------------------------------------------
@@ -270,158 +248,6 @@ def test_nothing_is_wider_than_the_text_column(visit, path, width):
         v.page.wait_for_timeout(EQUATIONS_FITTED_MS)
         wide = v.page.evaluate(OVERFLOW)
     assert wide == [], f"{path} at {width} px: wider than the text column: {wide}"
-
-
-# --- live figures: controls ---------------------------------------------------------
-
-SNAPSHOT = """(i) => {
-    const inst = window.speclibLive.instances[i];
-    const fig = inst.element.querySelector('.speclib-plots');
-    return {html: fig.innerHTML + inst.element.querySelector('.speclib-title').textContent, redraws: inst.redraws,
-            ms: inst.lastRedrawMs, data: JSON.stringify(inst.data)};
-}"""
-
-
-def live_instances(page):
-    """Names of the page's live figures, in page order, once they are mounted."""
-    page.wait_for_function("() => window.speclibLive && window.speclibLive.ready")
-    return page.evaluate("() => window.speclibLive.instances.map(i => i.name)")
-
-
-@pytest.mark.parametrize("name", LIVE)
-def test_every_control_moves_and_redraws(visit, name):
-    v = visit(page_for(name), settle=False)
-    page = v.page
-    names = live_instances(page)
-    assert name in names
-    # From here on the browser has no network at all: the figures need none. (The page's own
-    # maths, fonts and the MathJax parts its menu loads later finish loading first: on a busy
-    # machine they would otherwise be fetched offline and fail.)
-    page.evaluate("""async () => {
-        if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
-        await document.fonts.ready;
-    }""")
-    page.wait_for_load_state("networkidle")
-    page.context.set_offline(True)
-    # The static PNG stays in the page (the no-JavaScript fallback) but is hidden.
-    hidden = page.evaluate("""(name) => Array.from(document.querySelectorAll('.tag_figure-' + name + ' .cell_output'))
-        .every(o => getComputedStyle(o).display === 'none')""", name)
-    assert hidden
-    for index, found in enumerate(names):
-        if found != name:
-            continue
-        box = page.locator(".speclib-live").nth(index)
-        box.scroll_into_view_if_needed()
-        controls = box.locator("[data-control]")
-        assert controls.count() >= 2
-        for c in range(controls.count()):
-            control = controls.nth(c)
-            before = page.evaluate(SNAPSHOT, index)
-            kind = control.evaluate("e => e.tagName === 'SELECT' ? 'select' : e.type")
-            if kind == "range":
-                at_max = control.evaluate("e => parseFloat(e.value) >= parseFloat(e.max)")
-                control.focus()
-                # A reader's keyboard: several steps so that a change shows even where the curve is flat.
-                for _ in range(4):
-                    control.press("ArrowLeft" if at_max else "ArrowRight")
-            elif kind == "checkbox":
-                control.click()
-            else:
-                options = control.evaluate("e => Array.from(e.options).map(o => o.value)")
-                current = control.input_value()
-                # by index: a menu of numbers (1, 2, 4, 8) has labels that are other options' values
-                control.select_option(index=next(i for i, o in enumerate(options) if o != current))
-            after = page.evaluate(SNAPSHOT, index)
-            label = control.get_attribute("data-control")
-            assert after["redraws"] > before["redraws"], f"{name}: moving {label} did not redraw"
-            assert after["html"] != before["html"], f"{name}: moving {label} left the figure unchanged"
-            REDRAWS.setdefault(name, []).append(after["ms"])
-    assert v.console_errors == [], v.console_errors
-
-
-# --- live figures: the numbers are speclib's ----------------------------------------------
-
-SET_AND_READ = """([i, settings]) => {
-    const inst = window.speclibLive.instances[i];
-    for (const [name, value] of Object.entries(settings)) {
-        const input = inst.element.querySelector('[data-control="' + name + '"]');
-        if (input.type === 'checkbox') { input.checked = value; input.dispatchEvent(new Event('change')); }
-        else if (input.tagName === 'SELECT') { input.value = String(value); input.dispatchEvent(new Event('change')); }
-        else { input.value = String(value); input.dispatchEvent(new Event('input')); }
-    }
-    return {params: inst.params, data: inst.data};
-}"""
-
-RTOL = 1e-9
-
-
-def first_instance(page, name):
-    return live_instances(page).index(name)
-
-
-def _settings(f):
-    """The definition's settings to check in the page: each slider at its ends,
-    then each menu at another option, then every toggle flipped."""
-    out = []
-    for c in f.controls:
-        if isinstance(c, Slider):
-            out += [{c.name: c.lo}, {c.name: c.hi}]
-        elif hasattr(c, "options"):
-            out.append({c.name: next(v for v in c.values() if v != c.value)})
-        else:
-            out.append({c.name: not c.value})
-    return out
-
-
-def _inputs(f, values):
-    """What the page's inputs hold for ``values``: a log2 slider its exponent,
-    a menu the option's index."""
-    out = {}
-    for c in f.controls:
-        if c.name not in values:
-            continue
-        v = values[c.name]
-        if isinstance(c, Slider):
-            out[c.name] = float(np.log2(v)) if c.scale == "log2" else v
-        elif hasattr(c, "options"):
-            out[c.name] = c.values().index(v)
-        else:
-            out[c.name] = bool(v)
-    return out
-
-
-def _same(got, expected):
-    if isinstance(expected, str) or (isinstance(expected, list) and expected and isinstance(expected[0], str)):
-        return got == expected
-    e = np.asarray(expected, dtype=float)
-    g = np.asarray(got, dtype=float) if np.ndim(got) == 0 else np.asarray(
-        [np.nan if v is None else v for v in np.ravel(np.asarray(got, dtype=object))], dtype=float)
-    return g.size == e.size and np.allclose(g.reshape(e.shape), e, rtol=RTOL, equal_nan=True)
-
-
-@pytest.mark.parametrize("name", LIVE)
-def test_the_page_computes_speclibs_numbers(visit, name):
-    """The page's numbers, after a reader's settings, against the definition
-    evaluated by numpy in Python at the parameters the page reports."""
-    page = visit(page_for(name), settle=False).page
-    i = first_instance(page, name)
-    f = REGISTRY[name]
-    for values in _settings(f):
-        got = page.evaluate(SET_AND_READ, [i, _inputs(f, values)])
-        for key, value in values.items():
-            assert got["params"][key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value)
-        expected = f.data(**{**f.live_params, **{c.name: got["params"][c.name] for c in f.controls}})
-        for key, value in got["data"].items():
-            assert _same(value, expected[key]), (name, values, key)
-
-
-def test_gamma_map_and_figure_3_hatch_the_batches_that_cannot_fit(visit):
-    for name in ("optimal_gamma", "gamma_map"):
-        page = visit(page_for(name), settle=False).page
-        i = first_instance(page, name)
-        hatched = page.evaluate(
-            "(i) => window.speclibLive.instances[i].element.querySelectorAll('rect[fill^=\"url(#\"]').length", i)
-        assert hatched > 0, name
 
 
 @pytest.mark.subpath
