@@ -54,12 +54,15 @@ _stamp_file="$VENV/.speclib-requirements.sha256"
 _stamp="$( { cat requirements.txt pyproject.toml; python -VV; } | sha256sum | cut -d' ' -f1)"
 
 # Install with uv (pinned here; put into the venv by pip on first use): it
-# downloads and installs the pinned requirements in parallel, about 10 s on a
+# downloads and installs the pinned requirements in parallel, about 20 s on a
 # fresh two-core machine where pip takes about 60 s, a quarter of the test
 # command's four minutes. Where uv cannot be had, pip does the same install.
-# Neither compiles every installed module up front: what a run imports is
-# compiled as it is imported. Quiet: the output goes to a log that is printed
-# only on failure.
+# Both compile every installed module to bytecode up front: where the machine
+# sets PYTHONDONTWRITEBYTECODE (ours do), nothing imported is ever compiled
+# for the next process, and each notebook's kernel and each test worker then
+# spent two seconds compiling sympy, matplotlib and IPython again (80 s of the
+# test command). Quiet: the output goes to a log that is printed only on
+# failure.
 UV_VERSION=0.13.9
 _installer() {
     if [ ! -x "$VENV/bin/uv" ] && ! python -m pip install -q "uv==$UV_VERSION" >"$VENV/pip-uv.log" 2>&1; then
@@ -69,7 +72,7 @@ _installer() {
 _pip() {
     local log="$VENV/pip-last.log"
     local cmd=(python -m pip install)
-    [ -x "$VENV/bin/uv" ] && cmd=("$VENV/bin/uv" pip install --python "$VENV/bin/python")
+    [ -x "$VENV/bin/uv" ] && cmd=("$VENV/bin/uv" pip install --compile-bytecode --python "$VENV/bin/python")
     if ! "${cmd[@]}" "$@" >"$log" 2>&1; then
         cat "$log" >&2
         _log "ERROR: '${cmd[*]} $*' failed (full log above, also in $log)"
