@@ -454,19 +454,35 @@ def _impute(names, theta, missing):
 ALPHA_GRID = np.round(np.arange(0.30, 0.991, 0.005), 3)
 
 
+_ALPHA_STEPS: dict = {}
+
+
+def _alpha_steps(run: SpecRun, form: Form) -> tuple:
+    """What :func:`fit_alpha` prices of ``run``'s smallest batch, which no
+    fitted constant changes: (its (gamma, value) points, each draft length's
+    step features, the plain step's), computed once per run, its points and
+    the form's scaling (a fit prices them again for every fold and
+    bootstrap draw)."""
+    key = (_form_key(run, form), run.points)
+    if key not in _ALPHA_STEPS:
+        steps = _feat.SpecSteps(run, form)
+        b = min(_by_batch(run))
+        gv = [(g, v) for g, v in _by_batch(run)[b] if (b, g) not in _spec.run_inconsistent(run)]
+        _ALPHA_STEPS[key] = (gv, [steps.spec(b, float(g)) for g, _ in gv], steps.plain(b))
+    return _ALPHA_STEPS[key]
+
+
 def fit_alpha(f: Fit, run: SpecRun) -> float:
     """The acceptance that best explains ``run``'s smallest batch (its
     speed-ups, or its throughput ratios over draft lengths) under the
     constants of ``f``."""
-    steps = _feat.SpecSteps(run, f.form)
-    b = min(_by_batch(run))
-    gv = [(g, v) for g, v in _by_batch(run)[b] if (b, g) not in _spec.run_inconsistent(run)]
+    gv, spec_steps, plain_step = _alpha_steps(run, f.form)
     g = np.array([x for x, _ in gv], dtype=float)
-    t = np.array([f.time(steps.spec(b, x)) for x in g])
+    t = np.array([f.time(features) for features in spec_steps])
     n = _acc.committed_numeric(ALPHA_GRID[:, None], g[None, :])
     if run.quantity == "speedup":
         meas = np.array([v for _, v in gv])
-        pred = n * f.time(steps.plain(b)) / t
+        pred = n * f.time(plain_step) / t
     else:
         meas = np.array([v for _, v in gv]) / gv[0][1]
         pred = (n / t) / (n[:, :1] / t[0])
