@@ -71,11 +71,17 @@ _installer() {
 }
 _pip() {
     local log="$VENV/pip-last.log"
-    local cmd=(python -m pip install)
-    [ -x "$VENV/bin/uv" ] && cmd=("$VENV/bin/uv" pip install --compile-bytecode --python "$VENV/bin/python")
-    if ! "${cmd[@]}" "$@" >"$log" 2>&1; then
+    if [ -x "$VENV/bin/uv" ]; then
+        if "$VENV/bin/uv" pip install --compile-bytecode --python "$VENV/bin/python" "$@" >"$log" 2>&1; then
+            return 0
+        fi
+        # uv reads none of pip's configuration (an index, a certificate): what it cannot do, pip may
+        _log "uv could not install $* (log: $VENV/uv-failed.log); trying pip"
+        cp "$log" "$VENV/uv-failed.log"
+    fi
+    if ! python -m pip install "$@" >"$log" 2>&1; then
         cat "$log" >&2
-        _log "ERROR: '${cmd[*]} $*' failed (full log above, also in $log)"
+        _log "ERROR: 'pip install $*' failed (full log above, also in $log)"
         return 1
     fi
 }
