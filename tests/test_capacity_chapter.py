@@ -6,6 +6,7 @@ import math
 import pytest
 
 from speclib.core import capacity
+from speclib.presentation.figures import common
 from speclib.presentation.figures import deployment_capacity as chapter
 
 S = 4096
@@ -112,7 +113,7 @@ def test_the_replication_table_is_the_library_s_with_its_engines():
     assert not any("gamma" in cell for row in table.rows for cell in row)
     slots = dict((row[0], row[1:]) for row in table.rows)["cache slots for a draft of \u03b3"]
     assert [s.split(":")[0].split(" (")[0] for s in slots] == ["2 \u03b3", "2 \u03b3 + 2", "2 \u03b3 - 1"]
-    assert set(capacity.REPLICATION_SOURCES) == set(chapter.ENGINE_NAMES)
+    assert set(capacity.REPLICATION_SOURCES) == set(common.ENGINE_NAMES)
 
 
 def test_the_capacity_table_shows_a_group_that_does_not_exist_as_none():

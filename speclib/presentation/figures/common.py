@@ -253,3 +253,8 @@ def join_and(items) -> str:
     """'a', 'a and b', 'a, b and c'; 'none' for no items (how the prose lists things)."""
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else "none"
+
+
+#: How the prose and the tables name each engine, by speclib's engine key
+#: (:data:`speclib.core.capacity.ENGINE_MEMORY`'s keys).
+ENGINE_NAMES = {"vLLM": "vLLM", "SGLang": "SGLang", "TRT": "TensorRT-LLM"}

@@ -371,12 +371,7 @@ def facts(price: float = PRICE, target: float = TARGET) -> dict:
     out["disagreeing_in_sample"] = sum(_ev.check_fitted(m, full).crossover_agrees() is False for m, _, _ in wrong)
     out["disagreeing_chips"] = sorted({m.chip for m, _, _ in wrong})
     out["disagreeing_text"] = common.join_and([
-        f"{m.chip} under {_ENGINE_NAMES.get(m.engine, m.engine)} at {m.workload.replace('k', 'k/', 1)}"
+        f"{m.chip} under {common.ENGINE_NAMES.get(m.engine, m.engine)} at {m.workload.replace('k', 'k/', 1)}"
         + (f" (predicted to cross at {p.speed:.0f} tokens/s per user, measured from {mc.lowest:.0f})" if p.crosses
            else "") for m, mc, p in wrong])
     return out
-
-
-#: How the prose names an engine.
-_ENGINE_NAMES = {"TRT": "TensorRT-LLM"}
-

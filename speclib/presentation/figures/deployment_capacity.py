@@ -113,10 +113,6 @@ def served_attention_edges(contexts=(512, 4096, 32768, 131072), **kwargs):
     return dataclasses.replace(table, caption=f"{EDGES_STEP_MODEL}: {table.caption}")
 
 
-#: How the replication table names each engine (:data:`speclib.core.capacity.ENGINE_MEMORY`'s keys).
-ENGINE_NAMES = {"vLLM": "vLLM", "SGLang": "SGLang", "TRT": "TensorRT-LLM"}
-
-
 def replication_table() -> NumberTable:
     """:data:`speclib.core.capacity.REPLICATION` as a table: what each engine
     holds whole on every GPU, splits, and adds for a draft (gamma written
@@ -125,7 +121,7 @@ def replication_table() -> NumberTable:
     beside it (a table's caption cannot)."""
     gamma = lambda text: re.sub(r"\bgamma\b", "\u03b3", text)  # noqa: E731
     rows = tuple(tuple(gamma(cell) for cell in row) for row in _capacity.REPLICATION)
-    return NumberTable(("what", *ENGINE_NAMES.values()), rows, align="llll",
+    return NumberTable(("what", *common.ENGINE_NAMES.values()), rows, align="llll",
                        caption="What each engine holds whole on every GPU, splits between them, and adds for a "
                                "draft (sources cited in the text)")
 
@@ -196,7 +192,7 @@ def worked_deployments() -> dict:
         "deepseek": (("plain tensor parallelism", Deployment(**v3), WORKED_GAMMA),
                      ("data-parallel attention, experts over 8", Deployment(**v3, ep=8, dp_attention=True),
                       WORKED_GAMMA)),
-        "llama": tuple((ENGINE_NAMES[e], Deployment(**llama, engine=e), WORKED_GAMMA) for e in ENGINE_NAMES),
+        "llama": tuple((name, Deployment(**llama, engine=e), WORKED_GAMMA) for e, name in common.ENGINE_NAMES.items()),
     }
 
 
@@ -208,7 +204,7 @@ def worked_memory_table(name: str, context=4096) -> NumberTable:
     where = f"one {d.hardware.name}" if d.tp == 1 else f"{d.tp} x {d.hardware.name}"
     drafts = sorted({g for _, _, g in columns})
     draft = " and ".join(f"{g:.0f}" for g in drafts)
-    engines = sorted({ENGINE_NAMES[c[1].engine] for c in columns})
+    engines = sorted({common.ENGINE_NAMES[c[1].engine] for c in columns})
     engine = engines[0] if len(engines) == 1 else "each engine"
     caption = (f"{d.model.name} on {where} with its {d.drafter.name} drafter on {engine}, drafting {draft} "
                f"tokens a step")
