@@ -20,6 +20,11 @@ from pathlib import Path
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+# A long command's progress line after no delay at all (speclib.tools.progress): it goes to an interactive
+# terminal only, so every captured output (nbval's notebooks, the CLI tests) must come out unchanged. Were one
+# to leak into an output, it would do so on every run here, not only where a loaded machine ran past the delay.
+os.environ.setdefault("SPECLIB_PROGRESS_DELAY", "0")
+
 #: The sanitizer the bare ``pytest --nbval`` applies.
 NBVAL_SANITIZER = Path(__file__).resolve().parent / "nbval_sanitize.cfg"
 

@@ -54,6 +54,7 @@ from ..core.cost import COMPONENTS, cost_shares, marginal_cost
 from ..core.deployment import Deployment
 from ..core.speculation import optimal_gamma
 from ..core.step import ROOFLINES
+from . import progress as _progress
 
 EXIT_USAGE = 2
 
@@ -938,8 +939,6 @@ def _positive(option: str, value):
 
 
 def run_frontier(args, out) -> int:
-    import threading
-
     from ..core import frontier as _front
     from . import frontier as _render
 
@@ -958,26 +957,23 @@ def run_frontier(args, out) -> int:
         raise UsageError(_speclib_error(exc)) from None
     draws = len(_cal.calibration_of(deployment.step_time).draws) if _cal.calibration_of(deployment.step_time) else 0
     points = len(_front.DEFAULT_CONCURRENCIES) if concurrencies is None else len(concurrencies)
-    timer = threading.Timer(1.0, lambda: sys.stderr.write(
-        f"speclib frontier: pricing {points} concurrencies with and without speculation"
-        + (f", over the calibration's {draws} draws for the intervals" if draws else "") + " ...\n"))
-    timer.daemon = True
-    timer.start()
+    message = (f"speclib frontier: pricing {points} concurrencies with and without speculation"
+               + (f", over the calibration's {draws} draws for the intervals" if draws else "") + " ...")
     try:
-        f = _front.frontier(deployment, workload, gamma=args.gamma, alpha=alpha, concurrencies=concurrencies,
-                            gamma_max=args.gamma_max)
-        cheapest = None if target is None else f.cheapest(target, price)
-        if args.format == "csv":
-            text = _render.csv_text(f, price)
-        elif args.format == "json":
-            text = _render.json_text(f, price, cheapest, target)
-        else:
-            text = _render.table(f, price, cheapest, target)
-        picture = None if args.plot is None else _render.plot_bytes(f, args.plot, price, target)
+        _progress.delay()  # a bad SPECLIB_PROGRESS_DELAY is refused before any work
+        with _progress.Progress(message):
+            f = _front.frontier(deployment, workload, gamma=args.gamma, alpha=alpha, concurrencies=concurrencies,
+                                gamma_max=args.gamma_max)
+            cheapest = None if target is None else f.cheapest(target, price)
+            if args.format == "csv":
+                text = _render.csv_text(f, price)
+            elif args.format == "json":
+                text = _render.json_text(f, price, cheapest, target)
+            else:
+                text = _render.table(f, price, cheapest, target)
+            picture = None if args.plot is None else _render.plot_bytes(f, args.plot, price, target)
     except ValueError as exc:
         raise UsageError(_speclib_error(exc)) from None
-    finally:
-        timer.cancel()
     if picture is not None:
         _write_bytes("--plot", args.plot, picture)
     return _write_output(args, text, out)
