@@ -20,48 +20,67 @@ from .step_features import chip_key
 from .step_fit import _nnls
 
 
+#: The terms a fit on a deployment's own runs sets, in its design's column
+#: order: the fixed time a, the time per sequence d, the time per extra
+#: verified position e and per drafter pass a_d. A term the runs cannot set
+#: (e and a_d without runs with speculation; one named in ``hold``) stays at
+#: the shipped calibration's value: the prior.
+TERMS = ("fixed", "per_sequence", "per_position", "per_draft_pass")
+
+
 @dataclass(frozen=True)
 class OwnFit:
     """A calibration fitted to one deployment's measurements, and each
-    record's fitted TPOT (``residuals``: (record, fitted ms, error))."""
+    record's fitted TPOT (``residuals``: (record, fitted ms, error)).
+    ``theta``: the fitted a, d, e and a_d (:data:`TERMS`), with ``prior``
+    naming those held at the shipped calibration's value; :meth:`predict`
+    prices other records of the same deployment with them."""
 
     calibration: _cal.Calibration
     residuals: tuple
+    theta: tuple = ()
+    prior: tuple = ()
+    pricer: object = dataclasses.field(default=None, repr=False, compare=False)
+
+    def predict(self, records, accept_length=None) -> np.ndarray:
+        """Each record's TPOT (ms) as this fit prices it: its batch, context,
+        draft length and measured tokens per verify (``accept_length`` where
+        the record has none)."""
+        rows = [self.pricer.row(r, accept_length) for r in records]
+        return np.array([(kernel + float(x @ np.array(self.theta))) / n + prefill
+                         for x, _, kernel, prefill, n in rows]) * 1e3
 
 
-def fit_measurements(records, model, hardware, *, tp: int = 1, engine: str = _cal.DEFAULT_ENGINE,
-                     label: str = "") -> OwnFit:
-    """Fit a deployment's step from its own benchmark records
-    (:func:`speclib.evidence.bench_results.read_results`): the fixed time a,
-    the time per sequence d and, from the runs with speculation (their
-    ``gamma`` and measured ``accept_length``), the time per extra verified
-    position e and per drafter pass a_d. The chip factor mu stays the shipped
-    one (a property of the chip; on one deployment's decode runs it is not
-    separable from a and d), and the prefill of arriving requests is charged
-    as the shipped calibration charges it. Refuses, naming the file and the
-    field, data that cannot identify a term."""
-    m, hw = resolve(model, hardware)
-    engine = checked_choice("engine", engine, _cal.ENGINES)
-    records = list(records)
-    if not records:
-        raise ValueError("records: no measurements to fit")
-    shipped = _cal.shipped_calibration()
-    try:
-        chip = chip_key(hw.name)
-    except ValueError:  # a chip from a hardware config, not a preset: its own name, and the roofline's speed
-        chip = hw.name
-    mu = shipped.roofline_factor.get(chip, 1.0)
-    nu = shipped.attention_factor(hw)
-    step = Deployment(m, hw, tp=tp).parallel_step()
-    moe = shipped.moe_layer(hw) * step.architecture.moe_layers
+class _Pricer:
+    """One deployment's step as :func:`fit_measurements` prices a record:
+    its roofline kernels with the chip's factors held at the shipped
+    calibration's, the collectives, the prefill of arriving requests, and
+    the design row of the fitted terms."""
 
-    def kernels(B, T, S):  # this GPU's calibrated kernels and its collectives (mu and nu held)
+    def __init__(self, m, hw, *, tp, layout, shipped):
+        try:
+            chip = chip_key(hw.name)
+        except ValueError:  # a chip from a hardware config, not a preset: its own name, and the roofline's speed
+            chip = hw.name
+        self.chip, self.hw, self.shipped = chip, hw, shipped
+        self.mu = shipped.roofline_factor.get(chip, 1.0)
+        self.nu = shipped.attention_factor(hw)
+        self.step = Deployment(m, hw, tp=tp, **layout).parallel_step()
+        self.moe_s = shipped.moe_layer(hw)
+        self.moe = self.moe_s * self.step.architecture.moe_layers
+        self.prior = np.array([0.0, shipped.per_sequence_s,
+                               shipped.per_position(hw, self.step.architecture.attention_layers),
+                               shipped.per_draft_pass_s])
+
+    def kernels(self, B, T, S):  # this GPU's calibrated kernels and its collectives (mu and nu held)
         B, T, S = np.float64(B), np.float64(T), np.float64(S)
-        return float(mu * step.kernel_time(B, T, S) + nu * step.component_times(B, T, S)["attention"]
-                     + step.communication(B, T)) + moe
+        step = self.step
+        return float(self.mu * step.kernel_time(B, T, S) + self.nu * step.component_times(B, T, S)["attention"]
+                     + step.communication(B, T)) + self.moe
 
-    rows, ys, plain_b, spec_b = [], [], set(), set()
-    for r in records:
+    def row(self, r, accept_length=None):
+        """(design row, measured seconds per verify, the kernels' seconds,
+        the prefill's seconds per token, tokens per verify) of record ``r``."""
         where = f"{r.source}: "
         if r.concurrency is None:
             raise ValueError(f"{where}max_concurrency is not set; the fit needs the batch (runs at a fixed concurrency)")
@@ -69,21 +88,55 @@ def fit_measurements(records, model, hardware, *, tp: int = 1, engine: str = _ca
         g = int(r.gamma or 0)
         n = 1.0
         if g:
-            if r.accept_length is None:
+            n = r.accept_length if r.accept_length is not None else accept_length
+            if n is None:
                 raise ValueError(f"{where}accept_length is missing for a run with gamma {g}; the fit needs the "
                                  "measured tokens per verify")
-            n = float(r.accept_length)
-            spec_b.add(B)
-        else:
-            plain_b.add(B)
+            n = float(n)
         T = (g + 1.0) if g else 1.0
-        plain_roof = kernels(B, 1.0, S)
-        roof = kernels(B, T, S)
+        plain_roof = self.kernels(B, 1.0, S)
+        roof = self.kernels(B, T, S)
         share = DEFAULT_DRAFT_SHARE * g
-        prefill = float(step.prefill_share(np.float64(B), r.input_len, r.output_len)) * shipped.prefill_factor
+        prefill = float(self.step.prefill_share(np.float64(B), r.input_len, r.output_len)) * self.shipped.prefill_factor
         x = np.array([1.0 + share, B * (1.0 + share), B * (T - 1.0), float(g)])
-        y = n * (r.tpot_ms * 1e-3 - prefill) - (roof + share * plain_roof)
-        rows.append(x), ys.append((y, n * r.tpot_ms * 1e-3, r, roof + share * plain_roof, prefill, n))
+        return x, n * r.tpot_ms * 1e-3, roof + share * plain_roof, prefill, n
+
+
+def fit_measurements(records, model, hardware, *, tp: int = 1, engine: str = _cal.DEFAULT_ENGINE,
+                     label: str = "", ep: int = 1, dp_attention: bool = False, weights: str = None,
+                     kv_cache: str = None, accept_length: float = None, hold=()) -> OwnFit:
+    """Fit a deployment's step from its own benchmark records
+    (:func:`speclib.evidence.bench_results.read_results`): the fixed time a,
+    the time per sequence d and, from the runs with speculation (their
+    ``gamma`` and measured ``accept_length``; ``accept_length`` here for
+    records without one), the time per extra verified position e and per
+    drafter pass a_d. The shipped calibration is the prior: the chip factor
+    mu stays the shipped one (a property of the chip; on one deployment's
+    decode runs it is not separable from a and d), the prefill of arriving
+    requests is charged as the shipped calibration charges it, and e and a_d
+    stay at the shipped values where no run with speculation sets them (or
+    where ``hold`` names them, of :data:`TERMS`). ``ep``, ``dp_attention``,
+    ``weights`` and ``kv_cache``: the deployment's layout and precisions
+    (:class:`speclib.Deployment`'s). Refuses, naming the file and the field,
+    data that cannot identify a term."""
+    m, hw = resolve(model, hardware)
+    engine = checked_choice("engine", engine, _cal.ENGINES)
+    records = list(records)
+    if not records:
+        raise ValueError("records: no measurements to fit")
+    for term in hold:
+        checked_choice("hold", term, TERMS[2:])
+    layout = {k: v for k, v in (("ep", ep), ("dp_attention", dp_attention), ("weights", weights),
+                                ("kv_cache", kv_cache)) if v not in (None, 1, False)}
+    pricer = _Pricer(m, hw, tp=tp, layout=layout, shipped=_cal.shipped_calibration())
+    return _fit(pricer, records, m=m, hw=hw, tp=tp, engine=engine, label=label, accept_length=accept_length,
+                hold=tuple(hold))
+
+
+def _fit(pricer, records, *, m, hw, tp, engine, label, accept_length, hold) -> OwnFit:
+    rows = [pricer.row(r, accept_length) for r in records]
+    plain_b = {float(r.concurrency) for r in records if not r.gamma}
+    spec_b = {float(r.concurrency) for r in records if r.gamma}
     name = records[0].source
     if len(plain_b) < 2:
         raise ValueError(f"{name}: max_concurrency: runs without speculation at {len(plain_b)} distinct batch(es); "
@@ -91,26 +144,33 @@ def fit_measurements(records, model, hardware, *, tp: int = 1, engine: str = _ca
     if spec_b and len(spec_b) < 2:
         raise ValueError(f"{name}: max_concurrency: runs with speculation at one batch only; the per-position and "
                          "per-pass times need at least two batches")
-    X = np.array(rows)
-    if not spec_b:
-        X = X[:, :2]
-    scale = np.array([t for _, t, *_ in ys])
-    theta = _nnls(X / scale[:, None], np.array([y for y, *_ in ys]) / scale)
-    theta = np.concatenate([theta, np.zeros(4 - theta.size)])
+    prior = tuple(TERMS[i] for i in (2, 3) if not spec_b or TERMS[i] in hold)
+    free = [i for i, t in enumerate(TERMS) if t not in prior]
+    X = np.array([x for x, *_ in rows])
+    held = np.zeros(len(TERMS))
+    for i, t in enumerate(TERMS):
+        if t in prior:
+            held[i] = pricer.prior[i]
+    y = np.array([measured - kernel - n * prefill for _, measured, kernel, prefill, n in rows]) - X @ held
+    scale = np.array([measured for _, measured, *_ in rows])
+    theta = held.copy()
+    theta[free] = _nnls(X[:, free] / scale[:, None], y / scale)
     residuals = []
-    for x, (_, _, r, kernel, prefill, n) in zip(rows, ys):
+    for r, (x, measured, kernel, prefill, n) in zip(records, rows):
         fitted = (kernel + float(x @ theta)) / n + prefill
         residuals.append((r, fitted * 1e3, fitted / (r.tpot_ms * 1e-3) - 1.0))
+    chip, mu, nu, moe = pricer.chip, pricer.mu, pricer.nu, pricer.moe
     cal = _cal.Calibration(
         roofline_factor={chip: mu}, fixed_s={chip: {engine: float(theta[0])}}, per_sequence_s=float(theta[1]),
-        per_position_s=float(theta[2]), per_draft_pass_s=float(theta[3]), prefill_factor=shipped.prefill_factor,
+        per_position_s=float(theta[2]), per_draft_pass_s=float(theta[3]), prefill_factor=pricer.shipped.prefill_factor,
         attention_factor_by_vendor={hw.vendor: nu} if nu else {},
-        moe_layer_s={hw.vendor: shipped.moe_layer(hw)} if moe else {},
+        moe_layer_s={hw.vendor: pricer.moe_s} if moe else {},
         model=m.name, fitted_on=tuple(sorted({r.source for r in records})),
         batch_range=(int(min(plain_b | spec_b)), int(max(plain_b | spec_b))), label=label or name,
         source=f"speclib.evidence.own_fit.fit_measurements: {len(records)} runs of {m.name} on {tp} x {hw.name} "
-               f"({engine}); mu held at the shipped {mu:.3g}, attention's nu at {nu:.3g}")
-    return OwnFit(cal, tuple(residuals))
+               f"({engine}); mu held at the shipped {mu:.3g}, attention's nu at {nu:.3g}"
+               + (f"; {' and '.join(prior)} at the shipped calibration's (the prior)" if prior else ""))
+    return OwnFit(cal, tuple(residuals), tuple(float(v) for v in theta), prior, pricer)
 
 
 #: The fields a calibration file must have.

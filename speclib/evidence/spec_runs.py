@@ -88,6 +88,9 @@ class SpecRun:
     dp_attention: bool = False
     weights: str = None
     kv_cache: str = None
+    #: each arm's measured TPOT (s) by batch where the source gives both:
+    #: {batch: (without speculation, with it)}
+    tpot_at: dict = dataclasses.field(default_factory=dict)
 
     def committed(self, gamma, batch=None) -> float:
         if batch is not None and (int(batch), int(gamma)) in self.accept_at:
@@ -236,7 +239,8 @@ def r1_mtp_pairs() -> tuple:
             with_mtp, without = pick(with_mtp), pick(without)
         tpot = lambda rs: float(np.median([r.tpot_s for r in rs]))  # noqa: E731
         configs.setdefault(key[:-1], []).append((key[-1], tpot(without) / tpot(with_mtp), bool(shared),
-                                                 with_mtp[0], len(with_mtp), len(without)))
+                                                 with_mtp[0], len(with_mtp), len(without),
+                                                 (tpot(without), tpot(with_mtp))))
     out = []
     for (chip, engine, weights, tp, ep, dp, workload), points in configs.items():
         first = points[0][3]
@@ -259,7 +263,7 @@ def r1_mtp_pairs() -> tuple:
             points=tuple((int(c), gamma, float(v)) for c, v, *_ in sorted(points)), assumed=assumed,
             acceptance_reported=False, prefill_lengths=(first.input_len, first.output_len), family=model.family,
             source=_dec.SOURCES["r1"], cite="inferencex", ep=ep, dp_attention=dp, weights=weights,
-            kv_cache=first.kv_cache))
+            kv_cache=first.kv_cache, tpot_at={int(c): p[-1] for c, *p in points}))
     return tuple(out)
 
 

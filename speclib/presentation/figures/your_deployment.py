@@ -115,3 +115,34 @@ def public_sweep_table():
                        rows, formats=("", "", ".2f", ".2f", ".2f", ".2f"),
                        caption="MiniCPM3 with EAGLE-3 on one RTX 4090, measured: seconds to finish a fixed set "
                                "of samples with and without speculation, as vLLM pull request #24243 printed them")
+
+
+#: How each few-shot predictor is named in the table.
+FEW_SHOT_NAMES = {"fitted": "speclib fit", "carried": "last speed-up carried forward", "loglinear": "log-linear"}
+#: The fits the table shows: (concurrencies fitted, the fewest a sweep needs to be shown).
+FEW_SHOT_FITS = ((3, 5), (2, 3))
+
+
+def few_shot_table():
+    """``speclib fit`` on a sweep's smallest concurrencies against the rest
+    (:func:`speclib.evidence.few_shot.summary`): per family of sweeps and
+    fit, the median |error| on the speed-up and on TPOT, and the share of
+    on/off decisions right, for the fit and for the two baselines."""
+    from ...evidence import few_shot
+    from ..tables import NumberTable
+
+    rows = []
+    for n_fit, least in FEW_SHOT_FITS:
+        for fam, row in few_shot.summary(n_fit, min_points=least).items():
+            if not row["sweeps"]:
+                continue
+            for pred in few_shot.PREDICTORS:
+                r = row[pred]
+                rows.append((fam, f"{n_fit} smallest", row["sweeps"], row["points"], FEW_SHOT_NAMES[pred],
+                             100 * r["speedup"], 100 * r["tpot"], 100 * r["decision"]))
+    return NumberTable(("family", "fitted on", "sweeps", "points predicted", "predictor", "speed-up error (%)",
+                        "TPOT error (%)", "on/off right (%)"), tuple(rows),
+                       formats=("", "", "", "", "", ".1f", ".1f", ".0f"), align="llrrl",
+                       caption="The calibrated step fitted on a sweep's smallest concurrencies, priced at the rest: median |error| "
+                               "over the points predicted (TPOT: both arms), beside the two baselines on the same "
+                               "points (speclib.evidence.few_shot)")

@@ -1,0 +1,136 @@
+"""The few-shot measurement (speclib.evidence.few_shot): ``speclib fit`` on a
+sweep's smallest concurrencies recovers a sweep generated from known
+constants, the baselines are what their definitions give, and the sweeps are
+the data's own arms."""
+import json
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from speclib.core import calibrated as cal
+from speclib.core.deployment import Deployment
+from speclib.evidence import few_shot, own_fit, spec_runs
+from speclib.presets import resolve
+
+#: the constants the synthetic sweep is generated from
+TRUE = {"a": 4.0e-3, "d": 6.0e-5, "e": 3.0e-5}
+GAMMA, ACCEPT = 2, 2.5  # 2.5 lies on the fit's grid over 1..3 (steps of 1/20)
+CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)
+IN, OUT = 1024, 1024
+
+
+def _synthetic_sweep(accept_length=None) -> few_shot.Sweep:
+    """Both arms' TPOT from TRUE, written out here from the step's documented
+    form (own_fit's module notes): the roofline kernels at the shipped chip
+    factor, the attention's factor and MoE time, the collectives, plus
+    a + d B (each scaled by 1 + 0.05 gamma for the drafter's passes) and
+    e B gamma, over the tokens per verify, plus the arriving prefill."""
+    m, hw = resolve("deepseek-v3", "H200")
+    shipped = cal.shipped_calibration()
+    mu, nu = shipped.roofline_factor["H200"], shipped.attention_factor(hw)
+    split = Deployment(m, hw, tp=8).parallel_step()
+    moe = shipped.moe_layer(hw) * split.architecture.moe_layers
+    S = IN + (OUT - 1) / 2
+
+    def kernels(B, T):
+        B, T, S_ = np.float64(B), np.float64(T), np.float64(S)
+        return float(mu * split.kernel_time(B, T, S_) + nu * split.component_times(B, T, S_)["attention"]
+                     + split.communication(B, T)) + moe
+
+    points = []
+    for B in CONCURRENCIES:
+        pre = float(split.prefill_share(np.float64(B), IN, OUT)) * shipped.prefill_factor
+        plain = kernels(B, 1) + TRUE["a"] + TRUE["d"] * B
+        share = 0.05 * GAMMA
+        spec = (kernels(B, GAMMA + 1) + share * kernels(B, 1) + (1 + share) * (TRUE["a"] + TRUE["d"] * B)
+                + TRUE["e"] * B * GAMMA)
+        points.append((B, plain + pre, spec / ACCEPT + pre))
+    return few_shot.Sweep(id="synthetic", label="synthetic", family=few_shot.FAMILIES[1], url="", model="deepseek-v3",
+                          chip="H200", engine="vLLM", tp=8, gamma=GAMMA, input_len=IN, output_len=OUT,
+                          points=tuple(points), accept_length=accept_length)
+
+
+@pytest.mark.parametrize("accept_length", [ACCEPT, None], ids=["acceptance given", "acceptance fitted"])
+def test_a_synthetic_sweep_is_recovered_from_its_three_smallest_concurrencies(accept_length):
+    sweep = _synthetic_sweep(accept_length)
+    r = few_shot.few_shot(sweep, 3)
+    assert not r.error and r.accept_length == pytest.approx(ACCEPT, abs=1e-9)
+    assert r.accept_fitted is (accept_length is None)
+    assert [p.concurrency for p in r.points] == list(CONCURRENCIES[3:])
+    for p, (B, plain, spec) in zip(r.points, sweep.points[3:]):
+        assert p.fitted_tpot == pytest.approx((plain * 1e3, spec * 1e3), rel=1e-6)
+        assert p.fitted_speedup == pytest.approx(plain / spec, rel=1e-6)
+        assert p.decision_right("fitted")
+    assert r.median("fitted", "speedup") < 1e-6 and r.median("fitted", "tpot") < 1e-6
+    # the baselines do not know the step: they miss the growth with the batch
+    assert r.median("carried", "tpot") > 0.1
+
+
+def test_the_fitted_constants_are_the_generating_ones():
+    sweep = _synthetic_sweep(ACCEPT)
+    fit = own_fit.fit_measurements(sweep.records(CONCURRENCIES[:3]), "deepseek-v3", "H200", tp=8)
+    a, d, e, a_d = fit.theta
+    assert (a, d, e) == pytest.approx((TRUE["a"], TRUE["d"], TRUE["e"]), rel=1e-6)
+    assert a_d == pytest.approx(0.0, abs=1e-9)
+
+
+def test_without_speculative_runs_the_shipped_calibration_is_the_prior():
+    # e and a_d read from the shipped file itself, not from the calibration object the fit uses
+    data = json.loads(resources.files("speclib").joinpath("data", "calibration", "step_time.json").read_text())
+    sweep = _synthetic_sweep(ACCEPT)
+    plain_only = [r for r in sweep.records(CONCURRENCIES[:3]) if not r.gamma]
+    fit = own_fit.fit_measurements(plain_only, "deepseek-v3", "H200", tp=8)
+    layers = resolve("deepseek-v3", None)[0].step_architecture().attention_layers
+    e_prior = data["per_position_s"] * layers / data["fixed_layers_ref"]
+    assert fit.prior == ("per_position", "per_draft_pass")
+    assert fit.theta[2] == pytest.approx(e_prior, rel=1e-9) and fit.theta[3] == data["per_draft_pass_s"]
+    assert "the prior" in fit.calibration.source
+
+
+def test_the_baselines_are_their_definitions():
+    # a speed-up exactly linear in log concurrency: the log-linear baseline is exact, the carried one is the
+    # last fitted point's
+    base = [(c, 10.0 + c, (10.0 + c) / (2.0 - 0.1 * np.log(c))) for c in (1, 2, 4, 8, 16)]
+    sweep = few_shot.Sweep(id="line", label="", family=few_shot.FAMILIES[1], url="", model="deepseek-v3",
+                           chip="H200", engine="vLLM", tp=8, gamma=GAMMA, input_len=IN, output_len=OUT,
+                           points=tuple(base), accept_length=ACCEPT)
+    r = few_shot.few_shot(sweep, 3)
+    for p in r.points:
+        assert p.loglinear_speedup == pytest.approx(2.0 - 0.1 * np.log(p.concurrency), rel=1e-12)
+        assert p.carried_speedup == pytest.approx(2.0 - 0.1 * np.log(4), rel=1e-12)
+        assert p.carried_tpot == pytest.approx((14.0e3, 14.0e3 / (2.0 - 0.1 * np.log(4))), rel=1e-12)
+
+
+def test_a_decision_is_right_only_on_the_same_side_of_one():
+    p = few_shot.Point(concurrency=256, speedup=0.9, tpot=(1.0, 1.1), fitted_speedup=1.2, fitted_tpot=(1.0, 0.8),
+                       carried_speedup=0.95, carried_tpot=(1.0, 1.0), loglinear_speedup=1.0,
+                       loglinear_tpot=(1.0, 1.0))
+    assert not p.decision_right("fitted") and p.decision_right("carried") and p.decision_right("loglinear")
+    assert p.error("fitted", "speedup") == pytest.approx(1.2 / 0.9 - 1)
+
+
+def test_each_inferencex_sweep_is_its_pair_of_arms():
+    # the pair's printed speed-up at each concurrency is the ratio of the sweep's two arms
+    pairs = {r.id: r for r in spec_runs.r1_mtp_pairs()}
+    r1 = [s for s in few_shot.sweeps() if s.family == few_shot.FAMILIES[0]]
+    assert r1 and {s.id for s in r1} == set(pairs)
+    for s in r1:
+        printed = {b: v for b, _, v in pairs[s.id].points}
+        assert {c: plain / spec for c, plain, spec in s.points} == pytest.approx(printed, rel=1e-12)
+
+
+def test_an_engine_sweep_from_throughput_is_concurrency_over_throughput():
+    s = next(s for s in few_shot.sweeps() if s.id == "vllm-dspark-dsv4-flash-mi350x-k7")
+    # the source's table: concurrency 4, no speculation 381.53 tok/s, fixed K=7 970.33 tok/s
+    assert s.points[0] == pytest.approx((4, 4 / 381.53, 4 / 970.33))
+    assert "concurrency / output throughput" in s.assumed
+
+
+def test_a_sweep_too_short_to_predict_says_so():
+    sweep = _synthetic_sweep(ACCEPT)
+    short = few_shot.Sweep(**{**sweep.__dict__, "points": sweep.points[:3]})
+    r = few_shot.few_shot(short, 3)
+    assert r.points == () and "none left to predict" in r.error and not r.scored()
+    with pytest.raises(ValueError, match="n_fit"):
+        few_shot.few_shot(sweep, 1)
