@@ -14,6 +14,7 @@ import pytest
 
 import speclib
 from speclib.core.deployment import Deployment
+from speclib.core.parallel import expert_parallel_cost_model
 from speclib.silicon import tables as T
 
 FIXTURE = json.loads((Path(__file__).parent / "data" / "silicon_rows.json").read_text())
@@ -156,4 +157,4 @@ def test_measured_step_time_is_refused_where_it_cannot_price():
     with pytest.raises(ValueError, match="step_time"):
         Deployment("llama-3.1-8b", "H100", step_time="silicon")
     with pytest.raises(ValueError, match="measured"):
-        Deployment(cost_model=speclib.core.parallel.expert_parallel_cost_model(G=8), step_time="measured")
+        Deployment(cost_model=expert_parallel_cost_model(G=8), step_time="measured")
