@@ -158,3 +158,12 @@ def test_measured_step_time_is_refused_where_it_cannot_price():
         Deployment("llama-3.1-8b", "H100", step_time="silicon")
     with pytest.raises(ValueError, match="measured"):
         Deployment(cost_model=expert_parallel_cost_model(G=8), step_time="measured")
+
+
+def test_fp8_weights_run_the_checkpoints_own_scaling():
+    from speclib.presets import model
+
+    assert T.gemm_dtypes("fp8", model("llama-3-70b"))[0] == "fp8"  # per-tensor
+    assert T.gemm_dtypes("fp8", model("deepseek-v3"))[0] == "fp8_block"
+    d = Deployment("llama-3-70b", "H200", tp=4, engine="TRT", weights="fp8", step_time="measured")
+    assert d.measured_step().measured(), d.measured_step().sources()

@@ -102,7 +102,7 @@ class MeasuredStepModel:
             if g.part in self._why:
                 continue
             curve, dtype = None, None
-            for dtype in _tables.GEMM_DTYPES[precision[g.precision]]:
+            for dtype in _tables.gemm_dtypes(precision[g.precision], model):
                 curve = t.gemm(dtype, g.n, g.k)
                 if curve is not None:
                     break

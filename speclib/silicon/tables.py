@@ -60,10 +60,21 @@ MOE_DTYPES = {"bf16": ("bfloat16",), "fp8": ("fp8_block", "fp8"),
 
 
 def precisions_of(model) -> set:
-    """The precisions a preset's GEMMs may run in as served: bf16, its own,
-    and fp4 for a model stored in fp8 (the NVFP4 checkpoints Blackwell serves)."""
-    own = {model.proj_precision, model.ffn.precision}
-    return {"bf16"} | own | ({"fp4"} if "fp8" in own else set())
+    """The precisions a preset's GEMMs may be served in: every one speclib
+    prices (bf16, fp8, fp4), since a deployment's ``weights=`` serves any
+    checkpoint in any of them (the measured runs serve Llama-3.3-70B in fp8
+    and fp4)."""
+    return {"bf16", "fp8", "fp4"}
+
+
+def gemm_dtypes(precision: str, model) -> tuple:
+    """The GEMM table dtypes ``precision`` runs in for ``model``, in the order
+    tried: fp8 per-tensor first for Llama's checkpoints (NVIDIA's and Meta's
+    fp8 Llamas are per-tensor), block-scaled first for the rest."""
+    out = GEMM_DTYPES[precision]
+    if precision == "fp8" and model.name.lower().startswith("llama"):
+        out = tuple(reversed(out))
+    return out
 
 
 def slug(chip: str) -> str:
