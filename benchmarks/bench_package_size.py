@@ -7,6 +7,11 @@ Targets: ``speclib/presentation`` at most 4,000 lines, of which
 are code (not blank, not a comment, not a docstring), so that a reader can see
 the count is not met by deleting blank lines or documentation.
 
+Also printed: the bytes of the data speclib ships, by folder, and of the
+measured kernel tables (``speclib/data/silicon/``, imported by
+``scripts/import_silicon_tables.py``) by file, so that a wheel's growth is
+seen where it comes from.
+
 Run from the repository root:  python benchmarks/bench_package_size.py
 """
 from __future__ import annotations
@@ -16,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "speclib"
 PARTS = {"formulas (sympy)": ["formulas"], "presets": ["presets"], "core (numeric model)": ["core"],
+         "silicon (measured tables)": ["silicon"],
          "evidence": ["evidence"], "presentation": ["presentation"], "tools (CLI, schedules)": ["tools"]}
 TARGET, JS_TARGET = 4000, 700
 
@@ -59,6 +65,26 @@ def main() -> None:
     print("\nlargest presentation files:")
     for p in sorted(pres, key=lambda p: -count(p)[0])[:8]:
         print(f"  {count(p)[0]:5d}  {p.relative_to(ROOT.parent)}")
+    data_sizes()
+
+
+def _bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def data_sizes() -> None:
+    """The shipped data's bytes by folder, and the measured tables' by file."""
+    data = ROOT / "data"
+    print(f"\n{'speclib/data/':34s} {'KiB':>8s}")
+    for folder in sorted(p for p in data.iterdir() if p.is_dir()):
+        print(f"  {folder.name + '/':32s} {_bytes(folder) / 1024:8,.0f}")
+    print(f"  {'(all)':32s} {_bytes(data) / 1024:8,.0f}")
+    silicon = data / "silicon"
+    if silicon.is_dir():
+        files = sorted(silicon.glob("*.json"))
+        print(f"\nmeasured kernel tables: {len(files)} files, {_bytes(silicon) / 1024:,.0f} KiB")
+        for p in files:
+            print(f"  {p.stat().st_size / 1024:6,.0f} KiB  {p.name}")
 
 
 if __name__ == "__main__":

@@ -315,7 +315,7 @@ REFUSED = [
     (lambda: dict(tp=0), r"^tp must be an integer in \[1, 1024\]"),
     (lambda: dict(tp=2.5), r"^tp must be an integer"),
     (lambda: dict(engine="tgi"), r"^engine must be one of 'vLLM', 'TRT', 'SGLang'"),
-    (lambda: dict(step_time="measured"), r"^step_time must be one of 'roofline', 'calibrated'"),
+    (lambda: dict(step_time="fitted"), r"^step_time must be one of 'roofline', 'calibrated', 'measured'"),
     (lambda: dict(roofline="max"), r"^roofline must be one of 'per-component', 'aggregate'"),
     (lambda: dict(reserve=1.0), r"^reserve must be a number in \[0, 1\)"),
     (lambda: dict(step_time="calibrated", hardware=dataclasses.replace(presets.hardware("GB300"), name="X1", aliases=(),

@@ -34,9 +34,10 @@ PACKAGE_DATA = (
     "speclib/presentation/web/static/speclib_live.js",
     "speclib/data/samples/vllm-metrics-before.prom", "speclib/data/samples/vllm-metrics-after.prom",
     "speclib/data/samples/vllm-spec-decode.log", "speclib/data/samples/sglang-decode.log",
-    "speclib/data/samples/h20.yaml", "speclib/data/samples/README.md",
+    "speclib/data/samples/h20.yaml", "speclib/data/samples/README.md", "speclib/data/silicon/NOTICE",
 )
-PACKAGE_DATA_GLOBS = ("speclib/presets/models/", "speclib/data/decode-benchmarks/", "speclib/data/serving-simulation/", "speclib/data/expert-routing/")
+PACKAGE_DATA_GLOBS = ("speclib/presets/models/", "speclib/data/decode-benchmarks/", "speclib/data/serving-simulation/", "speclib/data/expert-routing/",
+                     "speclib/data/silicon/")
 
 
 def run(*args, cwd=None, check=True):

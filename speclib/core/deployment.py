@@ -18,6 +18,7 @@ combination that cannot be priced is refused at construction with one
 
     Deployment("qwen3.6", "B200", drafter="qwen3.6-mtp", roofline="aggregate")
     Deployment("deepseek-v3", "H200", tp=8, step_time="calibrated")
+    Deployment("llama-3.1-8b", "H100", engine="SGLang", step_time="measured")
     Deployment(cost_model=speclib.core.parallel.expert_parallel_cost_model(G=8))
 """
 from __future__ import annotations
@@ -38,8 +39,25 @@ from . import drafters as _draft
 from . import moe as _moe
 from . import overlap as _overlap
 from . import step as _step
+from ..silicon import step as _measured
 from .layout import Layout, ParallelStep
 from .pricing import LedgerPricing, StepPricing, held_batches
+
+
+#: The step time read from measured kernel tables (:mod:`speclib.silicon.step`).
+MEASURED = "measured"
+#: Every ``step_time`` a deployment takes by name.
+STEP_TIMES = _cal.STEP_TIMES + (MEASURED,)
+
+
+def check_step_time(value):
+    """``"roofline"``, ``"calibrated"``, ``"measured"`` or a
+    :class:`~speclib.core.calibrated.Calibration`."""
+    if isinstance(value, str) and value == MEASURED:
+        return value
+    if isinstance(value, _cal.Calibration):
+        return value
+    return checked_choice("step_time", value, STEP_TIMES)
 
 
 @dataclass(frozen=True, eq=True)
@@ -54,7 +72,10 @@ class Deployment:
     serving engine whose per-step costs a calibrated step adds.
     ``step_time``: ``"roofline"`` (the lower bound), ``"calibrated"`` (the
     roofline calibrated on measured decoding, :mod:`speclib.core.calibrated`)
-    or a :class:`~speclib.core.calibrated.Calibration` (one's own fit).
+    or a :class:`~speclib.core.calibrated.Calibration` (one's own fit), or
+    ``"measured"`` (each part read from the kernel tables measured for the
+    chip and ``engine``, the roofline where none measures it:
+    :mod:`speclib.silicon.step`).
     ``roofline``: ``"per-component"`` or ``"aggregate"``, how a step's
     components compose. ``drafter``: a drafter preset (name or
     :class:`~speclib.presets.Drafter`) priced by its own roofline, or None
@@ -129,7 +150,7 @@ class Deployment:
         if self.attention is None:  # the default of every entry point, or the cost model's own
             put("attention", _cost.DEFAULT_ATTENTION if self.cost_model is None else _own_attention(self.cost_model))
         put("attention", _cost.check_attention(self.attention))
-        put("step_time", _cal.check_step_time(self.step_time))
+        put("step_time", check_step_time(self.step_time))
         put("tp", checked_int("tp", self.tp, lo=1, hi=_capacity.MAX_TP))
         put("engine", checked_choice("engine", self.engine, _cal.ENGINES))
         if not isinstance(self.query_bytes, (bool, np.bool_)):
@@ -188,6 +209,9 @@ class Deployment:
         # What only the pricing's parts can check: a chip or an engine without
         # a calibration, a ledger without a layer count. (The pricing itself
         # is built on first use.)
+        if self.step_time == MEASURED and self.cost_model is not None:
+            raise ValueError("step_time='measured' prices the whole model's step from kernel tables; it needs the "
+                             "model and hardware, not a cost_model")
         calibration = _cal.calibration_of(self.step_time)
         if calibration is not None and self.cost_model is not None:
             _cal.CalibratedLedger(self.cost_model, engine=self.engine, calibration=calibration)
@@ -267,13 +291,31 @@ class Deployment:
         calibration = _cal.calibration_of(self.step_time)
         if calibration is not None:
             target = _cal.CalibratedStepModel(self.parallel_step(), hw, engine=self.engine, calibration=calibration)
+        elif self.step_time == MEASURED:
+            target = self.measured_step()
         else:
             target = base if self.tp == 1 else self.parallel_step()
         drafting = _draft.resolve_drafter(self.drafter, c, hw, roofline=self.roofline)
-        if target is not base and isinstance(drafting, _draft.PricedDrafter):
+        if self.step_time == MEASURED and isinstance(drafting, _draft.PricedDrafter):
+            drafting = _measured.MeasuredDrafter(drafting, target)
+        elif target is not base and isinstance(drafting, _draft.PricedDrafter):
             drafting = _cal.ScaledDrafter(drafting, target)
         return StepPricing(target, drafting, exposed_host=None if self.spec_overlap else _overlap.host_time,
                            holds=self._holds if self.memory_checked else None)
+
+    def measured_step(self):
+        """One GPU's share of the step priced from the measured kernel tables
+        of this chip and engine (:class:`speclib.silicon.step.MeasuredStepModel`,
+        whatever ``step_time`` says; its :meth:`~speclib.silicon.step.MeasuredStepModel.sources`
+        name each part's table or the roofline)."""
+        if self.cost_model is not None:
+            raise ValueError("step_time='measured' prices the whole model's step; it needs the model and hardware, "
+                             "not a cost_model")
+        cached = self.__dict__.get("_measured")
+        if cached is None:
+            cached = _measured.MeasuredStepModel(self.parallel_step(), self.model, engine=self.engine)
+            object.__setattr__(self, "_measured", cached)
+        return cached
 
     def parallel_step(self) -> ParallelStep:
         """One GPU's share of the whole model's step under this deployment's

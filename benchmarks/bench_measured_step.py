@@ -1,0 +1,88 @@
+"""How long a speed-up priced from the measured kernel tables takes (target:
+<= 5 ms in the library), and the measured step against the project's
+measured decode runs beside the calibrated step on the same points.
+
+Run from the repository root:  python benchmarks/bench_measured_step.py
+(``--accuracy`` adds the decode runs' comparison).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import speclib
+from speclib.core.deployment import Deployment
+
+TARGET_MS = 5.0
+CASES = (("llama-3.1-8b", "H100", "SGLang", 1, None), ("llama-3-70b", "H200", "TRT", 4, None),
+         ("deepseek-v3", "H200", "SGLang", 8, "deepseek-v3-mtp"), ("qwen3-30b-a3b", "B200", "vLLM", 1, None))
+
+
+def timing() -> None:
+    print(f"{'deployment':44s} {'first (ms)':>10s} {'again (ms)':>10s} {'batch grid (ms)':>15s}")
+    worst = 0.0
+    for model, chip, engine, tp, drafter in CASES:
+        t0 = time.perf_counter()
+        d = Deployment(model, chip, engine=engine, tp=tp, step_time="measured", drafter=drafter)
+        speclib.speedup(0.7, 3, 32, 2048, deployment=d)
+        first = (time.perf_counter() - t0) * 1e3
+        n = 50
+        t0 = time.perf_counter()
+        for _ in range(n):
+            speclib.speedup(0.7, 3, 32, 2048, deployment=d)
+        again = (time.perf_counter() - t0) * 1e3 / n
+        B = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], dtype=float)
+        t0 = time.perf_counter()
+        for _ in range(10):
+            speclib.speedup(0.7, 3, B, 2048, deployment=d)
+        grid = (time.perf_counter() - t0) * 1e3 / 10
+        worst = max(worst, again)
+        print(f"{model + ' on ' + str(tp) + ' x ' + chip + ', ' + engine:44s} {first:10.1f} {again:10.2f} {grid:15.2f}")
+    print(f"\na speed-up priced from measured tables: {worst:.2f} ms at the slowest deployment "
+          f"(target <= {TARGET_MS:g} ms: {'met' if worst <= TARGET_MS else 'missed'}); 'first' includes reading the "
+          "table file and building the deployment")
+
+
+def accuracy() -> None:
+    """Median |error| of TPOT on the project's measured decode runs whose chip
+    has tables, the measured step beside the calibrated step on the same
+    points (the calibrated step was fitted on these runs: in-sample)."""
+    from speclib.core.decode import tpot
+    from speclib.evidence import decode_runs as dr
+    from speclib.silicon import tables as T
+
+    runs = [r for r in dr.decode_runs() if r.chip in T.SYSTEMS or r.chip in ("H100", "H200-SXM")]
+    measured, sources = [], []
+    for r in runs:
+        d = r.deployment("measured")
+        measured.append(float(tpot(r.concurrency, r.context, workload=(r.input_len, r.output_len), deployment=d)))
+        sources.append(d.measured_step().measured())
+    measured = np.array(measured)
+    calibrated = dr.calibrated_tpot(runs)
+    truth = np.array([r.tpot_s for r in runs])
+    err_m = np.abs(measured / truth - 1.0)
+    err_c = np.abs(calibrated / truth - 1.0)
+    signed = np.median(measured / truth - 1.0)
+    print(f"\nTPOT on the measured decode runs of chips with tables ({len(runs)} runs):")
+    print(f"{'subset':34s} {'runs':>5s} {'measured step':>14s} {'calibrated':>11s}")
+    groups = {"all": np.ones(len(runs), bool), "every part from a table": np.array(sources)}
+    for fam in sorted({r.family for r in runs}):
+        groups[fam] = np.array([r.family == fam for r in runs])
+    for chip in sorted({r.chip for r in runs}):
+        groups[chip] = np.array([r.chip == chip for r in runs])
+    for name, mask in groups.items():
+        if mask.any():
+            print(f"{name:34s} {int(mask.sum()):5d} {np.median(err_m[mask]):13.1%} {np.median(err_c[mask]):10.1%}")
+    print(f"median signed error of the measured step: {signed:+.1%} (negative: faster than measured; the engine's "
+          "host work is in no table). The calibrated step is in-sample on these runs.")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--accuracy", action="store_true")
+    a = p.parse_args()
+    timing()
+    if a.accuracy:
+        accuracy()
