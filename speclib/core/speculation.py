@@ -52,6 +52,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import checked_array, checked_int, scalar_or_array
+from ..formulas import numpy_functions as nf
 from . import acceptance as _acc
 from . import calibrated as _cal
 from . import capacity as _capacity
@@ -393,3 +394,61 @@ def routing_skew(B, S, deployment=None, *, alpha=None, popularity=None, gamma_ma
 # The whole-step pieces, importable from here too.
 step_model = _step.step_model
 resolve_drafter = _draft.resolve_drafter
+
+
+def gutter_fixed_cost(alpha=0.75, S=4096, c_draft=0.10, model=None, hardware=None, *, deployment=None,
+                      batches=None, gamma_max: int = 64) -> dict:
+    """How deep the paper's gutter is, and the fixed time per step that
+    removes it, on the paper's ledger (``deployment`` prices by the ledger;
+    default DeepSeek-V4-Flash on one B200 as ``model`` and ``hardware`` name
+    it) at i.i.d. acceptance ``alpha``, context ``S`` and drafter cost
+    ``c_draft``, over ``batches`` (default every whole batch from 1 to 64).
+
+    Returns ``gutters`` (runs of batches with gamma* = 0 and speculation
+    paying on both sides, as :func:`gamma_regions` gives them),
+    ``speedup_gamma1`` (the lowest speed-up of one drafted token over the
+    gutter's batches) and ``best_speedup`` (the lowest, over them, of the
+    best speed-up of any draft of 1 to ``gamma_max`` tokens), then the fixed
+    cost per target step, plain and verify alike, at which the first batch
+    of the gutter to need the most finds a draft that breaks even
+    (:data:`speclib.formulas.speculation.fixed_cost_break_even_expr`,
+    minimised over the draft length, maximised over the gutter's batches):
+    ``fixed_share`` as a fraction of that batch's plain step, ``fixed_at`` the
+    batch, and ``fixed_seconds`` in seconds of the whole model's step (the
+    ledger's one layer times the model's layers, over the chip's memory
+    bandwidth). Any fixed cost at least that large leaves no gutter. Empty
+    gutters give None for the rest."""
+    dep = deployment_of(deployment, model, hardware)
+    if dep.whole_step:
+        raise ValueError("deployment must price by the paper's ledger (a Deployment without a drafter preset, "
+                         "step_time, routing or layout that prices the step whole)")
+    priced = dep.pricing(c_draft)
+    alpha_value = float(checked_array("alpha", alpha, lo=0, lo_open=True, hi=1, hi_open=True))
+    S_value = float(check_context(S))
+    gamma_max = checked_int("gamma_max", gamma_max, lo=1, hi=4096)
+    B = np.arange(1.0, 65.0) if batches is None else np.asarray(check_batch(batches), dtype=float).ravel()
+    g, _ = optimal_gamma(alpha_value, B, S_value, c_draft, gamma_max=gamma_max, deployment=dep)
+    gutters = [(lo, hi) for lo, hi, kind in zero_gamma_bands(B, g) if kind == "gutter"]
+    out = {"gutters": gutters, "speedup_gamma1": None, "best_speedup": None, "fixed_share": None,
+           "fixed_at": None, "fixed_seconds": None}
+    if not gutters:
+        return out
+    inside = np.zeros(B.shape, dtype=bool)
+    for lo, hi in gutters:
+        inside |= (B >= lo) & (B <= hi)
+    Bg = B[inside]
+    cm, c = priced.cost_model, float(priced.drafter.c)
+    c0 = cm.decode(Bg, S_value)
+    gammas = np.arange(1.0, gamma_max + 1.0)[:, None]
+    n = _acc.committed_numeric(np.float64(alpha_value), gammas)
+    cv = cm.verify(Bg[None, :], gammas + 1.0, S_value)
+    speed = nf.speedup(n, c0, cv, c, gammas)
+    with np.errstate(divide="ignore"):
+        each = np.where(n - 1.0 > c * gammas, nf.fixed_cost_break_even(n, c0, cv, c, gammas), np.inf)
+    need = np.maximum(each, 0.0).min(axis=0)  # the cheapest draft's
+    at = int(np.argmax(need))
+    layers = dep.model.n_layers
+    out.update(speedup_gamma1=float(speed[0].min()), best_speedup=float(speed.max(axis=0).min()),
+               fixed_share=float(need[at] / c0[at]), fixed_at=float(Bg[at]),
+               fixed_seconds=None if layers is None else float(need[at] * layers / dep.hardware.memory_bandwidth))
+    return out

@@ -145,6 +145,9 @@ NUMERIC = (
     Formula("verify_price", _spec.verify_price_expr, (_spec.C_0, _spec.C_v, _spec.c, _spec.gamma),
             "what a draft of gamma tokens costs per drafted token, x a real token: the verify's cost above a "
             "plain step over gamma, plus the drafter (a secant; the ledger's total is a slope)"),
+    Formula("fixed_cost_break_even", _spec.fixed_cost_break_even_expr,
+            (_spec.N, _spec.C_0, _spec.C_v, _spec.c, _spec.gamma),
+            "the fixed cost per target step at which a draft of gamma tokens breaks even"),
     Formula("priced_speedup", _spec.priced_speedup_expr, (_spec.N, _spec.C_0, _spec.C_g),
             "the same with drafting priced inside the speculative step"),
     Formula("throughput", _spec.throughput_expr, (_spec.B, _spec.N, _spec.C_g),

@@ -63,6 +63,7 @@ ARGUMENTS = {
     'comm_latency_crossover': ('k', 'G', 'h', 'b_d', 'b_c', 'L', 'n_m', 'l'),
     'speedup': ('N', 'C_0', 'C_v', 'c', 'gamma'),
     'verify_price': ('C_0', 'C_v', 'c', 'gamma'),
+    'fixed_cost_break_even': ('N', 'C_0', 'C_v', 'c', 'gamma'),
     'priced_speedup': ('N', 'C_0', 'C_gamma'),
     'throughput': ('B', 'N', 'C_gamma'),
     'roofline_time': ('F', 'Q', 'P', 'M'),
@@ -540,6 +541,14 @@ def verify_price(C_0, C_v, c, gamma):
     c + (-C_0 + C_v)/(C_0*gamma)
     """
     return c + (-C_0 + C_v)/(C_0*gamma)
+
+
+def fixed_cost_break_even(N, C_0, C_v, c, gamma):
+    """the fixed cost per target step at which a draft of gamma tokens breaks even:
+
+    (C_0*N - C_0*c*gamma - C_v)/(-N + c*gamma + 1)
+    """
+    return (C_0*N - C_0*c*gamma - C_v)/(-N + c*gamma + 1)
 
 
 def priced_speedup(N, C_0, C_gamma):

@@ -40,6 +40,22 @@ verify_price_expr = (C_v - C_0) / (gamma * C_0) + c
 P_v = sp.Symbol("p_v", positive=True)  # verify_price_expr, as a symbol
 priced_by_verify_price_expr = N / (1 + gamma * P_v)
 
+# --- a fixed time per step: what removes the gutter -----------------------------
+F_x = sp.Symbol("F", nonnegative=True)  # a fixed cost every target step pays, plain or verify, in C_0's units
+
+#: The speedup when every target step, plain or verify, also pays a fixed
+#: cost F that no token moves (an engine's launches and scheduling), the
+#: drafter still c x a plain step, the fixed cost included (as the ledger
+#: prices a drafter: a fraction of the step).
+speedup_with_fixed_expr = N * (C_0 + F_x) / (C_v + F_x + c * gamma * (C_0 + F_x))
+
+#: The fixed cost at which a draft of gamma tokens breaks even
+#: (speedup_with_fixed_expr = 1), solved by sympy: a draft that loses
+#: without it (C_v + c gamma C_0 > N C_0) pays from this F on where
+#: N - 1 > c gamma, since the fixed cost buys N tokens on the speculative
+#: path and one on the plain (no fixed cost makes it pay otherwise).
+fixed_cost_break_even_expr = sp.solve(sp.Eq(speedup_with_fixed_expr, 1), F_x)[0]
+
 # --- the sequel: a step priced whole, drafting included -----------------------
 C_g = sp.Symbol("C_gamma", positive=True)  # one speculative step: verify at width gamma + 1 plus drafting
 B = sp.Symbol("B", positive=True)  # sequences decoding together
