@@ -21,6 +21,7 @@ PACKAGE = Path(speclib.__file__).resolve().parent
 LAYERS = (
     ("speclib._checks", "speclib._extras", "speclib.formulas"),
     ("speclib.presets",),
+    ("speclib.silicon",),  # the measured kernel tables and the step read from them: numpy alone
     ("speclib.core",),
     ("speclib.evidence",),
     ("speclib.presentation",),

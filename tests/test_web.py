@@ -237,7 +237,9 @@ def test_every_slider_default_sits_on_its_grid():
 
 def test_a_page_carries_only_its_own_figures():
     for name in codegen.live_names():
-        assert len(codegen.figure_javascript(name)) < 600_000, name
+        # one figure's data, each chip preset's arrays in it (about 5 % more for each four chips added), against
+        # the 4.5 MB of every live figure together
+        assert len(codegen.figure_javascript(name)) < 700_000, name
     assert "SpeclibModel.figures = " not in codegen.model_javascript().replace("figures: {}", "")
 
 
