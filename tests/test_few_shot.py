@@ -134,3 +134,17 @@ def test_a_sweep_too_short_to_predict_says_so():
     assert r.points == () and "none left to predict" in r.error and not r.scored()
     with pytest.raises(ValueError, match="n_fit"):
         few_shot.few_shot(sweep, 1)
+
+
+def test_the_command_line_leads_with_your_own_fit(capsys):
+    # speclib --help's first example is speclib fit, and fit's help says what the measurement found
+    from speclib.tools import cli
+    for argv in ([], ["fit"]):
+        with pytest.raises(SystemExit):
+            cli.main([*argv, "--help"])
+        out = capsys.readouterr().out
+        assert "speed-up no better" in out
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = capsys.readouterr().out
+    assert text.index("speclib fit") < text.index("speclib gamma")
