@@ -148,3 +148,13 @@ def test_the_command_line_leads_with_your_own_fit(capsys):
         cli.main(["--help"])
     text = capsys.readouterr().out
     assert text.index("speclib fit") < text.index("speclib gamma")
+
+
+def test_the_readme_table_is_what_few_shot_measures():
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    for n_fit, least, fam in ((3, 5, few_shot.FAMILIES[1]), (2, 3, few_shot.FAMILIES[0])):
+        row = few_shot.summary(n_fit, min_points=least)[fam]
+        f = lambda q: " / ".join(f"{100 * row[p][q]:.1f}" for p in few_shot.PREDICTORS) + " %"  # noqa: E731
+        line = f"| {f('speedup')} | {f('tpot')} | {100 * row['fitted']['decision']:.0f} % |"
+        assert line in readme, line
