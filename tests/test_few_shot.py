@@ -134,3 +134,27 @@ def test_a_sweep_too_short_to_predict_says_so():
     assert r.points == () and "none left to predict" in r.error and not r.scored()
     with pytest.raises(ValueError, match="n_fit"):
         few_shot.few_shot(sweep, 1)
+
+
+def test_the_command_line_leads_with_your_own_fit(capsys):
+    # speclib --help's first example is speclib fit, and fit's help says what the measurement found
+    from speclib.tools import cli
+    for argv in ([], ["fit"]):
+        with pytest.raises(SystemExit):
+            cli.main([*argv, "--help"])
+        out = capsys.readouterr().out
+        assert "speed-up no better" in out
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = capsys.readouterr().out
+    assert text.index("speclib fit") < text.index("speclib gamma")
+
+
+def test_the_readme_table_is_what_few_shot_measures():
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    for n_fit, least, fam in ((3, 5, few_shot.FAMILIES[1]), (2, 3, few_shot.FAMILIES[0])):
+        row = few_shot.summary(n_fit, min_points=least)[fam]
+        f = lambda q: " / ".join(f"{100 * row[p][q]:.1f}" for p in few_shot.PREDICTORS) + " %"  # noqa: E731
+        line = f"| {f('speedup')} | {f('tpot')} | {100 * row['fitted']['decision']:.0f} % |"
+        assert line in readme, line

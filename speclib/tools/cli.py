@@ -44,6 +44,15 @@ from .commands import acceptance, fit, frontier, gamma, options, presets, profil
 from .commands.options import UsageError
 
 TOP_EPILOG = """\
+start from your own runs: benchmark two or three concurrencies with and without speculation, fit the
+step to them (the shipped calibration is the fit's prior) and price with --calibration. Measured on
+every sweep in speclib's data, such a fit predicts TPOT past its runs far better than carrying the last
+run forward, but the speed-up no better: measure on/off at the concurrencies you serve
+(benchmarks/bench_few_shot.py).
+  speclib fit base-c4.json base-c8.json base-c16.json mtp-c4.json mtp-c8.json mtp-c16.json \\
+      --model deepseek-v3 --hardware h200 --tp 8 --output mine.json
+  speclib schedule --model deepseek-v3 --hardware h200 --tp 8 --calibration mine.json --alpha 0.7 --max-batch 64
+
 examples:
   speclib gamma --model deepseek-v4-flash --hardware b200 --batch 64 --seq 4096 --alpha 0.75
   speclib sweep --batch 1:30000:log20 --seq 1024,4096,32768 --alpha 0.6,0.75,0.9 --format table

@@ -25,7 +25,11 @@ def add_parser(sub):
         description="Fit a deployment's step time (fixed per step, per sequence, per extra verified position, per "
         "drafter pass) to benchmark result files: vllm bench serve --save-result JSON, SGLang bench_serving "
         "JSON lines or InferenceMAX JSON; runs without speculation and with it (their accept length measured). "
-        "Prints each run's fitted TPOT and error and writes a calibration that --calibration reads.",
+        "Prints each run's fitted TPOT and error and writes a calibration that --calibration reads. The shipped "
+        "calibration is the prior: the chip's factors, and the speculative terms where no run speculated, stay at "
+        "its values. Fitted on a sweep's smallest concurrencies, the fit predicts each arm's TPOT at the others far "
+        "better than the last run carried forward, but the speed-up no better (benchmarks/bench_few_shot.py): "
+        "decide on/off by measuring at the concurrencies you serve.",
         epilog=FIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     fitp.add_argument("files", nargs="+", metavar="FILE", help="benchmark result files")
