@@ -4,7 +4,8 @@ One load of each page at a phone's width measures all of it (:data:`MEASURE`); o
 that measurement:
 
 * the page does not scroll sideways (a wide table, figure or equation scrolls inside its own box);
-* no word is broken across two lines mid-word (at a space, a hyphen, a slash or a dot only);
+* no word is broken across two lines mid-word (at a space, a hyphen, a slash or a dot only; a commit
+  hash, wider than the column, is no word);
 * every caption wraps inside what the reader sees of it: none runs past the edge of the screen or of the
   box that scrolls its table;
 * the text of every static figure renders at 9 CSS px or more;
@@ -69,7 +70,7 @@ MEASURE = r"""() => {
     for (let n = walker.nextNode(); n; n = walker.nextNode()) {
         if (n.parentElement.closest('script, style, svg, mjx-container, .math')) continue;
         for (const m of n.textContent.matchAll(word)) {
-            if (m[0].length < 2) continue;
+            if (m[0].length < 2 || /^[0-9a-f]{16,}$/.test(m[0])) continue;  // a commit hash or digest is no word
             range.setStart(n, m.index);
             range.setEnd(n, m.index + m[0].length);
             const tops = Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => r.top);
