@@ -58,7 +58,7 @@ set +e
 SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser/test_jupyterlab.py tests/browser/test_pdf.py "$@" \
     >"$logs/lab" 2>&1 &
 pids+=($!)
-SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser/test_book_in_browser.py tests/browser/test_live_figures.py \
+SPECLIB_BROWSER_TESTS=1 python -m pytest tests/browser/test_book_in_browser.py tests/browser/test_live_figures.py tests/browser/test_phone.py \
     "$@" >"$logs/pages" 2>&1 &
 pids+=($!)
 SPECLIB_BROWSER_TESTS=1 SPECLIB_BASE_PATH="${SPECLIB_BASE_PATH:-/speculative-decoding-economics/}" \

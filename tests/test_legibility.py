@@ -230,8 +230,18 @@ def test_every_figure_draws_with_its_defaults(name):
         assert fig.axes, f"{name} drew no axes"
 
 
+def small_text(fig) -> list:
+    """Every text the figure shows set smaller than style.SMALLEST_TEXT_PT, the size from which a page
+    scales a figure so that a phone shows its text at 9 px or more (tests/browser/test_phone.py)."""
+    from speclib.presentation import style
+
+    return [f"{t.get_text()[:40]!r} at {t.get_fontsize():g} pt" for t in fig.findobj(Text)
+            if t.get_visible() and t.get_text().strip() and t.get_fontsize() < style.SMALLEST_TEXT_PT - 1e-9]
+
+
 #: What a reader must be able to read in a figure: each check lists what fails it.
-CHECKS = {"no legend hides data": hidden_under_legends, "tick labels keep apart": touching_ticks}
+CHECKS = {"no legend hides data": hidden_under_legends, "tick labels keep apart": touching_ticks,
+          "no text under the smallest type": small_text}
 
 
 @pytest.mark.parametrize("check", CHECKS)
@@ -348,3 +358,27 @@ def test_the_check_finds_labels_that_run_together():
         assert any("'1024'" in f or "'1,024'" in f for f in touching_ticks(made())), touching_ticks(made())
     finally:
         REGISTRY.pop("_tick_check", None)
+
+
+def test_a_figure_draws_no_text_under_the_smallest_type_and_the_check_finds_one():
+    """A note defined at 5 pt and a figure-wide key are drawn at style.SMALLEST_TEXT_PT at the least; a
+    text set smaller by hand afterwards is found."""
+    from speclib.presentation import style
+    from speclib.presentation.definition import Key
+    from speclib.presentation.definition import Text as NoteText
+
+    def compute(p, xp):
+        x = xp.linspace(1.0, 10.0, 5)
+        return {"x": x, "y": x}
+
+    made = Figure(name="_small_text_check", title="", compute=compute, keys=(Key("a key", "dense"),),
+                  panels=(Panel(Axis("x"), Axis("y"), (Line("x", "y"), NoteText(2.0, 8.0, "a small note", size=5))),))
+    try:
+        fig = made()
+        sizes = {t.get_text(): t.get_fontsize() for t in fig.findobj(Text) if t.get_text().strip()}
+        assert sizes["a small note"] == style.SMALLEST_TEXT_PT and sizes["a key"] >= style.SMALLEST_TEXT_PT
+        assert small_text(fig) == []
+        fig.axes[0].text(5.0, 5.0, "set by hand", fontsize=style.SMALLEST_TEXT_PT - 1)
+        assert small_text(fig) == [f"'set by hand' at {style.SMALLEST_TEXT_PT - 1:g} pt"]
+    finally:
+        REGISTRY.pop("_small_text_check", None)

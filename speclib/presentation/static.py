@@ -118,7 +118,7 @@ def draw(defn, data: dict, fig=None, live=False):
             handles = [Line2D([], [], color=color(k.color), marker=k.marker or None, linestyle=_DASH[k.dash] if not
                               k.marker else "none", mfc=None if k.filled else "none", label=fill(k.label, data))
                        for k in defn.keys]
-            fig.legend(handles=handles, loc="outside lower center", ncol=min(7, len(handles)), fontsize=8)
+            fig.legend(handles=handles, loc="outside lower center", ncol=min(7, len(handles)), fontsize=style.SMALLEST_TEXT_PT)
         title = fill(_first_line(defn.title) if live else defn.title, data)
         if title:
             fig.suptitle(title, x=0.01, ha="left", fontsize=11)
@@ -697,7 +697,7 @@ def _text(fig, ax, s, data, i):
                                                              gid=(s.gid + "_point") if s.gid else None)]
     arrow = dict(arrowstyle="->", lw=0.8, color="black") if s.arrow else None
     drawn.append((ax.annotate(fill(s.text, data), (x, y), xycoords="axes fraction" if s.coords == "axes" else "data",
-                              xytext=(s.dx, s.dy), textcoords="offset points", color=s.color, fontsize=s.size,
+                              xytext=(s.dx, s.dy), textcoords="offset points", color=s.color, fontsize=max(s.size, style.SMALLEST_TEXT_PT),
                               ha=s.align, va="center" if s.coords == "axes" else "baseline", arrowprops=arrow,
                               gid=s.gid or None), None, None))
     return drawn

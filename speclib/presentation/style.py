@@ -20,6 +20,11 @@ from matplotlib.figure import Figure
 
 FIGSIZE = (7.0, 4.2)
 DPI = 100
+#: The smallest type a static figure draws, in points: static.py raises a smaller size to it. At DPI it is
+#: SMALLEST_TEXT_PT * DPI / 72 pixels of the PNG, so a page that shows a figure at no less than
+#: 9 / (SMALLEST_TEXT_PT * DPI / 72) of its natural width shows all its text at 9 CSS px or more
+#: (_static/speclib_layout.css: a phone's screen; tests/browser/test_phone.py measures it).
+SMALLEST_TEXT_PT = 8.0
 
 #: Colours (matplotlib's tab10, named by role so figures agree with each other).
 COLORS = {
