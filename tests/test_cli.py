@@ -206,7 +206,7 @@ BAD = [
     (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--tp", "0"], "--tp", "[1, 1024]"),
     (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--tp", "two"], "--tp", "[1, 1024]"),
     (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--reserve", "1"], "--reserve", "[0, 1)"),
-    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--step-time", "measured"], "--step-time", "calibrated"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--step-time", "fitted"], "--step-time", "measured"),
     (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--step-time", "calibrated", "--hardware", "mi300x",
       "--engine", "TRT"], "TRT", "not measured on MI300X"),
     (["sweep", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--tp", "2000"], "--tp", "[1, 1024]"),
@@ -414,3 +414,23 @@ def test_a_chip_of_a_vendor_without_fitted_constants_is_one_line(capsys, tmp_pat
                          "--hardware-config", str(path))
     assert code == options.EXIT_USAGE and out == "" and err.count("\n") == 1
     assert "X1" in err and "vendor 'Intel' has no fitted constants" in err
+
+
+# --- the step priced from measured kernel tables ------------------------------------------------------
+
+
+def test_gamma_prices_from_the_measured_tables_and_says_which_parts(capsys):
+    point = ["--model", "deepseek-r1", "--tp", "8", "--batch", "32", "--seq", "4096", "--alpha", "0.7",
+             "--step-time", "measured", "--engine", "SGLang", "--drafter", "mtp"]
+    code, out, _ = run(capsys, "gamma", "--hardware", "h200", *point)
+    assert code == 0
+    assert "measured kernel tables (SGLang 0.5.14 on H200, aiconfigurator-core 0.12.0)" in out.splitlines()[0]
+    # the same deployment priced through the library: the CLI only prints it
+    deployment = speclib.Deployment("deepseek-r1", "h200", tp=8, drafter="mtp", engine="SGLang",
+                                    step_time="measured")
+    gamma_star = speclib.optimal_gamma(0.7, 32, 4096, deployment=deployment)[0]
+    assert f"gamma*      {gamma_star}   " in out
+    # no table for an AMD chip: every part by the roofline, and the header says so
+    code, out, _ = run(capsys, "gamma", "--hardware", "mi300x", *point)
+    assert code == 0 and "measured kernel tables" not in out.splitlines()[0]
+    assert "by the roofline (no measured tables for MI300X with SGLang)" in out.splitlines()[0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 import numpy as np
 
@@ -240,6 +241,7 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
     rows += [("verify (whole step)", f"{verify_s * 1e6:,.1f}"), (f"draft ({priced.drafter.name})", f"{draft_s * 1e6:,.1f}"),
              ("plain decode step" + (f" ({output.exact(run_0)} sequences)" if queue else ""), f"{plain_s * 1e6:,.1f}")]
     clock = (f"{args.roofline} roofline" if args.step_time == "roofline" else
+             _measured_clock(priced.step_model) if args.step_time == "measured" else
              f"calibrated step time, {args.engine}: the {args.roofline} roofline x {priced.step_model.factor:.3g} "
              f"+ {priced.step_model.fixed * 1e3:.2f} ms + {priced.step_model.per_sequence * 1e6:.1f} us per sequence"
              + (f" + {priced.step_model.per_position * 1e6:.1f} us per extra position + "
@@ -270,3 +272,20 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
     output.note(queue, "gamma")
     out.write("\n".join(lines) + "\n")
     return 0
+
+
+def _measured_clock(step) -> str:
+    """The header's words for a step priced from the measured kernel tables:
+    which parts are read from which tables, and which from the roofline and
+    why (:meth:`speclib.silicon.step.MeasuredStepModel.sources`)."""
+    tables, notes, rooflines = {}, [], []
+    for part, source in step.sources().items():
+        found = re.match(r"measured (.+?) \((.+?)\)(?:; (.+))?$", source)
+        if found is None:
+            rooflines.append(f"{part} by the {source}")
+            continue
+        tables.setdefault(found.group(2), []).append(part)
+        if found.group(3):
+            notes.append(f"{part}: {found.group(3)}")
+    words = "; ".join(f"measured kernel tables ({where}) for {', '.join(parts)}" for where, parts in tables.items())
+    return "; ".join([w for w in (words, *rooflines, *notes) if w] + ["no host work per step (no table holds it)"])

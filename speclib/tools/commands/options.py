@@ -16,6 +16,7 @@ from ... import presets
 from ...core import calibrated as _cal
 from ...core import capacity as _capacity
 from ...core import cost as _cost
+from ...core import deployment as _deployment
 from ...core.deployment import Deployment
 from ...core.step import ROOFLINES
 
@@ -282,11 +283,13 @@ def add_model_options(parser, *, several: bool, calibration_engine: bool = True)
         help="count the query bytes in attention's cost (the paper's ledger leaves them out; default off)",
     )
     parser.add_argument(
-        "--step-time", choices=_cal.STEP_TIMES, default="roofline",
+        "--step-time", choices=_deployment.STEP_TIMES, default="roofline",
         help="how every step (verify and drafter) is timed: roofline (the lower bound, default) or calibrated (the "
         "roofline with a chip factor, a fixed time per step, a time per sequence and per extra verified position, "
         "fitted on measured decoding and speculative runs on B200, H100, H200, MI300X, MI325X, MI355X; prices "
-        "the whole model's step)",
+        "the whole model's step) or measured (each part read from NVIDIA's kernel tables measured for the chip and "
+        "--engine, aiconfigurator-core 0.12.0, the roofline where no table holds a part: the header says which; "
+        "no host work per step)",
     )
     parser.add_argument("--tp", type=typed("--tp", int), default=1, metavar="N",
                         help="GPUs the model is split over (tensor parallel, 1..1024, default 1): sets the memory "
