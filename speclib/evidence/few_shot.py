@@ -239,8 +239,9 @@ def _fit(sweep: Sweep, records):
     """The own fit of ``records`` of ``sweep``: with the source's tokens per
     verify, or the value on a grid that best explains them (the drafter
     pass time then at the prior)."""
-    kw = dict(model=sweep.model, hardware=sweep.chip, tp=sweep.tp, engine=sweep.engine, ep=sweep.ep,
-              dp_attention=sweep.dp_attention, weights=sweep.weights, kv_cache=sweep.kv_cache)
+    kw = dict(model=sweep.model, hardware=sweep.chip, tp=sweep.tp, engine=sweep.engine,
+              layout=dict(ep=sweep.ep, dp_attention=sweep.dp_attention, weights=sweep.weights,
+                          kv_cache=sweep.kv_cache))
     if sweep.accept_length is not None:
         return _own.fit_measurements(records, **kw), sweep.accept_length, False
     best = None

@@ -102,9 +102,12 @@ class _Pricer:
         return x, n * r.tpot_ms * 1e-3, roof + share * plain_roof, prefill, n
 
 
+#: The fields of a deployment's layout :func:`fit_measurements` takes beyond ``tp``.
+LAYOUT_FIELDS = ("ep", "dp_attention", "weights", "kv_cache")
+
+
 def fit_measurements(records, model, hardware, *, tp: int = 1, engine: str = _cal.DEFAULT_ENGINE,
-                     label: str = "", ep: int = 1, dp_attention: bool = False, weights: str = None,
-                     kv_cache: str = None, accept_length: float = None, hold=()) -> OwnFit:
+                     label: str = "", layout=None, accept_length: float = None, hold=()) -> OwnFit:
     """Fit a deployment's step from its own benchmark records
     (:func:`speclib.evidence.bench_results.read_results`): the fixed time a,
     the time per sequence d and, from the runs with speculation (their
@@ -115,9 +118,10 @@ def fit_measurements(records, model, hardware, *, tp: int = 1, engine: str = _ca
     decode runs it is not separable from a and d), the prefill of arriving
     requests is charged as the shipped calibration charges it, and e and a_d
     stay at the shipped values where no run with speculation sets them (or
-    where ``hold`` names them, of :data:`TERMS`). ``ep``, ``dp_attention``,
-    ``weights`` and ``kv_cache``: the deployment's layout and precisions
-    (:class:`speclib.Deployment`'s). Refuses, naming the file and the field,
+    where ``hold`` names them, of :data:`TERMS`). ``layout``: the
+    deployment's layout and precisions beyond ``tp``, a mapping of
+    :data:`LAYOUT_FIELDS` (:class:`speclib.Deployment`'s ``ep``,
+    ``dp_attention``, ``weights``, ``kv_cache``). Refuses, naming the file and the field,
     data that cannot identify a term."""
     m, hw = resolve(model, hardware)
     engine = checked_choice("engine", engine, _cal.ENGINES)
@@ -126,8 +130,10 @@ def fit_measurements(records, model, hardware, *, tp: int = 1, engine: str = _ca
         raise ValueError("records: no measurements to fit")
     for term in hold:
         checked_choice("hold", term, TERMS[2:])
-    layout = {k: v for k, v in (("ep", ep), ("dp_attention", dp_attention), ("weights", weights),
-                                ("kv_cache", kv_cache)) if v not in (None, 1, False)}
+    layout = dict(layout or {})
+    for key in layout:
+        checked_choice("layout", key, LAYOUT_FIELDS)
+    layout = {k: v for k, v in layout.items() if v not in (None, 1, False)}
     pricer = _Pricer(m, hw, tp=tp, layout=layout, shipped=_cal.shipped_calibration())
     return _fit(pricer, records, m=m, hw=hw, tp=tp, engine=engine, label=label, accept_length=accept_length,
                 hold=tuple(hold))
