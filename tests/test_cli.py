@@ -172,6 +172,7 @@ def test_presets_with_a_model_config(capsys, tmp_path):
 
 # --- bad input ----------------------------------------------------------------------------------
 BAD = [
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--ep", "x"], "--ep", "[1, inf)"),
     (["gamma", "--batch", "-1", "--seq", "4096", "--alpha", "0.75"], "--batch", "(0, inf)"),
     (["gamma", "--batch", "x", "--seq", "4096", "--alpha", "0.75"], "--batch", "(0, inf)"),
     (["gamma", "--batch", "1", "--seq", "0", "--alpha", "0.75"], "--seq", "(0, inf)"),

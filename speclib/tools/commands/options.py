@@ -66,6 +66,7 @@ OPTION_RANGES = {
     "--max-ranges": "an integer in [1, 64]",
     "--max-k": "an integer in [0, 4096]",
     "--tp": "an integer in [1, 1024]",
+    "--ep": "an integer in [1, inf)",
     "--reserve": "a number in [0, 1)",
     "--gamma": "an integer in [1, 4096]",
     "--price-per-gpu-hour": "a number in (0, inf)",
