@@ -231,7 +231,7 @@ def test_sglang_document_parses_and_expands(which, request):
     adaptive = doc["adaptive_tiers"]
     tiers = adaptive["candidate_steps"]
     assert 1 <= len(tiers) <= 3 and all(t >= 1 for t in tiers) and tiers == sorted(tiers)
-    assert adaptive["adaptive_config"] == {"candidate_steps": tiers}
+    assert adaptive["adaptive_config"] == {"1": {"candidate_steps": tiers}}
     parsed = engines.parse_sglang_args(adaptive["args"])
     assert parsed["adaptive"] and parsed["topk"] == 1 and parsed["num_steps"] in tiers
     assert parsed["num_draft_tokens"] == parsed["num_steps"] + 1
@@ -460,7 +460,7 @@ def test_sglang_documented_examples_parse():
     assert parsed == {"algorithm": "EAGLE", "draft_model": "lmsys/sglang-EAGLE-llama2-chat-7B", "num_steps": 3,
                       "topk": 1, "num_draft_tokens": 4, "adaptive": True}
     config = {"candidate_steps": [1, 3, 7], "ema_alpha": 0.2, "warmup_batches": 10, "update_interval": 5}
-    assert engines.sglang_adaptive_config(config["candidate_steps"]) == {"candidate_steps": [1, 3, 7]}
+    assert engines.sglang_adaptive_config(config["candidate_steps"]) == {"1": {"candidate_steps": [1, 3, 7]}}
     # the MTP example: one step, topk 1, two draft tokens
     assert engines.parse_sglang_args("--speculative-num-steps 1 --speculative-eagle-topk 1 "
                                      "--speculative-num-draft-tokens 2")["num_steps"] == 1

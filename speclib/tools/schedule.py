@@ -288,6 +288,10 @@ class Schedule:
     drafter_kind: str = "constant"
     #: how DeepSeek-V4's attention was priced and held (:data:`speclib.core.cost.ATTENTIONS`), for the header
     attention: str = _cost.DEFAULT_ATTENTION
+    #: the layout the schedule was priced on (:class:`speclib.core.layout.Layout`), for the engines' flags
+    tp: int = 1
+    ep: int = 1
+    dp_attention: bool = False
 
     # --- the per-batch optimum ---------------------------------------------------
     @property
@@ -788,7 +792,8 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         drafter=priced.drafter.name, roofline=dep.roofline, source=source, gammas=np.asarray(gammas),
         speedups=np.asarray(tables, dtype=float), memory=memory, interval=interval, notes=notes,
         warnings=warnings, memory_limits=limits, where=where_of(dep), mtp_layers=m.mtp_layers,
-        drafter_kind=priced.drafter.kind, attention=dep.attention,
+        drafter_kind=priced.drafter.kind, attention=dep.attention, tp=dep.tp, ep=dep.ep,
+        dp_attention=dep.dp_attention,
     )
 
 
@@ -1053,13 +1058,22 @@ def _render_sglang(sched, algorithm, path, width):
     table = sched.table(sched.max_ranges, sched.max_k)
     static = sched.static(sched.max_k)
     k = int(static.ranges[0].k)
-    adaptive = algorithm in ("EAGLE", "EAGLE3")
-    document = {}
-    lines = _header(sched)
+    why_static = engines.sglang_static_reason(algorithm, sched.dp_attention)
+    adaptive = why_static is None
+    layout = dict(tp=sched.tp, ep=sched.ep, dp_attention=sched.dp_attention)
+    serving = engines.sglang_serving_args(sched.max_batch, **layout)
+    document = {"release": f"SGLang {engines.SGLANG_RELEASE}"}
+    if why_static:
+        document["static_only"] = why_static
+    lines = _header(sched) + [
+        f"SGLang {engines.SGLANG_RELEASE} (its parser read in the release's source): with speculation on and "
+        f"--max-running-requests unset it runs at most {engines.SGLANG_SPEC_RUNNING_CAP} requests and its decode "
+        "CUDA graphs stop at that pool, so every args line sets --max-running-requests and "
+        "--cuda-graph-max-bs-decode to the largest batch it is set for."]
     if adaptive:
         document["by_batch_size"] = {
             "adaptive_config": engines.sglang_slots_config(table.ranges),
-            "args": engines.sglang_slots_args(table.ranges, algorithm, path),
+            "args": engines.sglang_slots_args(table.ranges, algorithm, path) + " " + serving,
             "kept": round(table.kept, 6),
         }
         lines += [
@@ -1075,7 +1089,8 @@ def _render_sglang(sched, algorithm, path, width):
         "batch_sizes": [1, static.ranges[0].hi],
         "gamma": k,
         "kept": round(static.kept, 6),
-        "args": engines.sglang_static_args(k, algorithm, path),
+        "args": " ".join(a for a in (engines.sglang_static_args(k, algorithm, path),
+                                     engines.sglang_serving_args(static.held_to or sched.max_batch, **layout)) if a),
     }
     lines.append(f"static: one depth for every batch size (args empty: plain decoding): {k} keeps "
                  f"{_pct(static.kept)} ({_worst(static)}){_held_note(sched, static)}.")
@@ -1085,15 +1100,19 @@ def _render_sglang(sched, algorithm, path, width):
         document["adaptive_tiers"] = {
             "candidate_steps": list(tiers.tiers),
             "adaptive_config": engines.sglang_adaptive_config(tiers.tiers),
-            "args": engines.sglang_adaptive_args(tiers.tiers, initial, algorithm, path),
+            "args": engines.sglang_adaptive_args(tiers.tiers, initial, algorithm, path) + " "
+                    + engines.sglang_serving_args(tiers.held_to or sched.max_batch, **layout),
             "kept": round(tiers.kept, 6),
             "best_tier_by_batch": [[r.lo, r.hi, r.k] for r in tiers.ranges],
         }
-        lines.append("adaptive_tiers: the form SGLang's adaptive-decoding page documents (a flat candidate_steps, "
-                     "tiers >= 1, switched on an EMA of the accepted length, not on the batch size; the current "
-                     "source refuses a config without a batch-size key): if every batch ran its best tier, these "
+        lines.append("adaptive_tiers: the mode SGLang's adaptive-decoding page documents (tiers >= 1, switched on "
+                     "an EMA of the accepted length, not on the batch size), written as one slot from batch 1 "
+                     f"because SGLang {engines.SGLANG_RELEASE} refuses a config without a batch-size key: if every "
+                     "batch ran its best tier, these "
                      f"keep {_pct(tiers.kept)} ({_worst(tiers)}){_held_note(sched, tiers)}; what the controller "
                      "does is not this.")
+    if why_static:
+        lines.append(f"static only: {why_static}.")
     lines += [*(f"limit: {line}" for line in engines.sglang_limits(algorithm)), f"{KEPT_DEFINITION}."]
     body = yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=10_000)
     return "\n".join(_comments(lines, width)) + "\n" + _fold_args(body, width)

@@ -1,0 +1,114 @@
+"""Every emitted engine configuration is parsed by the named release's own
+argument parser or schema, rebuilt from an extract of that release's source
+shipped in tests/data/engines (the flags, their types and choices, as the
+release's parser defines them; see each file's ``about``)."""
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import speclib
+from speclib.tools import engines
+from speclib.tools.schedule import render
+
+DATA = Path(__file__).parent / "data" / "engines"
+
+
+def sglang_parser():
+    """SGLang 0.5.23's parser for the flags of the extract: argparse actions
+    with the release's names, aliases, types, nargs and choices; unknown flags
+    are errors (argparse's exit, turned into an exception)."""
+    extract = json.loads((DATA / "sglang-0.5.23-server-args.json").read_text())
+    assert extract["release"] == engines.SGLANG_RELEASE
+    parser = argparse.ArgumentParser(exit_on_error=False, add_help=False)
+    types = {"int": int, "float": float, "str": str}
+    for flag in extract["flags"]:
+        kw = {}
+        if flag.get("action") == "store_true":
+            kw["action"] = "store_true"
+        elif flag.get("action") == "boolean_optional":
+            kw["action"] = argparse.BooleanOptionalAction
+            flag = dict(flag, flags=[f for f in flag["flags"] if not f.startswith("--no-")])
+        else:
+            kw["type"] = types[flag["type"]]
+            if "nargs" in flag:
+                kw["nargs"] = flag["nargs"]
+            if flag.get("choices"):
+                kw["choices"] = flag["choices"]
+        parser.add_argument(*flag["flags"], **kw)
+    return parser, extract
+
+
+def parse_sglang(args: str):
+    parser, extract = sglang_parser()
+    import shlex
+
+    try:
+        ns, unknown = parser.parse_known_args(shlex.split(args))
+    except (argparse.ArgumentError, SystemExit) as exc:
+        raise AssertionError(f"SGLang {extract['release']} refuses {args!r}: {exc}") from None
+    assert not unknown, f"SGLang {extract['release']} has no flag {unknown}"
+    if ns.speculative_algorithm is not None:
+        assert ns.speculative_algorithm in extract["speculative_algorithm_choices"]
+    return ns, extract
+
+
+def load_slots(config):
+    """SGLang 0.5.23's ``_load_adaptive_config`` rules: integer-string batch keys,
+    candidate_steps a non-empty list of non-negative ints; at least one key."""
+    entries = {}
+    for key, entry in config.items():
+        if not key.isdigit():
+            continue
+        steps = entry.get("candidate_steps")
+        assert isinstance(steps, list) and steps and all(isinstance(x, int) and x >= 0 for x in steps)
+        entries[int(key)] = entry
+    assert entries, "no integer-string batch-size key"
+    return sorted({s for e in entries.values() for s in e["candidate_steps"]})
+
+
+@pytest.fixture(scope="module")
+def qwen_h100():
+    # the issue's case: Qwen3-235B on 8 x H100, EAGLE-3, concurrency up to 128
+    return speclib.schedule(seq=2500, alpha=0.8, max_batch=128,
+                            deployment=speclib.Deployment("qwen3-235b-a22b", "H100", tp=8))
+
+
+def test_every_sglang_form_parses_and_runs_the_priced_batch(qwen_h100):
+    sched = qwen_h100
+    doc = yaml.safe_load(render(sched, "sglang", method="eagle3", draft_model="x/eagle3"))
+    assert doc["release"] == "SGLang 0.5.23"
+    assert sched.max_batch > 48  # a case where the default cap would bite
+    for name in ("by_batch_size", "static", "adaptive_tiers"):
+        ns, extract = parse_sglang(doc[name]["args"])
+        held = sched.max_batch if name != "static" else (sched.static().held_to or sched.max_batch)
+        # without the flag SGLang runs 48 at most with speculation on; the graphs stop at the pool
+        assert ns.max_running_requests == held and ns.cuda_graph_max_bs_decode == held
+        assert ns.tp_size == 8
+        assert ns.speculative_eagle_topk == 1 and ns.speculative_num_draft_tokens == ns.speculative_num_steps + 1
+        if "adaptive_config" in doc[name]:
+            assert ns.speculative_adaptive
+            assert ns.speculative_num_steps in load_slots(doc[name]["adaptive_config"])
+
+
+def test_sglang_under_dp_attention_is_static_and_says_why():
+    sched = speclib.schedule(seq=2048, alpha=0.7, max_batch=256,
+                             deployment=speclib.Deployment("deepseek-r1", "H200", tp=8, ep=8, dp_attention=True,
+                                                           drafter="deepseek-r1-mtp"))
+    text = render(sched, "sglang")
+    doc = yaml.safe_load(text)
+    assert "by_batch_size" not in doc and "adaptive_tiers" not in doc
+    assert "attention data parallelism" in doc["static_only"] and "static only" in text
+    ns, _ = parse_sglang(doc["static"]["args"])
+    assert ns.attn_dp_size == 8 and ns.ep_size == 8 and ns.max_running_requests >= 1
+
+
+def test_the_parser_refuses_what_the_release_lacks():
+    # the extract is a real parse: a flag the release does not have, or a bad value, fails
+    with pytest.raises(AssertionError):
+        parse_sglang("--cuda-graph-max-bs 128")  # 0.5.23 spells it --cuda-graph-max-bs-decode
+    with pytest.raises(AssertionError):
+        parse_sglang("--max-running-requests many")
