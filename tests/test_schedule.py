@@ -688,10 +688,15 @@ def test_folded_sglang_args_read_back_as_the_engines_flags(which, request):
     sched = request.getfixturevalue(which)
     doc = yaml.safe_load(render(sched, "sglang", width=60))
     table = sched.table()
-    assert doc["by_batch_size"]["args"] == engines.sglang_slots_args(table.ranges, "EAGLE")
-    assert doc["static"]["args"] == engines.sglang_static_args(doc["static"]["gamma"], "EAGLE")
-    tiers = list(sched.tiers(3).tiers)
-    assert doc["adaptive_tiers"]["args"] == engines.sglang_adaptive_args(tiers, tiers[len(tiers) // 2], "EAGLE")
+    serve = lambda held: " " + engines.sglang_serving_args(held or sched.max_batch, tp=sched.tp)  # noqa: E731
+    assert doc["by_batch_size"]["args"] == engines.sglang_slots_args(table.ranges, "EAGLE") + serve(None)
+    static = sched.static()
+    assert doc["static"]["args"] == engines.sglang_static_args(doc["static"]["gamma"], "EAGLE") + serve(
+        static.held_to)
+    tiers = sched.tiers(3)
+    top = list(tiers.tiers)
+    assert doc["adaptive_tiers"]["args"] == engines.sglang_adaptive_args(top, top[len(top) // 2], "EAGLE") + serve(
+        tiers.held_to)
 
 
 def test_a_roofline_schedule_warns_and_a_calibrated_one_gives_its_interval(dsv4, dsv4_calibrated, tmp_path):
