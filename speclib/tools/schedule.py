@@ -1213,3 +1213,63 @@ def _format_table(headers, rows) -> list:
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
             for row in cells]
+
+
+# --- ranges the interval can tell apart ------------------------------------------------------
+def _apart(a, b) -> bool:
+    """Whether two ranges, each (speed-up, interval low, interval high), can be
+    told apart: one's speed-up lies outside the other's interval."""
+    return not (a[1] <= b[0] <= a[2] and b[1] <= a[0] <= b[2])
+
+
+def indistinct_groups(ranges) -> list:
+    """The fewest runs of adjacent ranges, each range given as (speed-up,
+    interval low, interval high), such that no two ranges in a run can be
+    told apart (each one's speed-up inside the other's interval), as
+    (first, last) indices: exact, by dynamic programming over the runs'
+    last range. Ties keep the earliest cut."""
+    n = len(ranges)
+    if n == 0:
+        return []
+    ok = [[False] * n for _ in range(n)]  # ok[i][j]: ranges i..j mutually indistinct
+    for i in range(n):
+        ok[i][i] = True
+        for j in range(i + 1, n):
+            ok[i][j] = ok[i][j - 1] and all(not _apart(ranges[k], ranges[j]) for k in range(i, j))
+    best = [0] + [math.inf] * n  # best[j]: fewest runs over ranges 0..j-1
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j):
+            if ok[i][j - 1] and best[i] + 1 < best[j]:
+                best[j], cut[j] = best[i] + 1, i
+    groups, j = [], n
+    while j > 0:
+        groups.append((cut[j], j - 1))
+        j = cut[j]
+    return groups[::-1]
+
+
+def distinct_table(sched: "Schedule", c: int = 0) -> "Table":
+    """The per-batch optimum with adjacent ranges merged where the interval
+    cannot tell their speed-ups apart (:func:`indistinct_groups`; each range's
+    speed-up is its mean over its batches, its interval the widest of its
+    batches'), each merged run at the one draft length that keeps the most
+    over its batches (ties to the shorter). Without an interval: the
+    per-batch optimum's own ranges."""
+    base = list(sched.ranges)
+    if sched.interval is None or len(base) < 2:
+        return sched._table(sched.gamma_star_at(c), c)
+    lo, hi = (np.asarray(x, dtype=float) for x in sched.interval)
+    speed = sched.speedup_at(c)
+    described = [(float(speed[r.lo - 1:r.hi].mean()), float(lo[r.lo - 1:r.hi].min()), float(hi[r.lo - 1:r.hi].max()))
+                 for r in base]
+    weighted = sched._weighted(c)
+    ks = np.asarray(sched.gamma_star_at(c)).copy()
+    for first, last in indistinct_groups(described):
+        a, b = base[first].lo - 1, base[last].hi
+        if first == last:
+            continue
+        totals = np.where(np.isfinite(weighted[:, a:b]).all(axis=1), np.sum(np.where(
+            np.isfinite(weighted[:, a:b]), weighted[:, a:b], 0.0), axis=1), -np.inf)
+        ks[a:b] = sched.gammas[int(np.argmax(totals))]
+    return sched._table(ks, c)
