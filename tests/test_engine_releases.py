@@ -112,3 +112,76 @@ def test_the_parser_refuses_what_the_release_lacks():
         parse_sglang("--cuda-graph-max-bs 128")  # 0.5.23 spells it --cuda-graph-max-bs-decode
     with pytest.raises(AssertionError):
         parse_sglang("--max-running-requests many")
+
+
+# --- vLLM v0.34.0: SpeculativeConfig, extra fields forbidden ---------------------------------
+def _matches(value, node, methods) -> bool:
+    """Whether ``value`` (parsed JSON) is of the annotation ``node`` (a Python
+    expression tree of vLLM's annotation): unions, None, int, str, bool,
+    float, list[...] and tuple[...] (JSON lists) and SpeculativeMethod (its
+    Literal's names); any other name is not one speclib may emit."""
+    import ast
+
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _matches(value, node.left, methods) or _matches(value, node.right, methods)
+    if isinstance(node, ast.Constant) and node.value is None:
+        return value is None
+    if isinstance(node, ast.Name):
+        simple = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool), "str": lambda v: isinstance(v, str),
+                  "bool": lambda v: isinstance(v, bool), "float": lambda v: isinstance(v, (int, float)),
+                  "SpeculativeMethod": lambda v: v in methods}
+        assert node.id in simple, f"annotation {node.id} is not one speclib emits"
+        return simple[node.id](value)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and isinstance(value, list):
+        if node.value.id == "list":
+            return all(_matches(v, node.slice, methods) for v in value)
+        if node.value.id == "tuple":
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return len(items) == len(value) and all(_matches(v, t, methods) for v, t in zip(value, items))
+    return False
+
+
+def check_vllm_speculative_config(config):
+    import ast
+
+    extract = json.loads((DATA / "vllm-0.34.0-speculative-config.json").read_text())
+    unknown = set(config) - set(extract["fields"])
+    assert not unknown, f"vLLM {extract['release']} forbids extra fields: {unknown}"
+    for key, value in config.items():
+        annotation = ast.parse(extract["fields"][key], mode="eval").body
+        assert _matches(value, annotation, set(extract["methods"])), (key, value, extract["fields"][key])
+    assert config["num_speculative_tokens"] > 0  # Field(gt=0)
+    # the field takes any string (a registered custom method); speclib names only the release's own methods
+    assert config.get("method") is None or config["method"] in extract["methods"], config.get("method")
+    return extract
+
+
+@pytest.mark.parametrize("case", ["llama-eagle3", "r1-mtp", "qwen-h100"])
+def test_every_vllm_config_fits_the_release_schema(case, qwen_h100):
+    if case == "qwen-h100":
+        sched, kw = qwen_h100, dict(method="eagle3", draft_model="x/eagle3")
+    elif case == "llama-eagle3":
+        sched = speclib.schedule(seq=4096, alpha=0.8, max_batch=256,
+                                 deployment=speclib.Deployment("llama-3-70b", "H200", tp=4))
+        kw = dict(method="eagle3", draft_model="yuhuili/EAGLE3-LLaMA3.3-Instruct-70B")
+    else:
+        sched = speclib.schedule(seq=2048, alpha=0.7, max_batch=256,
+                                 deployment=speclib.Deployment("deepseek-r1", "H200", tp=8))
+        kw = {}
+    config = json.loads(render(sched, "vllm", **kw))
+    extract = check_vllm_speculative_config(config)
+    assert extract["release"] == "v0.34.0"
+    # the schedule reads back to the per-batch optimum by the release's lookup (restated in engines.expand_vllm)
+    assert engines.expand_vllm(config, sched.max_batch) == [int(k) for k in sched.table().k_per_batch]
+
+
+def test_the_vllm_schema_refuses_what_the_release_lacks():
+    good = {"method": "eagle3", "model": "x", "num_speculative_tokens": 3,
+            "num_speculative_tokens_per_batch_size": [[1, 16, 3], [17, 64, 1]]}
+    check_vllm_speculative_config(good)
+    for bad in ({**good, "num_speculative_tokens_per_batch_size": {"1-16": 3}},  # the unreleased dict draft
+                {**good, "draft_len_schedule": {4: 3}},  # TensorRT-LLM's key
+                {**good, "method": "eagle4"},
+                {**good, "num_speculative_tokens_per_batch_size": [[1, 16]]}):
+        with pytest.raises(AssertionError):
+            check_vllm_speculative_config(bad)
