@@ -185,3 +185,38 @@ def test_the_vllm_schema_refuses_what_the_release_lacks():
                 {**good, "num_speculative_tokens_per_batch_size": [[1, 16]]}):
         with pytest.raises(AssertionError):
             check_vllm_speculative_config(bad)
+
+
+# --- TensorRT-LLM: the LLM API's fields (release not verified; see the extract's about) --------
+def check_trtllm_options(options):
+    extract = json.loads((DATA / "trtllm-llm-args-fields.json").read_text())
+    is_int = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
+    kinds = {"nonnegative_int": lambda v: is_int(v) and v >= 0, "positive_int": lambda v: is_int(v) and v > 0,
+             "bool": lambda v: isinstance(v, bool), "str": lambda v: isinstance(v, str),
+             "int_list": lambda v: isinstance(v, list) and all(is_int(x) for x in v),
+             "int_int_map": lambda v: isinstance(v, dict) and all(is_int(a) and is_int(b) for a, b in v.items())}
+
+    def check(mapping, schema, where):
+        unknown = set(mapping) - set(schema)
+        assert not unknown, f"{where}: TensorRT-LLM has no field {unknown}"
+        for key, value in mapping.items():
+            kind = schema[key]
+            if isinstance(kind, list):
+                assert value in kind, (where, key, value)
+            elif kind in extract:
+                check(value, extract[kind], f"{where}.{key}")
+            else:
+                assert kinds[kind](value), (where, key, value)
+
+    check(options, extract["top"], "options")
+
+
+def test_the_trtllm_options_run_the_priced_batch_on_graphs(qwen_h100):
+    options = yaml.safe_load(render(qwen_h100, "trtllm", method="eagle3", draft_model="x/eagle3"))
+    check_trtllm_options(options)
+    n = qwen_h100.max_batch
+    # graphs to the priced batch, padded (by default TensorRT-LLM captures to 128 and runs other batches eagerly)
+    assert options["max_batch_size"] == n and options["cuda_graph_config"] == {"max_batch_size": n,
+                                                                               "enable_padding": True}
+    with pytest.raises(AssertionError):
+        check_trtllm_options({**options, "max_num_seqs": n})  # vLLM's name

@@ -234,15 +234,38 @@ def trtllm_schedule(ranges) -> tuple:
     return first, schedule, (max(speculating) if speculating else None)
 
 
-def trtllm_config(ranges, *, decoding_type: str = "MTP", speculative_model: str | None = None) -> dict:
-    """The LLM API's ``speculative_config`` (a mapping for the YAML file);
+def trtllm_config(ranges, *, decoding_type: str = "MTP", speculative_model: str | None = None,
+                  max_batch_size: int | None = None) -> dict:
+    """The LLM API's options (a mapping for the YAML file): ``max_batch_size``
+    and a ``cuda_graph_config`` that captures decode graphs up to it with
+    padding on (:func:`trtllm_serving`), then ``speculative_config``;
     ``speculative_model`` is the drafter's checkpoint (none for MTP or NGram)."""
     max_draft_len, schedule, _ = trtllm_schedule(ranges)
     spec = {"decoding_type": decoding_type, "max_draft_len": max_draft_len}
     if speculative_model:
         spec["speculative_model"] = speculative_model
     spec["draft_len_schedule"] = schedule
-    return {"speculative_config": spec}
+    out = trtllm_serving(max_batch_size) if max_batch_size else {}
+    out["speculative_config"] = spec
+    return out
+
+
+#: Where the TensorRT-LLM fields below were read: tensorrt_llm/llmapi/llm_args.py in NVIDIA/TensorRT-LLM as the
+#: project's search tool stores it (a 2026 upstream copy; its release could not be tied to a tag from here):
+#: ``BaseCudaGraphConfig`` (``batch_sizes``, ``max_batch_size``: "If neither is provided, a default
+#: max_batch_size of 128 is used", ``enable_padding``: "batches are rounded up to the nearest
+#: cuda_graph_batch_size"), ``DecodeCudaGraphConfig._merge_schedule_keys`` (each draft_len_schedule key gets a
+#: graph of its own), and the LLM API's ``max_batch_size`` and ``cuda_graph_config``.
+TRTLLM_SOURCE = "TensorRT-LLM upstream tensorrt_llm/llmapi/llm_args.py (2026 copy; release not verified)"
+
+
+def trtllm_serving(max_batch_size: int) -> dict:
+    """The options that let TensorRT-LLM run the batch a schedule is priced
+    to on CUDA graphs: ``max_batch_size`` and ``cuda_graph_config`` with
+    graphs up to it and padding on (by default graphs stop at 128 sequences
+    and a batch off the captured list runs eagerly)."""
+    n = int(max_batch_size)
+    return {"max_batch_size": n, "cuda_graph_config": {"max_batch_size": n, "enable_padding": True}}
 
 
 def expand_trtllm(spec: dict, max_batch: int) -> list:

@@ -1035,8 +1035,11 @@ def _render_trtllm(sched, decoding_type, path, width):
 
     table = sched.table(sched.max_ranges, sched.max_k, first_is_max=True, implicit_zero_tail=True)
     max_draft_len, schedule_map, concurrency = engines.trtllm_schedule(table.ranges)
-    config = engines.trtllm_config(table.ranges, decoding_type=decoding_type, speculative_model=path)
+    config = engines.trtllm_config(table.ranges, decoding_type=decoding_type, speculative_model=path,
+                                   max_batch_size=sched.max_batch)
     lines = _header(sched) + [
+        f"max_batch_size and cuda_graph_config (graphs to {sched.max_batch:,}, padding on) run the batch the "
+        f"table is priced to on CUDA graphs; fields as read in {engines.TRTLLM_SOURCE}.",
         "TensorRT-LLM LLM API options (trtllm-serve / trtllm-bench --config FILE): draft length per batch size.",
         f"Keys are the upper ends of batch ranges; above {max(schedule_map)} TensorRT-LLM drafts 0.",
         f"max_concurrency: {concurrency if concurrency is not None else 'none (never speculate)'}  "
