@@ -14,6 +14,7 @@ import pytest
 import speclib
 from speclib import presets
 from speclib.tools import cli
+from speclib.tools.commands import options, sweep
 
 REPO = Path(__file__).resolve().parents[1]
 POINT = ["--batch", "64", "--seq", "4096", "--alpha", "0.75", "--draft-cost", "0.1"]
@@ -82,7 +83,7 @@ def test_sweep_csv_reads_back_to_optimal_gamma(capsys):
     )
     assert code == 0 and err == ""
     table = read_csv(out)
-    assert list(table) == list(cli.SWEEP_COLUMNS + cli.CAPACITY_COLUMNS + cli.ATTENTION_COLUMNS)  # appended
+    assert list(table) == list(sweep.SWEEP_COLUMNS + sweep.CAPACITY_COLUMNS + sweep.ATTENTION_COLUMNS)  # appended
     assert set(table["attention"]) == {"served"}  # the default of every entry point
     assert len(table["batch"]) == 4 * 3 * 3 * 2
     B, S, A, C = (np.array(table[k], dtype=float) for k in ("batch", "seq", "alpha", "draft_cost"))
@@ -111,7 +112,7 @@ def test_sweep_over_models_and_chips(capsys):
 def test_sweep_table_is_aligned(capsys):
     code, out, _ = run(capsys, "sweep", "--batch", "1,30000", "--seq", "512", "--alpha", "0.5,0.99", "--format", "table")
     lines = out.splitlines()
-    assert code == 0 and lines[0].split() == list(cli.SWEEP_COLUMNS + cli.CAPACITY_COLUMNS + cli.ATTENTION_COLUMNS)
+    assert code == 0 and lines[0].split() == list(sweep.SWEEP_COLUMNS + sweep.CAPACITY_COLUMNS + sweep.ATTENTION_COLUMNS)
     assert len(lines) == 1 + 4
     assert len({len(line) for line in lines}) == 1  # right-aligned last column: equal widths
 
@@ -120,8 +121,8 @@ def test_sweep_writes_to_a_file(capsys, tmp_path):
     target = tmp_path / "out.csv"
     code, out, _ = run(capsys, "sweep", "--batch", "4", "--seq", "100", "--alpha", "0.7", "--output", str(target))
     assert code == 0 and out == ""
-    assert target.read_text().splitlines()[0] == ",".join(cli.SWEEP_COLUMNS + cli.CAPACITY_COLUMNS
-                                                          + cli.ATTENTION_COLUMNS)
+    assert target.read_text().splitlines()[0] == ",".join(sweep.SWEEP_COLUMNS + sweep.CAPACITY_COLUMNS
+                                                          + sweep.ATTENTION_COLUMNS)
 
 
 @pytest.mark.parametrize(
@@ -137,7 +138,7 @@ def test_sweep_writes_to_a_file(capsys, tmp_path):
     ],
 )
 def test_grid_syntax(text, counts, expected):
-    np.testing.assert_allclose(cli.parse_grid("--x", text, counts=counts), expected)
+    np.testing.assert_allclose(options.parse_grid("--x", text, counts=counts), expected)
 
 
 # --- presets ------------------------------------------------------------------------------
@@ -217,7 +218,7 @@ BAD = [
 @pytest.mark.parametrize("argv, option, allowed", BAD, ids=[" ".join(b[0]) or "(nothing)" for b in BAD])
 def test_bad_input_is_one_line_naming_the_option(capsys, argv, option, allowed):
     code, out, err = run(capsys, *argv)
-    assert code == cli.EXIT_USAGE
+    assert code == options.EXIT_USAGE
     assert out == ""
     assert err.endswith("\n") and err.count("\n") == 1, err
     assert option in err and allowed in err
@@ -231,7 +232,7 @@ def test_option_ranges_agree_with_speclibs_own_messages(capsys, option, value):
     argv = {"--batch": "1", "--seq": "10", "--alpha": "0.5", "--draft-cost": "0.1", "--gamma-max": "8"}
     argv[option] = value
     _, _, err = run(capsys, "gamma", *[x for kv in argv.items() for x in kv])
-    assert f"{option} must be {cli.OPTION_RANGES[option]}" in err
+    assert f"{option} must be {options.OPTION_RANGES[option]}" in err
 
 
 # --- drafters priced by their own roofline -----------------------------------------------------
@@ -275,7 +276,7 @@ def test_sweep_with_drafters_adds_their_columns(capsys):
                        "--seq", "512", "--roofline", "aggregate")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert list(rows[0])[:len(cli.SWEEP_COLUMNS) + 2] == [*cli.SWEEP_COLUMNS, "drafter", "roofline"]
+    assert list(rows[0])[:len(sweep.SWEEP_COLUMNS) + 2] == [*sweep.SWEEP_COLUMNS, "drafter", "roofline"]
     assert len(rows) == 6 and {r["alpha"] for r in rows} == {"measured"} and {r["draft_cost"] for r in rows} == {""}
     for r in rows:
         deployment = speclib.Deployment("Qwen3.6-35B-A3B", drafter=r["drafter"], roofline="aggregate")
@@ -285,7 +286,7 @@ def test_sweep_with_drafters_adds_their_columns(capsys):
 
 def test_sweep_without_drafters_keeps_its_columns(capsys):
     code, out, _ = run(capsys, "sweep", "--batch", "8", "--seq", "512", "--alpha", "0.7")
-    assert code == 0 and out.splitlines()[0].startswith(",".join(cli.SWEEP_COLUMNS) + ",fits")
+    assert code == 0 and out.splitlines()[0].startswith(",".join(sweep.SWEEP_COLUMNS) + ",fits")
 
 
 # --- help ------------------------------------------------------------------------------------------
@@ -367,7 +368,7 @@ def test_sweep_fits_column_and_calibrated_step_time(capsys):
                     "--step-time", "calibrated", "--tp", "2")
     table = read_csv(out)
     assert list(table)[-6:] == ["step_time", "tp", "fits", "max_batch", "attention", "running"]
-    assert list(table)[:8] == list(cli.SWEEP_COLUMNS)
+    assert list(table)[:8] == list(sweep.SWEEP_COLUMNS)
     B, S = np.array(table["batch"], dtype=float), np.array(table["seq"], dtype=float)
     deployment = speclib.Deployment(step_time="calibrated", tp=2)
     g, _ = speclib.optimal_gamma(0.75, B, S, 0.1, deployment=deployment)
@@ -411,5 +412,5 @@ def test_a_chip_of_a_vendor_without_fitted_constants_is_one_line(capsys, tmp_pat
     path.write_text(json.dumps(chip))
     code, out, err = run(capsys, command, "--batch", "1", "--seq", "10", "--alpha", "0.5", "--step-time", "calibrated",
                          "--hardware-config", str(path))
-    assert code == cli.EXIT_USAGE and out == "" and err.count("\n") == 1
+    assert code == options.EXIT_USAGE and out == "" and err.count("\n") == 1
     assert "X1" in err and "vendor 'Intel' has no fitted constants" in err

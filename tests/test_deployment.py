@@ -24,6 +24,7 @@ from speclib.core.acceptance import Acceptance
 from speclib.core.deployment import Deployment, deployment_of
 from speclib.core.pricing import LedgerPricing, StepPricing
 from speclib.tools import cli
+from speclib.tools.commands import options
 from speclib.tools import schedule as sched_mod
 
 B = np.array([1.0, 8.0, 64.0, 512.0])
@@ -261,13 +262,13 @@ def test_the_schedule_and_profile_of_a_deployment_are_as_before(monkeypatch):
 
 def test_the_cli_builds_one_deployment_from_its_options(tmp_path, monkeypatch):
     built = []
-    original = cli._deployment
+    original = options.deployment
 
     def spy(*args, **kwargs):
         built.append(original(*args, **kwargs))
         return built[-1]
 
-    monkeypatch.setattr(cli, "_deployment", spy)
+    monkeypatch.setattr(options, "deployment", spy)
     calibration = tmp_path / "cal.json"
     calibration.write_text(json.dumps(cal.shipped_calibration().to_json()))
     assert cli.main(["schedule", "--model", "qwen3.6-35b-a3b", "--drafter", "mtp", "--seq", "512", "--max-batch",
@@ -424,7 +425,7 @@ def test_no_public_function_takes_more_than_nine_parameters():
     for name in ("speclib.speedup", "speclib.optimal_gamma", "speclib.throughput", "speclib.schedule",
                  "speclib.core.speculation.best_gamma", "speclib.tools.schedule.profile",
                  "speclib.Deployment.pricing", "speclib.tools.schedule.Schedule.limited",
-                 "speclib.tools.cli.sweep_records", "speclib.core.parallel.optimal_gamma",
+                 "speclib.tools.commands.sweep.sweep_records", "speclib.core.parallel.optimal_gamma",
                  "speclib.tpot"):
         assert name in found
     too_many = {name: len(inspect.signature(f).parameters) for name, f in found.items()
