@@ -55,3 +55,73 @@ def test_against_brute_force():
 def test_ranges_told_apart_stay_apart():
     ranges = [(2.0, 1.95, 2.05), (1.5, 1.45, 1.55), (1.0, 0.95, 1.05)]
     assert indistinct_groups(ranges) == [(0, 0), (1, 1), (2, 2)]
+
+
+# --- the default of schedule() and of `speclib schedule` ---------------------------------------------
+def _calibrated(**kw):
+    import speclib
+    from speclib.tools.schedule import schedule
+
+    return schedule(seq=4096, alpha=0.75, c_draft=0.1, max_batch=512, **kw,
+                    deployment=speclib.Deployment("DeepSeek-V4-Flash", "B200", tp=2, step_time="calibrated"))
+
+
+def _described(sched, ranges):
+    """Each range as (mean speed-up at its K, widest interval low, high), computed here from the raw arrays."""
+    import numpy as np
+
+    lo, hi = sched.interval
+    out = []
+    for r in ranges:
+        i = list(sched.gammas).index(r.k)
+        s = sched.speedups[0][i, r.lo - 1:r.hi]
+        out.append((float(np.mean(s)), float(np.min(lo[r.lo - 1:r.hi])), float(np.max(hi[r.lo - 1:r.hi]))))
+    return out
+
+
+def test_the_default_table_merges_what_the_interval_cannot_tell_apart():
+    merged, every = _calibrated(), _calibrated(merge_indistinct=False)
+    per_batch = every.table().ranges
+    assert per_batch == every.ranges and len(per_batch) > 2  # off: every change of the optimum stays
+    table = merged.table()
+    # as many ranges as brute force finds runs of mutually indistinct per-batch ranges
+    assert len(table.ranges) == len(brute_force(_described(every, per_batch))) < len(per_batch)
+    # each merged range is a union of whole per-batch ranges, and the merge costs little of the optimum
+    cuts = {r.lo for r in per_batch}
+    assert {r.lo for r in table.ranges} <= cuts
+    assert 0.9 < table.kept <= 1.0
+    # and the TensorRT-LLM table holds no more ranges than the interval tells apart
+    trt = merged.table(first_is_max=True, implicit_zero_tail=True)
+    assert len(trt.ranges) <= len(table.ranges)
+
+
+def test_max_ranges_caps_the_merged_table():
+    sched = _calibrated()
+    for n in (1, 2):
+        assert len(sched.table(max_ranges=n).ranges) <= n
+
+
+def test_the_command_merges_by_default_and_max_ranges_caps_it():
+    import contextlib
+    import io
+    import json
+
+    from speclib.tools.cli import main
+
+    def run(*extra):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(["schedule", "--model", "deepseek-v4-flash", "--hardware", "b200", "--alpha", "0.75",
+                           "--max-batch", "512", "--tp", "2", "--step-time", "calibrated", "--engine", "vllm",
+                           *extra])
+        return status, out.getvalue(), err.getvalue()
+
+    status, out, _ = run()
+    assert status == 0
+    table = json.loads(out)["num_speculative_tokens_per_batch_size"]
+    assert [[r.lo, r.hi, r.k] for r in _calibrated().table().ranges] == table
+    status, out, _ = run("--max-ranges", "2")
+    assert status == 0 and len(json.loads(out)["num_speculative_tokens_per_batch_size"]) <= 2
+    for bad in ("0", "-1", "65", "two"):
+        status, out, err = run("--max-ranges", bad)
+        assert status == 2 and out == "" and err.count("\n") == 1 and "--max-ranges" in err, (bad, err)

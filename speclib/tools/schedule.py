@@ -292,6 +292,9 @@ class Schedule:
     tp: int = 1
     ep: int = 1
     dp_attention: bool = False
+    #: whether the tables merge adjacent ranges whose speed-ups lie inside each other's interval
+    #: (:func:`indistinct_groups`; only where there is an interval, at the reference context)
+    merge_indistinct: bool = True
 
     # --- the per-batch optimum ---------------------------------------------------
     @property
@@ -480,9 +483,15 @@ class Schedule:
         if not allowed.any():
             raise ValueError(f"max_k must allow a draft length; got {max_k}")
         best = self._capped_best(rel, allowed)
-        ranges = ranges_from_lookup(self.gammas[best])
+        ks = self.gammas[best]
+        if self.merge_indistinct:
+            ks = self._distinct_ks(ks, allowed, c)
+        ranges = ranges_from_lookup(ks)
         if not _violates(ranges, max_ranges, first_is_max, implicit_zero_tail):
-            return self._table(self.gammas[best], c)
+            return self._table(ks, c)
+        if self.merge_indistinct and max_ranges is None and self.interval is not None and c == 0:
+            # the engine's rule binds: no more ranges than the interval tells apart
+            max_ranges = len(ranges) - (1 if implicit_zero_tail and len(ranges) > 1 and ranges[-1].k == 0 else 0)
         # Draft lengths deeper than every batch's optimum are left out of the
         # search (they lose at every batch when the speedup is unimodal in gamma).
         allowed &= self.gammas <= self.gammas[best].max()
@@ -545,6 +554,32 @@ class Schedule:
         among = self.batches <= held
         return Tiers(tuple(int(self.gammas[i]) for i in best), self.kept(ks, c, among), ks,
                      *self.worst(ks, c, among), held_to=held if held < self.max_batch else None)
+
+    def _distinct_ks(self, ks, allowed, c: int = 0) -> np.ndarray:
+        """``ks`` (a draft length per batch) with adjacent ranges merged where
+        the interval cannot tell their speed-ups apart (:func:`indistinct_groups`:
+        a range's speed-up is its mean over its batches at its draft length,
+        its interval the widest of its batches'), each merged run at the one
+        allowed draft length that keeps the most over its batches (ties to the
+        shorter). Unchanged without an interval or off the reference context."""
+        ks = np.asarray(ks).copy()
+        base = ranges_from_lookup(ks)
+        if self.interval is None or c != 0 or len(base) < 2:
+            return ks
+        lo, hi = (np.asarray(x, dtype=float) for x in self.interval)
+        speed = self._held(c)[np.searchsorted(self.gammas, ks), np.arange(self.max_batch)]
+        described = [(float(speed[r.lo - 1:r.hi].mean()), float(lo[r.lo - 1:r.hi].min()),
+                      float(hi[r.lo - 1:r.hi].max())) for r in base]
+        weighted = np.where(np.asarray(allowed)[:, None], self._weighted(c), -np.inf)
+        for first, last in indistinct_groups(described):
+            if first == last:
+                continue
+            a, b = base[first].lo - 1, base[last].hi
+            part = weighted[:, a:b]
+            totals = np.where(np.isfinite(part).all(axis=1), np.sum(np.where(np.isfinite(part), part, 0.0), axis=1),
+                              -np.inf)
+            ks[a:b] = self.gammas[int(np.argmax(totals))]
+        return ks
 
     @staticmethod
     def _capped_best(rel, allowed):
@@ -720,7 +755,7 @@ def read_acceptance(path) -> "_acc.SurvivalCurve":
 
 
 def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, max_batch: int = 256,
-             gamma_max: int = 64, deployment=None, step_costs=None) -> Schedule:
+             gamma_max: int = 64, deployment=None, step_costs=None, merge_indistinct: bool = True) -> Schedule:
     """gamma* for every batch size 1..``max_batch`` and the tables an engine reads.
 
     ``seq``: one context length or several (the first is the reference of
@@ -738,7 +773,10 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
     GPUs at the first context with its fraction ``reserve`` of HBM kept free
     (:func:`speclib.core.capacity.max_batch`; ``reserve=None`` skips the
     check). The engine's limits (a number of ranges, a largest K) are set
-    on the result: :meth:`Schedule.limited`.
+    on the result: :meth:`Schedule.limited`. ``merge_indistinct`` (default):
+    the tables merge adjacent ranges whose speed-ups lie inside each other's
+    interval (:func:`indistinct_groups`), where the calibrated step gives one;
+    False keeps every change of the per-batch optimum.
     """
     max_batch = int(max_batch)
     if not 1 <= max_batch <= MAX_BATCH:
@@ -793,7 +831,7 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         speedups=np.asarray(tables, dtype=float), memory=memory, interval=interval, notes=notes,
         warnings=warnings, memory_limits=limits, where=where_of(dep), mtp_layers=m.mtp_layers,
         drafter_kind=priced.drafter.kind, attention=dep.attention, tp=dep.tp, ep=dep.ep,
-        dp_attention=dep.dp_attention,
+        dp_attention=dep.dp_attention, merge_indistinct=bool(merge_indistinct),
     )
 
 
@@ -1259,20 +1297,5 @@ def distinct_table(sched: "Schedule", c: int = 0) -> "Table":
     batches'), each merged run at the one draft length that keeps the most
     over its batches (ties to the shorter). Without an interval: the
     per-batch optimum's own ranges."""
-    base = list(sched.ranges)
-    if sched.interval is None or len(base) < 2:
-        return sched._table(sched.gamma_star_at(c), c)
-    lo, hi = (np.asarray(x, dtype=float) for x in sched.interval)
-    speed = sched.speedup_at(c)
-    described = [(float(speed[r.lo - 1:r.hi].mean()), float(lo[r.lo - 1:r.hi].min()), float(hi[r.lo - 1:r.hi].max()))
-                 for r in base]
-    weighted = sched._weighted(c)
-    ks = np.asarray(sched.gamma_star_at(c)).copy()
-    for first, last in indistinct_groups(described):
-        a, b = base[first].lo - 1, base[last].hi
-        if first == last:
-            continue
-        totals = np.where(np.isfinite(weighted[:, a:b]).all(axis=1), np.sum(np.where(
-            np.isfinite(weighted[:, a:b]), weighted[:, a:b], 0.0), axis=1), -np.inf)
-        ks[a:b] = sched.gammas[int(np.argmax(totals))]
+    ks = sched._distinct_ks(sched.gamma_star_at(c), np.ones(len(sched.gammas), dtype=bool), c)
     return sched._table(ks, c)
