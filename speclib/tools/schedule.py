@@ -561,7 +561,9 @@ class Schedule:
         a range's speed-up is its mean over its batches at its draft length,
         its interval the widest of its batches'), each merged run at the one
         allowed draft length that keeps the most over its batches (ties to the
-        shorter). Unchanged without an interval or off the reference context."""
+        shorter). A range of K = 0 (plain decoding: the on/off call, marked
+        where its interval holds 1x) stays its own. Unchanged without an
+        interval or off the reference context."""
         ks = np.asarray(ks).copy()
         base = ranges_from_lookup(ks)
         if self.interval is None or c != 0 or len(base) < 2:
@@ -571,7 +573,15 @@ class Schedule:
         described = [(float(speed[r.lo - 1:r.hi].mean()), float(lo[r.lo - 1:r.hi].min()),
                       float(hi[r.lo - 1:r.hi].max())) for r in base]
         weighted = np.where(np.asarray(allowed)[:, None], self._weighted(c), -np.inf)
-        for first, last in indistinct_groups(described):
+        groups = []  # a K = 0 range (speculation off, another graph regime) is never merged with a drafting one
+        start = 0
+        for i in range(len(base) + 1):
+            if i == len(base) or base[i].k == 0:
+                groups += [(start + a, start + b) for a, b in indistinct_groups(described[start:i])]
+                if i < len(base):
+                    groups.append((i, i))
+                start = i + 1
+        for first, last in groups:
             if first == last:
                 continue
             a, b = base[first].lo - 1, base[last].hi
