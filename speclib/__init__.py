@@ -67,14 +67,14 @@ from .core.speculation import optimal_gamma, speedup, throughput, tree_speedup
 
 
 def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, max_batch: int = 256,
-             gamma_max: int = 64, deployment=None, step_costs=None, merge_indistinct: bool = True):
+             gamma_max: int = 64, deployment=None, step_costs=None):
     """gamma* for every batch size, as a serving engine's table: see
     :func:`speclib.tools.schedule.schedule` (imported on first call, so that
     ``import speclib`` stays light)."""
     from .tools.schedule import schedule as _schedule
 
     return _schedule(model, hardware, seq, alpha=alpha, c_draft=c_draft, max_batch=max_batch, gamma_max=gamma_max,
-                     deployment=deployment, step_costs=step_costs, merge_indistinct=merge_indistinct)
+                     deployment=deployment, step_costs=step_costs)
 
 
 __all__ = [

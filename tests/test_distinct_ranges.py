@@ -80,12 +80,10 @@ def _described(sched, ranges):
 
 
 def test_the_default_table_merges_what_the_interval_cannot_tell_apart():
-    merged, every = _calibrated(), _calibrated(merge_indistinct=False)
-    import speclib  # the package's entry point has the same default and passes the switch through
+    merged = _calibrated()
+    every = merged.every_range()
+    import speclib  # the package's entry point has the same default
     dep = speclib.Deployment("DeepSeek-V4-Flash", "B200", tp=2, step_time="calibrated")
-    for flag, sched in ((True, merged), (False, every)):
-        assert speclib.schedule(seq=4096, alpha=0.75, c_draft=0.1, max_batch=512, deployment=dep,
-                                merge_indistinct=flag).table().ranges == sched.table().ranges
     assert speclib.schedule(seq=4096, alpha=0.75, c_draft=0.1, max_batch=512,
                             deployment=dep).table().ranges == merged.table().ranges
     per_batch = every.table().ranges

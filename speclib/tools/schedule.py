@@ -604,6 +604,11 @@ class Schedule:
         max_ranges, max_k = check_limits(max_ranges, max_k)
         return dataclasses.replace(self, max_ranges=max_ranges, max_k=max_k)
 
+    def every_range(self) -> Schedule:
+        """This schedule with its tables built from the per-batch optimum's
+        own ranges, none merged for lying inside each other's interval."""
+        return dataclasses.replace(self, merge_indistinct=False)
+
     @property
     def chosen(self) -> Table:
         """The table under this schedule's own limits (``max_ranges``, ``max_k``)."""
@@ -765,7 +770,7 @@ def read_acceptance(path) -> "_acc.SurvivalCurve":
 
 
 def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, max_batch: int = 256,
-             gamma_max: int = 64, deployment=None, step_costs=None, merge_indistinct: bool = True) -> Schedule:
+             gamma_max: int = 64, deployment=None, step_costs=None) -> Schedule:
     """gamma* for every batch size 1..``max_batch`` and the tables an engine reads.
 
     ``seq``: one context length or several (the first is the reference of
@@ -783,10 +788,10 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
     GPUs at the first context with its fraction ``reserve`` of HBM kept free
     (:func:`speclib.core.capacity.max_batch`; ``reserve=None`` skips the
     check). The engine's limits (a number of ranges, a largest K) are set
-    on the result: :meth:`Schedule.limited`. ``merge_indistinct`` (default):
-    the tables merge adjacent ranges whose speed-ups lie inside each other's
-    interval (:func:`indistinct_groups`), where the calibrated step gives one;
-    False keeps every change of the per-batch optimum.
+    on the result: :meth:`Schedule.limited`. Its tables merge adjacent
+    ranges whose speed-ups lie inside each other's interval
+    (:func:`indistinct_groups`), where the calibrated step gives one;
+    :meth:`Schedule.every_range` keeps every change of the per-batch optimum.
     """
     max_batch = int(max_batch)
     if not 1 <= max_batch <= MAX_BATCH:
@@ -841,7 +846,7 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         speedups=np.asarray(tables, dtype=float), memory=memory, interval=interval, notes=notes,
         warnings=warnings, memory_limits=limits, where=where_of(dep), mtp_layers=m.mtp_layers,
         drafter_kind=priced.drafter.kind, attention=dep.attention, tp=dep.tp, ep=dep.ep,
-        dp_attention=dep.dp_attention, merge_indistinct=bool(merge_indistinct),
+        dp_attention=dep.dp_attention,
     )
 
 
