@@ -123,7 +123,8 @@ def test_an_expert_parallel_step_waits_for_its_most_loaded_gpu():
 
 @pytest.mark.parametrize("layout, model, message", [
     (dict(tp=8, ep=3), "deepseek-r1", r"^ep must divide tp"),
-    (dict(tp=6, ep=6), "deepseek-r1", r"^ep must divide the routed experts \(256"),
+    (dict(tp=6, ep=6, dp_attention=True), "deepseek-r1", r"^ep must divide the routed experts \(256"),
+    (dict(tp=6), "deepseek-r1", r"^tp must divide DeepSeek-V3's 128 attention heads"),
     (dict(tp=8, ep=8), "llama-3-70b", r"^ep splits routed experts over GPUs; Llama-3-70B has none"),
     (dict(tp=1, dp_attention=True), "deepseek-r1", r"^dp_attention splits attention by sequence over the "
                                                   r"tensor-parallel GPUs: it needs tp > 1"),

@@ -231,7 +231,7 @@ def test_sglang_document_parses_and_expands(which, request):
     adaptive = doc["adaptive_tiers"]
     tiers = adaptive["candidate_steps"]
     assert 1 <= len(tiers) <= 3 and all(t >= 1 for t in tiers) and tiers == sorted(tiers)
-    assert adaptive["adaptive_config"] == {"candidate_steps": tiers}
+    assert adaptive["adaptive_config"] == {"1": {"candidate_steps": tiers}}
     parsed = engines.parse_sglang_args(adaptive["args"])
     assert parsed["adaptive"] and parsed["topk"] == 1 and parsed["num_steps"] in tiers
     assert parsed["num_draft_tokens"] == parsed["num_steps"] + 1
@@ -460,7 +460,7 @@ def test_sglang_documented_examples_parse():
     assert parsed == {"algorithm": "EAGLE", "draft_model": "lmsys/sglang-EAGLE-llama2-chat-7B", "num_steps": 3,
                       "topk": 1, "num_draft_tokens": 4, "adaptive": True}
     config = {"candidate_steps": [1, 3, 7], "ema_alpha": 0.2, "warmup_batches": 10, "update_interval": 5}
-    assert engines.sglang_adaptive_config(config["candidate_steps"]) == {"candidate_steps": [1, 3, 7]}
+    assert engines.sglang_adaptive_config(config["candidate_steps"]) == {"1": {"candidate_steps": [1, 3, 7]}}
     # the MTP example: one step, topk 1, two draft tokens
     assert engines.parse_sglang_args("--speculative-num-steps 1 --speculative-eagle-topk 1 "
                                      "--speculative-num-draft-tokens 2")["num_steps"] == 1
@@ -688,10 +688,15 @@ def test_folded_sglang_args_read_back_as_the_engines_flags(which, request):
     sched = request.getfixturevalue(which)
     doc = yaml.safe_load(render(sched, "sglang", width=60))
     table = sched.table()
-    assert doc["by_batch_size"]["args"] == engines.sglang_slots_args(table.ranges, "EAGLE")
-    assert doc["static"]["args"] == engines.sglang_static_args(doc["static"]["gamma"], "EAGLE")
-    tiers = list(sched.tiers(3).tiers)
-    assert doc["adaptive_tiers"]["args"] == engines.sglang_adaptive_args(tiers, tiers[len(tiers) // 2], "EAGLE")
+    serve = lambda held: " " + engines.sglang_serving_args(held or sched.max_batch, tp=sched.tp)  # noqa: E731
+    assert doc["by_batch_size"]["args"] == engines.sglang_slots_args(table.ranges, "EAGLE") + serve(None)
+    static = sched.static()
+    assert doc["static"]["args"] == engines.sglang_static_args(doc["static"]["gamma"], "EAGLE") + serve(
+        static.held_to)
+    tiers = sched.tiers(3)
+    top = list(tiers.tiers)
+    assert doc["adaptive_tiers"]["args"] == engines.sglang_adaptive_args(top, top[len(top) // 2], "EAGLE") + serve(
+        tiers.held_to)
 
 
 def test_a_roofline_schedule_warns_and_a_calibrated_one_gives_its_interval(dsv4, dsv4_calibrated, tmp_path):
@@ -806,8 +811,9 @@ def test_an_sglang_schedule_prices_sglangs_own_fixed_time():
     doc = yaml.safe_load(sglang)
     mine = speclib.schedule(seq=4096, alpha=0.75, max_batch=64, deployment=speclib.Deployment(
         step_time="calibrated", engine="SGLang", attention="served"))
+    # the command's table is the library's default (ranges the interval cannot tell apart merged)
     assert engines.expand_sglang_slots(doc["by_batch_size"]["adaptive_config"], 64) == [int(g) for g in
-                                                                                       mine.gamma_star]
+                                                                                       mine.table().k_per_batch]
 
 
 def test_facts_at_another_context_are_that_contexts():

@@ -306,7 +306,8 @@ def check(batch, context, model=None, hardware=None, tp=1, *, reserve=DEFAULT_RE
         widths = [1 << i for i in range(MAX_TP.bit_length())]
         wider = (lambda w: dataclasses.replace(d, tp=w)) if isinstance(d, _PlainLayout) else \
             (lambda w: d.replace(tp=w))  # noqa: E731
-        fits_on = [w for w in widths if deployment_memory(wider(w), S, gamma).max_batch >= math.ceil(B)]
+        fits_on = [w for w in widths if _accepted(wider, w) and
+                   deployment_memory(wider(w), S, gamma).max_batch >= math.ceil(B)]
         smallest = fits_on[0] if fits_on else None
     arch = m.step_architecture()
     return CapacityCheck(
@@ -316,6 +317,16 @@ def check(batch, context, model=None, hardware=None, tp=1, *, reserve=DEFAULT_RE
         min_tp=smallest, cache_share=held.cache_share,
         latent=bool(arch.attention_layers and not arch.kv_heads and d.layout.plain),
     )
+
+
+def _accepted(wider, w) -> bool:
+    """Whether the deployment at ``tp = w`` is a layout the engines take (its
+    heads split, inside one scale-up domain: :meth:`speclib.core.layout.Layout.check`)."""
+    try:
+        wider(w)
+    except ValueError:
+        return False
+    return True
 
 
 # --- what one deployment holds ----------------------------------------------------------

@@ -31,7 +31,7 @@ import numpy as np
 
 from .._checks import checked_array, checked_choice, checked_int
 from ..formulas import numpy_functions as nf
-from ..presets import Drafter, KV_BYTES, PRECISIONS, drafter as drafter_preset, resolve
+from ..presets import Drafter, KV_BYTES, PRECISIONS, drafter as drafter_preset, interconnect as _interconnect, resolve
 from . import calibrated as _cal
 from . import capacity as _capacity
 from . import cost as _cost
@@ -196,6 +196,7 @@ class Deployment:
             put("model", model)
             put("hardware", hardware)
             self.layout.check(model.step_architecture())
+            _check_domain(self.tp, hardware)
             if self.routing is not None:
                 if not model.ffn.is_moe:
                     raise ValueError(f"routing is for mixture-of-experts models; {model.name} is dense")
@@ -446,6 +447,23 @@ class Deployment:
             else:
                 parts.append(f"{f.name}={value!r}")
         return f"Deployment({', '.join(parts)})"
+
+
+def _check_domain(tp: int, hardware) -> None:
+    """Refuse a ``tp`` larger than the chip's scale-up domain (8 GPUs on an
+    HGX board's NVLink, 72 in an NVL72 rack). The step's all-reduces are priced
+    on one flat network, the chip's own (:class:`speclib.core.layout.ParallelStep`):
+    a group that spans nodes would run them over the scale-out link, whose
+    multi-node all-reduce latency no preset measures, so it is refused rather
+    than priced as if it were one node (engines split such a group by
+    pipeline or data parallelism across nodes instead)."""
+    if tp == 1 or hardware.interconnect is None:
+        return
+    domain = _interconnect(hardware.interconnect).domain_size
+    if domain is not None and tp > domain:
+        raise ValueError(f"tp must be at most {domain} on {hardware.name}: its {hardware.interconnect} joins {domain} "
+                         f"GPUs, and a tensor-parallel group across nodes (all-reduces over the scale-out link) is "
+                         f"not priced; got tp={tp}")
 
 
 def _own_attention(cost_model) -> str:

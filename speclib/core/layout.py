@@ -95,6 +95,12 @@ class Layout:
     def check(self, architecture) -> "Layout":
         """Refuse a layout ``architecture`` cannot be served with, naming the field."""
         a = architecture
+        if self.tp > 1 and not self.dp_attention and not head_split_ok(self.tp, a.n_heads, a.kv_heads):
+            allowed = ", ".join(str(t) for t in head_splits(a.n_heads, a.kv_heads))
+            how = (f" and {a.kv_heads} KV heads (each KV head whole on a GPU, or replicated over tp / "
+                   f"{a.kv_heads} GPUs)" if a.kv_heads else "")
+            raise ValueError(f"tp must divide {a.name}'s {a.n_heads} attention heads{how}, as vLLM and SGLang split "
+                             f"them; got tp={self.tp}; allowed: {allowed}")
         if self.ep > 1:
             if not a.is_moe:
                 raise ValueError(f"ep splits routed experts over GPUs; {a.name} has none (ep must be 1)")
@@ -111,6 +117,31 @@ class Layout:
         parts = [f"TP{self.tp}"] + ([f"EP{self.ep}"] if self.ep > 1 else []) + (
             ["data-parallel attention"] if self.dp_attention else [])
         return " ".join(parts)
+
+
+def head_split_ok(tp: int, n_heads: int, kv_heads: int) -> bool:
+    """Whether tensor-parallel attention over ``tp`` GPUs can split ``n_heads``
+    query heads and ``kv_heads`` KV heads (0: MLA's one latent, held whole on
+    every GPU) as the engines do: the query heads evenly (vLLM 0.34.0,
+    ``ModelConfig.verify_with_parallel_config``: "Total number of attention
+    heads must be divisible by tensor parallel size"), the KV heads evenly
+    when there are at least tp of them, else each replicated over
+    tp / kv_heads GPUs, which must be whole (``QKVParallelLinear`` in vLLM
+    0.34.0's vllm/model_executor/layers/linear.py and SGLang 0.5.23's
+    sglang/srt/layers/linear.py: ``divide(tp_size, total_num_kv_heads)``).
+    ``n_heads`` 0 (not known): no check."""
+    if tp == 1 or n_heads <= 0:
+        return True
+    if n_heads % tp:
+        return False
+    if kv_heads <= 0:
+        return True
+    return (tp % kv_heads == 0) if tp >= kv_heads else (kv_heads % tp == 0)
+
+
+def head_splits(n_heads: int, kv_heads: int) -> list:
+    """The tensor-parallel sizes :func:`head_split_ok` allows, 1..``n_heads``."""
+    return [t for t in range(1, max(n_heads, 1) + 1) if head_split_ok(t, n_heads, kv_heads)]
 
 
 def cache_share(architecture, layout: Layout, F=nf):

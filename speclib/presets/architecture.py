@@ -678,6 +678,8 @@ class StepArchitecture:
     #: size (the all-reduced activations per position), the layers and the
     #: layers with routed experts
     attention_params: float = 0.0
+    #: the query heads of a full-attention layer, which tensor-parallel attention splits (0: not known)
+    n_heads: int = 0
     #: the dense weights kept and multiplied in bf16 (the output head and the
     #: routers of an fp8 or fp4 checkpoint), among ``dense_params``
     bf16_params: float = 0.0
@@ -750,6 +752,7 @@ def _step_architecture(model: "Model") -> StepArchitecture:
         attention_params=float(attention),
         bf16_params=float(in_bf16),
         kv_heads=int(model.attention.kv_heads),
+        n_heads=int(model.attention.n_heads),
         hidden_size=int(h),
         n_layers=int(n_layers),
         moe_layers=int(n_ffn_layers if ffn.is_moe else 0),

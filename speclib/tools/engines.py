@@ -234,15 +234,38 @@ def trtllm_schedule(ranges) -> tuple:
     return first, schedule, (max(speculating) if speculating else None)
 
 
-def trtllm_config(ranges, *, decoding_type: str = "MTP", speculative_model: str | None = None) -> dict:
-    """The LLM API's ``speculative_config`` (a mapping for the YAML file);
+def trtllm_config(ranges, *, decoding_type: str = "MTP", speculative_model: str | None = None,
+                  max_batch_size: int | None = None) -> dict:
+    """The LLM API's options (a mapping for the YAML file): ``max_batch_size``
+    and a ``cuda_graph_config`` that captures decode graphs up to it with
+    padding on (:func:`trtllm_serving`), then ``speculative_config``;
     ``speculative_model`` is the drafter's checkpoint (none for MTP or NGram)."""
     max_draft_len, schedule, _ = trtllm_schedule(ranges)
     spec = {"decoding_type": decoding_type, "max_draft_len": max_draft_len}
     if speculative_model:
         spec["speculative_model"] = speculative_model
     spec["draft_len_schedule"] = schedule
-    return {"speculative_config": spec}
+    out = trtllm_serving(max_batch_size) if max_batch_size else {}
+    out["speculative_config"] = spec
+    return out
+
+
+#: Where the TensorRT-LLM fields below were read: tensorrt_llm/llmapi/llm_args.py in NVIDIA/TensorRT-LLM as the
+#: project's search tool stores it (a 2026 upstream copy; its release could not be tied to a tag from here):
+#: ``BaseCudaGraphConfig`` (``batch_sizes``, ``max_batch_size``: "If neither is provided, a default
+#: max_batch_size of 128 is used", ``enable_padding``: "batches are rounded up to the nearest
+#: cuda_graph_batch_size"), ``DecodeCudaGraphConfig._merge_schedule_keys`` (each draft_len_schedule key gets a
+#: graph of its own), and the LLM API's ``max_batch_size`` and ``cuda_graph_config``.
+TRTLLM_SOURCE = "TensorRT-LLM upstream tensorrt_llm/llmapi/llm_args.py (2026 copy; release not verified)"
+
+
+def trtllm_serving(max_batch_size: int) -> dict:
+    """The options that let TensorRT-LLM run the batch a schedule is priced
+    to on CUDA graphs: ``max_batch_size`` and ``cuda_graph_config`` with
+    graphs up to it and padding on (by default graphs stop at 128 sequences
+    and a batch off the captured list runs eagerly)."""
+    n = int(max_batch_size)
+    return {"max_batch_size": n, "cuda_graph_config": {"max_batch_size": n, "enable_padding": True}}
 
 
 def expand_trtllm(spec: dict, max_batch: int) -> list:
@@ -285,9 +308,12 @@ def sglang_adaptive_args(tiers, initial: int, algorithm: str = "EAGLE", draft_mo
 
 
 def sglang_adaptive_config(tiers) -> dict:
-    """The documented adaptive config file: only ``candidate_steps`` (the other
-    knobs keep SGLang's defaults)."""
-    return {"candidate_steps": sorted(int(t) for t in tiers)}
+    """The adaptive config file of the documented tier mode: one batch-size
+    slot from batch 1 holding every tier as ``candidate_steps``, so the
+    controller switches among them on the accepted length alone (SGLang
+    0.5.23's ``_load_adaptive_config`` refuses a file without an
+    integer-string batch-size key; the other knobs keep SGLang's defaults)."""
+    return {"1": {"candidate_steps": sorted(int(t) for t in tiers)}}
 
 
 def sglang_static_args(k: int, algorithm: str = "EAGLE", draft_model: str | None = None) -> str:
@@ -470,3 +496,53 @@ def sglang_limits(algorithm: str) -> list:
                 "attention data parallelism"]
     return [f"SGLang's adaptive mode takes EAGLE and EAGLE3 only: with {algorithm} a server runs one fixed depth "
             "(static)"]
+
+
+# --- the whole flag set, for a named release ------------------------------------------------
+#: The SGLang release the flags below were read in: its wheel on PyPI (sglang==0.5.23), whose parser
+#: builds every flag from the field structs of sglang/srt/arg_groups/fields/ (tests/data/engines holds
+#: the extract the tests parse our flags with). In it:
+#: * speculation with --max-running-requests unset runs at most 48 requests
+#:   (sglang/srt/arg_groups/speculative_hook.py, ``_handle_eagle_family``: "Max running requests is reset
+#:   to 48 for speculative decoding"), and the decode CUDA graphs stop at that request pool, so a schedule
+#:   priced past 48 needs the flag;
+#: * the decode graphs' largest batch is ``--cuda-graph-max-bs-decode`` (there is no ``--cuda-graph-max-bs``
+#:   in this release's parser);
+#: * the batch-size-keyed ``--speculative-adaptive-config`` is read by ``_load_adaptive_config``
+#:   (sglang/srt/speculative/adaptive_spec_params.py): integer-string batch keys, each with
+#:   ``candidate_steps``; ``adaptive_unsupported_reason`` takes EAGLE and EAGLE3 with topk 1 and turns
+#:   adaptive mode off under attention data parallelism; ``--speculative-num-steps`` must be one of the
+#:   candidate steps (``_init_adaptive_speculative_params``).
+SGLANG_RELEASE = "0.5.23"
+#: What SGLang runs at most with speculation on and --max-running-requests unset (SGLang 0.5.23).
+SGLANG_SPEC_RUNNING_CAP = 48
+
+
+def sglang_serving_args(max_running: int, tp: int = 1, ep: int = 1, dp_attention: bool = False) -> str:
+    """The flags that let an SGLang server run the batch a schedule is
+    priced to: ``--max-running-requests`` and ``--cuda-graph-max-bs-decode``
+    at ``max_running`` (SGLang caps a speculating server at 48 requests
+    without the first, and its decode graphs at the request pool), and the
+    layout (``--tp-size``; ``--ep-size``; ``--attn-dp-size`` for
+    data-parallel attention, SGLang 0.5.23's spelling of
+    ``--enable-dp-attention --dp-size``)."""
+    max_running = int(max_running)
+    parts = [f"--tp-size {int(tp)}"] if tp > 1 else []
+    if ep > 1:
+        parts.append(f"--ep-size {int(ep)}")
+    if dp_attention:
+        parts.append(f"--attn-dp-size {int(tp)}")
+    parts += [f"--max-running-requests {max_running}", f"--cuda-graph-max-bs-decode {max_running}"]
+    return " ".join(parts)
+
+
+def sglang_static_reason(algorithm: str, dp_attention: bool) -> str | None:
+    """Why SGLang 0.5.23 would ignore a per-batch schedule here (None: it reads one)."""
+    if dp_attention:
+        return (f"attention data parallelism: SGLang {SGLANG_RELEASE} turns adaptive mode off under it "
+                "(adaptive_unsupported_reason: 'adaptive tier decisions are not synchronized across DP ranks'), "
+                "so only the static depth runs")
+    if algorithm not in ("EAGLE", "EAGLE3"):
+        return (f"SGLang {SGLANG_RELEASE}'s adaptive mode takes EAGLE and EAGLE3 only: with {algorithm} a server "
+                "runs one fixed depth")
+    return None

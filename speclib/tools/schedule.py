@@ -288,6 +288,13 @@ class Schedule:
     drafter_kind: str = "constant"
     #: how DeepSeek-V4's attention was priced and held (:data:`speclib.core.cost.ATTENTIONS`), for the header
     attention: str = _cost.DEFAULT_ATTENTION
+    #: the layout the schedule was priced on (:class:`speclib.core.layout.Layout`), for the engines' flags
+    tp: int = 1
+    ep: int = 1
+    dp_attention: bool = False
+    #: whether the tables merge adjacent ranges whose speed-ups lie inside each other's interval
+    #: (:func:`indistinct_groups`; only where there is an interval, at the reference context)
+    merge_indistinct: bool = True
 
     # --- the per-batch optimum ---------------------------------------------------
     @property
@@ -476,9 +483,15 @@ class Schedule:
         if not allowed.any():
             raise ValueError(f"max_k must allow a draft length; got {max_k}")
         best = self._capped_best(rel, allowed)
-        ranges = ranges_from_lookup(self.gammas[best])
+        ks = self.gammas[best]
+        if self.merge_indistinct:
+            ks = self._distinct_ks(ks, allowed, c)
+        ranges = ranges_from_lookup(ks)
         if not _violates(ranges, max_ranges, first_is_max, implicit_zero_tail):
-            return self._table(self.gammas[best], c)
+            return self._table(ks, c)
+        if self.merge_indistinct and max_ranges is None and self.interval is not None and c == 0:
+            # the engine's rule binds: no more ranges than the interval tells apart
+            max_ranges = len(ranges) - (1 if implicit_zero_tail and len(ranges) > 1 and ranges[-1].k == 0 else 0)
         # Draft lengths deeper than every batch's optimum are left out of the
         # search (they lose at every batch when the speedup is unimodal in gamma).
         allowed &= self.gammas <= self.gammas[best].max()
@@ -542,6 +555,42 @@ class Schedule:
         return Tiers(tuple(int(self.gammas[i]) for i in best), self.kept(ks, c, among), ks,
                      *self.worst(ks, c, among), held_to=held if held < self.max_batch else None)
 
+    def _distinct_ks(self, ks, allowed, c: int = 0) -> np.ndarray:
+        """``ks`` (a draft length per batch) with adjacent ranges merged where
+        the interval cannot tell their speed-ups apart (:func:`indistinct_groups`:
+        a range's speed-up is its mean over its batches at its draft length,
+        its interval the widest of its batches'), each merged run at the one
+        allowed draft length that keeps the most over its batches (ties to the
+        shorter). A range of K = 0 (plain decoding: the on/off call, marked
+        where its interval holds 1x) stays its own. Unchanged without an
+        interval or off the reference context."""
+        ks = np.asarray(ks).copy()
+        base = ranges_from_lookup(ks)
+        if self.interval is None or c != 0 or len(base) < 2:
+            return ks
+        lo, hi = (np.asarray(x, dtype=float) for x in self.interval)
+        speed = self._held(c)[np.searchsorted(self.gammas, ks), np.arange(self.max_batch)]
+        described = [(float(speed[r.lo - 1:r.hi].mean()), float(lo[r.lo - 1:r.hi].min()),
+                      float(hi[r.lo - 1:r.hi].max())) for r in base]
+        weighted = np.where(np.asarray(allowed)[:, None], self._weighted(c), -np.inf)
+        groups = []  # a K = 0 range (speculation off, another graph regime) is never merged with a drafting one
+        start = 0
+        for i in range(len(base) + 1):
+            if i == len(base) or base[i].k == 0:
+                groups += [(start + a, start + b) for a, b in indistinct_groups(described[start:i])]
+                if i < len(base):
+                    groups.append((i, i))
+                start = i + 1
+        for first, last in groups:
+            if first == last:
+                continue
+            a, b = base[first].lo - 1, base[last].hi
+            part = weighted[:, a:b]
+            totals = np.where(np.isfinite(part).all(axis=1), np.sum(np.where(np.isfinite(part), part, 0.0), axis=1),
+                              -np.inf)
+            ks[a:b] = self.gammas[int(np.argmax(totals))]
+        return ks
+
     @staticmethod
     def _capped_best(rel, allowed):
         masked = np.where(allowed[:, None], rel, -np.inf)
@@ -554,6 +603,11 @@ class Schedule:
         :func:`render` writes (None: no limit)."""
         max_ranges, max_k = check_limits(max_ranges, max_k)
         return dataclasses.replace(self, max_ranges=max_ranges, max_k=max_k)
+
+    def every_range(self) -> Schedule:
+        """This schedule with its tables built from the per-batch optimum's
+        own ranges, none merged for lying inside each other's interval."""
+        return dataclasses.replace(self, merge_indistinct=False)
 
     @property
     def chosen(self) -> Table:
@@ -734,7 +788,10 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
     GPUs at the first context with its fraction ``reserve`` of HBM kept free
     (:func:`speclib.core.capacity.max_batch`; ``reserve=None`` skips the
     check). The engine's limits (a number of ranges, a largest K) are set
-    on the result: :meth:`Schedule.limited`.
+    on the result: :meth:`Schedule.limited`. Its tables merge adjacent
+    ranges whose speed-ups lie inside each other's interval
+    (:func:`indistinct_groups`), where the calibrated step gives one;
+    :meth:`Schedule.every_range` keeps every change of the per-batch optimum.
     """
     max_batch = int(max_batch)
     if not 1 <= max_batch <= MAX_BATCH:
@@ -788,7 +845,8 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         drafter=priced.drafter.name, roofline=dep.roofline, source=source, gammas=np.asarray(gammas),
         speedups=np.asarray(tables, dtype=float), memory=memory, interval=interval, notes=notes,
         warnings=warnings, memory_limits=limits, where=where_of(dep), mtp_layers=m.mtp_layers,
-        drafter_kind=priced.drafter.kind, attention=dep.attention,
+        drafter_kind=priced.drafter.kind, attention=dep.attention, tp=dep.tp, ep=dep.ep,
+        dp_attention=dep.dp_attention,
     )
 
 
@@ -1030,8 +1088,11 @@ def _render_trtllm(sched, decoding_type, path, width):
 
     table = sched.table(sched.max_ranges, sched.max_k, first_is_max=True, implicit_zero_tail=True)
     max_draft_len, schedule_map, concurrency = engines.trtllm_schedule(table.ranges)
-    config = engines.trtllm_config(table.ranges, decoding_type=decoding_type, speculative_model=path)
+    config = engines.trtllm_config(table.ranges, decoding_type=decoding_type, speculative_model=path,
+                                   max_batch_size=sched.max_batch)
     lines = _header(sched) + [
+        f"max_batch_size and cuda_graph_config (graphs to {sched.max_batch:,}, padding on) run the batch the "
+        f"table is priced to on CUDA graphs; fields as read in {engines.TRTLLM_SOURCE}.",
         "TensorRT-LLM LLM API options (trtllm-serve / trtllm-bench --config FILE): draft length per batch size.",
         f"Keys are the upper ends of batch ranges; above {max(schedule_map)} TensorRT-LLM drafts 0.",
         f"max_concurrency: {concurrency if concurrency is not None else 'none (never speculate)'}  "
@@ -1053,13 +1114,22 @@ def _render_sglang(sched, algorithm, path, width):
     table = sched.table(sched.max_ranges, sched.max_k)
     static = sched.static(sched.max_k)
     k = int(static.ranges[0].k)
-    adaptive = algorithm in ("EAGLE", "EAGLE3")
-    document = {}
-    lines = _header(sched)
+    why_static = engines.sglang_static_reason(algorithm, sched.dp_attention)
+    adaptive = why_static is None
+    layout = dict(tp=sched.tp, ep=sched.ep, dp_attention=sched.dp_attention)
+    serving = engines.sglang_serving_args(sched.max_batch, **layout)
+    document = {"release": f"SGLang {engines.SGLANG_RELEASE}"}
+    if why_static:
+        document["static_only"] = why_static
+    lines = _header(sched) + [
+        f"SGLang {engines.SGLANG_RELEASE} (its parser read in the release's source): with speculation on and "
+        f"--max-running-requests unset it runs at most {engines.SGLANG_SPEC_RUNNING_CAP} requests and its decode "
+        "CUDA graphs stop at that pool, so every args line sets --max-running-requests and "
+        "--cuda-graph-max-bs-decode to the largest batch it is set for."]
     if adaptive:
         document["by_batch_size"] = {
             "adaptive_config": engines.sglang_slots_config(table.ranges),
-            "args": engines.sglang_slots_args(table.ranges, algorithm, path),
+            "args": engines.sglang_slots_args(table.ranges, algorithm, path) + " " + serving,
             "kept": round(table.kept, 6),
         }
         lines += [
@@ -1075,7 +1145,8 @@ def _render_sglang(sched, algorithm, path, width):
         "batch_sizes": [1, static.ranges[0].hi],
         "gamma": k,
         "kept": round(static.kept, 6),
-        "args": engines.sglang_static_args(k, algorithm, path),
+        "args": " ".join(a for a in (engines.sglang_static_args(k, algorithm, path),
+                                     engines.sglang_serving_args(static.held_to or sched.max_batch, **layout)) if a),
     }
     lines.append(f"static: one depth for every batch size (args empty: plain decoding): {k} keeps "
                  f"{_pct(static.kept)} ({_worst(static)}){_held_note(sched, static)}.")
@@ -1085,15 +1156,19 @@ def _render_sglang(sched, algorithm, path, width):
         document["adaptive_tiers"] = {
             "candidate_steps": list(tiers.tiers),
             "adaptive_config": engines.sglang_adaptive_config(tiers.tiers),
-            "args": engines.sglang_adaptive_args(tiers.tiers, initial, algorithm, path),
+            "args": engines.sglang_adaptive_args(tiers.tiers, initial, algorithm, path) + " "
+                    + engines.sglang_serving_args(tiers.held_to or sched.max_batch, **layout),
             "kept": round(tiers.kept, 6),
             "best_tier_by_batch": [[r.lo, r.hi, r.k] for r in tiers.ranges],
         }
-        lines.append("adaptive_tiers: the form SGLang's adaptive-decoding page documents (a flat candidate_steps, "
-                     "tiers >= 1, switched on an EMA of the accepted length, not on the batch size; the current "
-                     "source refuses a config without a batch-size key): if every batch ran its best tier, these "
+        lines.append("adaptive_tiers: the mode SGLang's adaptive-decoding page documents (tiers >= 1, switched on "
+                     "an EMA of the accepted length, not on the batch size), written as one slot from batch 1 "
+                     f"because SGLang {engines.SGLANG_RELEASE} refuses a config without a batch-size key: if every "
+                     "batch ran its best tier, these "
                      f"keep {_pct(tiers.kept)} ({_worst(tiers)}){_held_note(sched, tiers)}; what the controller "
                      "does is not this.")
+    if why_static:
+        lines.append(f"static only: {why_static}.")
     lines += [*(f"limit: {line}" for line in engines.sglang_limits(algorithm)), f"{KEPT_DEFINITION}."]
     body = yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=10_000)
     return "\n".join(_comments(lines, width)) + "\n" + _fold_args(body, width)
@@ -1194,3 +1269,48 @@ def _format_table(headers, rows) -> list:
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
             for row in cells]
+
+
+# --- ranges the interval can tell apart ------------------------------------------------------
+def _apart(a, b) -> bool:
+    """Whether two ranges, each (speed-up, interval low, interval high), can be
+    told apart: one's speed-up lies outside the other's interval."""
+    return not (a[1] <= b[0] <= a[2] and b[1] <= a[0] <= b[2])
+
+
+def indistinct_groups(ranges) -> list:
+    """The fewest runs of adjacent ranges, each range given as (speed-up,
+    interval low, interval high), such that no two ranges in a run can be
+    told apart (each one's speed-up inside the other's interval), as
+    (first, last) indices: exact, by dynamic programming over the runs'
+    last range. Ties keep the earliest cut."""
+    n = len(ranges)
+    if n == 0:
+        return []
+    ok = [[False] * n for _ in range(n)]  # ok[i][j]: ranges i..j mutually indistinct
+    for i in range(n):
+        ok[i][i] = True
+        for j in range(i + 1, n):
+            ok[i][j] = ok[i][j - 1] and all(not _apart(ranges[k], ranges[j]) for k in range(i, j))
+    best = [0] + [math.inf] * n  # best[j]: fewest runs over ranges 0..j-1
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j):
+            if ok[i][j - 1] and best[i] + 1 < best[j]:
+                best[j], cut[j] = best[i] + 1, i
+    groups, j = [], n
+    while j > 0:
+        groups.append((cut[j], j - 1))
+        j = cut[j]
+    return groups[::-1]
+
+
+def distinct_table(sched: "Schedule", c: int = 0) -> "Table":
+    """The per-batch optimum with adjacent ranges merged where the interval
+    cannot tell their speed-ups apart (:func:`indistinct_groups`; each range's
+    speed-up is its mean over its batches, its interval the widest of its
+    batches'), each merged run at the one draft length that keeps the most
+    over its batches (ties to the shorter). Without an interval: the
+    per-batch optimum's own ranges."""
+    ks = sched._distinct_ks(sched.gamma_star_at(c), np.ones(len(sched.gammas), dtype=bool), c)
+    return sched._table(ks, c)

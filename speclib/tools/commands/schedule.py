@@ -40,8 +40,10 @@ methods (--method, one the model has; --draft-model PATH where the engine needs 
   on standard error, JSON having no comments).
 
 kept = the mean over batch sizes 1..N of throughput at the table's K / throughput at
-gamma*(B). --max-ranges and --max-k limit the tables; the ranges are chosen to keep
-the most. --step-costs FILE.csv (columns batch_size,num_draft_tokens,step_seconds: the
+gamma*(B). Under a calibrated step (--step-time calibrated) adjacent ranges whose
+speed-ups lie inside each other's 80 % interval are merged by default, each merged range
+at the draft length that keeps the most over it. --max-ranges N (N >= 1) caps the
+ranges and --max-k the draft length; the ranges are chosen to keep the most. --step-costs FILE.csv (columns batch_size,num_draft_tokens,step_seconds: the
 whole speculative step, verify and draft, in seconds) replaces the modelled step. The
 batches stop at what memory holds without a draft, and no draft length is set above the
 batch its slots hold; a --max-batch past that gets one line on standard error.
@@ -77,7 +79,8 @@ def add_parser(sub):
     sched.add_argument("--step-costs", metavar="FILE.csv", help="measured step costs (batch_size,num_draft_tokens,"
                        "step_seconds) instead of the modelled step")
     sched.add_argument("--max-ranges", type=options.typed("--max-ranges", int), metavar="R",
-                       help="at most R batch ranges (TensorRT-LLM: keys; SGLang: servers), chosen to keep the most")
+                       help="at most R batch ranges, R >= 1 (TensorRT-LLM: keys; SGLang: servers), chosen to keep the most; "
+                       "without it, the ranges the interval can tell apart")
     sched.add_argument("--max-k", type=options.typed("--max-k", int), metavar="K",
                        help="the engine's largest draft length (default: none below --gamma-max; the engines' docs "
                        "state no maximum)")
