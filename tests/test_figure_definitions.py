@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from speclib.presentation import arrays, definition, figures  # noqa: F401 - fills the registry
-from speclib.presentation.definition import REGISTRY, Figure, Slider, combo_key, fill
+from speclib.presentation.definition import REGISTRY, Figure, Slider, combination_graph, combo_key, fill
 
 matplotlib.use("Agg")
 
@@ -47,8 +47,7 @@ def test_the_recorded_graph_computes_what_numpy_computes(name):
         expected = f.data(**{**f.live_params, **combo, **point})
         sliders = {c.name: expected["params"][c.name] for c in f.controls if not c.discrete}
         key = combo_key([combo[n] for n in live["discrete"]])
-        g = live["graph_list"][live["graphs"][key]]
-        got = arrays.evaluate_graph({**g, "arrays": [live["array_pool"][i] for i in g["arrays"]]}, sliders)
+        got = arrays.evaluate_graph(combination_graph(live, key), sliders)
         assert set(got) == set(expected) - {"params"}
         for out, value in got.items():
             assert _same(value, expected[out]), f"{name} {combo} {point}: output {out!r} differs"

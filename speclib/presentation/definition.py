@@ -119,25 +119,25 @@ class Figure:
         p = self.resolve(**self.live_params)
         discrete = [c for c in self.controls if c.discrete]
         graphs, sliders = {}, {c.name: param(c.name) for c in self.controls if not c.discrete}
-        # Stored once each: a graph several combinations record (a menu that changes nothing), and an array
-        # several graphs hold (a graph refers to the figure's pool of arrays by index).
-        unique, index, pool, pooled = [], {}, [], {}
+        # Stored once each: a graph several combinations record (a menu that changes nothing); the shape of
+        # graphs that differ only in their constants (a chip's peak and name), each graph keeping its constants
+        # in order; and an array several graphs hold (a graph refers to the figure's pool of arrays by index).
+        unique, index, pool, pooled, templates, shapes = [], {}, [], {}, [], {}
+
+        def once(store, seen, item):
+            text = json.dumps(item, sort_keys=True, separators=(",", ":"))
+            if text not in seen:
+                seen[text] = len(store)
+                store.append(item)
+            return seen[text]
+
         for combo in itertools.product(*(c.values() for c in discrete)):
             values = {**p, **dict(zip((c.name for c in discrete), combo)), **sliders}
             out = graph(self.compute(SimpleNamespace(**values), Tracer()))
-            refs = []
-            for array in out["arrays"]:
-                text = json.dumps(array, sort_keys=True, separators=(",", ":"))
-                if text not in pooled:
-                    pooled[text] = len(pool)
-                    pool.append(array)
-                refs.append(pooled[text])
-            out = {**out, "arrays": refs}
-            text = json.dumps(out, sort_keys=True, separators=(",", ":"))
-            if text not in index:
-                index[text] = len(unique)
-                unique.append(out)
-            graphs[combo_key(combo)] = index[text]
+            template, consts = _template(out)
+            entry = {"t": once(templates, shapes, template), "k": consts,
+                     "arrays": [once(pool, pooled, array) for array in out["arrays"]]}
+            graphs[combo_key(combo)] = once(unique, index, entry)
         return {
             "name": self.name,
             "title": self.title,
@@ -148,9 +148,43 @@ class Figure:
             "size": list(self.size),
             "columns": self.columns or len(self.panels),
             "graphs": graphs,  # combination key -> index into graph_list
-            "graph_list": unique,
+            "graph_list": unique,  # each a template's index, its constants and its arrays' indices into the pool
+            "templates": templates,
             "array_pool": pool,
         }
+
+
+def _template(g: dict) -> tuple:
+    """A recorded graph (:func:`.arrays.graph`) less its constants: every ``{"c": ...}``, ``{"s": ...}`` or
+    ``{"strs": ...}`` argument and output becomes ``{"k": i}``, the i-th of the constants returned beside it."""
+    consts = []
+
+    def leaf(a):
+        if "list" in a:
+            return {"list": [leaf(v) for v in a["list"]]}
+        if len(a) == 1 and next(iter(a)) in ("c", "s", "strs"):
+            consts.append(a)
+            return {"k": len(consts) - 1}
+        return a
+
+    nodes = [[op, [leaf(a) for a in args], attrs] for op, args, attrs in g["nodes"]]
+    return {"nodes": nodes, "outputs": {k: leaf(v) for k, v in g["outputs"].items()}}, consts
+
+
+def combination_graph(live: dict, key: str) -> dict:
+    """The recorded graph (:func:`.arrays.graph`) of the combination ``key`` of a figure's :meth:`Figure.live`
+    spec: its template with its constants and arrays put back (what ``graphOf`` in speclib_live.js does)."""
+    entry = live["graph_list"][live["graphs"][key]]
+    template = live["templates"][entry["t"]]
+
+    def leaf(a):
+        if "list" in a:
+            return {"list": [leaf(v) for v in a["list"]]}
+        return entry["k"][a["k"]] if "k" in a else a
+
+    return {"nodes": [[op, [leaf(a) for a in args], attrs] for op, args, attrs in template["nodes"]],
+            "outputs": {k: leaf(v) for k, v in template["outputs"].items()},
+            "arrays": [live["array_pool"][i] for i in entry["arrays"]]}
 
 
 def _panel_spec(panel: Panel) -> dict:

@@ -40,7 +40,7 @@ def live_spec(name: str) -> dict:
 
 def formulas() -> tuple:
     """The catalogue entries the live figures evaluate, in catalogue order."""
-    used = {attrs["name"] for name in live_names() for g in live_spec(name)["graph_list"]
+    used = {attrs["name"] for name in live_names() for g in live_spec(name)["templates"]
             for op, _, attrs in g["nodes"] if op == "formula"}
     return tuple(f for name, f in FORMULAS.items() if name in used)
 

@@ -217,14 +217,15 @@
   };
 
   // Evaluate a recorded graph (speclib.presentation.arrays.graph) at the sliders' values.
-  function graphOf(spec, k) {  // a combination's graph; its arrays are indices into the figure's shared pool
-    var g = spec.graph_list[spec.graphs[k]];
-    return {nodes: g.nodes, outputs: g.outputs, arrays: g.arrays.map(function (i) { return spec.array_pool[i]; })};
+  function graphOf(spec, k) {  // a combination's template, its constants, and its arrays from the figure's pool
+    var g = spec.graph_list[spec.graphs[k]], t = spec.templates[g.t];
+    return {nodes: t.nodes, outputs: t.outputs, consts: g.k, arrays: g.arrays.map(function (i) { return spec.array_pool[i]; })};
   }
   function evaluate(g, params) {
     var arrays = g.arrays.map(function (a) { return nd(a.shape, Float64Array.from(a.data.map(num))); }), values = [];
     function arg(a) {
       if (a.n !== undefined) { return values[a.n]; }
+      if (a.k !== undefined) { return arg(g.consts[a.k]); }
       if (a.list) { return a.list.map(arg); }
       if (a.a !== undefined) { return arrays[a.a]; }
       if (a.s !== undefined) { return a.s; }
