@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.attention import attention_intensity, mha_counterpart, v4_attention_what_if
+from ...core.attention import CSA_OVERLAP, attention_intensity, mha_counterpart, v4_attention_what_if
 from ...core.cost import cost_model
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Slider, Table, Text, Toggle
@@ -20,10 +20,15 @@ V4_VARIANTS = (("hca", "HCA: MLA over S/{hca_ratio:,.0f}"), ("csa", "CSA main: M
                ("indexer", "CSA indexer: scores S/{csa_ratio:,.0f}"))
 
 
-def intensity(xp, model, variant, T, S, query_bytes):
-    """``speclib.attention_intensity`` in the figure array language (``S`` may be traced)."""
-    m_c, m_q, f, S_eff = model.attention.variant_constants(variant, S, F=xp.F)
-    return xp.F.attention_intensity(T, S_eff, m_c, m_q if query_bytes else 0.0, f)
+def intensity(xp, model, variant, T, S, query_bytes, csa_overlap=CSA_OVERLAP):
+    """``speclib.attention_intensity`` on one GPU in the figure array language
+    (``S`` may be traced); CSA's positions select with overlap ``csa_overlap``."""
+    attn = model.attention
+    m_c, m_q, f, S_eff = attn.variant_constants(variant, S, F=xp.F)
+    m_q = m_q if query_bytes else 0.0
+    if variant == "csa":
+        return xp.F.csa_intensity(T, S, m_c, m_q, f, attn.csa_ratio, attn.csa_top_k, csa_overlap)
+    return xp.F.attention_intensity(T, S_eff, m_c, m_q, f)
 
 
 # --- Table 1 -----------------------------------------------------------------------------
