@@ -418,11 +418,16 @@ def test_compressed_attention_panels():
     for key in ("hca", "csa", "indexer"):
         for i, t in enumerate((1, 2, 4)):
             np.testing.assert_allclose(d[key][i], speclib.attention_intensity(t, S, variant=key), rtol=1e-12)
-    # CSA's main attention is MLA over the 512 kept positions: Table 1's S = 512
-    # row (the paper's printed 193, 322, 484) once S/4 >= 512.
-    long = S >= 4 * 512
-    for i, printed in enumerate((193, 322, 484)):
-        np.testing.assert_allclose(np.round(d["csa"][i][long]), printed)
+    # CSA's main attention: each of T positions attends to its own top 512 of the S/4 compressed positions, and
+    # the verify reads their union, counted here with DeepSeek-V4-Flash's MLA constants as docs/model.md prints
+    # them (m_c 576, m_q 73,728, f 139,264): disjoint selections as long as they fit, all S/4 positions after.
+    m_c, m_q, f = 576, 73_728, 139_264
+    for i, t in enumerate((1, 2, 4)):
+        kept = np.minimum(512, S / 4)
+        union = np.minimum(S / 4, t * kept)
+        np.testing.assert_allclose(d["csa"][i], f * t * kept / (m_c * union + m_q * t), rtol=1e-12)
+        # once every position's 512 fit, the paper's printed T = 1 cell of Table 1's S = 512 row at every width
+        np.testing.assert_allclose(np.round(d["csa"][i][S >= 4 * 512 * t]), 193)
     # HCA's first speculated token (T = 2) crosses the bf16 ridge at an original context of about 45k.
     crossing = S[np.argmax(d["hca"][1] > RIDGE_BF16)]
     assert 35_000 < crossing < 55_000

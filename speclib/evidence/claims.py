@@ -485,6 +485,10 @@ def _ledger():
                  dp_width=attention.compute_bound_width(m, hw, tp=8, dp_attention=True),
                  v3_T4=attention.attention_intensity(4, 512, "DeepSeek-V3", tp=8),
                  h200_ridge=presets.H200.ridge("bf16"))
+    # ... and under data-parallel attention, where each GPU holds whole heads of its own sequences
+    r_dp8 = cost.marginal_cost(B, contexts, 0.0, m, hw, layout=Layout(8, 1, True), **paper)["attention"]
+    yield _holds("ledger.first_speculated_full_price_dp8", bool(np.all(r_dp8 == 1)),
+                 dp_width=attention.compute_bound_width(m, hw, tp=8, dp_attention=True))
 
 
 def _describe_runs(runs) -> str:
