@@ -433,6 +433,30 @@ def test_compressed_attention_panels():
     assert 35_000 < crossing < 55_000
 
 
+def test_split_attention_width_against_typed_architectures():
+    # the verify width at which one GPU's long-context attention meets the bf16 ridge, T* = rho R m_c / f, with the
+    # architecture numbers typed from the configs: DeepSeek-V3 (128 heads; bf16 latent 512 + rope 64) on H200,
+    # DeepSeek-V4-Flash (docs/model.md's m_c 576, f 139,264) on B200, Llama-3-70B (64/8 heads of 128, bf16) on H200;
+    # rho = tp for one MLA latent, max(1, tp / 8) for eight KV heads, 1 under data-parallel attention (dashed)
+    d = attention.split_attention_width.data()
+    tp = np.array([1, 2, 4, 8, 16], dtype=float)
+    h200 = 989.4e12 / 4.8e12
+    one = {"v3": h200 * 1152 / (2 * (2 * 512 + 64) * 128), "v4": RIDGE_BF16 * 576 / 139_264,
+           "llama": h200 * (2 * 8 * 128 * 2) / (2 * 2 * 128 * 64)}
+    np.testing.assert_allclose(d["tp"], tp)
+    np.testing.assert_allclose(d["v3"], tp * one["v3"], rtol=1e-12)
+    np.testing.assert_allclose(d["v4"], tp * one["v4"], rtol=1e-12)
+    np.testing.assert_allclose(d["llama"], np.maximum(1, tp / 8) * one["llama"], rtol=1e-12)
+    for key in ("v3", "v4", "llama"):
+        np.testing.assert_allclose(d[f"{key}_dp"], one[key], rtol=1e-12)
+    # one speculated token (T = 2) is compute-bound on one GPU of MLA, not from TP2 on for V4-Flash, TP4 for V3
+    assert d["v4"][0] < 2 < d["v4"][1] and d["v3"][1] < 2 < d["v3"][2]
+    fig = attention.split_attention_width()
+    for gid in ("v3", "v4", "llama", "v3_dp", "v4_dp", "one_token"):
+        assert artist(fig, gid) is not None
+    assert only_axes(fig).get_xscale() == "log"
+
+
 def test_compressed_attention_knobs():
     d = attention.compressed_attention.data(hca_ratio=16)
     m = speclib.core.attention.v4_attention_what_if(hca_ratio=16)
