@@ -134,7 +134,8 @@ def test_hca_compresses_the_context_but_not_the_query_term():
 def test_paper_csa_main_attention_is_table_1_row_512_at_any_long_context():
     row_512 = np.array(TABLE_1[512], dtype=float)
     for S in (4_096, 65_536, 1_048_576):
-        got = speclib.attention_intensity(np.array(TABLE_1_T, dtype=float), S, variant="csa")
+        # the post's reading: one top-512 selection shared by the verify's positions
+        got = speclib.attention_intensity(np.array(TABLE_1_T, dtype=float), S, variant="csa", csa_overlap=1)
         assert [int(np.floor(x + 0.5)) for x in got] == list(row_512)
         assert got[0] < BF16_RIDGE < got[1]
 
@@ -179,7 +180,8 @@ def test_intensity_equals_sympy_evalf(T, S, variant):
     S_eff = VARIANT_CONTEXT[variant](sp.Float(S, 30))
     values = {at_forms.T: sp.Float(T, 30), at_forms.S: S_eff, at_forms.m_c: M_C, at_forms.m_q: M_Q, at_forms.f: F}
     expected = float(at_forms.intensity_expr.subs(values).evalf(30))
-    assert speclib.attention_intensity(T, S, variant=variant) == pytest.approx(expected, rel=1e-12)
+    overlap = {"csa_overlap": 1} if variant == "csa" else {}  # one shared selection: AI at the selected context
+    assert speclib.attention_intensity(T, S, variant=variant, **overlap) == pytest.approx(expected, rel=1e-12)
 
 
 @settings(max_examples=50, deadline=None)
@@ -216,7 +218,10 @@ def test_csa_main_attention_reads_all_compressed_positions_below_top_k():
 
     assert speclib.attention_intensity(1, 1024, variant="csa") == pytest.approx(mla(1, 256), rel=1e-12)
     assert speclib.attention_intensity(2, 2048, variant="csa") == pytest.approx(mla(2, 512), rel=1e-12)
-    assert speclib.attention_intensity(2, 10**6, variant="csa") == pytest.approx(mla(2, 512), rel=1e-12)
+    # past the cap each query position reads its own 512 (the post's reading: one shared selection)
+    assert speclib.attention_intensity(2, 10**6, variant="csa", csa_overlap=1) == pytest.approx(mla(2, 512), rel=1e-12)
+    assert speclib.attention_intensity(2, 10**6, variant="csa") == pytest.approx(
+        139_264 * 2 * 512 / (576 * 1024 + 73_728 * 2), rel=1e-12)
 
 
 def test_variant_contexts_are_the_sympy_substitutions():

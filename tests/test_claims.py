@@ -209,6 +209,42 @@ def pin_plain_decoding_above_64():
     return float(llama_best_speedup(0.7, 128, 2048, 8 / 70, 64)[0]), 0
 
 
+def pin_csa_own_selections():
+    # each of T query positions keeps its own top 512 of the S/4 compressed positions, as disjoint as they can
+    # be (position i takes 512 consecutive positions from i * 512, wrapping): FLOPs for T * 512 pairs over the
+    # bytes of the union actually read, counted as a set; against MLA at S = 512 (Table 1's row)
+    K, gaps = 512, []
+    for S in (8192, 131072, 1048576):
+        n = S // 4
+        for T in (1, 2, 4, 8):
+            union = set()
+            for i in range(T):
+                union.update(((i * K + np.arange(K)) % n).tolist())
+            csa = MLA["f"] * T * K / (MLA["m_c"] * len(union) + MLA["m_q"] * T)
+            mla512 = MLA["f"] * T * 512 / (MLA["m_c"] * 512 + MLA["m_q"] * T)
+            gaps.append(abs(csa - mla512))
+    return max(gaps), 1e-12
+
+
+def tp8_counted_attention_slope(B, S, q, tp=8, n_h=64):
+    """d log C / d log q of one GPU's attention cost (byte-equivalents, query bytes left out as in the ledger)
+    for DeepSeek-V4-Flash split over tp B200s by head: n_h / tp heads of f / n_h FLOPs per pair each, over the
+    whole latent (m_c bytes per position), by a central difference."""
+    def cost(width):
+        flops = B * (n_h // tp) * (MLA["f"] / n_h) * width * S
+        return max(flops / R_BF16, B * MLA["m_c"] * S)
+
+    h = 1e-4  # both sides of the difference on one branch of the roofline (T* is 1.16 or 9.31, q = 2)
+    return (math.log(cost(q * (1 + h))) - math.log(cost(q * (1 - h)))) / (math.log1p(h) - math.log1p(-h))
+
+
+def pin_first_speculated_tp8():
+    # the ledger's grid (B = 1..30,000, S = 512, 8k, 128k): is attention's slope at q = 2 one everywhere?
+    slopes = [tp8_counted_attention_slope(B, S, 2.0) for B in np.geomspace(1, 30_000, 60) for S in (512, 8192, 131072)]
+    assert max(abs(x) for x in slopes) < 1e-9  # memory-bound: 1/8 of the heads' FLOPs under the whole latent's read
+    return float(all(abs(x - 1) < 1e-9 for x in slopes)), 0
+
+
 # --- the sequel, re-implemented from docs/sequel.md's formulas with numbers typed here ----
 # Qwen3.6-35B-A3B as the simulator counts attention (no output gate), our
 # GatedDeltaNet accounting: 30 linear layers (q, k, v, z in; decay and update
@@ -319,6 +355,10 @@ PINNED = {
     "attention.gqa_memory_bound_to_hundreds": pin_gqa_hundreds,
     "hca.speculation_band_speedup": pin_hca_speedup_band,
     "csa.indexer_compute_bound_by": pin_indexer_first_compute_bound,
+    # each query position its own top 512 (DeepSeek's sparse attention), where the post reads one shared selection
+    "csa.main_equals_mla_512": pin_csa_own_selections,
+    # the post prices one GPU holding every head; at TP8 each GPU reads the whole latent for 1/8 of them
+    "ledger.first_speculated_full_price_tp8": pin_first_speculated_tp8,
     "older.tokens_per_pass": pin_tokens_per_pass,
     "older.speedup_alpha85": pin_speedup_alpha85,
     "older.plain_decoding_wins_above_64": pin_plain_decoding_above_64,
@@ -406,6 +446,34 @@ def test_claim(claim_id):
 
 
 # --- independent checks of a few reproduced numbers -----------------------------------------
+
+
+def test_csa_shared_selection_is_the_posts_zero_gap():
+    # the post's reading, one top 512 shared by a verify's positions, puts CSA on Table 1's S = 512 row
+    assert BY_ID["csa.main_equals_mla_512"].values["shared"] == pytest.approx(0, abs=1e-9)
+    own = MLA["f"] * 512 / (MLA["m_c"] * 512 + MLA["m_q"])
+    assert BY_ID["csa.main_equals_mla_512"].values["own"] == pytest.approx(own, rel=1e-12) and round(own) == 193
+
+
+def test_first_speculated_token_under_tp8_and_dp_attention():
+    # the widths the notes quote, typed: R m_c tp / f at TP8 (each GPU the whole latent), R m_c / f under DP attention
+    tp8, dp8 = BY_ID["ledger.first_speculated_full_price_tp8"], BY_ID["ledger.first_speculated_full_price_dp8"]
+    assert tp8.values["width"] == pytest.approx(R_BF16 * MLA["m_c"] * 8 / MLA["f"], rel=1e-12)
+    assert tp8.values["width"] > 2 > dp8.values["dp_width"]
+    assert dp8.values["dp_width"] == pytest.approx(R_BF16 * MLA["m_c"] / MLA["f"], rel=1e-12)
+    assert tp8.status == "differs" and tp8.side == "source" and dp8.status == "reproduced"
+    # DP attention: each GPU whole heads of its own sequences, counted as one GPU of tp = 1
+    assert all(tp8_counted_attention_slope(B, S, 2.0, tp=1) == pytest.approx(1, abs=1e-9)
+               for B in (1, 300, 30_000) for S in (512, 131072))
+    # DeepSeek-V3 at TP8 on H200 (config: 128 heads, latent 512 + rope 64, bf16): a verify of 4 over 512, query
+    # bytes counted, per GPU 16 heads' FLOPs (2 (2 * 512 + 64) per pair and head) over the whole latent's read
+    # plus 16 heads' queries; against the H200's dense bf16 peak over its HBM bandwidth
+    flops = 16 * 2 * (2 * 512 + 64) * 4 * 512
+    moved = (512 + 64) * 2 * 512 + 16 * (512 + 64) * 2 * 4
+    assert flops / moved == pytest.approx(107.457, abs=1e-3)
+    assert tp8.values["v3_T4"] == pytest.approx(flops / moved, rel=1e-12)
+    assert tp8.values["h200_ridge"] == pytest.approx(989.4e12 / 4.8e12, rel=1e-12)
+    assert flops / moved < 989.4e12 / 4.8e12  # 107 < 206: memory-bound
 
 
 def test_figure3_gutter_by_brute_force():

@@ -53,6 +53,28 @@ def test_gamma_text_shows_gamma_speedup_and_every_component(capsys):
         assert float(lines[name][1]) == pytest.approx(costs[name], abs=5e-4)
 
 
+def test_gamma_ledger_reads_one_gpu_of_the_tensor_parallel_group(capsys):
+    # DeepSeek-V3 on H200 (config: 128 heads, latent 512 + rope 64, bf16): one GPU of TP8 computes 16 heads
+    # over the whole latent, so attention turns compute-bound from T = 8 * 206.125 * 1152 / 278528 = 6.8, past
+    # the first speculated token's width of 2: slope 0 at TP8, 1 on one GPU (T* = 0.85)
+    point = ["--model", "deepseek-v3", "--hardware", "h200", "--batch", "16", "--seq", "8192", "--alpha", "0.8"]
+    records = {}
+    for tp in ("1", "8"):
+        code, out, err = run(capsys, "gamma", *point, "--tp", tp, "--json")
+        assert code == 0 and err == ""
+        records[tp] = json.loads(out)
+    assert 8 * (989.4e12 / 4.8e12) * 1152 / 278528 > 2 > (989.4e12 / 4.8e12) * 1152 / 278528
+    assert records["1"]["marginal_cost"]["attention"] == 1.0 and records["8"]["marginal_cost"]["attention"] == 0.0
+    assert records["8"]["tp"] == 8 and records["1"]["tp"] == 1
+    assert records["8"]["cost_shares"]["attention"] > records["1"]["cost_shares"]["attention"]
+    assert records["8"]["marginal_cost"] == speclib.marginal_cost(
+        16, 8192, 0.1, "deepseek-v3", "h200", layout=speclib.core.layout.Layout(8))
+    _, text, _ = run(capsys, "gamma", *point, "--tp", "8")
+    assert "one GPU of 8" in text.splitlines()[0]
+    attention_row = next(line.split() for line in text.splitlines() if line.strip().startswith("attention"))
+    assert attention_row[1] == "0.000"
+
+
 def test_gamma_query_bytes_and_gamma_max_reach_the_library(capsys):
     code, out, _ = run(capsys, "gamma", *POINT, "--query-bytes", "--gamma-max", "3", "--json")
     record = json.loads(out)

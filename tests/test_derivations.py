@@ -226,11 +226,25 @@ def test_hca_floor_context_is_where_no_width_is_compute_bound():
 
 
 def test_csa_main_attention_is_the_table_row_at_512():
+    # one selection shared by the verify, as the post reads it: Table 1's S = 512 row
     d = dv.csa()
     for T, key, printed in ((1, "main_T1", 193), (2, "main_T2", 322)):
-        assert d[key].value == pytest.approx(attention.attention_intensity(T, 1e7, variant="csa"), rel=1e-12)
+        assert d[key].value == pytest.approx(attention.attention_intensity(T, 1e7, variant="csa", csa_overlap=1),
+                                             rel=1e-12)
         assert round(d[key].value) == printed  # Table 1, S = 512
-    assert attention.attention_intensity(d["main_crossover"].value, 1e7, variant="csa") == pytest.approx(R_BF16)
+    assert attention.attention_intensity(d["main_crossover"].value, 1e7, variant="csa",
+                                         csa_overlap=1) == pytest.approx(R_BF16)
+
+
+def test_csa_own_selections_stay_at_decode_intensity():
+    # each position its own top 512 (speclib's default): T * 512 pairs over T * 512 positions read, counted
+    # here from the constants docs/model.md prints, 193 at every width
+    d = dv.csa()
+    own = 139_264 * 512 / (576 * 512 + 73_728)
+    assert d["own_T2"].value == pytest.approx(own, rel=1e-12)
+    assert round(d["own_T2"].value) == 193 < R_BF16
+    for T in (2, 4, 8):
+        assert attention.attention_intensity(T, 1e7, variant="csa") == pytest.approx(own, rel=1e-12)
 
 
 def test_indexer_first_compute_bound_width_by_brute_force():

@@ -418,14 +418,43 @@ def test_compressed_attention_panels():
     for key in ("hca", "csa", "indexer"):
         for i, t in enumerate((1, 2, 4)):
             np.testing.assert_allclose(d[key][i], speclib.attention_intensity(t, S, variant=key), rtol=1e-12)
-    # CSA's main attention is MLA over the 512 kept positions: Table 1's S = 512
-    # row (the paper's printed 193, 322, 484) once S/4 >= 512.
-    long = S >= 4 * 512
-    for i, printed in enumerate((193, 322, 484)):
-        np.testing.assert_allclose(np.round(d["csa"][i][long]), printed)
+    # CSA's main attention: each of T positions attends to its own top 512 of the S/4 compressed positions, and
+    # the verify reads their union, counted here with DeepSeek-V4-Flash's MLA constants as docs/model.md prints
+    # them (m_c 576, m_q 73,728, f 139,264): disjoint selections as long as they fit, all S/4 positions after.
+    m_c, m_q, f = 576, 73_728, 139_264
+    for i, t in enumerate((1, 2, 4)):
+        kept = np.minimum(512, S / 4)
+        union = np.minimum(S / 4, t * kept)
+        np.testing.assert_allclose(d["csa"][i], f * t * kept / (m_c * union + m_q * t), rtol=1e-12)
+        # once every position's 512 fit, the paper's printed T = 1 cell of Table 1's S = 512 row at every width
+        np.testing.assert_allclose(np.round(d["csa"][i][S >= 4 * 512 * t]), 193)
     # HCA's first speculated token (T = 2) crosses the bf16 ridge at an original context of about 45k.
     crossing = S[np.argmax(d["hca"][1] > RIDGE_BF16)]
     assert 35_000 < crossing < 55_000
+
+
+def test_split_attention_width_against_typed_architectures():
+    # the verify width at which one GPU's long-context attention meets the bf16 ridge, T* = rho R m_c / f, with the
+    # architecture numbers typed from the configs: DeepSeek-V3 (128 heads; bf16 latent 512 + rope 64) on H200,
+    # DeepSeek-V4-Flash (docs/model.md's m_c 576, f 139,264) on B200, Llama-3-70B (64/8 heads of 128, bf16) on H200;
+    # rho = tp for one MLA latent, max(1, tp / 8) for eight KV heads, 1 under data-parallel attention (dashed)
+    d = attention.split_attention_width.data()
+    tp = np.array([1, 2, 4, 8, 16], dtype=float)
+    h200 = 989.4e12 / 4.8e12
+    one = {"v3": h200 * 1152 / (2 * (2 * 512 + 64) * 128), "v4": RIDGE_BF16 * 576 / 139_264,
+           "llama": h200 * (2 * 8 * 128 * 2) / (2 * 2 * 128 * 64)}
+    np.testing.assert_allclose(d["tp"], tp)
+    np.testing.assert_allclose(d["v3"], tp * one["v3"], rtol=1e-12)
+    np.testing.assert_allclose(d["v4"], tp * one["v4"], rtol=1e-12)
+    np.testing.assert_allclose(d["llama"], np.maximum(1, tp / 8) * one["llama"], rtol=1e-12)
+    for key in ("v3", "v4", "llama"):
+        np.testing.assert_allclose(d[f"{key}_dp"], one[key], rtol=1e-12)
+    # one speculated token (T = 2) is compute-bound on one GPU of MLA, not from TP2 on for V4-Flash, TP4 for V3
+    assert d["v4"][0] < 2 < d["v4"][1] and d["v3"][1] < 2 < d["v3"][2]
+    fig = attention.split_attention_width()
+    for gid in ("v3", "v4", "llama", "v3_dp", "v4_dp", "one_token"):
+        assert artist(fig, gid) is not None
+    assert only_axes(fig).get_xscale() == "log"
 
 
 def test_compressed_attention_knobs():

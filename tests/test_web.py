@@ -74,6 +74,8 @@ RANGES = {
     # the layers a token passes through, a grouped GEMM's tile, accept lengths read as a survival curve
     "L_s": (0, 128), "m_t": (1, 256), "A_2": (0.2, 1.9), "s_3": (0.01, 0.9),
     "P_h": (0.1, 20), "X_g": (1, 1e5), "B_r": (1, 5000),
+    # attention split over GPUs (GPUs the heads are split over, KV heads), CSA's selections' overlap
+    "h_split": (1, 32), "n_kvh": (1, 16), "omega": (0, 1),
 }
 INTEGER = {"k", "E", "n_s", "gamma", "q", "D", "L_a", "L_l", "d", "L_f", "L_csa", "L_hca", "L_w", "n", "n_f", "n_w",
            "n_c", "n_h", "n_m"}

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from .._checks import checked_array, checked_choice, checked_int, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import GQAAttention, resolve
@@ -29,13 +31,48 @@ def intensity_from_constants(T, S, context_bytes, query_bytes, flops_per_pair):
     return scalar_or_array(nf.attention_intensity(T_arr, S_arr, m_c_arr, m_q_arr, f_arr))
 
 
-def attention_intensity(T, S, model=None, variant=None, *, query_bytes: bool = True):
+#: Overlap of a CSA verify's per-position selections (omega of
+#: :data:`speclib.formulas.attention.csa_read_expr`) that the chapters read by
+#: default: 0, each position its own top-k, as DeepSeek's sparse attention
+#: selects; 1 is the post's reading, one selection shared by the verify.
+CSA_OVERLAP = 0.0
+
+
+def split_of(tp=1, dp_attention=False) -> int:
+    """GPUs a sequence's query heads are split over: ``tp`` under tensor
+    parallelism, 1 under data-parallel attention (each GPU holds whole heads
+    of its own sequences)."""
+    tp = checked_int("tp", tp, lo=1)
+    if not isinstance(dp_attention, (bool, np.bool_)):
+        raise ValueError(f"dp_attention must be True or False; got {dp_attention!r}")
+    if dp_attention and tp == 1:
+        raise ValueError("dp_attention splits attention by sequence over the tensor-parallel GPUs: it needs tp > 1")
+    return 1 if dp_attention else tp
+
+
+def cache_copies(model=None, tp=1, dp_attention=False) -> float:
+    """How many copies of a sequence's attention cache the ``tp`` GPUs read
+    for the work of one (:data:`speclib.formulas.attention.cache_copies_expr`):
+    ``tp`` for MLA under tensor parallelism (every GPU reads the whole latent,
+    computing 1/tp of the heads), max(1, tp/n_kv) for GQA, 1 under
+    data-parallel attention. One GPU's attention intensity is the one-GPU
+    intensity with m_c multiplied by it."""
+    model, _ = resolve(model, None)
+    h = split_of(tp, dp_attention)
+    return float(nf.attention_cache_copies(float(h), float(model.attention.kv_heads or 1)))
+
+
+def attention_intensity(T, S, model=None, variant=None, *, query_bytes: bool = True, tp=1, dp_attention=False,
+                        csa_overlap=CSA_OVERLAP):
     """Arithmetic intensity (FLOP/byte) of ``T`` query tokens per sequence over
-    ``S`` tokens of (original, uncompressed) context.
+    ``S`` tokens of (original, uncompressed) context, on one GPU of a group of
+    ``tp`` (heads split over them; ``dp_attention``: whole heads per GPU).
 
     ``variant``: ``"mla"`` (the full-length MLA, the paper's Table 1), ``"hca"``
     (MLA over the context compressed by the model's HCA ratio), ``"csa"`` (CSA's
-    main attention: MLA over the top-k selected compressed positions),
+    main attention: MLA over the top-k selected compressed positions, each
+    query position its own selection, overlapping by ``csa_overlap``: 0
+    separate, 1 one shared selection as the post reads it),
     ``"indexer"`` (CSA's score-only indexer over the lightly compressed
     context), ``"gqa"`` for GQA/MHA models. ``None`` means the model's own
     full attention. ``query_bytes=False`` drops the m_q*T term, as the paper's
@@ -44,23 +81,31 @@ def attention_intensity(T, S, model=None, variant=None, *, query_bytes: bool = T
     model, _ = resolve(model, None)
     T_arr = checked_array("T", T, lo=0, lo_open=True)
     S_arr = checked_array("S", S, lo=0, lo_open=True)
+    omega = checked_array("csa_overlap", csa_overlap, lo=0, hi=1)
     attn = model.attention
     variant = attn.kind if variant is None else checked_choice("variant", variant, VARIANTS)
     context_bytes, q_bytes, flops, S_eff = attn.variant_constants(variant, S_arr)
     if not query_bytes:
         q_bytes = 0.0
+    context_bytes = context_bytes * cache_copies(model, tp, dp_attention)
+    if variant == "csa":
+        return scalar_or_array(nf.csa_intensity(T_arr, S_arr, context_bytes, q_bytes, flops, attn.csa_ratio,
+                                                attn.csa_top_k, omega))
     return scalar_or_array(nf.attention_intensity(T_arr, S_eff, context_bytes, q_bytes, flops))
 
 
-def compute_bound_width(model=None, hardware=None, variant=None) -> float:
-    """Verify width T at which the long-context attention intensity reaches the
-    ridge of the attention precision (the paper's T ~ 1.16 for MLA on B200)."""
+def compute_bound_width(model=None, hardware=None, variant=None, *, tp=1, dp_attention=False) -> float:
+    """Verify width T at which the long-context attention intensity of one GPU
+    reaches the ridge of the attention precision (the paper's T ~ 1.16 for
+    MLA on one B200; ``tp`` times that for MLA split by head over ``tp`` GPUs,
+    :data:`speclib.formulas.attention.split_compute_bound_width_expr`)."""
     model, hardware = resolve(model, hardware)
     attn = model.attention
     variant = attn.kind if variant is None else checked_choice("variant", variant, VARIANTS)
     context_bytes, _, flops, _ = attn.variant_constants(variant, 1.0)
     ridge = hardware.ridge(model.attention_precision)
-    return float(nf.compute_bound_width(context_bytes, flops, ridge))
+    h = split_of(tp, dp_attention)
+    return float(nf.split_compute_bound_width(context_bytes, flops, ridge, float(h), float(attn.kv_heads or 1)))
 
 
 def mha_form_crossover(model=None) -> float:

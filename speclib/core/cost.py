@@ -16,6 +16,7 @@ import numpy as np
 from .._checks import checked_array, checked_choice, scalar_or_array
 from ..formulas import numpy_functions as nf
 from ..presets import resolve
+from . import attention as _attn
 
 
 
@@ -110,18 +111,21 @@ def served_layers(model) -> dict | None:
             "window_tokens": float(model.sliding_window or 0)}
 
 
-def served_attention_constants(model, hardware, query_bytes: bool = False):
+def served_attention_constants(model, hardware, query_bytes: bool = False, cache_copies: float = 1.0):
     """The constants of :data:`speclib.formulas.cost.served_attn_cost_expr`
     after (B, q, S) for ``model`` on ``hardware``: its MLA's and its
     indexer's (m_c, m_q, f), the ridge, then :func:`served_layers`'s ratios,
     top-k, window and layer counts. None for a model whose attention nothing
-    compresses (it is priced as the paper prices it)."""
+    compresses (it is priced as the paper prices it). ``cache_copies``: the
+    copies of each cache a split over GPUs reads (:func:`speclib.core.attention.cache_copies`),
+    on the MLA latent and on the indexer's keys, which every head shares alike."""
     v = served_layers(model)
     if v is None:
         return None
     keep_q = 1.0 if query_bytes else 0.0
-    return (model.context_bytes, model.query_bytes * keep_q, model.flops_per_pair,
-            hardware.ridge(model.attention_precision), v["m_ci"], v["m_qi"] * keep_q, v["f_i"], v["csa_ratio"],
+    rho = float(cache_copies)
+    return (model.context_bytes * rho, model.query_bytes * keep_q, model.flops_per_pair,
+            hardware.ridge(model.attention_precision), v["m_ci"] * rho, v["m_qi"] * keep_q, v["f_i"], v["csa_ratio"],
             v["hca_ratio"], v["top_k"], v["window_tokens"], v["full"], v["window"], v["csa"], v["hca"])
 
 
@@ -156,13 +160,21 @@ class CostModel:
     ``attention``: :data:`ATTENTIONS`.
     """
 
-    def __init__(self, model, hardware, query_bytes: bool = False, attention: str = DEFAULT_ATTENTION):
+    def __init__(self, model, hardware, query_bytes: bool = False, attention: str = DEFAULT_ATTENTION, layout=None):
         self.model = model
         self.hardware = hardware
         self.query_bytes = query_bytes
         self.attention_kind = check_attention(attention)
+        self.tp, self.dp_attention = split_layout(layout)
+        # Summed over the tp GPUs: a GEMM split over them keeps its roofline (1/tp of the weights and FLOPs
+        # each); attention reads rho copies of its cache for the work of one (every GPU the whole MLA latent,
+        # computing 1/tp of the heads); under data-parallel attention the projections are whole on every GPU.
+        rho = _attn.cache_copies(model, self.tp, self.dp_attention)
+        self.cache_copies = rho
+        weight_copies = float(self.tp) if self.dp_attention else 1.0
         ffn = model.ffn
-        proj = (float(model.attn_proj_params), model.proj_weight_bytes, hardware.ridge(model.proj_precision))
+        proj = (float(model.attn_proj_params), model.proj_weight_bytes * weight_copies,
+                hardware.ridge(model.proj_precision))
         ridge_ffn = hardware.ridge(ffn.precision)
         w_ffn = float(model.expert_params)
         if ffn.is_moe and ffn.top_k == ffn.n_routed:
@@ -179,12 +191,13 @@ class CostModel:
         else:
             ffn_roofline = BoundRoofline(ROOFLINES["gemm"], (w_ffn, ffn.weight_bytes, ridge_ffn))
         attn = (
-            model.context_bytes,
+            model.context_bytes * rho,
             model.query_bytes if query_bytes else 0.0,
             model.flops_per_pair,
             hardware.ridge(model.attention_precision),
         )
-        served = served_attention_constants(model, hardware, query_bytes) if self.attention_kind == "served" else None
+        served = (served_attention_constants(model, hardware, query_bytes, cache_copies=rho)
+                  if self.attention_kind == "served" else None)
         self.rooflines = {
             "attn_proj": BoundRoofline(ROOFLINES["gemm"], proj),
             "moe": ffn_roofline,
@@ -225,14 +238,33 @@ class CostModel:
 _cache: dict = {}
 
 
+def split_layout(layout) -> tuple:
+    """(tp, dp_attention) of a :class:`speclib.core.layout.Layout` the
+    per-layer ledger can price (None: one GPU); experts split whole
+    (``ep`` > 1) are :func:`speclib.core.parallel.expert_parallel_cost_model`'s."""
+    if layout is None:
+        return 1, False
+    if not all(hasattr(layout, name) for name in ("tp", "ep", "dp_attention")):
+        raise ValueError(f"layout must be a speclib.core.layout.Layout (tp, ep, dp_attention) or None; got {layout!r}")
+    if layout.ep != 1:
+        raise ValueError(f"layout: the per-layer ledger slices every expert over the tp GPUs (ep must be 1; "
+                         f"speclib.core.parallel.expert_parallel_cost_model prices ep > 1); got ep={layout.ep}")
+    _attn.split_of(layout.tp, layout.dp_attention)  # checks both
+    return int(layout.tp), bool(layout.dp_attention)
+
+
 def cost_model(model=None, hardware=None, query_bytes: bool = False,
-               attention: str = DEFAULT_ATTENTION) -> CostModel:
+               attention: str = DEFAULT_ATTENTION, *, layout=None) -> CostModel:
     """The (cached) :class:`CostModel` for a model/hardware pair;
-    ``attention``: :data:`ATTENTIONS`."""
+    ``attention``: :data:`ATTENTIONS`. ``layout``: a
+    :class:`speclib.core.layout.Layout`, the layer split over its ``tp``
+    GPUs, heads and all (with ``dp_attention``, attention split by sequence
+    instead), its costs summed over them, so that the ratios the ledger
+    reads are one GPU's; None, one GPU."""
     model, hardware = resolve(model, hardware)
-    key = (model, hardware, bool(query_bytes), check_attention(attention))
+    key = (model, hardware, bool(query_bytes), check_attention(attention), split_layout(layout))
     if key not in _cache:
-        _cache[key] = CostModel(model, hardware, query_bytes, attention)
+        _cache[key] = CostModel(model, hardware, query_bytes, attention, layout)
     return _cache[key]
 
 
@@ -248,10 +280,10 @@ def check_draft_cost(c_value):
     return checked_array("c_draft", c_value, lo=0)
 
 
-def _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width, attention=DEFAULT_ATTENTION):
+def _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width, attention=DEFAULT_ATTENTION, layout=None):
     B_arr, S_arr, c_arr = check_batch(B), check_context(S), check_draft_cost(c_draft)
     width = checked_array("verify_width", verify_width, lo=1)
-    cm = cost_model(model, hardware, query_bytes, attention)
+    cm = cost_model(model, hardware, query_bytes, attention, layout=layout)
     B_arr, S_arr, c_arr = np.broadcast_arrays(B_arr, S_arr, c_arr)
     costs = {
         "attn_proj": cm.proj(B_arr),
@@ -261,8 +293,9 @@ def _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width, attention
     slopes = {
         "attn_proj": cm.proj_slope(B_arr),
         "moe": cm.ffn_slope(B_arr),
-        # A speculated token lands at verify width 2, past the attention
-        # crossover (T ~ 1.16 for MLA), so the slope is read there.
+        # A speculated token lands at verify width 2: past MLA's crossover on
+        # one GPU (T ~ 1.16 on a B200), short of it under tensor parallelism
+        # (tp times that), so the slope is read there.
         "attention": cm.attention_slope(B_arr, width, S_arr),
     }
     total_cost = sum(costs.values())
@@ -271,7 +304,7 @@ def _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width, attention
 
 
 def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, query_bytes: bool = False, verify_width=2,
-                  attention: str = DEFAULT_ATTENTION):
+                  attention: str = DEFAULT_ATTENTION, layout=None):
     """Cost of one speculated token as a multiple of a token already in the batch.
 
     Returns a dict of arrays (broadcast over ``B``, ``S``, ``c_draft``):
@@ -283,9 +316,12 @@ def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, query_bytes: 
     The FFN key is ``moe`` for dense models too. ``query_bytes=False`` follows
     the paper's ledger, which leaves the query bytes out of attention's cost;
     DeepSeek-V4's attention is priced as served unless ``attention="paper"``
-    (:data:`ATTENTIONS`, :data:`DEFAULT_ATTENTION`).
+    (:data:`ATTENTIONS`, :data:`DEFAULT_ATTENTION`). ``layout``: one GPU of
+    the layer split by a :class:`speclib.core.layout.Layout` (None: one GPU):
+    under tensor parallelism its attention reads the whole MLA latent for
+    1/tp of the heads (:func:`speclib.core.attention.cache_copies`).
     """
-    slopes, shares, c_arr = _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width, attention)
+    slopes, shares, c_arr = _ledger(B, S, c_draft, model, hardware, query_bytes, verify_width, attention, layout)
     out = {name: scalar_or_array(slopes[name]) for name in COMPONENTS}
     out["drafter"] = scalar_or_array(c_arr)
     out["total"] = scalar_or_array(sum(slopes[n] * shares[n] for n in COMPONENTS) + c_arr)
@@ -293,7 +329,7 @@ def marginal_cost(B, S, c_draft=0.1, model=None, hardware=None, *, query_bytes: 
 
 
 def verify_price(B, S, c_draft=0.1, gamma=1, model=None, hardware=None, *, query_bytes: bool = False,
-                 attention: str = DEFAULT_ATTENTION):
+                 attention: str = DEFAULT_ATTENTION, layout=None):
     """What a draft of ``gamma`` tokens costs per drafted token, as a multiple
     of a real token, on the paper's per-layer ledger: the whole verify's cost
     above a plain decode step, (C_verify(B, gamma + 1, S) - C_0) / (gamma C_0),
@@ -311,7 +347,7 @@ def verify_price(B, S, c_draft=0.1, gamma=1, model=None, hardware=None, *, query
     """
     B_arr, S_arr, c_arr = check_batch(B), check_context(S), check_draft_cost(c_draft)
     g = checked_array("gamma", gamma, lo=1, integer=True)
-    cm = cost_model(model, hardware, query_bytes, attention)
+    cm = cost_model(model, hardware, query_bytes, attention, layout=layout)
     B_arr, S_arr, c_arr, g = np.broadcast_arrays(B_arr, S_arr, c_arr, g)
     C_0, C_v = cm.decode(B_arr, S_arr), cm.verify(B_arr, g + 1.0, S_arr)
     verify = nf.verify_price(C_0, C_v, 0.0, g)
@@ -319,7 +355,9 @@ def verify_price(B, S, c_draft=0.1, gamma=1, model=None, hardware=None, *, query
             "total": scalar_or_array(nf.verify_price(C_0, C_v, c_arr, g))}
 
 
-def cost_shares(B, S, model=None, hardware=None, *, query_bytes: bool = False, attention: str = DEFAULT_ATTENTION):
-    """Each component's share of a plain decode step's cost (sums to 1)."""
-    _, shares, _ = _ledger(B, S, 0.0, model, hardware, query_bytes, 2, attention)
+def cost_shares(B, S, model=None, hardware=None, *, query_bytes: bool = False, attention: str = DEFAULT_ATTENTION,
+                layout=None):
+    """Each component's share of a plain decode step's cost (sums to 1), on
+    one GPU of ``layout`` (see :func:`marginal_cost`)."""
+    _, shares, _ = _ledger(B, S, 0.0, model, hardware, query_bytes, 2, attention, layout)
     return {name: scalar_or_array(v) for name, v in shares.items()}

@@ -67,8 +67,11 @@ class Deployment:
     ``model``, ``hardware``: presets or their names (None: DeepSeek-V4-Flash
     on one B200), resolved to presets; both stay None with ``cost_model``.
     ``tp``: GPUs the model is split over, evenly (the paper's ledger prices
-    ratios, which ``tp`` leaves unchanged; the whole step in seconds divides
-    by it; the calibrated step adds its fixed costs once). ``engine``: the
+    one GPU's ratios: a split leaves the weights' and experts' as they were,
+    but attention's heads are split while an MLA latent is read whole by
+    every GPU, so its cache read weighs tp times more against its FLOPs,
+    :func:`speclib.core.attention.cache_copies`; the whole step in seconds
+    prices one GPU's share; the calibrated step adds its fixed costs once). ``engine``: the
     serving engine whose per-step costs a calibrated step adds.
     ``step_time``: ``"roofline"`` (the lower bound), ``"calibrated"`` (the
     roofline calibrated on measured decoding, :mod:`speclib.core.calibrated`)
@@ -282,7 +285,7 @@ class Deployment:
             return LedgerPricing(cost_model, _draft.resolve_drafter(None, c, None))
         m, hw = self.model, self.hardware
         if not (whole_step or self.whole_step):
-            return LedgerPricing(_cost.cost_model(m, hw, self.query_bytes, self.attention),
+            return LedgerPricing(_cost.cost_model(m, hw, self.query_bytes, self.attention, layout=self.layout),
                                  _draft.resolve_drafter(None, c, hw))
         if self.query_bytes:
             raise ValueError("query_bytes is an option of the paper's per-layer ledger; throughput prices the "

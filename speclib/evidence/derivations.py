@@ -547,9 +547,24 @@ def csa(model=None, hardware=None) -> Derivation:
     d.show("main", "... so the intensity no longer depends on S", AI_csa(_T, _S), main)
     main_num = main.subs(consts).subs(K, _exact(a.csa_top_k))
     d.value("main_T1", f"K = {a.csa_top_k}, decode (T = 1): below R = {float(R):g}", AI_csa(1, _S), main_num.subs(_T, 1))
-    d.value("main_T2", "First speculated token (T = 2): above R", AI_csa(2, _S), main_num.subs(_T, 2))
+    d.value("main_T2", "First speculated token (T = 2), one selection shared by the verify (the post's "
+            "reading): above R", AI_csa(2, _S), main_num.subs(_T, 2))
     d.value("main_crossover", "Width at which it reaches R (sympy.solve)", sp.Symbol("T_x"),
             sp.solve(sp.Eq(main_num, R), _T)[0])
+    # DeepSeek's sparse attention selects for each query position: the verify reads the union of T selections,
+    # T K positions when they are disjoint (omega = 0), for T K pairs of work. T = 1 + u (u >= 0) lets sympy
+    # resolve the caps; past S = c K T every selection fits.
+    u = sp.Symbol("u", nonnegative=True)
+    csa_subs = {_attn.c_csa: c, _attn.K_csa: K, _attn.omega: 0}
+    past = {_S: c * K * _T + s}
+    read = sp.simplify(sp.simplify(_attn.csa_read_expr.subs(csa_subs).subs(past).subs(_T, 1 + u)).subs(u, _T - 1))
+    d.show("own_read", "Each query position its own top K (DeepSeek's sparse attention): a verify of T positions "
+           "reads the union of T disjoint selections, for any S = cKT + s", sp.Symbol("S_read"), read)
+    own = sp.simplify(_attn.csa_intensity_expr.subs(csa_subs).subs(past).subs(_T, 1 + u))
+    d.show("own", "... T K pairs of work over T K positions read: the intensity no longer depends on T",
+           AI_csa(_T, _S), own)
+    d.value("own_T2", "First speculated token (T = 2), own selections: decode's intensity, below R",
+            AI_csa(2, _S), own.subs(consts).subs(K, _exact(a.csa_top_k)))
 
     idx = {_attn.n_h: sp.Integer(a.indexer_heads), _attn.d_h: sp.Integer(a.indexer_head_dim),
            _attn.b_kv: _exact(a.indexer_key_bytes), _attn.b_q: _exact(a.query_bytes)}

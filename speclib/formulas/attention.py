@@ -32,6 +32,29 @@ intensity_long_context_expr = sp.limit(intensity_expr, S, sp.oo)
 #: Verify width at which the long-context intensity meets the ridge.
 compute_bound_width_expr = sp.solve(sp.Eq(intensity_long_context_expr, R), T)[0]
 
+# --- attention split over GPUs ----------------------------------------------
+# Tensor parallelism splits a layer's query heads over its GPUs, and with them
+# each head's FLOPs and query bytes; a cache is split only as far as its KV
+# heads go. MLA's latent (and any MQA cache) is one KV head every query head
+# reads, so every GPU holds and reads all of it while computing 1/tp of the
+# heads. Under data-parallel attention each GPU holds whole heads of its own
+# sequences: nothing is split within a sequence.
+h_split = sp.Symbol("h_split", positive=True)  # GPUs a sequence's query heads are split over (tp; 1 under DP attention)
+n_kvh = sp.Symbol("n_kvh", positive=True)  # KV heads the cache is split by (1 for MLA's latent)
+
+#: Share of a sequence's cache one GPU reads: 1/h_split, but never less than one whole KV head.
+split_cache_share_expr = sp.Max(1 / h_split, 1 / n_kvh)
+#: One GPU's intensity: 1/h_split of the FLOPs and query bytes over its share of the cache.
+split_intensity_expr = (f * T * S / h_split) / (m_c * S * split_cache_share_expr + m_q * T / h_split)
+#: Copies of the cache the group reads for the work of one: the factor a split puts on m_c
+#: (split_intensity_expr is intensity_expr with m_c -> rho m_c; tests/test_attention_split.py
+#: checks the identity). tp for MLA under TP, max(1, tp/n_kv) for GQA, 1 under DP attention.
+cache_copies_expr = sp.Max(1, h_split / n_kvh)
+_rho = sp.Symbol("rho", positive=True)
+#: Verify width at which one GPU's long-context attention reaches the ridge: rho times T*.
+split_compute_bound_width_expr = sp.solve(
+    sp.Eq(sp.limit(intensity_expr.subs(m_c, _rho * m_c), S, sp.oo), R), T)[0].subs(_rho, cache_copies_expr)
+
 # --- constants from architecture numbers -----------------------------------
 n_h = sp.Symbol("n_h", positive=True)  # query heads
 d_c = sp.Symbol("d_c", positive=True)  # MLA latent (kv_lora_rank) width
@@ -91,6 +114,21 @@ hca_context_expr = S / c_hca
 csa_context_expr = sp.Min(S / c_csa, K_csa)
 #: CSA's indexer scores every lightly compressed position.
 indexer_context_expr = S / c_csa
+
+# CSA selects per query position: the indexer scores each position of a
+# verify against the compressed cache and each keeps its own top K, as
+# DeepSeek's sparse attention does. A verify of T positions then reads the
+# union of T selections: K when they coincide (the post's reading, one shared
+# selection), T K when they are disjoint. omega is the share of each further
+# position's selection the ones before it already hold; the union never
+# exceeds the S / c_CSA compressed positions there are.
+omega = sp.Symbol("omega", nonnegative=True)  # overlap of the positions' selections (1: one shared selection)
+#: Distinct compressed positions CSA's main attention reads for a verify of T positions.
+csa_read_expr = sp.Min(S / c_csa, csa_context_expr * (1 + (T - 1) * (1 - omega)))
+#: CSA's main attention intensity: T K pairs of work over the union read. With
+#: separate selections (omega = 0) it is AI(1, K) at every T; with one shared
+#: selection (omega = 1), AI(T, K), Table 1's S = K row.
+csa_intensity_expr = f * T * csa_context_expr / (m_c * csa_read_expr + m_q * T)
 
 #: As served, every DeepSeek-V4 layer also attends over the last W tokens
 #: uncompressed (its sliding window); a layer with no compression ratio (0 in

@@ -26,6 +26,10 @@ ARGUMENTS = {
     'indexer_context': ('S', 'c_CSA'),
     'window_context': ('S', 'W_win'),
     'compute_bound_width': ('m_c', 'f', 'R'),
+    'attention_cache_copies': ('h_split', 'n_kvh'),
+    'split_attention_intensity': ('T', 'S', 'm_c', 'm_q', 'f', 'h_split', 'n_kvh'),
+    'split_compute_bound_width': ('m_c', 'f', 'R', 'h_split', 'n_kvh'),
+    'csa_intensity': ('T', 'S', 'm_c', 'm_q', 'f', 'c_CSA', 'K_CSA', 'omega'),
     'mha_form_crossover': ('d_c', 'd_r', 'd_n', 'd_v'),
     'mla_context_bytes': ('d_c', 'd_r', 'b_kv'),
     'mla_query_bytes': ('n_h', 'd_c', 'd_r', 'b_q'),
@@ -245,6 +249,38 @@ def compute_bound_width(m_c, f, R):
     R*m_c/f
     """
     return R*m_c/f
+
+
+def attention_cache_copies(h_split, n_kvh):
+    """copies of a sequence's attention cache read when its query heads are split over h_split GPUs:
+
+    Max(1, h_split/n_kvh)
+    """
+    return functools.reduce(numpy.maximum, [1, h_split/n_kvh])
+
+
+def split_attention_intensity(T, S, m_c, m_q, f, h_split, n_kvh):
+    """one GPU's attention intensity with a sequence's query heads split over h_split GPUs:
+
+    S*T*f/(h_split*(S*m_c*Max(1/h_split, 1/n_kvh) + T*m_q/h_split))
+    """
+    return S*T*f/(h_split*(S*m_c*functools.reduce(numpy.maximum, [h_split**(-1.0), n_kvh**(-1.0)]) + T*m_q/h_split))
+
+
+def split_compute_bound_width(m_c, f, R, h_split, n_kvh):
+    """verify width at which one GPU's long-context attention reaches the ridge, heads split over h_split GPUs:
+
+    R*m_c*Max(1, h_split/n_kvh)/f
+    """
+    return R*m_c*functools.reduce(numpy.maximum, [1, h_split/n_kvh])/f
+
+
+def csa_intensity(T, S, m_c, m_q, f, c_CSA, K_CSA, omega):
+    """CSA main attention intensity, each query position selecting its own top K (overlap omega):
+
+    T*f*Min(K_CSA, S/c_CSA)/(T*m_q + m_c*Min(S/c_CSA, ((1 - omega)*(T - 1) + 1)*Min(K_CSA, S/c_CSA)))
+    """
+    return T*f*functools.reduce(numpy.minimum, [K_CSA, S/c_CSA])/(T*m_q + m_c*functools.reduce(numpy.minimum, [S/c_CSA, ((1 - omega)*(T - 1) + 1)*functools.reduce(numpy.minimum, [K_CSA, S/c_CSA])]))
 
 
 def mha_form_crossover(d_c, d_r, d_n, d_v):

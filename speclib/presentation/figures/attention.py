@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.attention import attention_intensity, mha_counterpart, v4_attention_what_if
+from ...core.attention import CSA_OVERLAP, attention_intensity, mha_counterpart, v4_attention_what_if
 from ...core.cost import cost_model
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Slider, Table, Text, Toggle
@@ -20,10 +20,15 @@ V4_VARIANTS = (("hca", "HCA: MLA over S/{hca_ratio:,.0f}"), ("csa", "CSA main: M
                ("indexer", "CSA indexer: scores S/{csa_ratio:,.0f}"))
 
 
-def intensity(xp, model, variant, T, S, query_bytes):
-    """``speclib.attention_intensity`` in the figure array language (``S`` may be traced)."""
-    m_c, m_q, f, S_eff = model.attention.variant_constants(variant, S, F=xp.F)
-    return xp.F.attention_intensity(T, S_eff, m_c, m_q if query_bytes else 0.0, f)
+def intensity(xp, model, variant, T, S, query_bytes, csa_overlap=CSA_OVERLAP):
+    """``speclib.attention_intensity`` on one GPU in the figure array language
+    (``S`` may be traced); CSA's positions select with overlap ``csa_overlap``."""
+    attn = model.attention
+    m_c, m_q, f, S_eff = attn.variant_constants(variant, S, F=xp.F)
+    m_q = m_q if query_bytes else 0.0
+    if variant == "csa":
+        return xp.F.csa_intensity(T, S, m_c, m_q, f, attn.csa_ratio, attn.csa_top_k, csa_overlap)
+    return xp.F.attention_intensity(T, S_eff, m_c, m_q, f)
 
 
 # --- Table 1 -----------------------------------------------------------------------------
@@ -147,6 +152,55 @@ compressed_attention = Figure(
 
 
 
+# --- attention split over GPUs ----------------------------------------------------
+
+
+#: The models the split figure draws: (key, model, hardware, colour).
+SPLIT_MODELS = (("v3", "DeepSeek-V3", "H200", "mla"), ("v4", "DeepSeek-V4-Flash", "B200", "hca"),
+                ("llama", "Llama-3-70B", "H200", "gqa"))
+
+
+def _split_width(p, xp):
+    tp = xp.asarray([float(n) for n in p.tps])
+    out = {"tp": tp, "one_token": 2.0}
+    top = 2.0
+    for key, name, chip, _ in SPLIT_MODELS:
+        m, hw = resolve(name, chip)
+        m_c, _, f, _ = m.attention.variant_constants(m.attention.kind, 1.0)
+        ridge, n_kv = hw.ridge(m.attention_precision), float(m.attention.kv_heads or 1)
+        out[key] = xp.F.split_compute_bound_width(m_c, f, ridge, tp, n_kv)  # heads split over tp GPUs
+        out[f"{key}_dp"] = xp.F.split_compute_bound_width(m_c, f, ridge, 1.0 + 0.0 * tp, n_kv)  # whole heads
+        attn = m.attention
+        what = (f"MLA, {attn.n_heads} heads on one latent" if attn.kind == "mla"
+                else f"GQA {attn.n_heads}/{attn.n_kv_heads}")
+        out[f"{key}_label"] = f"{m.name} on {hw.name} ({what}), tensor parallel"
+        out[f"{key}_dp_label"] = f"{m.name} on {hw.name}, data-parallel attention"
+        top = xp.maximum(top, xp.max(out[key]))
+    out["y_hi"] = 2.0 ** xp.ceil(xp.log2(top * 1.5))
+    return out
+
+
+split_attention_width = Figure(
+    name="split_attention_width",
+    title="Verify width at which one GPU's attention turns compute-bound",
+    compute=_split_width,
+    params={"tps": (1, 2, 4, 8, 16)},
+    panels=(Panel(
+        x=Axis("GPUs the query heads are split over (tensor parallel size)", "log2", 1, 16),
+        y=Axis("compute-bound from verify width T*", "log2", 0.5, "y_hi"),
+        series=(*(Line("tp", key, label="{" + key + "_label}", color=color, marker="o", gid=key)
+                  for key, _, _, color in SPLIT_MODELS),
+                *(Line("tp", f"{key}_dp", label="{" + key + "_dp_label}", color=color, dash="dashed", gid=f"{key}_dp")
+                  for key, _, _, color in SPLIT_MODELS if key != "llama"),
+                HLine("one_token", text="T = 2: one speculated token", gid="one_token")),
+        legend="below"),),
+    size=(7.0, 5.2),
+    doc="The verify width T* at which one GPU's long-context attention reaches the bf16 ridge, against the "
+        "tensor-parallel size: MLA's latent is read whole by every GPU, so T* grows as tp; GQA's cache splits "
+        "with its KV heads up to n_kv GPUs; under data-parallel attention (dashed) each GPU holds whole heads and "
+        "T* stays at one GPU's.",
+)
+
 #: The contexts of the HCA table: round numbers either side of the first speculated token's ridge crossing.
 HCA_CONTEXTS = (8192, 16384, 20480, 24576, 32768, 40960, 49152, 65536, 131072)
 
@@ -178,4 +232,4 @@ def hca_first_token(contexts=HCA_CONTEXTS, model=None, hardware=None, max_width=
 
 
 __all__ = ["HCA_CONTEXTS", "TABLE_CONTEXTS", "TABLE_WIDTHS", "V4_VARIANTS", "attention_table", "attention_width",
-           "compressed_attention", "hca_first_token", "intensity"]
+           "compressed_attention", "hca_first_token", "intensity", "split_attention_width"]

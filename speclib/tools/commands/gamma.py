@@ -32,6 +32,9 @@ gamma* = 0 means plain decoding beats every draft length. The marginal-cost
 table prices one speculated token against one already in the batch: each
 component's roofline slope r (0 = free, 1 = full price) and its share of a
 plain decode step; the total is the share-weighted slopes plus the drafter.
+With --tp the table is one GPU's of the group: the weights and experts keep
+their ratios, but attention's heads are split while an MLA latent is read
+whole by every GPU, so its slope can fall to 0.
 A batch whose weights and caches cannot fit in --tp GPUs gets one more line:
 what it needs and the smallest tensor-parallel size that fits (the answer
 still stands: the per-layer argument does not need the memory). Priced as the
@@ -80,10 +83,11 @@ def run(args, out) -> int:
         searched = args.gamma_max if curve is None else min(args.gamma_max, len(curve))
         gamma_star, speedup = optimal_gamma(alpha, args.batch, args.seq, gamma_max=searched,
                                             deployment=deployment)
+        # one GPU of the deployment's layout: under --tp its attention reads the whole MLA latent for 1/tp of the heads
         costs = marginal_cost(args.batch, args.seq, c_draft, model, chip, query_bytes=args.query_bytes,
-                              attention=deployment.attention)
+                              attention=deployment.attention, layout=deployment.layout)
         shares = cost_shares(args.batch, args.seq, model, chip, query_bytes=args.query_bytes,
-                             attention=deployment.attention)
+                             attention=deployment.attention, layout=deployment.layout)
         memory = _memory_check(args, deployment, gamma_star)
     except ValueError as exc:
         raise UsageError(options.speclib_error(exc)) from None
@@ -100,6 +104,7 @@ def run(args, out) -> int:
             "gamma_max": searched,
             "query_bytes": args.query_bytes,
             "attention": deployment.attention,
+            "tp": deployment.tp,
             "gamma_star": gamma_star,
             "speedup": speedup,
             "marginal_cost": costs,
@@ -114,7 +119,7 @@ def run(args, out) -> int:
     rows.append(("drafter", f"{costs['drafter']:.3f}", "-"))
     rows.append(("total", f"{costs['total']:.3f}", "1.000"))
     lines = [
-        f"{model.name} on {chip.name}, {_cost.ATTENTION_WORDS[deployment.attention]}",
+        f"{model.name} on {chip.name}{_split_words(deployment)}, {_cost.ATTENTION_WORDS[deployment.attention]}",
         f"  batch {output.exact(args.batch)}, context {output.exact(args.seq)} tokens, "
         f"{f'acceptance {args.alpha:g}' if curve is None else _acceptance_label(args, priced)}, "
         f"drafter {c_draft:g} x a step",
@@ -132,6 +137,11 @@ def run(args, out) -> int:
     lines += _memory_lines(memory, gamma_star)
     out.write("\n".join(lines) + "\n")
     return 0
+
+
+def _split_words(deployment) -> str:
+    """Which GPU the ledger reads: one of the tensor-parallel group (heads split, an MLA latent read whole)."""
+    return "" if deployment.tp == 1 else f", one GPU of {deployment.tp} (tensor parallel: heads split)"
 
 
 def _memory_check(args, deployment, gamma):
