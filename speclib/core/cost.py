@@ -162,8 +162,9 @@ class CostModel:
         self.query_bytes = query_bytes
         self.attention_kind = check_attention(attention)
         ffn = model.ffn
-        proj = (float(model.attn_proj_params), model.proj_weight_bytes, hardware.ridge(model.proj_precision))
-        ridge_ffn = hardware.ridge(ffn.precision)
+        proj = (float(model.attn_proj_params), model.proj_weight_bytes,
+                hardware.gemm_ridge(model.proj_precision, model.activations))
+        ridge_ffn = hardware.gemm_ridge(ffn.precision, model.activations)
         w_ffn = float(model.expert_params)
         if ffn.is_moe and ffn.top_k == ffn.n_routed:
             # k == E touches every expert at any batch: the MoE is then exactly
