@@ -885,10 +885,10 @@ class Drafter:
 
     @property
     def precision(self) -> str:
-        """The precision its weights are served in (its experts' where they differ: "fp8, experts fp4")."""
+        """The precision its weights are served in (its experts' where they differ: "fp8 (experts fp4)")."""
         s = self.step
         return s.dense_precision if s.ffn_precision == s.dense_precision or not s.ffn_params else (
-            f"{s.dense_precision}, experts {s.ffn_precision}")
+            f"{s.dense_precision} (experts {s.ffn_precision})")
 
     def quantised(self, weights: Optional[str] = None, vendor: str = "") -> "Drafter":
         """This drafter served from a ``weights`` checkpoint: its dense weights
