@@ -105,7 +105,8 @@ def test_sweep_csv_reads_back_to_optimal_gamma(capsys):
     )
     assert code == 0 and err == ""
     table = read_csv(out)
-    assert list(table) == list(sweep.SWEEP_COLUMNS + sweep.CAPACITY_COLUMNS + sweep.ATTENTION_COLUMNS)  # appended
+    assert list(table) == list(sweep.SWEEP_COLUMNS + sweep.CAPACITY_COLUMNS + sweep.ATTENTION_COLUMNS
+                                 + sweep.PRECISION_COLUMNS)  # appended
     assert set(table["attention"]) == {"served"}  # the default of every entry point
     assert len(table["batch"]) == 4 * 3 * 3 * 2
     B, S, A, C = (np.array(table[k], dtype=float) for k in ("batch", "seq", "alpha", "draft_cost"))
@@ -134,7 +135,8 @@ def test_sweep_over_models_and_chips(capsys):
 def test_sweep_table_is_aligned(capsys):
     code, out, _ = run(capsys, "sweep", "--batch", "1,30000", "--seq", "512", "--alpha", "0.5,0.99", "--format", "table")
     lines = out.splitlines()
-    assert code == 0 and lines[0].split() == list(sweep.SWEEP_COLUMNS + sweep.CAPACITY_COLUMNS + sweep.ATTENTION_COLUMNS)
+    assert code == 0 and lines[0].split() == list(sweep.SWEEP_COLUMNS + sweep.CAPACITY_COLUMNS + sweep.ATTENTION_COLUMNS
+                                 + sweep.PRECISION_COLUMNS)
     assert len(lines) == 1 + 4
     assert len({len(line) for line in lines}) == 1  # right-aligned last column: equal widths
 
@@ -144,7 +146,7 @@ def test_sweep_writes_to_a_file(capsys, tmp_path):
     code, out, _ = run(capsys, "sweep", "--batch", "4", "--seq", "100", "--alpha", "0.7", "--output", str(target))
     assert code == 0 and out == ""
     assert target.read_text().splitlines()[0] == ",".join(sweep.SWEEP_COLUMNS + sweep.CAPACITY_COLUMNS
-                                                          + sweep.ATTENTION_COLUMNS)
+                                                          + sweep.ATTENTION_COLUMNS + sweep.PRECISION_COLUMNS)
 
 
 @pytest.mark.parametrize(
@@ -390,7 +392,7 @@ def test_sweep_fits_column_and_calibrated_step_time(capsys):
     _, out, _ = run(capsys, "sweep", "--batch", "1,64,1000", "--seq", "1024,32768", "--alpha", "0.75",
                     "--step-time", "calibrated", "--tp", "2")
     table = read_csv(out)
-    assert list(table)[-6:] == ["step_time", "tp", "fits", "max_batch", "attention", "running"]
+    assert list(table)[-8:] == ["step_time", "tp", "fits", "max_batch", "attention", "weights", "kv_cache", "running"]
     assert list(table)[:8] == list(sweep.SWEEP_COLUMNS)
     B, S = np.array(table["batch"], dtype=float), np.array(table["seq"], dtype=float)
     deployment = speclib.Deployment(step_time="calibrated", tp=2)

@@ -11,7 +11,7 @@ from speclib import presets
 
 SHIPPED = ["deepseek-v4-flash", "deepseek-v4-pro", "deepseek-v3", "llama-3-70b", "mixtral-8x7b", "qwen3-235b-a22b",
            "qwen3.6-35b-a3b", "llama-4-scout", "llama-4-maverick", "gpt-oss-120b", "qwen3-30b-a3b", "glm-4.7", "glm-4.7-flash",
-           "llama-3.1-8b", "kimi-k3"]
+           "llama-3.1-8b", "kimi-k3", "qwen3-235b-a22b-fp8", "llama-3.1-70b-fp8", "llama-3.1-8b-fp8"]
 
 
 def load(stem):

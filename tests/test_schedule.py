@@ -726,7 +726,8 @@ def test_vllm_json_keeps_stdout_clean_and_warns_on_stderr():
     assert "[start_bs, end_bs, K] from vLLM v0.25.0 on" in notes[0]  # the release that reads this form
     # the header JSON cannot carry comes first: what the schedule is of, and its attention as served (the default)
     assert err.splitlines()[0].startswith("speclib schedule: DeepSeek-V4-Flash on B200; context 4096 tokens")
-    assert err.splitlines()[0].endswith("; attention as served")
+    assert err.splitlines()[0].endswith("; attention as served; precision: weights fp8 (experts fp4), KV cache fp8 "
+                                        "(the checkpoint's)")
     status, out, err = run(argv + ["--step-time", "calibrated"])
     assert status == 0 and json.loads(out) and "warning:" not in err and err.count("note:") == 4
 

@@ -174,8 +174,8 @@ class CostModel:
         weight_copies = float(self.tp) if self.dp_attention else 1.0
         ffn = model.ffn
         proj = (float(model.attn_proj_params), model.proj_weight_bytes * weight_copies,
-                hardware.ridge(model.proj_precision))
-        ridge_ffn = hardware.ridge(ffn.precision)
+                hardware.gemm_ridge(model.proj_precision, model.activations))
+        ridge_ffn = hardware.gemm_ridge(ffn.precision, model.activations)
         w_ffn = float(model.expert_params)
         if ffn.is_moe and ffn.top_k == ffn.n_routed:
             # k == E touches every expert at any batch: the MoE is then exactly

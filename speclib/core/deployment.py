@@ -32,6 +32,7 @@ import numpy as np
 from .._checks import checked_array, checked_choice, checked_int
 from ..formulas import numpy_functions as nf
 from ..presets import Drafter, KV_BYTES, PRECISIONS, drafter as drafter_preset, interconnect as _interconnect, resolve
+from ..presets.architecture import MXFP4_BYTES, WEIGHT_BYTES
 from . import calibrated as _cal
 from . import capacity as _capacity
 from . import cost as _cost
@@ -113,7 +114,14 @@ class Deployment:
     parallelism. ``weights`` and ``kv_cache``: the precision of the
     checkpoint's decoder weights (``"bf16"``, ``"fp8"``, ``"fp4"``) and of
     the KV cache (``"bf16"``, ``"fp8"``) as served (None: the preset's own;
-    :meth:`speclib.presets.Model.quantised`). ``spec_overlap``: whether the
+    :meth:`speclib.presets.Model.quantised`); ``activations``: the precision
+    the decoder GEMMs' activations are served in (None: the preset's own,
+    by default as narrow as each GEMM's weights; ``"fp8"`` with fp4 experts
+    is W4A8, whose experts run at the fp8 rate: the ridge is the fp8 one,
+    :func:`speclib.presets.architecture.gemm_precision`);
+    ``drafter_weights``: the precision of the ``drafter`` preset's weights
+    (None: the preset's own; :meth:`speclib.presets.Drafter.quantised`).
+    :meth:`precision_words` says all of it as served. ``spec_overlap``: whether the
     engine's speculative path overlaps scheduling with the GPU as its plain
     path does (True, as the current releases of all three engines do for MTP
     and EAGLE-3), or not, so that a speculative step pays the host time a
@@ -144,6 +152,8 @@ class Deployment:
     weights: str | None = None
     kv_cache: str | None = None
     spec_overlap: bool = True
+    activations: str | None = None
+    drafter_weights: str | None = None
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen
@@ -184,10 +194,13 @@ class Deployment:
                                  "has none")
             put("comm_latency", bool(self.comm_latency))
             put("cost_model", self.cost_model.with_latency(self.comm_latency))
-        for name in ("weights", "kv_cache"):
+        for name in ("weights", "kv_cache", "activations", "drafter_weights"):
             if getattr(self, name) is not None:
                 put(name, checked_choice(name, getattr(self, name),
-                                         PRECISIONS if name == "weights" else tuple(KV_BYTES)))
+                                         tuple(KV_BYTES) if name == "kv_cache" else PRECISIONS))
+        if self.drafter_weights is not None and self.drafter is None:
+            raise ValueError("drafter_weights is the precision of a drafter preset's weights; this deployment has "
+                             "no drafter (give drafter=, a drafter preset)")
         put("layout", Layout(self.tp, self.ep, self.dp_attention))
         put("ep", self.layout.ep)
         put("dp_attention", self.layout.dp_attention)
@@ -195,9 +208,11 @@ class Deployment:
             self._check_cost_model()
         else:
             model, hardware = resolve(self.model, self.hardware)
-            model = model.quantised(self.weights, self.kv_cache, hardware.vendor)
+            model = model.quantised(self.weights, self.kv_cache, hardware.vendor, activations=self.activations)
             put("model", model)
             put("hardware", hardware)
+            if self.drafter_weights is not None:
+                put("drafter", self.drafter.quantised(self.drafter_weights, hardware.vendor))
             self.layout.check(model.step_architecture())
             _check_domain(self.tp, hardware)
             if self.routing is not None:
@@ -232,9 +247,9 @@ class Deployment:
         if self.drafter is not None or self.roofline != "per-component":
             raise ValueError("cost_model prices the paper's per-layer ledger; drafter= and roofline='aggregate' "
                              "price the whole model's step")
-        if self.routing is not None or self.tp != 1 or self.weights or self.kv_cache:
-            raise ValueError("cost_model prices the paper's per-layer ledger on one GPU; tp=, routing=, weights= "
-                             "and kv_cache= price the whole model's step")
+        if self.routing is not None or self.tp != 1 or self.weights or self.kv_cache or self.activations:
+            raise ValueError("cost_model prices the paper's per-layer ledger on one GPU; tp=, routing=, weights=, "
+                             "kv_cache= and activations= price the whole model's step")
         if self.query_bytes:
             raise ValueError("query_bytes must be False with cost_model (the cost model already fixes whether the "
                              "query bytes count)")
@@ -383,6 +398,19 @@ class Deployment:
         held = self._running(B, S, g)
         return held, np.broadcast_to(B, held.shape) - held
 
+    def precision_words(self) -> str:
+        """The precision this deployment serves, in words, for a header:
+        the weights (the experts' where they differ), the activations where
+        they are not the weights' own, the KV cache and the drafter's
+        weights, and which of them were asked for rather than the
+        checkpoint's own: "weights fp8, KV cache bf16 (the checkpoint's)".
+        "" with a ``cost_model`` (it names no checkpoint)."""
+        if self.cost_model is not None:
+            return ""
+        asked = [name for name in ("weights", "activations", "kv_cache", "drafter_weights")
+                 if getattr(self, name) is not None]
+        return precision_words(self.model, self.drafter, asked)
+
     def check_holds(self, context, gamma=0):
         """A ``ValueError`` naming the parameter where this deployment, with
         its memory check, holds not one sequence at ``context`` (one number)
@@ -450,6 +478,36 @@ class Deployment:
             else:
                 parts.append(f"{f.name}={value!r}")
         return f"Deployment({', '.join(parts)})"
+
+
+def precision_words(model, drafter=None, asked=()) -> str:
+    """What ``model`` (and ``drafter``) serve in, in words
+    (:meth:`Deployment.precision_words`); ``asked``: the fields among
+    ``weights``, ``activations``, ``kv_cache`` and ``drafter_weights`` set
+    rather than the checkpoint's own."""
+    m = model
+    proj, ffn = _format(m.proj_precision, m.proj_weight_bytes), _format(m.ffn.precision, m.ffn.weight_bytes)
+    parts = [f"weights {proj}" + ("" if ffn == proj else f" (experts {ffn})")]
+    if m.activations is not None:
+        gemm = m.ffn_gemm_precision
+        parts.append(f"activations {m.activations}" + (f" (experts at the {gemm} rate)"
+                                                       if gemm != m.ffn.precision else ""))
+    kv = {b: name for name, b in KV_BYTES.items()}.get(float(m.attention.kv_bytes), f"{m.attention.kv_bytes:g} B")
+    parts.append(f"KV cache {kv}")
+    if drafter is not None:
+        parts.append(f"drafter {drafter.precision}")
+    labels = {"weights": "weights", "activations": "activations", "kv_cache": "KV cache", "drafter_weights": "drafter"}
+    said = [labels[name] for name in labels if name in asked]
+    whose = ("the checkpoint's" if not said else "as asked" if len(said) == len(parts)
+             else f"{', '.join(said)} as asked, the rest the checkpoint's")
+    return f"{', '.join(parts)} ({whose})"
+
+
+def _format(precision: str, bytes_per_weight: float) -> str:
+    """A weight format in words: its precision, with its bytes where they are
+    not that precision's own (a 4-bit AWQ checkpoint multiplied in bf16)."""
+    usual = {WEIGHT_BYTES[precision], MXFP4_BYTES, 0.53} if precision == "fp4" else {WEIGHT_BYTES[precision]}
+    return precision if float(bytes_per_weight) in usual else f"{precision} ({bytes_per_weight:g} B a weight)"
 
 
 def _check_domain(tp: int, hardware) -> None:

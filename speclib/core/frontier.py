@@ -361,7 +361,7 @@ def frontier(deployment=None, workload="1k1k", *, gamma=None, alpha=None, concur
                       integer=True).ravel()
     C = np.unique(C)
     spec_dep = speculative_deployment(dep)
-    plain_dep = dep.replace(drafter=None, c_draft=None)
+    plain_dep = dep.replace(drafter=None, c_draft=None, drafter_weights=None)
     priced = spec_dep.pricing(whole_step=True)
     acceptance = _acc.Acceptance.of(alpha, priced)
     if acceptance.curve is None and np.ndim(acceptance.alpha):

@@ -149,7 +149,7 @@ def ffn_intensity(B, model=None, hardware=None, *, capped: bool = True):
     model, hardware = resolve(model, hardware)
     B_arr = checked_array("B", B, lo=0, lo_open=True)
     ffn = model.ffn
-    ridge = hardware.ridge(ffn.precision) if capped else float("inf")
+    ridge = hardware.gemm_ridge(ffn.precision, model.activations) if capped else float("inf")
     if ffn.is_moe:
         with np.errstate(divide="ignore"):  # k == E: log1p(-1) = -inf, see speclib.formulas.moe.numeric_form
             out = nf.moe_intensity(B_arr, ffn.top_k, ffn.n_routed, ffn.n_shared, ffn.weight_bytes, ridge)
@@ -163,7 +163,7 @@ def dense_equivalent_intensity(B, model=None, hardware=None, *, capped: bool = T
     model's experts (the paper's comparison line in Figure 1)."""
     model, hardware = resolve(model, hardware)
     B_arr = checked_array("B", B, lo=0, lo_open=True)
-    ridge = hardware.ridge(model.ffn.precision) if capped else float("inf")
+    ridge = hardware.gemm_ridge(model.ffn.precision, model.activations) if capped else float("inf")
     return scalar_or_array(nf.dense_intensity(B_arr, model.ffn.weight_bytes, ridge))
 
 
@@ -180,7 +180,7 @@ def knees(model=None, hardware=None) -> dict:
     """
     model, hardware = resolve(model, hardware)
     ffn = model.ffn
-    ridge = hardware.ridge(ffn.precision)
+    ridge = hardware.gemm_ridge(ffn.precision, model.activations)
     dense = float(nf.dense_knee(ffn.weight_bytes, ridge))
     if not ffn.is_moe:
         return {"dense_knee": dense}

@@ -119,7 +119,7 @@ class ExpertParallelCostModel(CostModel):
         self.rooflines["moe"] = _cost.BoundRoofline(
             EP_MOE_ROOFLINE,
             (ffn.top_k, ffn.n_routed, ffn.n_shared, float(model.expert_params), ffn.weight_bytes,
-             hardware.ridge(ffn.precision), float(self.G)),
+             hardware.gemm_ridge(ffn.precision, model.activations), float(self.G)),
         )
         self._comm_args = None if not self.include_comm else (
             ffn.top_k, float(self.G), model.hidden_size, self.dispatch_bytes, self.combine_bytes,

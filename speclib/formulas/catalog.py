@@ -89,6 +89,8 @@ NUMERIC = (
     Formula("moe_ridge_batch", _m.moe_ridge_batch_expr, (_m.k, _m.E, _m.n_s, _m.b, _m.R), "batch where the saturated MoE line meets the ridge"),
     Formula("expert_knee", _m.expert_knee_expr, (_m.k, _m.E), "E/k: where the coupon count saturates"),
     Formula("moe_slope_ratio", _m.moe_slope_ratio_expr, (_m.k, _m.E, _m.n_s), "saturated MoE slope over the dense slope"),
+    Formula("gemm_ridge", _m.gemm_ridge_expr, (_m.R_w, _m.R_a),
+            "ridge of a GEMM with weights and activations in two precisions (W4A8: the fp8 ridge)"),
     # --- attention (speclib.formulas.attention) ---
     Formula("attention_intensity", _a.intensity_expr, (_a.T, _a.S, _a.m_c, _a.m_q, _a.f),
             "attention arithmetic intensity of T queries over S context tokens"),

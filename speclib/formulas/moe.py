@@ -58,6 +58,15 @@ expert_knee_expr = E / k
 #: Probability that one token misses a given routed expert.
 miss_probability_expr = 1 - k / E
 
+# --- mixed precision: weights in one format, activations in another ------------------
+R_w = sp.Symbol("R_w", positive=True)  # ridge of the weights' precision, FLOP/byte
+R_a = sp.Symbol("R_a", positive=True)  # ridge of the activations' precision, FLOP/byte
+#: A GEMM multiplies its two operands in the wider of their formats, at that
+#: format's peak: fp4 experts against fp8 activations (W4A8) run at the fp8
+#: rate, so the experts' ridge R is the smaller of the two ridges (W4A4 keeps
+#: the fp4 one). Every knee the ridge sets (moe_ridge_batch_expr) scales with it.
+gemm_ridge_expr = sp.Min(R_w, R_a)
+
 # --- skewed routing -----------------------------------------------------------------
 #: Measured routing is far from uniform. With expert i taking a share p_i of
 #: the routed token-slots (sum_i p_i = 1) and k slots per token, a token picks

@@ -20,6 +20,7 @@ ARGUMENTS = {
     'moe_ridge_batch': ('k', 'E', 'n_s', 'b', 'R'),
     'expert_knee': ('k', 'E'),
     'moe_slope_ratio': ('k', 'E', 'n_s'),
+    'gemm_ridge': ('R_w', 'R_a'),
     'attention_intensity': ('T', 'S', 'm_c', 'm_q', 'f'),
     'hca_context': ('S', 'c_HCA'),
     'csa_context': ('S', 'c_CSA', 'K_CSA'),
@@ -201,6 +202,14 @@ def moe_slope_ratio(k, E, n_s):
     (k + n_s)/(E + n_s)
     """
     return (k + n_s)/(E + n_s)
+
+
+def gemm_ridge(R_w, R_a):
+    """ridge of a GEMM with weights and activations in two precisions (W4A8: the fp8 ridge):
+
+    Min(R_a, R_w)
+    """
+    return functools.reduce(numpy.minimum, [R_a, R_w])
 
 
 def attention_intensity(T, S, m_c, m_q, f):

@@ -53,6 +53,19 @@ def weight_bytes_for(precision: str, vendor: str = "") -> float:
         return MXFP4_BYTES
     return WEIGHT_BYTES[precision]
 
+
+def gemm_precision(weights: str, activations: Optional[str] = None) -> str:
+    """The precision a GEMM multiplies in: the wider of its weights' and its
+    activations' (None: as its weights, W4A4 for fp4 weights). A W4A8 GEMM,
+    fp4 weights against fp8 activations, runs on the fp8 tensor cores at the
+    fp8 peak, so its ridge is the fp8 one
+    (:data:`speclib.formulas.moe.gemm_ridge_expr`)."""
+    weights = checked_choice("weights", weights, PRECISIONS)
+    if activations is None:
+        return weights
+    activations = checked_choice("activations", activations, PRECISIONS)
+    return max(weights, activations, key=PRECISIONS.index)
+
 @dataclass(frozen=True)
 class Hardware:
     """One accelerator: HBM bandwidth, HBM capacity and dense peak FLOP/s per
@@ -100,6 +113,13 @@ class Hardware:
     def ridge(self, precision: str) -> float:
         """Ridge point R = peak FLOP/s / bandwidth, in FLOP per byte."""
         return self.peak_flops(precision) / self.memory_bandwidth
+
+    def gemm_ridge(self, weights: str, activations: Optional[str] = None) -> float:
+        """The ridge of a GEMM with ``weights`` and ``activations`` in those
+        precisions (None: as the weights): the smaller of the two ridges, the
+        wider format's (:data:`speclib.formulas.moe.gemm_ridge_expr`)."""
+        own = self.ridge(weights)
+        return own if activations is None else float(nf.gemm_ridge(own, self.ridge(activations)))
 
 
 class _AttentionConstants:
@@ -432,6 +452,27 @@ class Model:
     #: multi-token-prediction (MTP / NextN) layers the checkpoint ships: a drafter of its own
     #: (``num_nextn_predict_layers`` or ``mtp_num_hidden_layers`` in its config; 0: none)
     mtp_layers: int = 0
+    #: the precision the decoder GEMMs' activations are quantised to as served
+    #: (``quantization_config`` or the "speclib" block's ``activations``):
+    #: None, as narrow as each GEMM's weights (W8A8 for fp8, W4A4 for fp4
+    #: experts, the paper's reading); "fp8" with fp4 experts is W4A8, whose
+    #: experts run at the fp8 rate (:func:`gemm_precision`)
+    activations: Optional[str] = None
+
+    def __post_init__(self):
+        if self.activations is not None:
+            object.__setattr__(self, "activations", checked_choice("activations", self.activations, PRECISIONS))
+
+    @property
+    def ffn_gemm_precision(self) -> str:
+        """The precision the FFN's (the experts') GEMMs run in: the wider of
+        their weights' and the activations' (:func:`gemm_precision`)."""
+        return gemm_precision(self.ffn.precision, self.activations)
+
+    @property
+    def proj_gemm_precision(self) -> str:
+        """The precision the attention projections' GEMMs run in (:func:`gemm_precision`)."""
+        return gemm_precision(self.proj_precision, self.activations)
 
     @property
     def attn_proj_params(self) -> int:
@@ -463,15 +504,20 @@ class Model:
         """Whether some layers use linear attention."""
         return self.linear_attention is not None and self.n_linear_layers > 0
 
-    def quantised(self, weights: Optional[str] = None, kv_cache: Optional[str] = None, vendor: str = "") -> "Model":
+    def quantised(self, weights: Optional[str] = None, kv_cache: Optional[str] = None, vendor: str = "",
+                  activations: Optional[str] = None) -> "Model":
         """This model served from a ``weights`` checkpoint (every decoder
         GEMM's weights, projections and experts, stored and multiplied in
         that precision; fp4 as NVFP4, or MXFP4 on a chip whose ``vendor``
         stores it so: :func:`weight_bytes_for`) with its KV cache in
-        ``kv_cache``; None keeps the preset's own. Embeddings, the output head
-        and the routers stay in bf16 (:data:`BF16_BYTES`), as the released
-        fp8 and fp4 checkpoints keep them."""
+        ``kv_cache`` and its GEMMs' activations in ``activations`` (W4A8:
+        fp4 weights, ``activations="fp8"``); None keeps the preset's own.
+        Embeddings, the output head and the routers stay in bf16
+        (:data:`BF16_BYTES`), as the released fp8 and fp4 checkpoints keep
+        them."""
         changes = {}
+        if activations is not None:
+            changes["activations"] = checked_choice("activations", activations, PRECISIONS)
         if weights is not None:
             b = weight_bytes_for(weights, vendor)
             changes.update(proj_weight_bytes=b, proj_precision=weights,
@@ -737,9 +783,9 @@ def _step_architecture(model: "Model") -> StepArchitecture:
         name=model.name,
         dense_params=float(dense),
         dense_bytes=float(dense_bytes),
-        dense_precision=model.proj_precision,
+        dense_precision=model.proj_gemm_precision,
         ffn_bytes=ffn.weight_bytes,
-        ffn_precision=ffn.precision,
+        ffn_precision=model.ffn_gemm_precision,
         **experts,
         attention_layers=n_layers - (model.n_linear_layers if linear else 0),
         context_bytes=model.context_bytes,
@@ -836,6 +882,27 @@ class Drafter:
     def positions_per_pass(self) -> int:
         """Positions one pass drafts per sequence: one (MTP) or its block (DFlash)."""
         return self.block if self.kind == "dflash" else 1
+
+    @property
+    def precision(self) -> str:
+        """The precision its weights are served in (its experts' where they differ: "fp8 (experts fp4)")."""
+        s = self.step
+        return s.dense_precision if s.ffn_precision == s.dense_precision or not s.ffn_params else (
+            f"{s.dense_precision} (experts {s.ffn_precision})")
+
+    def quantised(self, weights: Optional[str] = None, vendor: str = "") -> "Drafter":
+        """This drafter served from a ``weights`` checkpoint: its dense weights
+        and experts stored and multiplied in that precision
+        (:func:`weight_bytes_for`), its output head kept in bf16; None keeps
+        the preset's own."""
+        if weights is None:
+            return self
+        b = weight_bytes_for(weights, vendor)
+        s = self.step
+        dense = (s.dense_params - s.bf16_params) * b + s.bf16_params * BF16_BYTES
+        step = dataclasses.replace(s, dense_bytes=dense / s.dense_params if s.dense_params else b,
+                                   dense_precision=weights, ffn_bytes=b, ffn_precision=weights)
+        return dataclasses.replace(self, step=step)
 
     @property
     def resident_bytes(self) -> float:

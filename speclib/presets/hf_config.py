@@ -41,6 +41,8 @@ SPECLIB_KEYS = {
     "proj_weight_bytes": "bytes per parameter of the attention projections",
     "proj_precision": "GEMM precision of the attention projections",
     "attention_precision": "precision of the attention matmuls (default bf16)",
+    "activations": "precision of the GEMMs' activations as served (default: the quantization_config's, else as "
+                   "each GEMM's weights; fp8 with fp4 experts is W4A8, run at the fp8 rate)",
     "kv_bytes": "bytes per cached element (default: the config's dtype)",
     "query_bytes": "bytes per query element (default 2)",
     "mha_nope_dim": "MLA: per-head no-rope key width of the up-projected form",
@@ -133,6 +135,12 @@ def _weight_formats(r: _ConfigReader, extra: Mapping):
             proj = ffn = (1.0, "fp8")
         elif method == "mxfp4":
             ffn = (MXFP4_BYTES, "fp4")  # the experts only; attention stays unquantised
+        elif method == "compressed-tensors" and _float8_group(r, quant) is not None:
+            # llm-compressor's FP8 checkpoints (RedHatAI / neuralmagic): every
+            # Linear of the decoder in fp8 with the output head in "ignore";
+            # without input activations in the group the weights are
+            # dequantised and multiplied in bf16 (W8A16)
+            proj = ffn = (1.0, "fp8")
         elif method == "compressed-tensors" and "mxfp4" in str(quant.get("format", "")).lower():
             # Kimi-K3's recipe: the routed experts in MXFP4; attention, shared
             # experts, dense FFNs and the output head in its "ignore" list stay
@@ -147,7 +155,7 @@ def _weight_formats(r: _ConfigReader, extra: Mapping):
         else:
             raise r.error(
                 "quantization_config.quant_method must be one of 'fp8', 'mxfp4', 'awq', 'gptq', "
-                "'compressed-tensors' with an mxfp4 format "
+                "'compressed-tensors' with an mxfp4 format or a group of 8-bit float weights "
                 f"(or describe the weights in the \"speclib\" block); got {quant.get('quant_method')!r}"
             )
     if "weight_bytes" in extra:
@@ -158,6 +166,44 @@ def _weight_formats(r: _ConfigReader, extra: Mapping):
     proj_precision = r.choice("speclib.proj_precision", extra.get("proj_precision", proj[1]), PRECISIONS)
     ffn_precision = r.choice("speclib.ffn_precision", extra.get("ffn_precision", ffn[1]), PRECISIONS)
     return act_bytes, proj_bytes, proj_precision, ffn_bytes, ffn_precision
+
+
+def _float8_group(r: _ConfigReader, quant: Mapping):
+    """The one config group of a compressed-tensors ``quantization_config``
+    whose weights are 8-bit floats (llm-compressor's FP8 schemes), or None."""
+    groups = quant.get("config_groups")
+    if not isinstance(groups, Mapping):
+        return None
+    found = [g for g in groups.values() if isinstance(g, Mapping) and isinstance(g.get("weights"), Mapping)
+             and g["weights"].get("type") == "float" and g["weights"].get("num_bits") == 8]
+    if len(found) > 1:
+        raise r.error("quantization_config.config_groups: give one group of 8-bit float weights")
+    return found[0] if found else None
+
+
+def _activations(r: _ConfigReader, extra: Mapping):
+    """The precision the GEMMs' activations are served in: the "speclib"
+    block's ``activations``, else what the quantization_config says (a
+    compressed-tensors FP8 group without input activations is W8A16: bf16),
+    else None (as each GEMM's weights)."""
+    if "activations" in extra:
+        return r.choice("speclib.activations", extra["activations"], PRECISIONS)
+    quant = r.cfg.get("quantization_config")
+    if isinstance(quant, Mapping) and str(quant.get("quant_method", "")).lower() == "compressed-tensors":
+        group = _float8_group(r, quant)
+        if group is not None and group.get("input_activations") is None:
+            return "bf16"
+    return None
+
+
+def _kv_cache_bytes(r: _ConfigReader, default: float) -> float:
+    """Bytes per cached element: a compressed-tensors ``kv_cache_scheme`` of
+    8-bit floats stores 1, else ``default`` (the config's dtype)."""
+    quant = r.cfg.get("quantization_config")
+    scheme = quant.get("kv_cache_scheme") if isinstance(quant, Mapping) else None
+    if isinstance(scheme, Mapping) and scheme.get("type") == "float" and scheme.get("num_bits") == 8:
+        return 1.0
+    return default
 
 
 def _compress_ratios(r: _ConfigReader):
@@ -455,7 +501,7 @@ def from_hf_config(config, *, name: Optional[str] = None) -> Model:
     hidden = r.integer("hidden_size")
     n_layers = r.integer("num_hidden_layers", None)
     act_bytes, proj_bytes, proj_precision, ffn_bytes, ffn_precision = _weight_formats(r, extra)
-    kv_bytes = r.number("speclib.kv_bytes", extra.get("kv_bytes", act_bytes))
+    kv_bytes = r.number("speclib.kv_bytes", extra.get("kv_bytes", _kv_cache_bytes(r, act_bytes)))
     query_bytes = r.number("speclib.query_bytes", extra.get("query_bytes", 2.0))
     if r.present("kv_lora_rank") or r.present("o_groups"):
         attention = _mla_attention(r, extra, kv_bytes, query_bytes)
@@ -495,4 +541,5 @@ def from_hf_config(config, *, name: Optional[str] = None) -> Model:
         # mtp_num_hidden_layers (vLLM's SpeculativeConfig.hf_config_override reads the same keys)
         mtp_layers=r.integer(r.first_present("num_nextn_predict_layers", "mtp_num_hidden_layers")
                              or "num_nextn_predict_layers", 0, lo=0),
+        activations=_activations(r, extra),
     )

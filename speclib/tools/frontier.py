@@ -27,7 +27,8 @@ def describe(f) -> str:
     drafter = s.drafter.name if s.drafter is not None else f"a constant drafter at {s.pricing(whole_step=True).drafter.c:g} of a step"
     step = str(d.step_time) if not isinstance(d.step_time, str) else f"{d.step_time} step"
     return (f"{d.model.name} on {d.tp} x {d.hardware.name}, {d.engine} {layout}; {f.prompt:,.0f} tokens in, "
-            f"{f.output:,.0f} out (mean context {f.context:,.0f}); {drafter}, {f.acceptance.describe()}; {step}")
+            f"{f.output:,.0f} out (mean context {f.context:,.0f}); {drafter}, {f.acceptance.describe()}; {step}; "
+            f"precision: {s.precision_words()}")
 
 
 def _money(x) -> str:
@@ -119,7 +120,7 @@ def json_text(f, price=None, cheapest=None, target=None) -> str:
     record = {"model": d.model.name, "hardware": d.hardware.name, "tp": d.tp, "ep": d.ep,
               "dp_attention": d.dp_attention, "engine": d.engine, "step_time": str(d.step_time),
               "drafter": f.speculative_deployment.drafter.name if f.speculative_deployment.drafter else None,
-              "acceptance": f.acceptance.describe(),
+              "acceptance": f.acceptance.describe(), "precision": f.speculative_deployment.precision_words(),
               "workload": {"input": f.prompt, "output": f.output, "mean_context": f.context},
               "price_per_gpu_hour": price, "interval": None if f.plain.speed_lo is None else _cal.INTERVAL_LEVEL,
               "points": f.rows(price),

@@ -292,6 +292,8 @@ class Schedule:
     tp: int = 1
     ep: int = 1
     dp_attention: bool = False
+    #: the precision served (:meth:`speclib.Deployment.precision_words`), for the header
+    precision: str = ""
     #: whether the tables merge adjacent ranges whose speed-ups lie inside each other's interval
     #: (:func:`indistinct_groups`; only where there is an interval, at the reference context)
     merge_indistinct: bool = True
@@ -846,7 +848,7 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         speedups=np.asarray(tables, dtype=float), memory=memory, interval=interval, notes=notes,
         warnings=warnings, memory_limits=limits, where=where_of(dep), mtp_layers=m.mtp_layers,
         drafter_kind=priced.drafter.kind, attention=dep.attention, tp=dep.tp, ep=dep.ep,
-        dp_attention=dep.dp_attention,
+        dp_attention=dep.dp_attention, precision=dep.precision_words(),
     )
 
 
@@ -981,7 +983,8 @@ def header_line(sched: Schedule) -> str:
     priced (DeepSeek-V4's attention included)."""
     contexts = ", ".join(f"{s:g}" for s in sched.contexts)
     return (f"{sched.model} on {sched.hardware}; context {contexts} tokens; {sched.acceptance}; "
-            f"drafter {sched.drafter}; cost: {sched.source}; {_cost.ATTENTION_WORDS[sched.attention]}")
+            f"drafter {sched.drafter}; cost: {sched.source}; {_cost.ATTENTION_WORDS[sched.attention]}"
+            + (f"; precision: {sched.precision}" if sched.precision else ""))
 
 
 def _header(sched: Schedule) -> list:

@@ -46,6 +46,7 @@ def add_parser(sub):
                       "detected)")
     fitp.add_argument("--gamma", type=options.typed("--max-k", int), metavar="K", help="the draft length of files that "
                       "do not state it")
+    options.add_precision_options(fitp, drafter=False)
     fitp.add_argument("--output", metavar="FILE", required=True, help="the calibration JSON to write (written only "
                       "when the fit succeeded)")
     fitp.set_defaults(handler=run)
@@ -62,6 +63,10 @@ def run(args, out) -> int:
     if len(models) != 1 or len(chips) != 1:
         raise UsageError("--model/--hardware: fit takes one model and one chip")
     model, chip = models[0], chips[0]
+    try:
+        model = model.quantised(args.weights, args.kv_cache, chip.vendor, activations=args.activations)
+    except ValueError as exc:
+        raise UsageError(options.speclib_error(exc)) from None
     records = []
     try:
         for path in args.files:
@@ -71,7 +76,10 @@ def run(args, out) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     cal = fitted.calibration
-    out.write(f"fitted on {len(records)} runs of {cal.model}: a = {cal.fixed_s[next(iter(cal.fixed_s))][args.engine] * 1e3:.3g} ms "
+    from ...core.deployment import precision_words
+
+    asked = [name for name in ("weights", "activations", "kv_cache") if getattr(args, name) is not None]
+    out.write(f"fitted on {len(records)} runs of {cal.model} ({precision_words(model, asked=asked)}): a = {cal.fixed_s[next(iter(cal.fixed_s))][args.engine] * 1e3:.3g} ms "
               f"per step, d = {cal.per_sequence_s * 1e6:.3g} us per sequence, e = {cal.per_position_s * 1e6:.3g} us "
               f"per extra position, a_d = {cal.per_draft_pass_s * 1e3:.3g} ms per drafter pass "
               f"(mu = {next(iter(cal.roofline_factor.values())):.3g}, held)\n")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from ... import presets
 from ...core import calibrated as _cal
 from .. import progress as _progress
 from . import options, output
@@ -55,10 +54,6 @@ def add_parser(sub):
                        "best at each concurrency, 1..--gamma-max)")
     front.add_argument("--concurrency", metavar="GRID", help="concurrencies (users), e.g. 1,4,16,64 or "
                        "1:1024:log20 (default: 20 from 1 to 1,024)")
-    front.add_argument("--weights", choices=presets.PRECISIONS, help="the decoder weights' precision as served "
-                       "(default: the preset's)")
-    front.add_argument("--kv-cache", choices=tuple(presets.KV_BYTES), help="the KV cache's precision (default: "
-                       "the preset's)")
     front.add_argument("--price-per-gpu-hour", type=options.typed("--price-per-gpu-hour", float), metavar="P",
                        help="price of one GPU for an hour: adds the price of a million output tokens")
     front.add_argument("--min-tokens-per-user", type=options.typed("--min-tokens-per-user", float), metavar="R",
@@ -104,10 +99,6 @@ def run(args, out) -> int:
     concurrencies = None if args.concurrency is None else options.parse_grid("--concurrency", args.concurrency, counts=True)
     alpha = args.acceptance_curve if args.acceptance_curve is not None else args.alpha
     deployment = options.deployment(args, model, chip, drafter)
-    try:
-        deployment = deployment.replace(weights=args.weights, kv_cache=args.kv_cache)
-    except ValueError as exc:
-        raise UsageError(options.speclib_error(exc)) from None
     draws = len(_cal.calibration_of(deployment.step_time).draws) if _cal.calibration_of(deployment.step_time) else 0
     points = len(_front.DEFAULT_CONCURRENCIES) if concurrencies is None else len(concurrencies)
     message = (f"speclib frontier: pricing {points} concurrencies with and without speculation"

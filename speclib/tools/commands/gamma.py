@@ -105,6 +105,7 @@ def run(args, out) -> int:
             "query_bytes": args.query_bytes,
             "attention": deployment.attention,
             "tp": deployment.tp,
+            "precision": deployment.precision_words(),
             "gamma_star": gamma_star,
             "speedup": speedup,
             "marginal_cost": costs,
@@ -120,6 +121,7 @@ def run(args, out) -> int:
     rows.append(("total", f"{costs['total']:.3f}", "1.000"))
     lines = [
         f"{model.name} on {chip.name}{_split_words(deployment)}, {_cost.ATTENTION_WORDS[deployment.attention]}",
+        f"  precision: {deployment.precision_words()}",
         f"  batch {output.exact(args.batch)}, context {output.exact(args.seq)} tokens, "
         f"{f'acceptance {args.alpha:g}' if curve is None else _acceptance_label(args, priced)}, "
         f"drafter {c_draft:g} x a step",
@@ -234,6 +236,7 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
                                                 else [float(x) for x in curve.values]),
             "drafter": priced.drafter.name, "roofline": args.roofline, "step_time": str(args.step_time), "tp": args.tp,
             "attention": deployment.attention,
+            "precision": deployment.precision_words(),
             "gamma_max": searched,
             "gamma_star": gamma_star, "speedup": speedup,
             **({"speedup_interval_80": [float(interval.lo), float(interval.hi)]} if interval is not None else {}),
@@ -261,6 +264,7 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
     lines = [
         f"{model.name} on {where}, the whole model's step ({clock}), "
         f"{_cost.ATTENTION_WORDS[deployment.attention]}",
+        f"  precision: {deployment.precision_words()}",
         f"  batch {output.exact(args.batch)}, context {output.exact(args.seq)} tokens, {_acceptance_label(args, priced)}",
         "",
         f"  gamma*      {gamma_star}   ({verdict}; searched 0..{searched})",

@@ -52,6 +52,8 @@ OPTION_FOR_PARAMETER = {
     "min_tokens_per_user": "--min-tokens-per-user",
     "weights": "--weights",
     "kv_cache": "--kv-cache",
+    "activations": "--activations",
+    "drafter_weights": "--drafter-weights",
 }
 
 #: The ranges speclib accepts, as its error messages state them (a test holds
@@ -219,12 +221,48 @@ def deployment(args, model=None, chip=None, drafter=None) -> Deployment:
         model, chip, drafter = one_model(args)
     engine = CALIBRATION_ENGINE[args.engine] if args.command == "schedule" else args.engine
     c_draft = None if args.command == "sweep" else args.draft_cost
+    if args.drafter_weights is not None and drafter is None:
+        raise UsageError("--drafter-weights: the precision of a --drafter's weights; give --drafter (a drafter "
+                         "preset)")
     try:
         return Deployment(model, chip, tp=args.tp, engine=engine, step_time=args.step_time, roofline=args.roofline,
                           drafter=drafter, c_draft=c_draft, query_bytes=args.query_bytes, reserve=args.reserve,
-                          ep=args.ep, dp_attention=args.dp_attention, attention=args.attention)
+                          ep=args.ep, dp_attention=args.dp_attention, attention=args.attention,
+                          **precision(args))
     except ValueError as exc:
         raise UsageError(speclib_error(exc)) from None
+
+
+def precision(args) -> dict:
+    """The precision options (:func:`add_precision_options`) as
+    :class:`~speclib.Deployment` fields; None keeps the checkpoint's."""
+    return {name: getattr(args, name, None) for name in PRECISION_FIELDS}
+
+
+#: The Deployment fields the precision options set, each by the option of its name.
+PRECISION_FIELDS = ("weights", "kv_cache", "activations", "drafter_weights")
+
+
+def add_precision_options(parser, *, drafter: bool = True):
+    """The precision served, one option group on every command that prices
+    a deployment: the decoder weights, their GEMMs' activations, the KV
+    cache and (``drafter``) the drafter's weights, each defaulting to the
+    checkpoint's own (the preset's, or the --model-config's
+    quantization_config). Every header says what was priced."""
+    group = parser.add_argument_group("precision served (default: the checkpoint's own; the header says which)")
+    group.add_argument("--weights", choices=presets.PRECISIONS, type=str.lower, help="the decoder weights' precision "
+                       "(projections and experts): fp4, fp8 or bf16 (default: the checkpoint's: the preset's, or "
+                       "--model-config's quantization_config; DeepSeek-V3/R1 are fp8 as served)")
+    group.add_argument("--kv-cache", choices=tuple(presets.KV_BYTES), type=str.lower, help="the KV cache's "
+                       "precision: bf16 or fp8 (default: the checkpoint's dtype; an engine's --kv-cache-dtype fp8 "
+                       "is fp8)")
+    group.add_argument("--activations", choices=presets.PRECISIONS, type=str.lower, help="the precision the "
+                       "GEMMs' activations are quantised to: a GEMM runs at the wider of its weights' and its "
+                       "activations' rate, so fp4 experts with --activations fp8 (W4A8) run at the fp8 rate "
+                       "(default: as each GEMM's weights, W4A4 for fp4 experts, as the paper prices them)")
+    if drafter:
+        group.add_argument("--drafter-weights", choices=presets.PRECISIONS, type=str.lower, help="the --drafter's "
+                           "weights' precision (default: the drafter preset's)")
 
 
 def one_model(args):
@@ -316,6 +354,7 @@ def add_model_options(parser, *, several: bool, calibration_engine: bool = True)
     parser.add_argument("--reserve", type=typed("--reserve", float), default=_capacity.DEFAULT_RESERVE,
                         metavar="F", help="fraction of each GPU's HBM kept free in the memory check (default 0.1, "
                         "vLLM's default)")
+    add_precision_options(parser)
 
 
 ACCEPTANCE_HELP = ("a survival curve instead of --alpha: what 'speclib acceptance --output' writes, a JSON list, a "

@@ -24,6 +24,10 @@ SWEEP_COLUMNS = ("model", "hardware", "batch", "seq", "alpha", "draft_cost", "ga
 CAPACITY_COLUMNS = ("fits", "max_batch")
 #: The last column: how DeepSeek-V4's attention was priced and held (--attention).
 ATTENTION_COLUMNS = ("attention",)
+#: After it: the precision each row was priced in, as served (--weights, --activations, --kv-cache, else the
+#: checkpoint's): the weights ("fp8", or "fp8, experts fp4"; "activations fp8" added where they are asked) and
+#: the KV cache.
+PRECISION_COLUMNS = ("weights", "kv_cache")
 #: Appended last where a row is priced whole with a memory check, which
 #: reads its batch as a concurrency: the sequences running at gamma_star (no
 #: more than max_batch; the rest queued).
@@ -93,6 +97,27 @@ def capacity_cells(rows, deployment) -> list:
     return cells
 
 
+def precision_cells(rows, deployment) -> list:
+    """(weights, kv_cache) for each sweep row: the precision its deployment
+    (``deployment`` with the row's model and chip) serves (:data:`PRECISION_COLUMNS`)."""
+    words = {}
+    cells = []
+    for m, h, *_rest in rows:
+        if (m, h) not in words:
+            model, chip = presets.resolve(m if not isinstance(m, str) else _model_by_name(m),
+                                          h if not isinstance(h, str) else _chip_by_name(h))
+            served = deployment.replace(model=model, hardware=chip, drafter=None, drafter_weights=None,
+                                        c_draft=None).model
+            weights = served.proj_precision + ("" if served.ffn.precision == served.proj_precision
+                                               else f", experts {served.ffn.precision}")
+            weights += f", activations {served.activations}" if served.activations else ""
+            kv = {b: name for name, b in presets.KV_BYTES.items()}.get(float(served.attention.kv_bytes),
+                                                                      f"{served.attention.kv_bytes:g} B")
+            words[(m, h)] = (weights, kv)
+        cells.append(words[(m, h)])
+    return cells
+
+
 def running_cells(rows, deployment) -> list:
     """The sequences each sweep row's gamma* runs where its deployment
     (``deployment`` with the row's model, chip and drafter) is priced whole
@@ -150,17 +175,18 @@ def run(args, out) -> int:
     _SWEEP_CHIPS.clear()
     _SWEEP_CHIPS.update({h.name: h for h in chips})
     rows = sweep_records(models, chips, batch, seq, alpha, draft_cost, drafters=drafters, gamma_max=args.gamma_max,
-                         deployment=options.deployment(args, models[0], chips[0]))
+                         deployment=options.deployment(args, models[0], chips[0], drafters[0]))
     try:
-        memory = capacity_cells(rows, options.deployment(args, models[0], chips[0]))
+        memory = capacity_cells(rows, options.deployment(args, models[0], chips[0], drafters[0]))
     except ValueError as exc:
         raise UsageError(options.speclib_error(exc)) from None
     priced = drafters != [None] or args.roofline != "per-component" or args.step_time != "roofline"
     clock = args.step_time != "roofline" or args.tp != 1
-    bounded = running_cells(rows, options.deployment(args, models[0], chips[0]))
+    bounded = running_cells(rows, options.deployment(args, models[0], chips[0], drafters[0]))
     queues = any(b is not None for b in bounded)
     columns = (SWEEP_COLUMNS + (("drafter", "roofline") if priced else ()) + (("step_time", "tp") if clock else ())
-               + CAPACITY_COLUMNS + ATTENTION_COLUMNS + (RUNNING_COLUMNS if queues else ()))
+               + CAPACITY_COLUMNS + ATTENTION_COLUMNS + PRECISION_COLUMNS + (RUNNING_COLUMNS if queues else ()))
+    served = precision_cells(rows, options.deployment(args, models[0], chips[0], drafters[0]))
 
     def cells(a, c, exact):
         alpha_text = "measured" if a is None else (output.exact(a) if exact else f"{a:g}")
@@ -168,14 +194,14 @@ def run(args, out) -> int:
         return alpha_text, cost_text
 
     text_rows = []
-    for (m, h, b, s, a, c, g, sp, d), (fits, limit), held in zip(rows, memory, bounded):
+    for (m, h, b, s, a, c, g, sp, d), (fits, limit), held, precision in zip(rows, memory, bounded, served):
         exact = args.format == "csv"
         alpha_text, cost_text = cells(a, c, exact)
         row = (m, h, output.exact(b), output.exact(s), alpha_text, cost_text, str(g), repr(sp) if exact else f"{sp:.4f}")
         row += (d or "constant", args.roofline) if priced else ()
         row += (str(args.step_time), str(args.tp)) if clock else ()
         row += ("" if fits is None else str(fits).lower(), "" if limit is None else str(limit))
-        row += (args.attention,)
+        row += (args.attention,) + precision
         row += (("" if held is None else output.exact(held)),) if queues else ()
         text_rows.append(row)
 
@@ -185,7 +211,7 @@ def run(args, out) -> int:
             writer.writerow(columns)
             writer.writerows(text_rows)
         else:
-            align = "llrrrrrr" + "ll" * priced + "lr" * clock + "lr" + "r" + "r" * queues
+            align = "llrrrrrr" + "ll" * priced + "lr" * clock + "lr" + "r" + "rr" + "r" * queues
             stream.write(output.format_table(columns, text_rows, align=align) + "\n")
 
     if args.output is None:
@@ -218,7 +244,8 @@ then drafter, roofline (whole-step pricing), step_time, tp (--step-time calibrat
 then fits, max_batch (whether the deployment holds the batch at that context while
 drafting gamma_star tokens, and the largest batch it holds so: the --tp/--ep/--dp-attention
 layout, the draft's cache slots, rollback states and the drafter counted), attention (served
-or paper: how DeepSeek-V4's attention was priced, --attention), and where a row is priced as the
+or paper: how DeepSeek-V4's attention was priced, --attention), weights, kv_cache (the precision
+served: --weights, --activations, --kv-cache, else the checkpoint's), and where a row is priced as the
 whole step, running (its batch read as a concurrency: the sequences gamma_star runs, no more than
 max_batch, the rest queued). CSV numbers are written so that they read back exactly.
 """
