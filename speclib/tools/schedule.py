@@ -821,7 +821,7 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         gammas = np.arange(top + 1)
         tables = np.stack([_spec.speedup_table(priced, accepted, B, np.full_like(B, s), top) for s in contexts])
         source = f"{dep.roofline} roofline" if dep.step_time == "roofline" else (
-            f"{dep.step_time} step time ({dep.engine} per-step costs, {dep.roofline} roofline, tp {dep.tp})")
+            f"{dep.step_time} step time ({_cal.spelled(dep.engine)} per-step costs, {dep.roofline} roofline, tp {dep.tp})")
         held = tables[0]
         if dep.reserve is not None:  # the best draft of at least one among those memory holds at each batch
             fits = B[None, :] <= np.asarray(dep.max_batch(contexts[0], gammas.astype(float)))[:, None]

@@ -7,7 +7,6 @@ import argparse
 import json
 import os
 
-from ...core import calibrated as _cal
 from . import options, output
 from .options import UsageError
 
@@ -40,8 +39,9 @@ def add_parser(sub):
     fitp.add_argument("--hardware-config", metavar="PATH", help="a chip that is not a preset (JSON or YAML), "
                       "instead of --hardware")
     fitp.add_argument("--tp", type=options.typed("--tp", int), default=1, metavar="N", help="GPUs the model is split over")
-    fitp.add_argument("--engine", choices=_cal.ENGINES, default=_cal.DEFAULT_ENGINE,
-                      help="the engine name the fitted fixed time is stored under (default vLLM)")
+    fitp.add_argument("--engine", type=options.engine_value, default=options.DEFAULT_ENGINE,
+                      metavar="{vllm,sglang,trtllm}", help="the serving engine the runs were measured on, any case: "
+                      "the fitted fixed time is stored under it (default vllm)")
     fitp.add_argument("--format", choices=("vllm", "sglang", "inferencemax"), help="the files' format (default: "
                       "detected)")
     fitp.add_argument("--gamma", type=options.typed("--max-k", int), metavar="K", help="the draft length of files that "
@@ -66,12 +66,13 @@ def run(args, out) -> int:
     try:
         for path in args.files:
             records.extend(bench_results.read_results(path, format=args.format, gamma=args.gamma, tp=args.tp))
-        fitted = own_fit.fit_measurements(records, model, chip, tp=args.tp, engine=args.engine,
+        fitted = own_fit.fit_measurements(records, model, chip, tp=args.tp,
+                                           engine=options.CALIBRATION_ENGINE[args.engine],
                                            label=os.path.basename(args.output))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    cal = fitted.calibration
-    out.write(f"fitted on {len(records)} runs of {cal.model}: a = {cal.fixed_s[next(iter(cal.fixed_s))][args.engine] * 1e3:.3g} ms "
+    cal, engine = fitted.calibration, options.CALIBRATION_ENGINE[args.engine]
+    out.write(f"fitted on {len(records)} runs of {cal.model}: a = {cal.fixed_s[next(iter(cal.fixed_s))][engine] * 1e3:.3g} ms "
               f"per step, d = {cal.per_sequence_s * 1e6:.3g} us per sequence, e = {cal.per_position_s * 1e6:.3g} us "
               f"per extra position, a_d = {cal.per_draft_pass_s * 1e3:.3g} ms per drafter pass "
               f"(mu = {next(iter(cal.roofline_factor.values())):.3g}, held)\n")
