@@ -108,13 +108,14 @@ def run(args, out) -> int:
             "speedup": speedup,
             "marginal_cost": costs,
             "cost_shares": shares,
+            "components": {name: component_label(name, model) for name in COMPONENTS},
             "memory": _memory_record(memory),
         }
         out.write(json.dumps(record, indent=2) + "\n")
         return 0
 
     verdict = "speculate" if gamma_star > 0 else "do not speculate: plain decoding is best"
-    rows = [(name, f"{costs[name]:.3f}", f"{shares[name]:.3f}") for name in COMPONENTS]
+    rows = [(component_label(name, model), f"{costs[name]:.3f}", f"{shares[name]:.3f}") for name in COMPONENTS]
     rows.append(("drafter", f"{costs['drafter']:.3f}", "-"))
     rows.append(("total", f"{costs['total']:.3f}", "1.000"))
     lines = [
@@ -136,6 +137,16 @@ def run(args, out) -> int:
     lines += _memory_lines(memory, gamma_star)
     out.write("\n".join(lines) + "\n")
     return 0
+
+
+def component_label(name: str, model) -> str:
+    """A component of the ledger or of the step as the tables label it, by
+    its kind in ``model``: the FFN is a dense FFN or a mixture of experts
+    (the library's key for it is ``moe`` either way), attention is GQA or MLA."""
+    ffn = "MoE FFN" if model.ffn.is_moe else "dense FFN"
+    attention = f"attention ({model.attention.kind.upper()})" if getattr(model.attention, "kind", "") else "attention"
+    return {"moe": ffn, "ffn": ffn, "attn_proj": "attention projections", "attention": attention,
+            "dense": "weights every token reads"}.get(name, name)
 
 
 def _memory_check(args, deployment, gamma):
@@ -245,7 +256,7 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
         out.write(json.dumps(record, indent=2) + "\n")
         return 0
     verdict = "speculate" if gamma_star > 0 else "do not speculate: plain decoding is best"
-    rows = [(f"verify {name}", f"{t * 1e6:,.1f}") for name, t in verify.items()]
+    rows = [(f"verify {component_label(name, model)}", f"{t * 1e6:,.1f}") for name, t in verify.items()]
     rows += [("verify (whole step)", f"{verify_s * 1e6:,.1f}"), (f"draft ({priced.drafter.name})", f"{draft_s * 1e6:,.1f}"),
              ("plain decode step" + (f" ({output.exact(run_0)} sequences)" if queue else ""), f"{plain_s * 1e6:,.1f}")]
     clock = (f"{args.roofline} roofline" if args.step_time == "roofline" else
