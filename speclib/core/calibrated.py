@@ -199,7 +199,7 @@ class Calibration:
             fixed = [self.fixed_s[p][used] for p in peers if used in self.fixed_s.get(p, {})]
             vendor = self.vendor_fixed_s.get(getattr(hardware, "vendor", ""), {})
             if not fixed and used not in vendor:
-                raise ValueError(f"engine {engine!r} was not measured on {hardware.generation} or "
+                raise ValueError(f"engine {spelled(engine)!r} was not measured on {hardware.generation} or "
                                  f"{hardware.vendor} chips")
             return (float(np.median([self.roofline_factor[p] for p in peers])),
                     float(np.median(fixed)) if fixed else vendor[used], self.per_sequence_s)
@@ -208,7 +208,8 @@ class Calibration:
             if used not in fixed:
                 vendor = self.vendor_fixed_s.get(getattr(hardware, "vendor", ""), {})
                 if used not in vendor:
-                    raise ValueError(f"engine {engine!r} was not measured on {chip} (measured: {', '.join(fixed)})")
+                    raise ValueError(f"engine {spelled(engine)!r} was not measured on {chip} (measured: "
+                                     f"{', '.join(map(spelled, fixed))})")
                 return self.roofline_factor[chip], vendor[used], self.per_sequence_s
             return self.roofline_factor[chip], fixed[used], self.per_sequence_s
         vendor = getattr(hardware, "vendor", "")
@@ -219,7 +220,8 @@ class Calibration:
                              + "); use step_time='roofline'")
         fixed = self.vendor_fixed_s.get(vendor, {})
         if used not in fixed:
-            raise ValueError(f"engine {engine!r} was not measured on {vendor} chips (measured: {', '.join(fixed)})")
+            raise ValueError(f"engine {spelled(engine)!r} was not measured on {vendor} chips (measured: "
+                             f"{', '.join(map(spelled, fixed))})")
         return self.vendor_factor[vendor], fixed[used], self.per_sequence_s
 
     def fixed_fallback(self, hardware, engine: str):
