@@ -68,7 +68,7 @@ def test_every_entry_point_gives_the_same_best_draft_length(attention):
     sched = speclib.schedule(MODEL, CHIP, S, alpha=ALPHA, c_draft=C, max_batch=B) if attention is None else \
         speclib.schedule(seq=S, alpha=ALPHA, c_draft=C, max_batch=B, deployment=speclib.Deployment(MODEL, CHIP, **kw))
     assert int(sched.gamma_star[B - 1]) == g
-    config = json.loads(run("schedule", *FLAGS, "--max-batch", B, "--engine", "vllm", *flag)[0])
+    config = json.loads(run("schedule", *FLAGS, "--max-batch", B, "--engine", "vllm", *flag)[0])["speculative_config"]
     ranges = config["num_speculative_tokens_per_batch_size"]
     assert [k for lo, hi, k in ranges if lo <= B <= hi] == [g]
     # speclib profile: the same step, so the same speed-up from its seconds
@@ -99,7 +99,7 @@ def test_each_output_says_which_attention_pricing_it_used():
         assert run("gamma", *FLAGS, "--batch", B, *flag)[0].splitlines()[0] == f"DeepSeek-V4-Flash on B200, {words}"
         whole = run("gamma", *FLAGS, "--batch", B, "--roofline", "aggregate", *flag)[0].splitlines()[0]
         assert whole.startswith("DeepSeek-V4-Flash on B200, the whole model's step") and whole.endswith(words)
-        table = run("schedule", *FLAGS, "--max-batch", B, "--engine", "table", *flag)[0]
+        table = run("schedule", *FLAGS, "--max-batch", B, "--format", "table", *flag)[0]
         assert f"; {words}" in " ".join(line.strip() for line in table.split("\n\n")[0].splitlines())
         assert run("schedule", *FLAGS, "--max-batch", B, "--engine", "vllm", *flag)[1].splitlines()[0].endswith(words)
         assert run("sweep", *FLAGS, "--batch", B, "--format", "table", *flag)[0].splitlines()[0].split()[-1] == \

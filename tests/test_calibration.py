@@ -253,7 +253,7 @@ def test_step_time_flows_through_throughput():
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(step_time="fitted"), r"^step_time must be one of 'roofline', 'calibrated', 'measured'"),
-    (dict(step_time="calibrated", hardware="MI300X", engine="TRT"), r"engine 'TRT' was not measured on MI300X"),
+    (dict(step_time="calibrated", hardware="MI300X", engine="TRT"), r"engine 'trtllm' was not measured on MI300X"),
     (dict(step_time="calibrated", engine="tgi"), r"^engine must be one of 'vLLM', 'TRT', 'SGLang'"),
     (dict(tp=0), r"^tp must be an integer in \[1, 1024\]"),
     (dict(tp=2.5), r"^tp must be an integer"),

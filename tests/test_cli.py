@@ -48,9 +48,23 @@ def test_gamma_text_shows_gamma_speedup_and_every_component(capsys):
     assert f"gamma*   {gamma_star} " in out
     assert f"speedup  {speedup:.4f}x" in out
     costs = speclib.marginal_cost(64, 4096, 0.1)
-    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
-    for name in ("attn_proj", "moe", "attention", "drafter", "total"):
-        assert float(lines[name][1]) == pytest.approx(costs[name], abs=5e-4)
+    # each component labelled by its kind in the model (V4-Flash: a mixture of experts, MLA attention)
+    labels = {"attn_proj": "attention projections", "moe": "MoE FFN", "attention": "attention (MLA)",
+              "drafter": "drafter", "total": "total"}
+    rows = [line.strip() for line in out.splitlines()]
+    for name, label in labels.items():
+        (row,) = [r for r in rows if r.startswith(label + "  ")]
+        assert float(row[len(label):].split()[0]) == pytest.approx(costs[name], abs=5e-4)
+    assert not any(r.startswith("moe ") for r in rows)
+
+
+def test_gamma_labels_a_dense_ffn_as_dense(capsys):
+    code, out, _ = run(capsys, "gamma", "--model", "llama-3-70b", "--hardware", "h200", "--tp", "2", *POINT)
+    rows = [line.strip() for line in out.splitlines()]
+    assert code == 0 and any(r.startswith("dense FFN  ") for r in rows) and any(r.startswith("attention (GQA)  ") for r in rows)
+    assert not any("MoE" in r or r.startswith("moe") for r in rows)
+    _, text, _ = run(capsys, "gamma", "--model", "llama-3-70b", "--hardware", "h200", "--tp", "2", *POINT, "--json")
+    assert json.loads(text)["components"]["moe"] == "dense FFN"
 
 
 def test_gamma_ledger_reads_one_gpu_of_the_tensor_parallel_group(capsys):
@@ -233,7 +247,9 @@ BAD = [
     (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--reserve", "1"], "--reserve", "[0, 1)"),
     (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--step-time", "fitted"], "--step-time", "measured"),
     (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--step-time", "calibrated", "--hardware", "mi300x",
-      "--engine", "TRT"], "TRT", "not measured on MI300X"),
+      "--engine", "trtllm"], "trtllm", "not measured on MI300X"),
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--engine", "TRT"], "--engine", "vllm, sglang, trtllm"),
+    (["schedule", "--alpha", "0.5", "--max-batch", "8", "--engine", "table"], "--engine", "--format table"),
     (["sweep", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--tp", "2000"], "--tp", "[1, 1024]"),
     ([], "gamma,sweep,presets", "required"),
     (["frobnicate"], "gamma", "invalid choice"),

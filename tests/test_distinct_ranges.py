@@ -133,10 +133,10 @@ def test_the_command_merges_by_default_and_max_ranges_caps_it():
 
     status, out, _ = run()
     assert status == 0
-    table = json.loads(out)["num_speculative_tokens_per_batch_size"]
+    table = json.loads(out)["speculative_config"]["num_speculative_tokens_per_batch_size"]
     assert [[r.lo, r.hi, r.k] for r in _calibrated().table().ranges] == table
     status, out, _ = run("--max-ranges", "2")
-    assert status == 0 and len(json.loads(out)["num_speculative_tokens_per_batch_size"]) <= 2
+    assert status == 0 and len(json.loads(out)["speculative_config"]["num_speculative_tokens_per_batch_size"]) <= 2
     for bad in ("0", "-1", "65", "two"):
         status, out, err = run("--max-ranges", bad)
         assert status == 2 and out == "" and err.count("\n") == 1 and "--max-ranges" in err, (bad, err)

@@ -168,11 +168,47 @@ def test_every_vllm_config_fits_the_release_schema(case, qwen_h100):
         sched = speclib.schedule(seq=2048, alpha=0.7, max_batch=256,
                                  deployment=speclib.Deployment("deepseek-r1", "H200", tp=8))
         kw = {}
-    config = json.loads(render(sched, "vllm", **kw))
+    text = render(sched, "vllm", **kw)
+    ns = parse_vllm_config_file(text)
+    assert ns.max_num_seqs == sched.max_batch  # runs the batch the table is priced to
+    config = ns.speculative_config
     extract = check_vllm_speculative_config(config)
     assert extract["release"] == "v0.34.0"
     # the schedule reads back to the per-batch optimum by the release's lookup (restated in engines.expand_vllm)
     assert engines.expand_vllm(config, sched.max_batch) == [int(k) for k in sched.table().k_per_batch]
+
+
+def parse_vllm_config_file(text: str):
+    """vLLM's form read as ``vllm serve MODEL --config FILE.yaml`` reads it
+    (the loader's rules and the flags' types from tests/data/engines/vllm-serving-args.json):
+    each top-level key a flag, a mapping passed on as JSON, underscores read
+    as dashes; a flag the extract does not list is refused."""
+    extract = json.loads((DATA / "vllm-serving-args.json").read_text())
+    document = yaml.safe_load(text)  # JSON is YAML: the file may be saved as FILE.yaml
+    argv = []
+    for key, value in document.items():
+        argv += ["--" + key, json.dumps(value) if isinstance(value, dict) else str(value)]
+    argv = [a.replace("_", "-") if a.startswith("--") else a for a in argv]
+    parser = argparse.ArgumentParser(exit_on_error=False, add_help=False)
+    types = {"int": int, "json": json.loads}
+    for flag, kind in extract["config_flags"].items():
+        parser.add_argument(flag, type=types[kind])
+    try:
+        ns, unknown = parser.parse_known_args(argv)
+    except argparse.ArgumentError as exc:
+        raise AssertionError(f"vLLM refuses {argv}: {exc}") from None
+    assert not unknown, f"vLLM's config flags have no {unknown}"
+    assert ns.max_num_seqs >= extract["max_num_seqs_min"]
+    return ns
+
+
+def test_the_vllm_config_file_refuses_what_vllm_lacks():
+    good = {"max_num_seqs": 8, "speculative_config": {"num_speculative_tokens": 1}}
+    assert parse_vllm_config_file(json.dumps(good)).max_num_seqs == 8
+    for bad in ({**good, "max_batch_size": 8},  # TensorRT-LLM's name
+                {**good, "max_num_seqs": "many"}, {**good, "max_num_seqs": 0}):
+        with pytest.raises(AssertionError):
+            parse_vllm_config_file(json.dumps(bad))
 
 
 def test_the_vllm_schema_refuses_what_the_release_lacks():

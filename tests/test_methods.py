@@ -68,7 +68,7 @@ def schedules():
 def printed(text, engine):
     """(the method the configuration names, the drafter's checkpoint it gives or None), read back."""
     if engine == "vllm":
-        config = json.loads(text)
+        config = json.loads(text)["speculative_config"]
         return config["method"], config.get("model")
     doc = yaml.safe_load(text)
     if engine == "trtllm":
@@ -134,7 +134,7 @@ def test_a_missing_drafter_path_is_refused_in_one_line_naming_the_engines_key(sc
     (["--model", "llama-3-70b", "--engine", "trtllm", "--method", "eagle", "--draft-model", "x/y"], "--method",
      "TensorRT-LLM has no EAGLE"),
     (["--model", "llama-3-70b", "--engine", "vllm", "--method", "medusa"], "--method", "must be one of"),
-    (["--model", "deepseek-v3", "--engine", "table", "--method", "mtp"], "--method", "the table names no method"),
+    (["--model", "deepseek-v3", "--format", "table", "--method", "mtp"], "--method", "the table names no method"),
 ])
 def test_the_command_refuses_in_one_line_with_exit_2(capsys, argv, option, words):
     code = cli.main(["schedule", "--alpha", "0.8", "--max-batch", "16", "--hardware", "b200", "--tp", "8", *argv])
@@ -149,7 +149,7 @@ def test_a_drafter_preset_fixes_the_method():
         "qwen3.6-35b-a3b", "B200", drafter="qwen3.6-dflash", roofline="aggregate", reserve=None))
     with pytest.raises(ValueError, match=r"^draft_model: method dflash needs"):
         render(sched, "vllm")
-    config = json.loads(render(sched, "vllm", draft_model="z-lab/Qwen3.6-35B-A3B-DFlash"))
+    config = json.loads(render(sched, "vllm", draft_model="z-lab/Qwen3.6-35B-A3B-DFlash"))["speculative_config"]
     assert (config["method"], config["model"]) == ("dflash", "z-lab/Qwen3.6-35B-A3B-DFlash")
     with pytest.raises(ValueError, match=r"^method: the schedule was priced for a DFlash drafter"):
         render(sched, "vllm", method="mtp")
@@ -158,10 +158,10 @@ def test_a_drafter_preset_fixes_the_method():
 def test_engine_spellings_name_the_same_method(schedules):
     sched = schedules["llama-3-70b"]
     for spelling in ("eagle3", "EAGLE3", "Eagle3", "eagle-3"):
-        assert json.loads(render(sched, "vllm", method=spelling, draft_model=PATH))["method"] == "eagle3"
+        assert json.loads(render(sched, "vllm", method=spelling, draft_model=PATH))["speculative_config"]["method"] == "eagle3"
     for spelling in ("draft_model", "STANDALONE", "DraftTarget"):
         assert printed(render(sched, "trtllm", method=spelling, draft_model=PATH), "trtllm")[0] == "DraftTarget"
-    assert json.loads(render(schedules["deepseek-v3"], "vllm", method="deepseek_mtp"))["method"] == "mtp"
+    assert json.loads(render(schedules["deepseek-v3"], "vllm", method="deepseek_mtp"))["speculative_config"]["method"] == "mtp"
 
 
 def test_sglang_pins_a_draft_length_per_batch_slot_as_its_router_reads_it():

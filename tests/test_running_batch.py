@@ -282,7 +282,7 @@ def test_the_commands_refuse_a_bad_concurrency_in_one_line():
 
 def test_schedule_and_profile_say_where_memory_stops_them():
     code, _, err = _run("schedule", "--model", "llama-3-70b", "--hardware", "h200", "--tp", "2", "--seq", "8704",
-                        "--alpha", "0.8", "--max-batch", "512", "--engine", "table")
+                        "--alpha", "0.8", "--max-batch", "512", "--format", "table")
     dep = speclib.Deployment("llama-3-70b", "H200", tp=2)
     m0 = dep.max_batch(CONTEXT)
     assert code == 0 and err.startswith(f"speclib schedule: batch 512 is above what memory holds at 8,704 tokens "

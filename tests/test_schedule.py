@@ -111,7 +111,7 @@ def test_gamma_star_is_optimal_gamma(dsv4, qwen_mtp):
 def test_dense_table_is_monotone(llama):
     ks = [r.k for r in llama.ranges]
     assert ks == sorted(ks, reverse=True) and len(ks) > 1
-    config = json.loads(render(llama, "vllm", **LLAMA_EAGLE3))
+    config = json.loads(render(llama, "vllm", **LLAMA_EAGLE3))["speculative_config"]
     assert (config["method"], config["model"]) == ("eagle3", LLAMA_EAGLE3["draft_model"])
     table = [k for _, _, k in config["num_speculative_tokens_per_batch_size"]]
     assert table == sorted(table, reverse=True)
@@ -126,7 +126,7 @@ def test_deepseek_shows_the_gutter():
     i = inner_zero[0]
     assert ks[i - 1] > 0 and ks[i + 1] > 0
     assert ks[-1] == 0  # and past the compute ridge, no speculation at all
-    config = json.loads(render(sched, "vllm"))
+    config = json.loads(render(sched, "vllm"))["speculative_config"]
     table = config["num_speculative_tokens_per_batch_size"]
     assert any(k == 0 for _, _, k in table[1:-1])
 
@@ -142,7 +142,7 @@ def test_the_table_stops_where_memory_does():
     served = speclib.Deployment("DeepSeek-V4-Flash", "B200", attention="served").max_batch(4096)
     status, out, _ = run(["schedule", "--model", "deepseek-v4-flash", "--seq", "4096", "--alpha", "0.75",
                           "--max-batch", "4096", "--engine", "vllm"])  # a schedule serves: V4's attention as served
-    assert status == 0 and json.loads(out)["num_speculative_tokens_per_batch_size"][-1][1] == served
+    assert status == 0 and json.loads(out)["speculative_config"]["num_speculative_tokens_per_batch_size"][-1][1] == served
 
 
 def test_weights_that_do_not_fit_name_the_tensor_parallel_size_that_does():
@@ -160,18 +160,18 @@ def test_a_calibrated_schedule_prices_every_step_with_the_calibrated_time():
     g, _ = speclib.optimal_gamma(None, np.arange(1, 257), 512, deployment=speclib.Deployment(
         "Qwen3.6-35B-A3B", "B200", drafter="qwen3.6-mtp", step_time="calibrated", engine="TRT"))
     assert list(calibrated.gamma_star) == [int(x) for x in g]
-    assert "calibrated step time (TRT" in calibrated.source
+    assert "calibrated step time (trtllm" in calibrated.source  # the engine as --engine spells it
     # the output engine picks the calibration: TensorRT-LLM's measured per-step costs for trtllm
     status, out, _ = run(["schedule", "--model", "qwen3.6-35b-a3b", "--drafter", "mtp", "--seq", "512",
                           "--max-batch", "256", "--engine", "trtllm", "--step-time", "calibrated"])
-    assert status == 0 and "calibrated step time (TRT" in out
+    assert status == 0 and "calibrated step time (trtllm" in out
 
 
 # --- every emitted config parses back and expands to gamma* ------------------------------
 @pytest.mark.parametrize("which", ["dsv4", "llama", "qwen_mtp"])
 def test_vllm_config_expands_to_gamma_star(which, request):
     sched = request.getfixturevalue(which)
-    config = json.loads(render(sched, "vllm", **(LLAMA_EAGLE3 if which == "llama" else {})))
+    config = json.loads(render(sched, "vllm", **(LLAMA_EAGLE3 if which == "llama" else {})))["speculative_config"]
     assert config["method"] == ("eagle3" if which == "llama" else "mtp")
     assert config["num_speculative_tokens"] == max(1, int(sched.gamma_star.max()))
     assert engines.expand_vllm(config, sched.max_batch) == [int(g) for g in sched.gamma_star]
@@ -313,12 +313,12 @@ def test_a_longer_context_leaves_out_the_batches_it_does_not_hold():
 # --- limits -------------------------------------------------------------------------------
 def test_max_ranges_and_max_k_are_respected(dsv4):
     for n in (1, 2, 3, 5):
-        config = json.loads(render(dsv4.limited(n), "vllm"))
+        config = json.loads(render(dsv4.limited(n), "vllm"))["speculative_config"]
         assert len(config["num_speculative_tokens_per_batch_size"]) <= n
     capped = dsv4.limited(max_k=2)
     assert (capped.max_k, capped.max_ranges, dsv4.max_k) == (2, None, None)  # a copy, the schedule untouched
     np.testing.assert_array_equal(capped.speedups, dsv4.speedups)
-    config = json.loads(render(capped, "vllm"))
+    config = json.loads(render(capped, "vllm"))["speculative_config"]
     assert max(k for *_, k in config["num_speculative_tokens_per_batch_size"]) <= 2
     spec = yaml.safe_load(render(dsv4.limited(3), "trtllm"))["speculative_config"]
     assert len(spec["draft_len_schedule"]) <= 3
@@ -566,7 +566,7 @@ def test_output_file_is_replaced_only_on_success(tmp_path):
     target.write_text("old")
     status, _, _ = run(["schedule", "--alpha", "0.75", "--max-batch", "64", "--engine", "vllm",
                         "--output", str(target)])
-    assert status == 0 and json.loads(target.read_text())["num_speculative_tokens_per_batch_size"]
+    assert status == 0 and json.loads(target.read_text())["speculative_config"]["num_speculative_tokens_per_batch_size"]
     status, _, err = run(["schedule", "--alpha", "7", "--max-batch", "64", "--output", str(target)])
     assert status == 2 and json.loads(target.read_text())  # untouched
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".speclib-")]
@@ -718,18 +718,20 @@ def test_a_roofline_schedule_warns_and_a_calibrated_one_gives_its_interval(dsv4,
 def test_vllm_json_keeps_stdout_clean_and_warns_on_stderr():
     argv = ["schedule", "--model", "deepseek-v4-flash", "--alpha", "0.75", "--max-batch", "64", "--engine", "vllm"]
     status, out, err = run(argv)
-    assert status == 0 and json.loads(out)["num_speculative_tokens_per_batch_size"]
+    assert status == 0 and json.loads(out)["speculative_config"]["num_speculative_tokens_per_batch_size"]
     assert err.count("warning:") == 1 and "warning: roofline step time" in err
     # and vLLM's documented limits of the per-batch table, one note a line (MTP is not among the tested methods)
     notes = [line for line in err.splitlines() if line.startswith("speclib schedule: note: ")]
-    assert len(notes) == err.count("\n") - 2 == 4 and "tested with eagle, eagle3 and dflash" in notes[1]
+    assert len(notes) == err.count("\n") - 2 == 5 and "tested with eagle, eagle3 and dflash" in notes[2]
     assert "[start_bs, end_bs, K] from vLLM v0.25.0 on" in notes[0]  # the release that reads this form
+    assert notes[1].startswith("speclib schedule: note: max_num_seqs 64 runs the batch the table is priced to")
+    assert json.loads(out)["max_num_seqs"] == 64
     # the header JSON cannot carry comes first: what the schedule is of, and its attention as served (the default)
     assert err.splitlines()[0].startswith("speclib schedule: DeepSeek-V4-Flash on B200; context 4096 tokens")
     assert err.splitlines()[0].endswith("; attention as served; precision: weights fp8 (experts fp4), KV cache fp8 "
                                         "(the checkpoint's)")
     status, out, err = run(argv + ["--step-time", "calibrated"])
-    assert status == 0 and json.loads(out) and "warning:" not in err and err.count("note:") == 4
+    assert status == 0 and json.loads(out) and "warning:" not in err and err.count("note:") == 5
 
 
 def test_a_vllm_table_with_a_range_of_k_0_says_what_that_range_costs_on_model_runner_v1():

@@ -383,7 +383,8 @@ def test_the_whole_path_on_the_samples(capsys, tmp_path):
                                                            presets.from_hardware_config(H20),
                                                            step_time=own_fit.read_calibration(fitted),
                                                            c_draft=spec_runs.DEFAULT_DRAFT_SHARE))
-    per_batch = {b: k for lo, hi, k in config["num_speculative_tokens_per_batch_size"] for b in range(lo, hi + 1)}
+    per_batch = {b: k for lo, hi, k in config["speculative_config"]["num_speculative_tokens_per_batch_size"]
+                 for b in range(lo, hi + 1)}
     assert [per_batch[b] for b in range(1, sched.max_batch + 1)] == [int(g) for g in sched.gamma_star]
     assert max(per_batch.values()) <= 4  # the curve has 4 positions
 

@@ -109,7 +109,7 @@ def test_the_lean_install_runs_the_command_and_the_model(lean):
     assert "gamma" in gamma.stdout.lower()
     schedule = run(speclib_cmd, "schedule", "--alpha", "0.75", "--max-batch", "256", "--engine", "vllm")
     document = json.loads(schedule.stdout[schedule.stdout.index("{"):])
-    assert document  # a speculative_config an engine reads
+    assert document["max_num_seqs"] == 256 and document["speculative_config"]  # what vLLM reads
     model = run(python, "-c", "import speclib; g, s = speclib.optimal_gamma(0.75, 64, 4096, 0.1); print(g)")
     assert int(model.stdout) == speclib.optimal_gamma(0.75, 64, 4096, 0.1)[0]
     absent = run(python, "-c", "import importlib.util as u; print([m for m in %r if u.find_spec(m)])"
@@ -152,7 +152,7 @@ def test_the_lean_install_runs_a_deployments_own_path_on_the_shipped_samples(lea
                    "--max-batch", "64", "--engine", "vllm", "--method", "eagle3", "--draft-model",
                    "./qwen3-30b-a3b-eagle3", cwd=tmp_path)
     document = json.loads(schedule.stdout[schedule.stdout.index("{"):])
-    assert document["num_speculative_tokens_per_batch_size"][0][0] == 1
+    assert document["speculative_config"]["num_speculative_tokens_per_batch_size"][0][0] == 1
 
 
 def test_a_part_that_needs_the_book_extra_says_so_in_one_line(lean):

@@ -58,6 +58,15 @@ STEP_TIMES = ("roofline", "calibrated")
 ENGINES = ("vLLM", "TRT", "SGLang")
 #: The engine assumed unless one is named: the only one measured on every chip.
 DEFAULT_ENGINE = "vLLM"
+#: Each engine as the command line and the headers spell it (``--engine``,
+#: any case), beside the calibration's name for it.
+ENGINE_SPELLING = {"vLLM": "vllm", "SGLang": "sglang", "TRT": "trtllm"}
+ENGINE_OPTIONS = tuple(ENGINE_SPELLING.values())
+
+
+def spelled(engine: str) -> str:
+    """``engine`` (a calibration name, :data:`ENGINES`) as the command line and the headers spell it."""
+    return ENGINE_SPELLING.get(engine, engine)
 
 
 def check_step_time(value):
@@ -190,7 +199,7 @@ class Calibration:
             fixed = [self.fixed_s[p][used] for p in peers if used in self.fixed_s.get(p, {})]
             vendor = self.vendor_fixed_s.get(getattr(hardware, "vendor", ""), {})
             if not fixed and used not in vendor:
-                raise ValueError(f"engine {engine!r} was not measured on {hardware.generation} or "
+                raise ValueError(f"engine {spelled(engine)!r} was not measured on {hardware.generation} or "
                                  f"{hardware.vendor} chips")
             return (float(np.median([self.roofline_factor[p] for p in peers])),
                     float(np.median(fixed)) if fixed else vendor[used], self.per_sequence_s)
@@ -199,7 +208,8 @@ class Calibration:
             if used not in fixed:
                 vendor = self.vendor_fixed_s.get(getattr(hardware, "vendor", ""), {})
                 if used not in vendor:
-                    raise ValueError(f"engine {engine!r} was not measured on {chip} (measured: {', '.join(fixed)})")
+                    raise ValueError(f"engine {spelled(engine)!r} was not measured on {chip} (measured: "
+                                     f"{', '.join(map(spelled, fixed))})")
                 return self.roofline_factor[chip], vendor[used], self.per_sequence_s
             return self.roofline_factor[chip], fixed[used], self.per_sequence_s
         vendor = getattr(hardware, "vendor", "")
@@ -210,8 +220,26 @@ class Calibration:
                              + "); use step_time='roofline'")
         fixed = self.vendor_fixed_s.get(vendor, {})
         if used not in fixed:
-            raise ValueError(f"engine {engine!r} was not measured on {vendor} chips (measured: {', '.join(fixed)})")
+            raise ValueError(f"engine {spelled(engine)!r} was not measured on {vendor} chips (measured: "
+                             f"{', '.join(map(spelled, fixed))})")
         return self.vendor_factor[vendor], fixed[used], self.per_sequence_s
+
+    def fixed_fallback(self, hardware, engine: str):
+        """The line that says ``hardware`` served by ``engine`` has no fixed
+        time per step fitted on it, and what it takes instead (its vendor's
+        median); None where the chip has its own for that engine, or where
+        the chip is not in the fit (:meth:`notes` says that)."""
+        chip = self._chip(hardware)
+        used = self.engine_for(engine)
+        if chip is None or used in self.fixed_s.get(chip, {}):
+            return None
+        vendor = getattr(hardware, "vendor", "")
+        a = self.vendor_fixed_s.get(vendor, {}).get(used)
+        if a is None:
+            return None  # refused by constants()
+        measured = ", ".join(spelled(e) for e in self.fixed_s.get(chip, {})) or "none"
+        return (f"{chip} has no fixed time per step fitted for engine {spelled(engine)} (fitted there: {measured}): "
+                f"it takes the {vendor} chips' median for {spelled(engine)}, {a * 1e3:.2f} ms per step")
 
     def fixed(self, hardware, engine: str, layers) -> float:
         """a for ``hardware``, ``engine`` and a model of ``layers`` layers
@@ -269,12 +297,16 @@ class Calibration:
             out.append(f"chip {hardware.name} is not in the fit: it takes {whose} median roofline factor and "
                        "fixed time")
         if self.shared_engines.get(engine):
-            out.append(f"engine {engine} has no fixed time of its own: it shares {self.shared_engines[engine]}'s")
+            out.append(f"engine {spelled(engine)} has no fixed time of its own: it shares "
+                       f"{spelled(self.shared_engines[engine])}'s")
+        fallback = self.fixed_fallback(hardware, engine) if hardware is not None and engine else None
+        if fallback is not None:
+            out.append(fallback)
         seen = self.seen
         if hardware is not None and seen.get("vendors") and hardware.vendor not in seen["vendors"]:
             out.append(f"vendor {hardware.vendor} has no speculative run in the fit")
         if engine and seen.get("engines") and engine not in seen["engines"]:
-            out.append(f"engine {engine} has no speculative run in the fit")
+            out.append(f"engine {spelled(engine)} has no speculative run in the fit")
         lo_hi = seen.get("active_params")
         if model is not None and lo_hi:
             active = model.active_params()

@@ -223,6 +223,19 @@ class Frontier:
     notes: tuple = ()
     _pricer: object = dataclasses.field(default=None, repr=False, compare=False)
     _gammas: tuple = dataclasses.field(default=(), repr=False, compare=False)
+    #: the notes that say where the prediction extrapolates beyond its fit (the calibration's)
+    extrapolates: tuple = ()
+    #: the checkpoint asked for where the preset's architecture serves it under another name
+    #: (DeepSeek-R1 on DeepSeek-V3's); "": the preset itself
+    served_as: str = ""
+
+    @property
+    def model_name(self) -> str:
+        """The model as the headers and the plot's title name it: "DeepSeek-R1
+        (DeepSeek-V3 architecture)" where :attr:`served_as` names another
+        checkpoint, else the preset's name."""
+        name = self.deployment.model.name
+        return name if self.served_as in ("", name) else f"{self.served_as} ({name} architecture)"
 
     @property
     def gpus(self) -> int:
@@ -402,10 +415,11 @@ def frontier(deployment=None, workload="1k1k", *, gamma=None, alpha=None, concur
     calibration = _cal.calibration_of(dep.step_time)
     if calibration is not None:
         notes += calibration.notes(dep.model, dep.hardware, dep.engine, float(C.max()))
+    extrapolates = tuple(dict.fromkeys(notes))
     for name, arm in (("plain decoding", plain), ("speculation", spec)):
         if arm.queueing.any():
             first = int(arm.concurrency[np.argmax(arm.queueing)])
             notes.append(f"{name}: from {first} users memory holds {int(arm.running[np.argmax(arm.queueing)])} "
                          "sequences; the rest wait their turn, so each user's speed falls and the throughput stays")
     return Frontier(plain_dep, spec_dep, prompt, output, context, acceptance, plain, spec, tuple(dict.fromkeys(notes)),
-                    pricer, gammas)
+                    pricer, gammas, extrapolates=extrapolates)

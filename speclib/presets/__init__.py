@@ -83,6 +83,21 @@ def model(name: str) -> Model:
     return lookup("model", name, _MODELS)
 
 
+_SERVED_NAMES = _catalog.read_served_names()
+
+
+def served_name(name: str):
+    """The model ``name`` asks for, as it is named: the preset's own name, or
+    the checkpoint it names that the preset's architecture serves
+    (``"deepseek-r1"``: ``"DeepSeek-R1"``, served as :data:`DEEPSEEK_V3`);
+    None where ``name`` is no preset's."""
+    try:
+        found = model(name)
+    except ValueError:
+        return None
+    return _SERVED_NAMES.get(name.strip().lower(), found.name)
+
+
 def hardware_names() -> list:
     return [h.name for h in _HARDWARE]
 

@@ -142,3 +142,14 @@ def model_files() -> tuple:
 def read_models() -> tuple:
     """Every model preset, in listing order."""
     return tuple(from_hf_config(path) for path in model_files())
+
+
+def read_served_names() -> dict:
+    """{name in lower case: the name as written} of every checkpoint a model
+    preset's architecture serves under another name (its config's
+    ``speclib.served_as``: DeepSeek-R1 is DeepSeek-V3's)."""
+    out = {}
+    for path in model_files():
+        block = json.loads(path.read_text(encoding="utf-8")).get("speclib") or {}
+        out.update({name.lower(): name for name in block.get("served_as", ())})
+    return out

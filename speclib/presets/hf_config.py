@@ -34,6 +34,8 @@ _DTYPE_BYTES = {
 SPECLIB_KEYS = {
     "name": "display name",
     "aliases": "other names model() accepts",
+    "served_as": "other checkpoints of this architecture, as they are named (e.g. DeepSeek-R1 for DeepSeek-V3): "
+                 "model() accepts them and the commands' headers name the one asked for",
     "source": "where the numbers come from",
     "weight_bytes": "bytes per parameter of every weight (overridden by the two below)",
     "ffn_weight_bytes": "bytes per parameter of the FFN / experts (MXFP4: 0.53)",
@@ -514,6 +516,10 @@ def from_hf_config(config, *, name: Optional[str] = None) -> Model:
     aliases = extra.get("aliases", ())
     if isinstance(aliases, str) or not all(isinstance(a, str) for a in aliases):
         raise r.error("speclib.aliases must be a list of strings")
+    served_as = extra.get("served_as", ())
+    if isinstance(served_as, str) or not all(isinstance(a, str) for a in served_as):
+        raise r.error("speclib.served_as must be a list of strings")
+    aliases = tuple(aliases) + tuple(a for a in served_as if a.lower() not in {b.lower() for b in aliases})
     return Model(
         name=name or extra.get("name") or cfg.get("_name_or_path") or default_name,
         hidden_size=hidden,

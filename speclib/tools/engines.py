@@ -186,11 +186,40 @@ def _vllm_entries(schedule):
     return parsed, ctx_ranges
 
 
+#: Where the options vLLM's form sets beside its speculative_config were read:
+#: ``max_num_seqs`` (SchedulerConfig, an int >= 1, the most sequences one
+#: step runs, which must not exceed max_num_batched_tokens) and the
+#: ``--config FILE.yaml`` loader that takes a file of engine arguments, a
+#: nested mapping (speculative_config) passed on as JSON
+#: (``FlexibleArgumentParser.load_config_file``, which also takes underscores
+#: for dashes). Read in the upstream copy the project's search tool stores;
+#: its release tag could not be read from there.
+VLLM_SERVING_SOURCE = ("vLLM upstream vllm/config/scheduler.py (SchedulerConfig.max_num_seqs, commit 01230b40) and "
+                       "vllm/utils/argparse_utils.py (FlexibleArgumentParser.load_config_file, commit 00da11e3); "
+                       "release not verified")
+
+
+def vllm_serving(config: dict, max_batch: int) -> dict:
+    """vLLM's form of a schedule: ``speculative_config`` with ``max_num_seqs``
+    beside it, the most sequences a step runs, set to ``max_batch`` (the
+    batch the table is priced to), as one file of engine arguments
+    (``vllm serve MODEL --config FILE.yaml``; JSON is YAML)."""
+    return {"max_num_seqs": int(max_batch), "speculative_config": config}
+
+
+def speculative_config_of(document: dict) -> dict:
+    """The ``speculative_config`` of vLLM's form (:func:`vllm_serving`), or
+    ``document`` itself where it is one."""
+    return document.get("speculative_config", document)
+
+
 def expand_vllm(config: dict, max_batch: int, context: int | None = None) -> list:
     """K at batch 1..max_batch as vLLM's ``build_dynamic_sd_schedule_lookup``
     builds it (gaps and the tail take the previous K; K clipped to
     ``num_speculative_tokens``); with the context axis, in the bucket of
-    ``context`` (vLLM's ``bucket_of``: the first bucket whose end is >= it)."""
+    ``context`` (vLLM's ``bucket_of``: the first bucket whose end is >= it).
+    ``config`` is a speculative_config or vLLM's whole form (:func:`vllm_serving`)."""
+    config = speculative_config_of(config)
     top = int(config["num_speculative_tokens"])
     if top <= 0:
         raise ValueError("num_speculative_tokens must be > 0")
@@ -446,12 +475,18 @@ VLLM_TABLE_RELEASE = "v0.25.0"
 VLLM_ZERO_RANGE_TAX = {2: 0.0656, 189: 0.2158}
 
 
-def vllm_limits(method: str, ranges=None) -> list:
+def vllm_limits(method: str, ranges=None, max_batch: int | None = None) -> list:
     """What vLLM's documentation and source say of a per-batch table with
-    ``method`` (and, given the table's ``ranges``, of its ranges of K = 0)."""
+    ``method`` (and, given the table's ``ranges``, of its ranges of K = 0;
+    given ``max_batch``, of the max_num_seqs set beside it)."""
     lines = [f"num_speculative_tokens_per_batch_size takes this list of [start_bs, end_bs, K] from vLLM "
              f"{VLLM_TABLE_RELEASE} on; the {{\"lo-hi\": K}} form of an earlier draft of pull request #32374 is in "
              "no release"]
+    if max_batch is not None:
+        lines.append(f"max_num_seqs {int(max_batch):,} runs the batch the table is priced to: save the JSON as "
+                     "FILE.yaml and run vllm serve MODEL --config FILE.yaml, or pass --max-num-seqs "
+                     f"{int(max_batch)} and the speculative_config as --speculative-config; vLLM refuses a "
+                     "max_num_batched_tokens below max_num_seqs (fields as read in " + VLLM_SERVING_SOURCE + ")")
     if method not in VLLM_TESTED_METHODS:
         lines.append(f"vLLM documents num_speculative_tokens_per_batch_size as tested with eagle, eagle3 and "
                      f"dflash; with method {method} it may or may not work: try it on your version before relying "

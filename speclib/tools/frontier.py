@@ -26,7 +26,7 @@ def describe(f) -> str:
     layout = f"TP{d.tp}" + (f" EP{d.ep}" if d.ep > 1 else "") + (" DP-attention" if d.dp_attention else "")
     drafter = s.drafter.name if s.drafter is not None else f"a constant drafter at {s.pricing(whole_step=True).drafter.c:g} of a step"
     step = str(d.step_time) if not isinstance(d.step_time, str) else f"{d.step_time} step"
-    return (f"{d.model.name} on {d.tp} x {d.hardware.name}, {d.engine} {layout}; {f.prompt:,.0f} tokens in, "
+    return (f"{f.model_name} on {d.tp} x {d.hardware.name}, {_cal.spelled(d.engine)} {layout}; {f.prompt:,.0f} tokens in, "
             f"{f.output:,.0f} out (mean context {f.context:,.0f}); {drafter}, {f.acceptance.describe()}; {step}; "
             f"precision: {s.precision_words()}")
 
@@ -68,7 +68,7 @@ def table(f, price=None, cheapest=None, target=None) -> str:
     lines += ["", "  " + str(f.crossover())]
     if cheapest is not None:
         lines += [""] + ["  " + line for line in target_lines(cheapest, target, price)]
-    lines += [f"  note: {note}" for note in f.notes]
+    lines += [f"  note: {note}" for note in f.notes if note not in f.extrapolates]  # those: on standard error
     return "\n".join(lines) + "\n"
 
 
@@ -117,8 +117,8 @@ def csv_text(f, price=None) -> str:
 def json_text(f, price=None, cheapest=None, target=None) -> str:
     d = f.deployment
     c = f.crossover()
-    record = {"model": d.model.name, "hardware": d.hardware.name, "tp": d.tp, "ep": d.ep,
-              "dp_attention": d.dp_attention, "engine": d.engine, "step_time": str(d.step_time),
+    record = {"model": f.served_as or d.model.name, "architecture": d.model.name, "hardware": d.hardware.name, "tp": d.tp, "ep": d.ep,
+              "dp_attention": d.dp_attention, "engine": _cal.spelled(d.engine), "step_time": str(d.step_time),
               "drafter": f.speculative_deployment.drafter.name if f.speculative_deployment.drafter else None,
               "acceptance": f.acceptance.describe(), "precision": f.speculative_deployment.precision_words(),
               "workload": {"input": f.prompt, "output": f.output, "mean_context": f.context},

@@ -823,7 +823,7 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         gammas = np.arange(top + 1)
         tables = np.stack([_spec.speedup_table(priced, accepted, B, np.full_like(B, s), top) for s in contexts])
         source = f"{dep.roofline} roofline" if dep.step_time == "roofline" else (
-            f"{dep.step_time} step time ({dep.engine} per-step costs, {dep.roofline} roofline, tp {dep.tp})")
+            f"{dep.step_time} step time ({_cal.spelled(dep.engine)} per-step costs, {dep.roofline} roofline, tp {dep.tp})")
         held = tables[0]
         if dep.reserve is not None:  # the best draft of at least one among those memory holds at each batch
             fits = B[None, :] <= np.asarray(dep.max_batch(contexts[0], gammas.astype(float)))[:, None]
@@ -952,7 +952,7 @@ def engine_notes(sched: Schedule, engine: str, method=None, draft_model: str | N
         return []
     _, name = method_for(sched, engine, method, draft_model)
     if engine == "vllm":
-        return engines.vllm_limits(name, sched.table(sched.max_ranges, sched.max_k).ranges)
+        return engines.vllm_limits(name, sched.table(sched.max_ranges, sched.max_k).ranges, sched.max_batch)
     return {"trtllm": engines.trtllm_limits, "sglang": engines.sglang_limits}[engine](name)
 
 
@@ -1067,13 +1067,13 @@ def _render_vllm(sched, method, path):
     table = sched.table(sched.max_ranges, sched.max_k)
     config = engines.vllm_config(table.ranges, method=method, model=path)
     if len(sched.contexts) == 1:
-        return engines.dumps_json(config) + "\n"
+        return engines.dumps_json(engines.vllm_serving(config, sched.max_batch)) + "\n"
     order = np.argsort(sched.contexts)
     buckets = engines.context_buckets([sched.contexts[i] for i in order])
     cells = [(bounds, [ks[i] for i in order]) for bounds, ks in sched.context_cells(sched.max_k)]
     proposed = engines.vllm_context_config(cells, buckets, method=method, model=path)
     document = {
-        "speculative_config": config,
+        **engines.vllm_serving(config, sched.max_batch),
         "proposed_context_axis": {
             "status": "proposed, not in a vLLM release: RFC vllm-project/vllm#48627, pull request #48944",
             "reference_context": sched.contexts[0],

@@ -214,7 +214,7 @@ def _deployment_frontier(p, xp):
     out = dict(d)
     out.update(_costs(xp, d, PRICE if p.price is None else p.price, np.nan if p.target is None else p.target))
     dep = f.deployment
-    out["label"] = (f"{dep.model.name} on {dep.tp} \u00d7 {dep.hardware.name}, {dep.engine}: "
+    out["label"] = (f"{f.model_name} on {dep.tp} \u00d7 {dep.hardware.name}, {dep.engine}: "
                     f"{f.prompt:,.0f} in, {f.output:,.0f} out; {f.acceptance.describe()}")
     out["target"] = np.nan if p.target is None else float(p.target)
     out["price"] = PRICE if p.price is None else float(p.price)

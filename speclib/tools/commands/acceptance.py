@@ -58,7 +58,7 @@ def run(args, out) -> int:
     try:
         read = engine_metrics.read_engine_metrics(args.file, args.before, gamma=args.gamma, format=args.format)
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(options.speclib_error(exc)) from None
     record = read.to_json()
     text = json.dumps(record, indent=1) + "\n"
     if args.json:

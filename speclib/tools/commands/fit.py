@@ -7,7 +7,6 @@ import argparse
 import json
 import os
 
-from ...core import calibrated as _cal
 from . import options, output
 from .options import UsageError
 
@@ -40,8 +39,9 @@ def add_parser(sub):
     fitp.add_argument("--hardware-config", metavar="PATH", help="a chip that is not a preset (JSON or YAML), "
                       "instead of --hardware")
     fitp.add_argument("--tp", type=options.typed("--tp", int), default=1, metavar="N", help="GPUs the model is split over")
-    fitp.add_argument("--engine", choices=_cal.ENGINES, default=_cal.DEFAULT_ENGINE,
-                      help="the engine name the fitted fixed time is stored under (default vLLM)")
+    fitp.add_argument("--engine", type=options.engine_value, default=options.DEFAULT_ENGINE,
+                      metavar="{vllm,sglang,trtllm}", help="the serving engine the runs were measured on, any case: "
+                      "the fitted fixed time is stored under it (default vllm)")
     fitp.add_argument("--format", choices=("vllm", "sglang", "inferencemax"), help="the files' format (default: "
                       "detected)")
     fitp.add_argument("--gamma", type=options.typed("--max-k", int), metavar="K", help="the draft length of files that "
@@ -71,15 +71,16 @@ def run(args, out) -> int:
     try:
         for path in args.files:
             records.extend(bench_results.read_results(path, format=args.format, gamma=args.gamma, tp=args.tp))
-        fitted = own_fit.fit_measurements(records, model, chip, tp=args.tp, engine=args.engine,
+        fitted = own_fit.fit_measurements(records, model, chip, tp=args.tp,
+                                           engine=options.CALIBRATION_ENGINE[args.engine],
                                            label=os.path.basename(args.output))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    cal = fitted.calibration
+    cal, engine = fitted.calibration, options.CALIBRATION_ENGINE[args.engine]
     from ...core.deployment import precision_words
 
     asked = [name for name in ("weights", "activations", "kv_cache") if getattr(args, name) is not None]
-    out.write(f"fitted on {len(records)} runs of {cal.model} ({precision_words(model, asked=asked)}): a = {cal.fixed_s[next(iter(cal.fixed_s))][args.engine] * 1e3:.3g} ms "
+    out.write(f"fitted on {len(records)} runs of {cal.model} ({precision_words(model, asked=asked)}): a = {cal.fixed_s[next(iter(cal.fixed_s))][engine] * 1e3:.3g} ms "
               f"per step, d = {cal.per_sequence_s * 1e6:.3g} us per sequence, e = {cal.per_position_s * 1e6:.3g} us "
               f"per extra position, a_d = {cal.per_draft_pass_s * 1e3:.3g} ms per drafter pass "
               f"(mu = {next(iter(cal.roofline_factor.values())):.3g}, held)\n")

@@ -4,6 +4,7 @@ without speculation, and what a million output tokens cost
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from ...core import calibrated as _cal
 from .. import progress as _progress
@@ -24,7 +25,7 @@ at least that fast, and what speculation saves (a share that does not depend on 
 price). The last line says where speculation's frontier crosses plain decoding's.
 
 examples:
-  speclib frontier --model deepseek-r1 --hardware h200 --tp 8 --engine SGLang --step-time calibrated \\
+  speclib frontier --model deepseek-r1 --hardware h200 --tp 8 --engine sglang --step-time calibrated \\
                    --workload 1k1k --alpha 0.6 --gamma 2 --price-per-gpu-hour 2.5 --min-tokens-per-user 50
   speclib frontier --model deepseek-r1 --hardware b200 --tp 8 --step-time calibrated --alpha 0.6 \\
                    --workload 8k1k --format csv --output frontier.csv --plot frontier.png
@@ -108,6 +109,7 @@ def run(args, out) -> int:
         with _progress.Progress(message):
             f = _front.frontier(deployment, workload, gamma=args.gamma, alpha=alpha, concurrencies=concurrencies,
                                 gamma_max=args.gamma_max)
+            f = dataclasses.replace(f, served_as=options.served_model(args, model))
             cheapest = None if target is None else f.cheapest(target, price)
             if args.format == "csv":
                 text = _render.csv_text(f, price)
@@ -118,6 +120,9 @@ def run(args, out) -> int:
             picture = None if args.plot is None else _render.plot_bytes(f, args.plot, price, target)
     except ValueError as exc:
         raise UsageError(options.speclib_error(exc)) from None
+    output.extrapolation_notes("frontier", f.extrapolates, alpha=args.alpha if args.acceptance_curve is None else None,
+                               gamma_star=int(f.speculative.gamma.max()),
+                               searched=None if args.gamma is not None else args.gamma_max)
     if picture is not None:
         output.write_bytes("--plot", args.plot, picture)
     return output.write_output(args, text, out)

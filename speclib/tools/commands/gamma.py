@@ -92,9 +92,13 @@ def run(args, out) -> int:
     except ValueError as exc:
         raise UsageError(options.speclib_error(exc)) from None
 
+    label = options.model_label(args, model)
+    output.extrapolation_notes("gamma", alpha=args.alpha if curve is None else None, gamma_star=gamma_star,
+                               searched=searched)
     if args.json:
         record = {
-            "model": model.name,
+            "model": options.served_model(args, model),
+            "architecture": model.name,
             "hardware": chip.name,
             "batch": args.batch,
             "seq": args.seq,
@@ -110,17 +114,18 @@ def run(args, out) -> int:
             "speedup": speedup,
             "marginal_cost": costs,
             "cost_shares": shares,
+            "components": {name: component_label(name, model) for name in COMPONENTS},
             "memory": _memory_record(memory),
         }
         out.write(json.dumps(record, indent=2) + "\n")
         return 0
 
     verdict = "speculate" if gamma_star > 0 else "do not speculate: plain decoding is best"
-    rows = [(name, f"{costs[name]:.3f}", f"{shares[name]:.3f}") for name in COMPONENTS]
+    rows = [(component_label(name, model), f"{costs[name]:.3f}", f"{shares[name]:.3f}") for name in COMPONENTS]
     rows.append(("drafter", f"{costs['drafter']:.3f}", "-"))
     rows.append(("total", f"{costs['total']:.3f}", "1.000"))
     lines = [
-        f"{model.name} on {chip.name}{_split_words(deployment)}, {_cost.ATTENTION_WORDS[deployment.attention]}",
+        f"{label} on {chip.name}{_split_words(deployment)}, {_cost.ATTENTION_WORDS[deployment.attention]}",
         f"  precision: {deployment.precision_words()}",
         f"  batch {output.exact(args.batch)}, context {output.exact(args.seq)} tokens, "
         f"{f'acceptance {args.alpha:g}' if curve is None else _acceptance_label(args, priced)}, "
@@ -144,6 +149,16 @@ def run(args, out) -> int:
 def _split_words(deployment) -> str:
     """Which GPU the ledger reads: one of the tensor-parallel group (heads split, an MLA latent read whole)."""
     return "" if deployment.tp == 1 else f", one GPU of {deployment.tp} (tensor parallel: heads split)"
+
+
+def component_label(name: str, model) -> str:
+    """A component of the ledger or of the step as the tables label it, by
+    its kind in ``model``: the FFN is a dense FFN or a mixture of experts
+    (the library's key for it is ``moe`` either way), attention is GQA or MLA."""
+    ffn = "MoE FFN" if model.ffn.is_moe else "dense FFN"
+    attention = f"attention ({model.attention.kind.upper()})" if getattr(model.attention, "kind", "") else "attention"
+    return {"moe": ffn, "ffn": ffn, "attn_proj": "attention projections", "attention": attention,
+            "dense": "weights every token reads"}.get(name, name)
 
 
 def _memory_check(args, deployment, gamma):
@@ -216,12 +231,13 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
     calibration = _cal.calibration_of(deployment.step_time)
     interval, notes = None, ()
     if calibration is not None:
-        notes = calibration.notes(model, chip, deployment.engine, B)
         if calibration.draws:
             interval = _spec.speedup(curve if curve is not None else args.alpha, gamma_star, B, S,
                                      deployment=deployment, interval=True)
     g = np.asarray(float(gamma_star))
     run_0, run_g = priced.held(B, S), priced.held(B, S, g)  # each arm's running batch: no more than memory holds
+    if calibration is not None:  # what the prediction extrapolates, at the batch that runs
+        notes = calibration.notes(model, chip, deployment.engine, max(float(run_0), float(run_g)))
     plain_s = float(priced.plain(run_0, S))
     verify = {name: float(t) for name, t in priced.step_model.component_times(run_g, g + 1.0, S).items()}
     verify_s = float(priced.step_model.time(run_g, g + 1.0, S))
@@ -229,9 +245,12 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
     tokens = float(priced.throughput(B, g, S, acceptance))
     plain_tokens = float(priced.throughput(B, np.asarray(0.0), S, acceptance))
     searched = min(x for x in (args.gamma_max, priced.max_gamma, acceptance.max_gamma) if x is not None)
+    label = options.model_label(args, model)
+    output.extrapolation_notes("gamma", notes, alpha=args.alpha if curve is None else None, gamma_star=gamma_star,
+                               searched=searched)
     if args.json:
         record = {
-            "model": model.name, "hardware": chip.name, "batch": args.batch, "seq": args.seq,
+            "model": options.served_model(args, model), "architecture": model.name, "hardware": chip.name, "batch": args.batch, "seq": args.seq,
             "alpha": args.alpha, "acceptance": ("i.i.d." if args.alpha is not None else "measured" if curve is None
                                                 else [float(x) for x in curve.values]),
             "drafter": priced.drafter.name, "roofline": args.roofline, "step_time": str(args.step_time), "tp": args.tp,
@@ -250,19 +269,19 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
         out.write(json.dumps(record, indent=2) + "\n")
         return 0
     verdict = "speculate" if gamma_star > 0 else "do not speculate: plain decoding is best"
-    rows = [(f"verify {name}", f"{t * 1e6:,.1f}") for name, t in verify.items()]
+    rows = [(f"verify {component_label(name, model)}", f"{t * 1e6:,.1f}") for name, t in verify.items()]
     rows += [("verify (whole step)", f"{verify_s * 1e6:,.1f}"), (f"draft ({priced.drafter.name})", f"{draft_s * 1e6:,.1f}"),
              ("plain decode step" + (f" ({output.exact(run_0)} sequences)" if queue else ""), f"{plain_s * 1e6:,.1f}")]
     clock = (f"{args.roofline} roofline" if args.step_time == "roofline" else
              _measured_clock(priced.step_model) if args.step_time == "measured" else
-             f"calibrated step time, {args.engine}: the {args.roofline} roofline x {priced.step_model.factor:.3g} "
+             f"calibrated step time, engine {options.engine(args)}: the {args.roofline} roofline x {priced.step_model.factor:.3g} "
              f"+ {priced.step_model.fixed * 1e3:.2f} ms + {priced.step_model.per_sequence * 1e6:.1f} us per sequence"
              + (f" + {priced.step_model.per_position * 1e6:.1f} us per extra position + "
                 f"{priced.step_model.per_draft_pass * 1e3:.2f} ms per drafter pass; {args.step_time}"
                 if priced.step_model.per_position or priced.step_model.per_draft_pass else ""))
     where = chip.name if args.tp == 1 else f"{args.tp} x {chip.name} (tensor parallel)"
     lines = [
-        f"{model.name} on {where}, the whole model's step ({clock}), "
+        f"{label} on {where}, the whole model's step ({clock}), "
         f"{_cost.ATTENTION_WORDS[deployment.attention]}",
         f"  precision: {deployment.precision_words()}",
         f"  batch {output.exact(args.batch)}, context {output.exact(args.seq)} tokens, {_acceptance_label(args, priced)}",
@@ -282,7 +301,6 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
         "\n".join("  " + line for line in output.format_table(("part", "time (us)"), rows).splitlines()),
     ]
     lines += _memory_lines(memory, gamma_star, queued=True)
-    lines += [f"  note: extrapolates: {note}" for note in notes]
     output.note(queue, "gamma")
     out.write("\n".join(lines) + "\n")
     return 0

@@ -82,11 +82,37 @@ class UsageError(Exception):
     """Bad input: reported as one line, exit status 2."""
 
 
+#: A value that starts with a minus and a digit: a negative number or a list
+#: of them (argparse reads only a plain negative number as a value, not "-4,8").
+_NEGATIVE_VALUE = re.compile(r"^-[\d.]")
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with its errors raised as one line instead of usage + message."""
 
     def error(self, message):  # noqa: D401 - argparse's hook
         raise UsageError(f"{self.prog}: error: {' '.join(message.split())}")
+
+    def parse_known_args(self, args=None, namespace=None):
+        return super().parse_known_args(None if args is None else joined_values(args), namespace)
+
+
+def joined_values(argv) -> list:
+    """``argv`` with each option's value that starts with a minus and a digit
+    joined to it (``--concurrency -4,8`` as ``--concurrency=-4,8``), so that
+    the option's own check, not argparse's "expected one argument", reads it."""
+    argv = list(argv)
+    out, i = [], 0
+    while i < len(argv):
+        word = argv[i]
+        if (isinstance(word, str) and word.startswith("--") and "=" not in word and i + 1 < len(argv)
+                and isinstance(argv[i + 1], str) and _NEGATIVE_VALUE.match(argv[i + 1])):
+            out.append(f"{word}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(word)
+        i += 1
+    return out
 
 
 # --- parsing values -------------------------------------------------------------
@@ -148,9 +174,22 @@ def split_names(text: str) -> list:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
+#: What speclib's messages advise in the library's words, as the command line
+#: says it (a test holds each library phrase to the message that has it):
+#: the command line has no option that turns the memory check off.
+LIBRARY_ADVICE = {
+    "(give more GPUs with tp, a shorter context, or reserve=None to price every sequence without a memory check)":
+        "(give more GPUs with --tp, or a shorter --seq)",
+    "(give more GPUs: tp)": "(give more GPUs: --tp)",
+}
+
+
 def speclib_error(exc: ValueError) -> str:
-    """speclib's message with its parameter name swapped for the CLI option."""
+    """speclib's message with its parameter name swapped for the CLI option
+    (and its advice, :data:`LIBRARY_ADVICE`)."""
     message = str(exc)
+    for library, cli in LIBRARY_ADVICE.items():
+        message = message.replace(library, cli)
     head, _, rest = message.partition(" ")
     name, colon = (head[:-1], ":") if head.endswith(":") else (head, "")
     if name in OPTION_FOR_PARAMETER:
@@ -185,6 +224,24 @@ def models(args) -> list:
         raise UsageError(f"--model: {exc}") from None
 
 
+def model_label(args, model) -> str:
+    """The model as the headers name it: the one --model asked for, with its
+    preset's architecture beside it where that is another model's
+    (``--model deepseek-r1``: "DeepSeek-R1 (DeepSeek-V3 architecture)");
+    the preset's name otherwise."""
+    served = served_model(args, model)
+    return model.name if served == model.name else f"{served} ({model.name} architecture)"
+
+
+def served_model(args, model) -> str:
+    """The model --model asked for, as it is named (``deepseek-r1``:
+    "DeepSeek-R1"); the preset's name where it names the preset itself."""
+    asked = getattr(args, "model", None)
+    if asked is None or getattr(args, "model_config", None) is not None:
+        return model.name
+    return presets.served_name(asked) or model.name
+
+
 def drafters(args) -> list:
     """The --drafter presets (None: the paper's constant --draft-cost)."""
     if args.drafter is None:
@@ -213,19 +270,19 @@ def hardware(args) -> list:
 def deployment(args, model=None, chip=None, drafter=None) -> Deployment:
     """The one :class:`~speclib.Deployment` the options describe: --model,
     --hardware and --drafter (or the given ``model``, ``chip`` and
-    ``drafter``), --tp, --engine (schedule's output engine picks the
-    calibration's, :data:`CALIBRATION_ENGINE`), --step-time (or the
+    ``drafter``), --tp, --engine (its calibration name,
+    :data:`CALIBRATION_ENGINE`), --step-time (or the
     --calibration read into it), --roofline, --draft-cost (sweep's is a grid,
     priced per row), --query-bytes and --reserve."""
     if model is None:
         model, chip, drafter = one_model(args)
-    engine = CALIBRATION_ENGINE[args.engine] if args.command == "schedule" else args.engine
+    calibrated_by = CALIBRATION_ENGINE[engine(args)]
     c_draft = None if args.command == "sweep" else args.draft_cost
     if args.drafter_weights is not None and drafter is None:
         raise UsageError("--drafter-weights: the precision of a --drafter's weights; give --drafter (a drafter "
                          "preset)")
     try:
-        return Deployment(model, chip, tp=args.tp, engine=engine, step_time=args.step_time, roofline=args.roofline,
+        return Deployment(model, chip, tp=args.tp, engine=calibrated_by, step_time=args.step_time, roofline=args.roofline,
                           drafter=drafter, c_draft=c_draft, query_bytes=args.query_bytes, reserve=args.reserve,
                           ep=args.ep, dp_attention=args.dp_attention, attention=args.attention,
                           **precision(args))
@@ -285,11 +342,31 @@ def seq_list(args, *, default="4096"):
     return [float(v) for v in values]
 
 
-#: The engine whose per-step costs calibrate a schedule's step time
-#: (--step-time calibrated), by the engine it is written for: TensorRT-LLM's
-#: were measured; SGLang has no fixed time of its own in the fit and takes
-#: vLLM's (the calibration's shared_engines), which the schedule's notes say.
-CALIBRATION_ENGINE = {"vllm": "vLLM", "trtllm": "TRT", "sglang": "SGLang", "table": "vLLM"}
+#: --engine's values, one spelling on every command (any case accepted).
+ENGINES = _cal.ENGINE_OPTIONS
+#: The engine a command prices with where --engine is not given.
+DEFAULT_ENGINE = "vllm"
+#: The calibration's name of each --engine (the fixed time per step it
+#: prices a calibrated step with; a chip without its own for that engine
+#: takes its vendor's, which one line on standard error says).
+CALIBRATION_ENGINE = {option: name for name, option in _cal.ENGINE_SPELLING.items()}
+
+
+def engine_value(text: str) -> str:
+    """--engine's value in its one spelling (vllm, sglang, trtllm; any case)."""
+    key = text.strip().lower()
+    if key not in ENGINES:
+        extra = (" (the neutral table: speclib schedule --format table)" if key == "table" else "")
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(ENGINES)} (any case){extra}; got {text!r}")
+    return key
+
+
+engine_value.__name__ = "--engine"
+
+
+def engine(args) -> str:
+    """The engine a command prices with: --engine, else :data:`DEFAULT_ENGINE`."""
+    return getattr(args, "engine", None) or DEFAULT_ENGINE
 
 
 def positive(option: str, value):
@@ -298,7 +375,7 @@ def positive(option: str, value):
     return value
 
 
-def add_model_options(parser, *, several: bool, calibration_engine: bool = True):
+def add_model_options(parser, *, several: bool, engine_help: str = ""):
     noun = "name(s), comma-separated" if several else "name"
     parser.add_argument("--model", help=f"model preset {noun} (default {presets.DEFAULT_MODEL.name}; see 'speclib presets')")
     parser.add_argument("--model-config", metavar="PATH", help="a Hugging Face style config.json to build the model from, instead of --model")
@@ -347,10 +424,10 @@ def add_model_options(parser, *, several: bool, calibration_engine: bool = True)
     parser.add_argument("--calibration", metavar="FILE",
                         help="price every step with this calibration (as 'speclib fit' writes it) instead of "
                         "--step-time: implies a calibrated step")
-    if calibration_engine:  # schedule's --engine names its output engine, and that engine calibrates too
-        parser.add_argument("--engine", choices=_cal.ENGINES, default=_cal.DEFAULT_ENGINE,
-                            help="the serving engine whose fixed per-step time --step-time calibrated uses (default "
-                            "vLLM; TRT measured on B200 and H200 only)")
+    parser.add_argument("--engine", type=engine_value, metavar="{vllm,sglang,trtllm}",
+                        help=engine_help or "the serving engine, any case: its fixed time per step prices "
+                        "--step-time calibrated (default vllm; trtllm measured on B200 and H200 only; a chip "
+                        "without its own for an engine takes its vendor's, which one line on standard error says)")
     parser.add_argument("--reserve", type=typed("--reserve", float), default=_capacity.DEFAULT_RESERVE,
                         metavar="F", help="fraction of each GPU's HBM kept free in the memory check (default 0.1, "
                         "vLLM's default)")

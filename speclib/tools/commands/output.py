@@ -65,6 +65,29 @@ def queue_line(deployment, batch, context, gammas=(), consequence="", *, what="c
             f"{consequence}")
 
 
+#: An acceptance at or above this is at the edge: the drafts run toward the search cap.
+EDGE_ALPHA = 0.99
+
+
+def extrapolation_notes(command: str, notes=(), *, alpha=None, gamma_star=None, searched=None) -> None:
+    """One line on standard error for each thing the answer extrapolates:
+    the calibration's ``notes`` (a chip or an engine with no fitted constant,
+    a batch outside the fitted range; :meth:`speclib.core.calibrated.Calibration.notes`)
+    and an i.i.d. acceptance ``alpha`` at the edge (>= :data:`EDGE_ALPHA`),
+    with what gamma* (the largest, ``gamma_star``) then rests on: the search
+    cap 0..``searched`` where it reaches it."""
+    for line in notes:
+        note(f"extrapolates: {line}", command)
+    if alpha is not None and float(alpha) >= EDGE_ALPHA:
+        if gamma_star is not None and searched is not None and int(gamma_star) >= int(searched) > 0:
+            rests = (f"gamma* = {int(gamma_star)} is the search cap (--gamma-max {int(searched)}), not an optimum: "
+                     "set --gamma-max (or --max-k) to the longest draft the engine runs")
+        else:
+            rests = f"gamma* = {int(gamma_star)} rests on it" if gamma_star is not None else "the answer rests on it"
+        note(f"extrapolates: acceptance {float(alpha):g} is at the edge (>= {EDGE_ALPHA:g}), where every drafted "
+             f"token is all but certain to be kept; {rests}", command)
+
+
 def note(line: str, command: str):
     """``line`` on standard error, after the command's name (nothing for "")."""
     if line:

@@ -58,6 +58,8 @@ def run(args, out) -> int:
         raise UsageError("--seq: profile measures at one context length; give one --seq")
     if (args.batch is None) == (args.max_batch is None):
         raise UsageError("--max-batch: give either --max-batch N (every batch 1..N) or --batch GRID")
+    if args.max_batch is not None and not 1 <= args.max_batch <= 1_000_000:
+        raise UsageError(f"--max-batch must be {options.OPTION_RANGES['--max-batch']}; got {args.max_batch}")
     batches = None if args.batch is None else options.parse_grid("--batch", args.batch, counts=True)
     deployment = options.deployment(args, model, chip, drafter)
     # a measured curve: no draft is longer than the positions it measured

@@ -4,6 +4,7 @@ measured step costs (:mod:`speclib.tools.schedule`, :mod:`speclib.tools.engines`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 import numpy as np
@@ -12,7 +13,7 @@ from . import options, output
 from .options import UsageError
 
 SCHEDULE_EPILOG = """\
-engines (--engine):
+engines (--engine, any case; --format config writes its form, --format table the neutral table):
   vllm    speculative_config JSON: num_speculative_tokens (the largest K) and
           num_speculative_tokens_per_batch_size [[start_bs, end_bs, K], ...] covering 1..N
           (vLLM keeps the last range's K above N). With several --seq: an object with
@@ -26,7 +27,8 @@ engines (--engine):
           that pins each range's K (SGLang's current source; EAGLE and EAGLE3, topk 1),
           static (one depth for every batch) and adaptive_tiers (the documented flat
           candidate_steps, at most 3 tiers, switched on the accepted length).
-  table   the ranges, gamma*, the expected speedup and what each engine's limits cost.
+  --format table (the default without --engine): the ranges, gamma*, the expected speedup
+          and what each engine's limits cost, priced by --engine (default vllm).
 
 methods (--method, one the model has; --draft-model PATH where the engine needs one):
   mtp          the model's own MTP layers (DeepSeek-V3/R1, V4, GLM-4.x, Qwen3.6: their
@@ -68,8 +70,9 @@ def add_parser(sub):
     )
     sched.add_argument("--max-batch", type=options.typed("--max-batch", int), required=True, metavar="N",
                        help="largest batch size the table covers (from 1)")
-    sched.add_argument("--engine", choices=("vllm", "trtllm", "sglang", "table"), default="table",
-                       help="output form (default table)")
+    sched.add_argument("--format", choices=FORMATS, help="what to write: config (the --engine's own form, "
+                       "below; the default where --engine is given) or table (the neutral table, priced by "
+                       "--engine; the default without it)")
     sched.add_argument("--seq", metavar="S[,S...]", help="context length(s) in tokens (default 4096); the first is "
                        "the reference of the batch-only tables, several add vLLM's proposed context axis")
     sched.add_argument("--alpha", type=options.typed("--alpha", float), metavar="A", help="per-token acceptance, 0..1")
@@ -90,18 +93,36 @@ def add_parser(sub):
     sched.add_argument("--draft-model", metavar="PATH", help="the drafter's checkpoint (a path or a Hugging Face "
                        "name), required by eagle3, eagle, draft_model and dflash: vLLM's model, SGLang's "
                        "--speculative-draft-model-path, TensorRT-LLM's speculative_model")
-    options.add_model_options(sched, several=False, calibration_engine=False)
+    options.add_model_options(sched, several=False, engine_help=(
+        "the serving engine, any case: the form --format config writes, and whose fixed time per step prices "
+        "--step-time calibrated (default vllm; a chip without its own for an engine takes its vendor's, which "
+        "one line on standard error says)"))
     sched.add_argument("--output", metavar="FILE", help="write to FILE (replaced only when everything succeeded)")
     sched.set_defaults(handler=run)
+
+
+#: What ``speclib schedule`` writes (--format).
+FORMATS = ("config", "table")
+
+
+def output_form(args) -> str:
+    """What the schedule is written as: the --engine's config, or the neutral
+    table (the default without --engine, and with --format table)."""
+    if args.format is None:
+        return "table" if args.engine is None else "config"
+    return args.format
 
 
 def run(args, out) -> int:
     from .. import schedule as _schedule
 
     model, chip, drafter = options.one_model(args)
-    if args.engine == "table" and (args.method is not None or args.draft_model is not None):
+    form = output_form(args)
+    engine = options.engine(args)
+    written = engine if form == "config" else "table"
+    if form == "table" and (args.method is not None or args.draft_model is not None):
         raise UsageError(f"{'--method' if args.method is not None else '--draft-model'}: the table names no "
-                         "method; give --engine vllm, sglang or trtllm for a configuration")
+                         "method; give --format config (with --engine vllm, sglang or trtllm) for a configuration")
     if args.step_costs is not None and args.seq is not None and "," in args.seq:
         raise UsageError("--seq: measured step costs (--step-costs) are at one context length; give one --seq")
     if args.step_costs is not None and args.draft_cost is not None:
@@ -125,19 +146,22 @@ def run(args, out) -> int:
             seq=seq, alpha=acceptance if acceptance is not None else alpha, max_batch=args.max_batch,
             gamma_max=args.gamma_max, deployment=deployment, step_costs=step_costs,
         ).limited(*limits)
-        text = _schedule.render(sched, args.engine, method=args.method, draft_model=args.draft_model)
-        notes = _schedule.engine_notes(sched, args.engine, args.method, args.draft_model)
+        sched = dataclasses.replace(sched, model=options.model_label(args, model))
+        text = _schedule.render(sched, written, method=args.method, draft_model=args.draft_model)
+        notes = _schedule.engine_notes(sched, written, args.method, args.draft_model)
     except _schedule.StepCostsError as exc:
         raise UsageError(f"--step-costs: {exc}") from None
     except ValueError as exc:
         raise UsageError(options.speclib_error(exc)) from None
     output.note(_schedule_queue_line(deployment, args.max_batch, sched), "schedule")
-    if args.engine == "vllm":  # JSON has no comments: what the header would say goes to standard error
+    if written == "vllm":  # JSON has no comments: what the header would say goes to standard error
         sys.stderr.write(f"speclib schedule: {_schedule.header_line(sched)}\n")
         for warning in sched.warnings:
             sys.stderr.write(f"speclib schedule: warning: {warning}\n")
         for note in notes:
             sys.stderr.write(f"speclib schedule: note: {note}\n")
+    output.extrapolation_notes("schedule", sched.notes, alpha=alpha if acceptance is None else None,
+                               gamma_star=int(np.max(sched.gamma_star)), searched=int(sched.gammas[-1]))
     return output.write_output(args, text, out)
 
 
