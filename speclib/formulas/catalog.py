@@ -169,6 +169,8 @@ NUMERIC = (
             "distinct routed experts a step of B x T positions touches"),
     Formula("experts_touched_slots", _m.numeric_form(_s.experts_touched_slots_expr, miss=1 - 1 / _m.E),
             (_s.B, _s.T, _m.k, _m.E), "the same counted over B x T x k single picks, as the sequel's simulator does"),
+    Formula("outside_layers_params", _s.outside_layers_params_expr, (_s.V, _s.h, _s.L_m, _m.E),
+            "weights a step reads outside its layers: the output head and the MoE layers' routers"),
     Formula("dense_flops", _s.dense_flops_expr, (_s.P_d, _s.B, _s.T), "FLOPs of the dense weights"),
     Formula("dense_bytes", _s.dense_bytes_expr, (_s.P_d, _s.b_d), "bytes of the dense weights"),
     Formula("expert_flops", _s.expert_flops_expr, (_s.w, _m.k, _m.n_s, _s.B, _s.T), "FLOPs of the experts"),

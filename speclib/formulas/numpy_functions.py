@@ -73,6 +73,7 @@ ARGUMENTS = {
     'attended_context': ('S', 'T'),
     'experts_touched': ('B', 'T', 'k', 'E'),
     'experts_touched_slots': ('B', 'T', 'k', 'E'),
+    'outside_layers_params': ('V', 'h', 'L_m', 'E'),
     'dense_flops': ('P_d', 'B', 'T'),
     'dense_bytes': ('P_d', 'b_d'),
     'expert_flops': ('w', 'k', 'n_s', 'B', 'T'),
@@ -621,6 +622,14 @@ def experts_touched_slots(B, T, k, E):
     -E*expm1(B*T*k*log1p(-1/E))
     """
     return -E*numpy.expm1(B*T*k*numpy.log1p(-1/E))
+
+
+def outside_layers_params(V, h, L_m, E):
+    """weights a step reads outside its layers: the output head and the MoE layers' routers:
+
+    E*L_m*h + V*h
+    """
+    return E*L_m*h + V*h
 
 
 def dense_flops(P_d, B, T):

@@ -506,6 +506,16 @@ class Model:
             ffn = n_layers * self.expert_params
         return int(embeddings + attention + ffn)
 
+    def outside_layers_params(self) -> int:
+        """The weights a step reads outside its layers, whatever the batch:
+        the output head and, for a mixture of experts, every MoE layer's router
+        (:data:`speclib.formulas.step.outside_layers_params_expr`); what the
+        paper's per-layer ledger leaves out. DeepSeek-V4-Flash: 575 million,
+        530 million of them the head."""
+        _, n_ffn_layers, _ = self._layer_counts()
+        moe_layers, experts = (n_ffn_layers, self.ffn.n_routed) if self.ffn.is_moe else (0, 1)
+        return int(round(float(nf.outside_layers_params(self.vocab_size, self.hidden_size, moe_layers, experts))))
+
     def _attention_params(self, n_layers: int) -> int:
         """Attention and linear-attention projection weights over all layers."""
         if not self.is_hybrid:
@@ -719,11 +729,11 @@ def _step_architecture(model: "Model") -> StepArchitecture:
     h = model.hidden_size
     ffn = model.ffn
     attention = model._attention_params(n_layers)
-    in_bf16 = model.vocab_size * h  # the output head
+    # the weights outside the layers: the output head, and the routers of the MoE layers
+    in_bf16 = model.outside_layers_params()
     dense = attention + in_bf16
     if ffn.is_moe:
-        in_bf16 += n_ffn_layers * h * ffn.n_routed  # routers
-        dense += n_ffn_layers * (h * ffn.n_routed + ffn.dense_params)  # routers, a latent MoE's dense part
+        dense += n_ffn_layers * ffn.dense_params  # a latent MoE's dense part
         if n_dense:
             dense += n_dense * 3 * h * model.dense_ffn_width
         experts = dict(ffn_params=float(n_ffn_layers * model.expert_params), n_routed=ffn.n_routed,
