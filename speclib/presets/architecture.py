@@ -354,6 +354,11 @@ class MoEFFN:
     precision: str = "fp4"  # the GEMM precision the experts run in
     latent_size: Optional[int] = None  # width the routed experts work in (None: the hidden width)
     dense_params: int = 0  # per MoE layer, at the projections' bytes and precision
+    #: group-limited routing (DeepSeek-V3/R1's ``n_group``, ``topk_group``):
+    #: a token picks its top_k experts within its top ``topk_group`` of
+    #: ``n_group`` groups of experts; 1 and 1: ungrouped
+    n_group: int = 1
+    topk_group: int = 1
 
     is_moe = True
 
@@ -369,6 +374,18 @@ class MoEFFN:
         if self.latent_size is not None:
             checked_int("latent_size", self.latent_size, lo=1)
         checked_int("dense_params", self.dense_params, lo=0)
+        checked_int("n_group", self.n_group, lo=1, hi=self.n_routed)
+        checked_int("topk_group", self.topk_group, lo=1, hi=self.n_group)
+        if self.n_routed % self.n_group:
+            raise ValueError(f"n_group must divide n_routed ({self.n_routed}); got {self.n_group}")
+        if self.topk_group * (self.n_routed // self.n_group) < self.top_k:
+            raise ValueError(f"topk_group: {self.topk_group} of {self.n_group} groups hold fewer than top_k "
+                             f"({self.top_k}) experts")
+
+    @property
+    def groups(self):
+        """(n_group, topk_group) of a group-limited router, None for one that is not."""
+        return (self.n_group, self.topk_group) if self.topk_group < self.n_group else None
 
     def expert_params(self, hidden: int) -> int:
         """W_E: gate, up and down projections of one expert (in the latent
@@ -673,6 +690,8 @@ class StepArchitecture:
     n_routed: int = 0
     top_k: int = 0
     n_shared: int = 0
+    #: a group-limited router's (n_group, topk_group), None for one that is not
+    expert_groups: Optional[tuple] = None
     attention_layers: int = 0
     context_bytes: float = 0.0
     flops_per_pair: float = 0.0
@@ -737,7 +756,7 @@ def _step_architecture(model: "Model") -> StepArchitecture:
         if n_dense:
             dense += n_dense * 3 * h * model.dense_ffn_width
         experts = dict(ffn_params=float(n_ffn_layers * model.expert_params), n_routed=ffn.n_routed,
-                       top_k=ffn.top_k, n_shared=ffn.n_shared)
+                       top_k=ffn.top_k, n_shared=ffn.n_shared, expert_groups=ffn.groups)
     else:
         experts = dict(ffn_params=float(n_layers * model.expert_params), n_shared=1)
     linear = model.linear_attention if model.is_hybrid else None
