@@ -57,6 +57,13 @@ def test_each_function_equals_sympy_evaluating_its_expression(name):
         names = {str(a): a for a in formula.args}
         if "k" in names and "E" in names:
             values[names["E"]] = values[names["k"]] + float(rng.integers(1, 200))
+        if "n_g" in names:  # group-limited routing: whole groups per GPU, the allowed groups hold k experts
+            G = float(rng.choice([2, 4, 8]))
+            n_g = G * float(rng.integers(1, 4))
+            per_group = float(rng.integers(2, 40))
+            k_g = float(rng.integers(1, n_g))
+            values.update({names["G"]: G, names["n_g"]: n_g, names["E"]: n_g * per_group, names["k_g"]: k_g,
+                           names["k"]: float(rng.integers(1, min(k_g * per_group, 16) + 1))})
         expected = value(*(values[a] for a in formula.args))
         got = float(getattr(nf, name)(*(values[a] for a in formula.args)))
         assert math.isclose(got, expected, rel_tol=1e-12, abs_tol=1e-300), (name, values, got, expected)

@@ -168,8 +168,16 @@ class ParallelStep:
     ``component_times``, ``time``, ``flop_time``), plus the collectives'
     time (:meth:`communication`), which :meth:`time` includes."""
 
-    def __init__(self, step_model: StepModel, layout: Layout, interconnect=None):
+    def __init__(self, step_model: StepModel, layout: Layout, interconnect=None, *, group_limited: bool = False):
         self.step_model = step_model
+        if not isinstance(group_limited, (bool, np.bool_)):
+            raise ValueError(f"group_limited must be True or False; got {group_limited!r}")
+        #: Whether the most loaded expert-parallel GPU is priced with the
+        #: model's group-limited routing (its architecture's
+        #: ``expert_groups``, the groups placed whole on the GPUs); False, the
+        #: default and what the shipped calibration was fitted with, prices
+        #: it ungrouped.
+        self.group_limited = bool(group_limited) and step_model.architecture.expert_groups is not None
         self.architecture = step_model.architecture
         self.hardware = step_model.hardware
         self.roofline = step_model.roofline
@@ -227,7 +235,8 @@ class ParallelStep:
         (:func:`speclib.core.moe.rank_max_load`)."""
         a, G = self.architecture, self.layout.ep
         tokens = np.asarray(B * T, dtype=float)
-        touched, served = _moe.rank_max_load(tokens, a.top_k, a.n_routed, G, self.step_model.routing)
+        touched, served = _moe.rank_max_load(tokens, a.top_k, a.n_routed, G, self.step_model.routing,
+                                             a.expert_groups if self.group_limited else None)
         routed_flops = 2.0 * a.top_k * a.ffn_params * tokens * served
         shared_flops = 2.0 * a.n_shared * a.ffn_params * tokens
         return routed_flops + shared_flops, a.ffn_params * a.ffn_bytes * (a.n_shared + G * touched)

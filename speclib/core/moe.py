@@ -259,7 +259,7 @@ def max_of_normals(means, sds) -> np.ndarray:
     return lo[..., 0] + np.trapezoid(1.0 - F, x, axis=-1)
 
 
-def rank_max_load(tokens, k, E, G, routing=None) -> tuple:
+def rank_max_load(tokens, k, E, G, routing=None, groups=None) -> tuple:
     """The most loaded of ``G`` GPUs that hold E / G of the routed experts
     each, when ``tokens`` tokens each pick ``k``: (the expected number of its
     experts the tokens touch, never more than E / G, and the expected number
@@ -269,11 +269,34 @@ def rank_max_load(tokens, k, E, G, routing=None) -> tuple:
     by expert, so they are dealt to the GPUs round-robin, the placement that
     spreads the popular experts). Each GPU's loads are taken as normal about
     their mean (:data:`speclib.formulas.moe.rank_max_expr`); one GPU is the
-    whole load, exactly."""
+    whole load, exactly.
+
+    ``groups``: ``(n_group, topk_group)`` of a router that picks a token's
+    experts within its top ``topk_group`` of ``n_group`` expert groups
+    (DeepSeek-V3/R1: (8, 4)), the groups placed whole on the GPUs in order of
+    index (``G`` must divide ``n_group``): a token's picks then bunch on at
+    most ``topk_group`` GPUs, and the most loaded GPU is priced by
+    :data:`speclib.formulas.moe.group_rank_max_touched_expr` and
+    :data:`~speclib.formulas.moe.group_rank_max_picks_expr` (uniform routing
+    within the groups; the loads' correlations counted). None or
+    ``(1, 1)``: ungrouped."""
     tokens = np.asarray(tokens, dtype=float)
     G = checked_int("G", G, lo=1, hi=E)
+    n_group, topk_group = check_groups(groups, k, E)
     if G == 1:
         return experts_activated(tokens, k, E, routing) + 0.0 * tokens, np.ones(tokens.shape)
+    if n_group > 1:
+        if routing is not None:
+            raise ValueError("groups: group-limited routing is priced under uniform routing within the groups; "
+                             "give routing=None with groups, or no groups with a measured popularity")
+        if n_group % G:
+            raise ValueError(f"G must divide the {n_group} expert groups (each GPU holds whole groups) to price "
+                             f"group-limited routing; got G={G}")
+        c = normal_max_constant(G)
+        with np.errstate(invalid="ignore"):
+            touched = np.minimum(nf.group_rank_max_touched(tokens, k, E, float(G), n_group, topk_group, c), E / G)
+            served = nf.group_rank_max_picks(tokens, k, E, float(G), n_group, topk_group, c) / (tokens * k / G)
+        return touched, served
     values, inverse = np.unique(tokens, return_inverse=True)
     if routing is None:
         shares = np.full(E, 1.0 / E)
@@ -295,3 +318,26 @@ def rank_max_load(tokens, k, E, G, routing=None) -> tuple:
         p = picks[:, None]
         served = max_of_normals(p * share, np.sqrt(p * share * (1 - share))) / (picks / G)
     return touched[inverse].reshape(tokens.shape), served[inverse].reshape(tokens.shape)
+
+
+def check_groups(groups, k, E) -> tuple:
+    """``(n_group, topk_group)`` checked against ``k`` of ``E`` routed
+    experts: n_group divides E, topk_group in [1, n_group], and the
+    topk_group groups hold at least k experts; None is (1, 1)."""
+    if groups is None:
+        return 1, 1
+    try:
+        n_group, topk_group = groups
+    except (TypeError, ValueError):
+        raise ValueError(f"groups must be (n_group, topk_group) or None; got {groups!r}") from None
+    n_group = checked_int("n_group", n_group, lo=1, hi=E)
+    topk_group = checked_int("topk_group", topk_group, lo=1, hi=n_group)
+    if E % n_group:
+        raise ValueError(f"n_group must divide the {E} routed experts; got n_group={n_group}")
+    if topk_group * (E // n_group) < k:
+        raise ValueError(f"topk_group: {topk_group} groups of {E // n_group} experts hold fewer than the {k} a token "
+                         f"picks; topk_group must be at least {-(-k * n_group // E)}")
+    if topk_group == n_group:  # every group allowed: ungrouped routing
+        return 1, 1
+    return n_group, topk_group
+

@@ -151,3 +151,53 @@ rank_max_expr = rank_touched_mean_expr + c_G * sp.sqrt(rank_touched_variance_exp
 n_p = sp.Symbol("n_p", positive=True)  # token picks of the step: tokens x k
 rank_max_picks_expr = n_p / G + c_G * sp.sqrt(n_p / G * (1 - 1 / G))
 
+
+
+# --- group-limited routing (DeepSeek-V3/R1: n_group = 8, topk_group = 4) ----------------------
+#: DeepSeek-V3's router splits the E routed experts into n_g groups of E / n_g
+#: and lets a token pick its k experts only within the k_g groups it ranks
+#: first. Modelled uniformly: the k_g groups are any k_g of the n_g alike, and
+#: the k experts any k of the m = k_g E / n_g experts of those groups. Each
+#: expert is still picked with probability k / E, so the coupon count is
+#: unchanged; what changes is how the picks bunch on a GPU. Experts placed on
+#: G GPUs in order of their index (each GPU u = n_g / G whole groups, G
+#: dividing n_g) put a token's picks on at most k_g GPUs. Ungrouped routing
+#: is the case n_g = E, k_g = k (groups of one expert), which the tests check.
+n_g = sp.Symbol("n_g", positive=True)  # expert groups of a layer
+k_g = sp.Symbol("k_g", positive=True)  # groups a token may pick its experts in
+n_t = sp.Symbol("n_t", positive=True)  # tokens of the step
+_m_pool = k_g * E / n_g  # experts a token picks among
+_rho = k_g / n_g  # the chance a token picks in a given group
+_rho2 = k_g * (k_g - 1) / (n_g * (n_g - 1))  # ... in both of two given groups
+_u = n_g / G  # whole groups on one GPU
+_g = E / n_g  # experts of a group
+_s = E / G  # experts of a GPU
+# one token's picks X on one GPU: Z ~ Hypergeometric(n_g, u, k_g) of its groups chosen, Y = Z E / n_g of its
+# experts in the pool, X | Y ~ Hypergeometric(m, Y, k)
+_EZ = _u * _rho
+_VZ = _u * _rho * (1 - _rho) * (n_g - _u) / (n_g - 1)
+_EY, _EY2, _VY = _g * _EZ, _g ** 2 * (_VZ + _EZ ** 2), _g ** 2 * _VZ
+#: Variance of one token's picks on one GPU (their mean is k / G): the
+#: conditional hypergeometric variance averaged, plus the variance of its mean.
+group_picks_variance_expr = k * (_m_pool - k) / (_m_pool - 1) * (_EY / _m_pool - _EY2 / _m_pool ** 2) \
+    + (k / _m_pool) ** 2 * _VY
+#: The most loaded GPU's token picks over n_t tokens. The G loads sum to
+#: n_t k whatever the routing, so (alike by symmetry) each pair has
+#: covariance -var / (G - 1); normal loads so correlated have their expected
+#: maximum c_G sqrt(var G / (G - 1)) above the mean.
+group_rank_max_picks_expr = n_t * k / G + c_G * sp.sqrt(n_t * group_picks_variance_expr * G / (G - 1))
+# experts touched: i and j are both missed by one token with probability b_s (same group) or b_d (two groups)
+_a = 1 - k / E
+_b_same = 1 - _rho + _rho * (_m_pool - k) * (_m_pool - k - 1) / (_m_pool * (_m_pool - 1))
+_b_diff = (1 - 2 * _rho + _rho2 + 2 * (_rho - _rho2) * (1 - k / _m_pool)
+           + _rho2 * (_m_pool - k) * (_m_pool - k - 1) / (_m_pool * (_m_pool - 1)))
+_h = 1 - _a ** n_t
+#: Variance of the experts one GPU's n_t tokens touch: the indicators'
+#: variances and the covariances of each pair in one group and in two.
+group_touched_variance_expr = (_s * _h * (1 - _h) + _s * (_g - 1) * (_b_same ** n_t - _a ** (2 * n_t))
+                               + _s * (_s - _g) * (_b_diff ** n_t - _a ** (2 * n_t)))
+#: ... and the covariance of two GPUs' counts (every pair across two GPUs in two groups).
+group_touched_covariance_expr = _s ** 2 * (_b_diff ** n_t - _a ** (2 * n_t))
+#: The most loaded GPU's touched experts: normal loads alike with that
+#: covariance have their expected maximum c_G sqrt(var - cov) above the mean.
+group_rank_max_touched_expr = _s * _h + c_G * sp.sqrt(group_touched_variance_expr - group_touched_covariance_expr)

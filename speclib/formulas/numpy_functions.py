@@ -59,6 +59,8 @@ ARGUMENTS = {
     'ep_moe_slope': ('t', 'k', 'E', 'n_s', 'W_E', 'b', 'R', 'G'),
     'rank_max_touched': ('E', 'G', 'h', 'c_G'),
     'rank_max_picks': ('n_p', 'G', 'c_G'),
+    'group_rank_max_picks': ('n_t', 'k', 'E', 'G', 'n_g', 'k_g', 'c_G'),
+    'group_rank_max_touched': ('n_t', 'k', 'E', 'G', 'n_g', 'k_g', 'c_G'),
     'local_experts': ('t', 'k', 'E', 'G'),
     'comm_cost': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L'),
     'comm_slope': ('t', 'k', 'G', 'h', 'b_d', 'b_c', 'M', 'L'),
@@ -78,6 +80,7 @@ ARGUMENTS = {
     'attended_context': ('S', 'T'),
     'experts_touched': ('B', 'T', 'k', 'E'),
     'experts_touched_slots': ('B', 'T', 'k', 'E'),
+    'outside_layers_params': ('V', 'h', 'L_m', 'E'),
     'dense_flops': ('P_d', 'B', 'T'),
     'dense_bytes': ('P_d', 'b_d'),
     'expert_flops': ('w', 'k', 'n_s', 'B', 'T'),
@@ -516,6 +519,22 @@ def rank_max_picks(n_p, G, c_G):
     return n_p/G + c_G*numpy.sqrt(n_p)*numpy.sqrt(1 - 1/G)/numpy.sqrt(G)
 
 
+def group_rank_max_picks(n_t, k, E, G, n_g, k_g, c_G):
+    """expected token picks the most loaded of G GPUs serves under group-limited routing, whole groups per GPU:
+
+    sqrt(G)*c_G*sqrt(n_t)*sqrt((k*(-(k_g*(n_g - n_g/G)*(-k_g/n_g + 1)/(G*(n_g - 1)) + k_g**2/G**2)/k_g**2 + 1/G)*(E*k_g/n_g - k)/(E*k_g/n_g - 1) + k**2*(n_g - n_g/G)*(-k_g/n_g + 1)/(G*k_g*(n_g - 1)))/(G - 1)) + k*n_t/G
+    """
+    return numpy.sqrt(G)*c_G*numpy.sqrt(n_t)*numpy.sqrt((k*(-(k_g*(n_g - n_g/G)*(-k_g/n_g + 1)/(G*(n_g - 1)) + k_g**2/G**2)/k_g**2 + G**(-1.0))*(E*k_g/n_g - k)/(E*k_g/n_g - 1) + k**2*(n_g - n_g/G)*(-k_g/n_g + 1)/(G*k_g*(n_g - 1)))/(G - 1)) + k*n_t/G
+
+
+def group_rank_max_touched(n_t, k, E, G, n_g, k_g, c_G):
+    """expected experts the most loaded of G GPUs reads under group-limited routing, whole groups per GPU:
+
+    E*(1 - (1 - k/E)**n_t)/G + c_G*sqrt(-E**2*(-(1 - k/E)**(2*n_t) + (k_g*(k_g - 1)/(n_g*(n_g - 1)) - 2*k_g/n_g + (1 - k*n_g/(E*k_g))*(-2*k_g*(k_g - 1)/(n_g*(n_g - 1)) + 2*k_g/n_g) + 1 + (k_g - 1)*(E*k_g/n_g - k)*(E*k_g/n_g - k - 1)/(E*(n_g - 1)*(E*k_g/n_g - 1)))**n_t)/G**2 + E*(1 - k/E)**n_t*(1 - (1 - k/E)**n_t)/G + E*(-E/n_g + E/G)*(-(1 - k/E)**(2*n_t) + (k_g*(k_g - 1)/(n_g*(n_g - 1)) - 2*k_g/n_g + (1 - k*n_g/(E*k_g))*(-2*k_g*(k_g - 1)/(n_g*(n_g - 1)) + 2*k_g/n_g) + 1 + (k_g - 1)*(E*k_g/n_g - k)*(E*k_g/n_g - k - 1)/(E*(n_g - 1)*(E*k_g/n_g - 1)))**n_t)/G + E*(E/n_g - 1)*(-(1 - k/E)**(2*n_t) + (-k_g/n_g + 1 + (E*k_g/n_g - k)*(E*k_g/n_g - k - 1)/(E*(E*k_g/n_g - 1)))**n_t)/G)
+    """
+    return E*(1 - (1 - k/E)**n_t)/G + c_G*numpy.sqrt(-E**2*(-(1 - k/E)**(2*n_t) + (k_g*(k_g - 1)/(n_g*(n_g - 1)) - 2*k_g/n_g + (1 - k*n_g/(E*k_g))*(-2*k_g*(k_g - 1)/(n_g*(n_g - 1)) + 2*k_g/n_g) + 1 + (k_g - 1)*(E*k_g/n_g - k)*(E*k_g/n_g - k - 1)/(E*(n_g - 1)*(E*k_g/n_g - 1)))**n_t)/G**2 + E*(1 - k/E)**n_t*(1 - (1 - k/E)**n_t)/G + E*(-E/n_g + E/G)*(-(1 - k/E)**(2*n_t) + (k_g*(k_g - 1)/(n_g*(n_g - 1)) - 2*k_g/n_g + (1 - k*n_g/(E*k_g))*(-2*k_g*(k_g - 1)/(n_g*(n_g - 1)) + 2*k_g/n_g) + 1 + (k_g - 1)*(E*k_g/n_g - k)*(E*k_g/n_g - k - 1)/(E*(n_g - 1)*(E*k_g/n_g - 1)))**n_t)/G + E*(E/n_g - 1)*(-(1 - k/E)**(2*n_t) + (-k_g/n_g + 1 + (E*k_g/n_g - k)*(E*k_g/n_g - k - 1)/(E*(E*k_g/n_g - 1)))**n_t)/G)
+
+
 def local_experts(t, k, E, G):
     """distinct routed experts one GPU of an expert-parallel group reads:
 
@@ -666,6 +685,14 @@ def experts_touched_slots(B, T, k, E):
     -E*expm1(B*T*k*log1p(-1/E))
     """
     return -E*numpy.expm1(B*T*k*numpy.log1p(-1/E))
+
+
+def outside_layers_params(V, h, L_m, E):
+    """weights a step reads outside its layers: the output head and the MoE layers' routers:
+
+    E*L_m*h + V*h
+    """
+    return E*L_m*h + V*h
 
 
 def dense_flops(P_d, B, T):

@@ -74,6 +74,20 @@ experts_touched_expr = _moe.experts_activated_expr.subs(_moe.B, expert_tokens_ex
 #: and 7.89 rather than exactly 8 experts for one token of Qwen3.6-35B-A3B.
 experts_touched_slots_expr = E * (1 - (1 - 1 / E) ** (k * expert_tokens_expr))
 
+#: What the paper's per-layer ledger leaves out of a step: the weights outside
+#: the layers every step reads whole whatever the batch, the output head
+#: (V x h, a hidden state's logits over the vocabulary) and each MoE layer's
+#: router (h x E scores per position). They are among the dense weights P_d
+#: of the whole step; a ledger of one layer, its ratios the same for every
+#: layer, has no place for them, so there the layer count cancels and they
+#: drop out.
+V = sp.Symbol("V", positive=True)  # vocabulary size
+h = sp.Symbol("h", positive=True)  # hidden size
+L_m = sp.Symbol("L_m", nonnegative=True)  # layers with routed experts (each with a router)
+head_params_expr = V * h
+router_params_expr = L_m * h * E
+outside_layers_params_expr = head_params_expr + router_params_expr
+
 dense_flops_expr = 2 * P_d * B * T
 dense_bytes_expr = b_d * P_d
 
@@ -212,7 +226,7 @@ gqa_kv_share_expr = sp.Max(1 / n_tp, 1 / n_kv)
 
 n_c = sp.Symbol("n_c", nonnegative=True)  # collectives on a step's critical path
 l_c = sp.Symbol("l_c", nonnegative=True)  # latency of one collective over n_tp GPUs, seconds
-h_a = sp.Symbol("h", positive=True)  # hidden size: activation elements per position
+h_a = h  # hidden size: activation elements per position
 b_a = sp.Symbol("b_a", positive=True)  # bytes per activation element
 W_link = sp.Symbol("W", positive=True)  # link bandwidth per GPU, each way, bytes/s
 #: The step's tensor-parallel all-reduces: n_c collectives of the step's

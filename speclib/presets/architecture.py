@@ -374,6 +374,11 @@ class MoEFFN:
     precision: str = "fp4"  # the GEMM precision the experts run in
     latent_size: Optional[int] = None  # width the routed experts work in (None: the hidden width)
     dense_params: int = 0  # per MoE layer, at the projections' bytes and precision
+    #: group-limited routing (DeepSeek-V3/R1's ``n_group``, ``topk_group``):
+    #: a token picks its top_k experts within its top ``topk_group`` of
+    #: ``n_group`` groups of experts; 1 and 1: ungrouped
+    n_group: int = 1
+    topk_group: int = 1
 
     is_moe = True
 
@@ -389,6 +394,18 @@ class MoEFFN:
         if self.latent_size is not None:
             checked_int("latent_size", self.latent_size, lo=1)
         checked_int("dense_params", self.dense_params, lo=0)
+        checked_int("n_group", self.n_group, lo=1, hi=self.n_routed)
+        checked_int("topk_group", self.topk_group, lo=1, hi=self.n_group)
+        if self.n_routed % self.n_group:
+            raise ValueError(f"n_group must divide n_routed ({self.n_routed}); got {self.n_group}")
+        if self.topk_group * (self.n_routed // self.n_group) < self.top_k:
+            raise ValueError(f"topk_group: {self.topk_group} of {self.n_group} groups hold fewer than top_k "
+                             f"({self.top_k}) experts")
+
+    @property
+    def groups(self):
+        """(n_group, topk_group) of a group-limited router, None for one that is not."""
+        return (self.n_group, self.topk_group) if self.topk_group < self.n_group else None
 
     def expert_params(self, hidden: int) -> int:
         """W_E: gate, up and down projections of one expert (in the latent
@@ -552,6 +569,16 @@ class Model:
             ffn = n_layers * self.expert_params
         return int(embeddings + attention + ffn)
 
+    def outside_layers_params(self) -> int:
+        """The weights a step reads outside its layers, whatever the batch:
+        the output head and, for a mixture of experts, every MoE layer's router
+        (:data:`speclib.formulas.step.outside_layers_params_expr`); what the
+        paper's per-layer ledger leaves out. DeepSeek-V4-Flash: 575 million,
+        530 million of them the head."""
+        _, n_ffn_layers, _ = self._layer_counts()
+        moe_layers, experts = (n_ffn_layers, self.ffn.n_routed) if self.ffn.is_moe else (0, 1)
+        return int(round(float(nf.outside_layers_params(self.vocab_size, self.hidden_size, moe_layers, experts))))
+
     def _attention_params(self, n_layers: int) -> int:
         """Attention and linear-attention projection weights over all layers."""
         if not self.is_hybrid:
@@ -709,6 +736,8 @@ class StepArchitecture:
     n_routed: int = 0
     top_k: int = 0
     n_shared: int = 0
+    #: a group-limited router's (n_group, topk_group), None for one that is not
+    expert_groups: Optional[tuple] = None
     attention_layers: int = 0
     context_bytes: float = 0.0
     flops_per_pair: float = 0.0
@@ -765,15 +794,15 @@ def _step_architecture(model: "Model") -> StepArchitecture:
     h = model.hidden_size
     ffn = model.ffn
     attention = model._attention_params(n_layers)
-    in_bf16 = model.vocab_size * h  # the output head
+    # the weights outside the layers: the output head, and the routers of the MoE layers
+    in_bf16 = model.outside_layers_params()
     dense = attention + in_bf16
     if ffn.is_moe:
-        in_bf16 += n_ffn_layers * h * ffn.n_routed  # routers
-        dense += n_ffn_layers * (h * ffn.n_routed + ffn.dense_params)  # routers, a latent MoE's dense part
+        dense += n_ffn_layers * ffn.dense_params  # a latent MoE's dense part
         if n_dense:
             dense += n_dense * 3 * h * model.dense_ffn_width
         experts = dict(ffn_params=float(n_ffn_layers * model.expert_params), n_routed=ffn.n_routed,
-                       top_k=ffn.top_k, n_shared=ffn.n_shared)
+                       top_k=ffn.top_k, n_shared=ffn.n_shared, expert_groups=ffn.groups)
     else:
         experts = dict(ffn_params=float(n_layers * model.expert_params), n_shared=1)
     linear = model.linear_attention if model.is_hybrid else None

@@ -449,9 +449,16 @@ def _ffn(r: _ConfigReader, n_layers, ffn_bytes: float, ffn_precision: str):
                 f"shared_expert_intermediate_size ({shared_width}) must be a multiple of {width_key} ({width})"
             )
         n_shared = shared_width // width
+    # group-limited routing (DeepSeek-V3/R1): top_k experts within the top topk_group of n_group groups
+    n_group = r.integer("n_group", 1, lo=1)
+    topk_group = r.integer("topk_group", n_group, lo=1)
+    if n_routed % n_group or topk_group > n_group or topk_group * (n_routed // n_group) < top_k:
+        raise r.error(f"n_group ({n_group}) must divide {experts_key} ({n_routed}) and topk_group ({topk_group}) be "
+                      f"at most n_group, its groups holding at least {top_k_key} ({top_k}) experts")
     ffn = MoEFFN(
         n_routed=n_routed, top_k=top_k, n_shared=n_shared, expert_width=width, weight_bytes=ffn_bytes,
-        precision=ffn_precision, latent_size=latent, dense_params=dense_params,
+        precision=ffn_precision, latent_size=latent, dense_params=dense_params, n_group=n_group,
+        topk_group=topk_group,
     )
     n_moe = _moe_layers(r, n_layers)
     n_dense = 0 if n_moe is None else n_layers - n_moe

@@ -258,3 +258,15 @@ def join_and(items) -> str:
 #: How the prose and the tables name each engine, by speclib's engine key
 #: (:data:`speclib.core.capacity.ENGINE_MEMORY`'s keys).
 ENGINE_NAMES = {"vLLM": "vLLM", "SGLang": "SGLang", "TRT": "TensorRT-LLM"}
+
+
+def extreme_range(x, y, which: str = "max", rel: float = 1e-9) -> tuple:
+    """(first, last) of the ``x`` where ``y`` takes its ``which`` ("max" or
+    "min") to a relative ``rel``: an extreme over a flat plateau is a range
+    of ties, not the one point an argmax returns (the prose states it as a
+    range where first < last)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    v = y.max() if which == "max" else y.min()
+    at = x[np.abs(y - v) <= rel * abs(v)]
+    return float(at.min()), float(at.max())
+

@@ -66,7 +66,7 @@ optimal_gamma = Figure(
                      gid="memory_label"),
                 Line("B", "gamma_star", label="optimal draft length \u03b3*", color="total", step=True,
                      gid="gamma_star")),
-        legend="upper center"),),
+        legend="below"),),  # inside, the legend hid the gutter's band and its label
     doc="Figure 3: the draft length gamma* maximising throughput against batch, the batches where "
         "speculation does not pay (gamma* = 0) shaded, and those that cannot fit in HBM hatched.",
 )

@@ -600,6 +600,11 @@ def physics_facts() -> dict:
     for B in (4, 64):
         _, served = _moe.rank_max_load(np.float64(B), a.top_k, a.n_routed, 8)
         out[f"ep_most_loaded_{B}"] = float(served)
+        # DeepSeek-V3/R1's router picks within 4 of 8 expert groups, each group whole on one of the 8 GPUs
+        _, grouped = _moe.rank_max_load(np.float64(B), a.top_k, a.n_routed, 8, groups=a.expert_groups)
+        out[f"ep_grouped_{B}"] = float(grouped)
+    out["r1_groups"], out["r1_topk_groups"] = a.expert_groups
+    out.update(group_limited_runs())
     out["r1_experts"], out["r1_top_k"] = int(a.n_routed), int(a.top_k)
     # weights: fp8 and fp4 experts, the head in bf16
     fp4 = r1_example(weights="fp4").model.step_architecture()
@@ -757,3 +762,25 @@ def step_time_gamma_facts(data=None, small: int = 16) -> dict:
             "gutter_calibrated_lo": int(cal[gutter].min()) if gutter.any() else None,
             "gutter_calibrated_hi": int(cal[gutter].max()) if gutter.any() else None,
             "calibrated_stops_from": int(B[late[0]]) if late.size else None}
+
+
+def group_limited_runs() -> dict:
+    """What DeepSeek-R1's group-limited routing does to the decode runs the
+    calibration was fitted on with the experts split (ep > 1): each run's
+    one-GPU kernel time with the most loaded GPU priced grouped over the same
+    priced ungrouped, as the shipped calibration prices it (its constants
+    unchanged): how many runs, the median and the largest ratio."""
+    from ...core.layout import ParallelStep
+    from ...evidence import decode_runs as _dec
+
+    ratios = []
+    for r in _dec.decode_runs("all"):
+        if r.ep == 1:
+            continue
+        ps = r.deployment().parallel_step()
+        grouped = ParallelStep(ps.step_model, ps.layout, ps.interconnect, group_limited=True)
+        B, S = np.float64(r.running), np.float64(r.context)
+        ratios.append(float(grouped.kernel_time(B, 1.0, S)) / float(ps.kernel_time(B, 1.0, S)))
+    return {"ep_runs": len(ratios), "ep_group_kernel_median": float(np.median(ratios)) - 1,
+            "ep_group_kernel_max": float(np.max(ratios)) - 1}
+

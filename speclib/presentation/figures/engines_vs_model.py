@@ -181,7 +181,10 @@ def runs_table() -> NumberTable:
     rows = []
     for r in _runs.spec_runs():
         model = resolve(r.model, None)[0]
-        rows.append((model.family, model.name, f"{r.gpus} \u00d7 {r.chip}", r.engine, r.drafter.split(" (")[0],
+        # a run that names another checkpoint of the preset's architecture (DeepSeek-R1, priced by the
+        # DeepSeek-V3 preset) in its own spelling keeps that name; a lower-case id is the preset's
+        name = r.model if r.model[:1].isupper() and r.model.lower() != model.name.lower() else model.name
+        rows.append((model.family, name, f"{r.gpus} \u00d7 {r.chip}", r.engine, r.drafter.split(" (")[0],
                      ", ".join(map(str, r.batches)), _acceptance_label(r), r.cite))
     return NumberTable(("family", "model", "GPUs", "engine", "drafter", "batches", "acceptance", "source"),
                        tuple(rows), align="llllllll",

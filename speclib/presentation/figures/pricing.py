@@ -107,14 +107,17 @@ def break_even(batches=(1, 4, 8, 16, 43, 128, 1024, 4096, 10_000, 30_000), S=409
 def required_acceptance(S=8192, c_draft=0.10, model=None, hardware=None, batches=None) -> dict:
     """The acceptance rate one drafted token needs (its secant price,
     :func:`speclib.core.cost.verify_price`) over ``batches`` (default every
-    whole batch from 1 to 30,000): ``lowest`` and ``highest``, the batches
-    where they fall (``lowest_at``, ``highest_at``), and ``ledger_highest``,
+    whole batch from 1 to 30,000): ``lowest`` and ``highest``, the ranges of
+    batches where they fall, ties included (``lowest_at`` to ``lowest_to``,
+    ``highest_at`` to ``highest_to``: past the far knee the price is flat, a
+    plateau of floating-point ties), and ``ledger_highest``,
     the ledger's total (its slope) at most, for contrast."""
     m, hw = resolve(model, hardware)
     B = np.arange(common.BATCH_RANGE[0], common.BATCH_RANGE[1] + 1, dtype=float) if batches is None \
         else np.asarray(batches, dtype=float)
     price = _cost.verify_price(B, S, c_draft, 1, m, hw, attention="paper")["total"]
     slope = _cost.marginal_cost(B, S, c_draft, m, hw, attention="paper")["total"]
-    return {"lowest": float(price.min()), "lowest_at": float(B[price.argmin()]),
-            "highest": float(price.max()), "highest_at": float(B[price.argmax()]),
+    (lo_from, lo_to), (hi_from, hi_to) = common.extreme_range(B, price, "min"), common.extreme_range(B, price, "max")
+    return {"lowest": float(price.min()), "lowest_at": lo_from, "lowest_to": lo_to,
+            "highest": float(price.max()), "highest_at": hi_from, "highest_to": hi_to,
             "ledger_highest": float(slope.max())}

@@ -14,6 +14,7 @@ from ...core import speculation as _spec
 from ...core import step as _step
 from ...core.deployment import Deployment
 from ...core.pricing import StepPricing
+from ...formulas import numpy_functions as nf
 from ...presets import resolve
 from ..definition import Axis, Figure, HLine, Line, Panel, Points
 from ..style import CYCLE
@@ -108,9 +109,10 @@ def outside_the_layers(model="DeepSeek-V4-Flash") -> dict:
     if n_dense or m.is_hybrid or not m.ffn.is_moe or m.ffn.dense_params:
         raise ValueError(f"model must be a mixture-of-experts model whose layers are all alike (no dense FFN layers, "
                          f"no linear attention, no latent MoE); got {m.name}")
-    head, routers = m.vocab_size * m.hidden_size, n_ffn_layers * m.hidden_size * m.ffn.n_routed
-    assert m.step_architecture().dense_params == n_layers * m.attn_proj_params + head + routers
-    return {"head": head, "routers": routers, "total": head + routers}
+    total = m.outside_layers_params()
+    head = int(nf.outside_layers_params(m.vocab_size, m.hidden_size, 0, 1))
+    assert m.step_architecture().dense_params == n_layers * m.attn_proj_params + total
+    return {"head": head, "routers": total - head, "total": total}
 
 
 def gutter(model="DeepSeek-V4-Flash", hardware="B200", *, S=4096, c_draft=0.10, alpha=0.75, popularity=None,
