@@ -253,3 +253,63 @@ def skill_rows(held) -> list:
     add("decode TPOT, median |error| (runs)", step,
         "the median of the same chip and engine (a chip held out: the same engine)", med, higher_better=False)
     return rows
+
+
+# --- a form's skill over the baselines, the score a form is chosen on ----------------------
+
+#: The columns of :func:`decision_counts`: for each decision, the step's
+#: right, the baseline's right and the items, per run.
+DECISION_COLUMNS = ("sign", "always a gain", "points", "best draft", "best constant draft", "pairs",
+                    "direction", "the gain falls", "sweeps")
+
+
+def decision_counts(preds, unit_of) -> np.ndarray:
+    """A row per prediction of ``preds`` (:data:`DECISION_COLUMNS`): the
+    step's and its baseline's right on the three decisions (the gain's side
+    of 1x against always a gain; the best draft within one against the best
+    constant draft chosen without the prediction's unit, ``unit_of``; the
+    direction with batch against the gain falls) and how many items each
+    has, so that a score over runs is a sum of rows."""
+    from .held_out import direction, direction_rows
+
+    preds = list(preds)
+    chosen = constant_draft(preds, unit_of)[3]
+    rows = []
+    for p in preds:
+        step, gain = sign_scores([p])
+        pairs = _pairs([p], unit_of)
+        c = chosen.get(unit_of(p))
+        d = direction_rows([p])
+        rows.append((step.right, gain.right, step.n,
+                     sum(abs(m - q) <= 1 for _, m, q in pairs), _constant_hits(pairs, c) if pairs else 0, len(pairs),
+                     sum(bool(r[-1]) for r in d), sum(direction(r[3]) == -1 for r in d), len(d)))
+    return np.array(rows, dtype=np.int64).reshape(-1, len(DECISION_COLUMNS))
+
+
+def decision_skill(counts) -> float:
+    """The step's share right less its baseline's, averaged over the
+    decisions that have items in ``counts`` (rows of :func:`decision_counts`,
+    summed here): above 0, the step beats the baselines on the decisions
+    on average; NaN with no items."""
+    total = np.asarray(counts, dtype=float).reshape(-1, len(DECISION_COLUMNS)).sum(axis=0)
+    parts = [(total[i] - total[i + 1]) / total[i + 2] for i in (0, 3, 6) if total[i + 2] > 0]
+    return float(np.mean(parts)) if parts else float("nan")
+
+
+def persistence_errors(p) -> tuple:
+    """(the step's, the baseline's) relative errors on ``p``'s points past
+    its run's smallest batch (:func:`smallest_batch`)."""
+    mask, base = smallest_batch(p)
+    return p.predicted[mask] / p.measured[mask] - 1.0, base[mask] / p.measured[mask] - 1.0
+
+
+def error_skill(errors) -> float:
+    """1 less the step's median |error| over the baseline's (the speed-up as
+    measured at the run's smallest batch) on the same points, ``errors`` a
+    :func:`persistence_errors` pair per run: above 0, the step is the more
+    accurate; NaN with no points."""
+    step = np.concatenate([e for e, _ in errors]) if errors else np.zeros(0)
+    base = np.concatenate([b for _, b in errors]) if errors else np.zeros(0)
+    if not step.size or not np.median(np.abs(base)) > 0:
+        return float("nan")
+    return float(1.0 - np.median(np.abs(step)) / np.median(np.abs(base)))
