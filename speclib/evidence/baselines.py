@@ -313,3 +313,17 @@ def error_skill(errors) -> float:
     if not step.size or not np.median(np.abs(base)) > 0:
         return float("nan")
     return float(1.0 - np.median(np.abs(step)) / np.median(np.abs(base)))
+
+
+def trust_line(rows, words: str = "by model family") -> str:
+    """One line of what the held-out figures of :func:`skill_rows` ``rows``
+    say against their baselines, as the command line prints it after a
+    calibrated answer: each figure, then its baseline's score, then how
+    many of the baselines (the in-sample one left out) the step beats."""
+    kept = [r for r in rows if "in-sample" not in r[3]]
+    first = {}
+    for fig, n, step, name, base, verdict in kept:
+        first.setdefault(fig, (step, []))[1].append(f"{name}: {base}")
+    parts = [f"{fig.split(' (')[0]} {step} ({'; '.join(bases)})" for fig, (step, bases) in first.items()]
+    beats = sum(r[5] == "yes" for r in kept)
+    return f"held out {words}: " + ", ".join(parts) + f"; it beats {beats} of {len(kept)} baselines"

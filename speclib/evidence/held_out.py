@@ -409,6 +409,18 @@ def _bootstrap_skill(rows: list, score, samples: int = 200, seed: int = 0) -> fl
     return float(np.std(values)) if values.size else 0.0
 
 
+def decision_se(preds: dict) -> float:
+    """The bootstrap standard error over the runs of the best decision skill
+    among ``preds`` ({form: predictions held out by model family}): the
+    noise :func:`choose_from` holds the decisions' skill against."""
+    from . import baselines as _bl
+
+    counts = {f: _bl.decision_counts(p, _family) for f, p in preds.items()}
+    errors = {f: [_bl.persistence_errors(q) for q in p] for f, p in preds.items()}
+    best = max(preds, key=lambda f: (_bl.decision_skill(counts[f]), _bl.error_skill(errors[f])))
+    return _bootstrap_skill(list(counts[best]), lambda rows: _bl.decision_skill(np.array(rows)))
+
+
 def choose_from(preds: dict) -> tuple:
     """:func:`choose_form`'s rule on ``preds``, {form: its runs' predictions
     held out by model family}: (the form chosen, {form: (decision skill,
@@ -779,7 +791,10 @@ def write_held_out(path=None) -> dict:
         data[by] = {"folds": {g: _fold_record(h.forms[g], {p.run.id: p for p in h.runs if group_of(p.run, by) == g})
                               for g in sorted(h.forms)},
                     "decode_predicted": _numbers(h.decode_predicted)}
-    chosen, scores = choose_form()
+        data[by].update(_skill_record(h))
+    preds = {form: _predict_group(form, CHOICE_GROUPING) for form in CANDIDATE_FORMS}
+    chosen, scores = choose_from(preds)
+    data["forms_decision_se"] = decision_se(preds)
     data["forms"] = [{"form": _fold_record(form, {})["form"], "decision_skill": float(score[0]),
                       "error_skill": float(score[1]), "size": form_size(form), "kept": form == chosen}
                      for form, score in scores.items()]
@@ -790,6 +805,27 @@ def write_held_out(path=None) -> dict:
     target = Path(path) if path is not None else Path(__file__).resolve().parents[1].joinpath(*HELD_OUT_FILE)
     target.write_text(json.dumps(data, indent=None, separators=(",", ":")) + "\n", encoding="utf-8")
     return data
+
+
+def _skill_record(held: HeldOut) -> dict:
+    """What the command line reads without the runs: every held-out figure
+    beside its baselines (:func:`speclib.evidence.baselines.skill_rows`) and
+    what the intervals cover per family and per chip."""
+    from . import baselines, conformal
+
+    return {"skill": [list(r) for r in baselines.skill_rows(held)],
+            "coverage": {"family": [list(r) for r in conformal.coverage_by(held, lambda p: p.run.family)],
+                         "chip": [list(r) for r in conformal.coverage_by(held, lambda p: _feat.chip_key(p.run.chip))]}}
+
+
+def stored_skill(by: str = "model") -> dict:
+    """{"skill": rows of :func:`speclib.evidence.baselines.skill_rows`,
+    "coverage": {"family" | "chip": (key, inside, points) rows}} of the
+    stored hold-out ``by`` a grouping, read from the file alone (the command
+    line's trust line)."""
+    rec = _stored()[checked_choice("by", by, GROUPINGS)]
+    return {"skill": [tuple(r) for r in rec["skill"]],
+            "coverage": {k: [tuple(r) for r in v] for k, v in rec["coverage"].items()}}
 
 
 def _numbers(values) -> list:
@@ -810,6 +846,11 @@ def stored_forms() -> tuple:
         scores[form] = (rec["decision_skill"], rec["error_skill"])
         kept = form if rec["kept"] else kept
     return kept, scores
+
+
+def stored_forms_decision_se() -> float:
+    """:func:`decision_se` of the forms on every run, as stored."""
+    return float(_stored()["forms_decision_se"])
 
 
 def stored_decode_by_workload() -> np.ndarray:
