@@ -88,7 +88,7 @@ def test_the_tpot_baseline_is_the_median_of_the_same_chip_and_engine_outside_the
 
 def test_the_stored_hold_outs_skill_rows_are_counted_off_their_points():
     held = held_out.stored_held_out("model")
-    rows = {(r[0], r[3]): r for r in bl.skill_rows(held)}
+    rows = {(r[0], r[3]): r for r in held_out.skill_of(held)}
     pts = [(m, q) for p in held.runs if p.run.quantity == "speedup" for m, q, ok in zip(p.measured, p.predicted,
                                                                                          p.scored) if ok]
     sign = rows["gain on the right side of 1\u00d7 (points)", "always a gain"]
@@ -98,7 +98,7 @@ def test_the_stored_hold_outs_skill_rows_are_counted_off_their_points():
     falls = rows["the gain's direction with batch (sweeps)", "the gain falls with batch"]
     assert falls[2] == f"{s['direction_right']} of {s['direction_sweeps']}"
     # the stored file holds the same rows for the command line
-    assert [tuple(r) for r in held_out.stored_skill("model")["skill"]] == bl.skill_rows(held)
+    assert [tuple(r) for r in held_out.stored_skill("model")["skill"]] == held_out.skill_of(held)
 
 
 def test_a_forms_decision_skill_is_its_share_right_less_each_baselines():

@@ -25,6 +25,50 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: A sweep needs this many batches at one draft length for the direction of
+#: its gain with batch to be scored.
+SWEEP_BATCHES = 3
+#: A gain that changes by less than this (in log, per doubling of the batch)
+#: counts as flat: neither falling nor rising.
+FLAT_SLOPE = 0.01
+
+
+def gain_slope(batch, gain) -> float:
+    """The least-squares slope of log ``gain`` against log2 ``batch``: how
+    much the gain changes (in log) each time the batch doubles."""
+    x, y = np.log2(np.asarray(batch, dtype=float)), np.log(np.asarray(gain, dtype=float))
+    x = x - x.mean()
+    return float((x * (y - y.mean())).sum() / (x * x).sum())
+
+
+def direction(slope: float) -> int:
+    """-1 (the gain falls with batch), 0 (flat: within :data:`FLAT_SLOPE`) or +1 (it rises)."""
+    return 0 if abs(slope) <= FLAT_SLOPE else int(np.sign(slope))
+
+
+def direction_rows(preds) -> list:
+    """:meth:`~speclib.evidence.held_out.HeldOut.directions` of ``preds``."""
+    rows = []
+    for p, g, at in sweeps(preds):
+        m, q = gain_slope(p.batch[at], p.measured[at]), gain_slope(p.batch[at], p.predicted[at])
+        rows.append((p.run.id, g, tuple(int(b) for b in p.batch[at]), m, q, direction(m) == direction(q)))
+    return rows
+
+
+def sweeps(preds) -> list:
+    """(prediction, gamma, the points' mask) for each run's points at one draft
+    length over :data:`SWEEP_BATCHES` or more batches (every point, the one
+    that set a fitted acceptance included: a direction is a shape)."""
+    out = []
+    for p in preds:
+        for g in np.unique(p.gamma):
+            at = p.gamma == g
+            if np.unique(p.batch[at]).size >= SWEEP_BATCHES:
+                out.append((p, int(g), at))
+    return out
+
+
+
 #: The draft lengths a constant draft is chosen from.
 CONSTANT_DRAFTS = tuple(range(1, 9))
 
@@ -66,8 +110,6 @@ def direction_scores(rows) -> tuple:
     """(the step, the gain falls with batch) over ``rows``, the sweeps of
     :func:`speclib.evidence.held_out.direction_rows`: (run, gamma, batches,
     measured slope, predicted slope, right)."""
-    from .held_out import direction
-
     return (Score(len(rows), sum(bool(r[-1]) for r in rows)),
             Score(len(rows), sum(direction(r[3]) == -1 for r in rows)))
 
@@ -172,8 +214,6 @@ def persistence_best(preds) -> tuple:
 def persistence_direction(rows) -> tuple:
     """(the step, a gain that stays as it was at the smallest batch: flat)
     over the sweeps ``rows`` (:func:`direction_scores`)."""
-    from .held_out import direction
-
     return (Score(len(rows), sum(bool(r[-1]) for r in rows)),
             Score(len(rows), sum(direction(r[3]) == 0 for r in rows)))
 
@@ -208,17 +248,18 @@ def tpot_scores(measured, predicted, baseline) -> tuple:
     return Score(int(ok.sum()), value=med(predicted)), Score(int(ok.sum()), value=med(baseline))
 
 
-def skill_rows(held) -> list:
+def skill_rows(held, unit_of, decode_groups) -> list:
     """Every held-out figure of ``held`` (a :class:`~speclib.evidence.held_out.HeldOut`)
     beside its null baselines on the same items: (figure, items, the step,
     the baseline, the baseline's score, whether the step beats it: "yes",
-    "no" or "tie")."""
-    from .held_out import decode_groups, direction_rows, group_of
+    "no" or "tie"). ``unit_of(prediction)``: the group a run is held out
+    with; ``decode_groups``: each decode run's
+    (:func:`speclib.evidence.held_out.skill_of` passes both)."""
     from .step_features import chip_key
     from .step_fit import _problem
 
     preds = list(held.runs)
-    unit = (lambda p: group_of(p.run, held.by))
+    unit = unit_of
     rows = []
 
     def add(figure, step: Score, name, base: Score, higher_better=True):
@@ -247,7 +288,7 @@ def skill_rows(held) -> list:
     step, base = persistence_best(preds)
     add("best draft within \u00b11, past the smallest batch", step, "the best measured at the smallest batch", base)
     _, dec_y, dec_runs, _ = _problem()
-    groups = decode_groups(held.by) if held.by != "run" else np.array([r.sweep for r in dec_runs])
+    groups = np.asarray(decode_groups)
     base = same_chip_engine_tpot(dec_y, groups, [chip_key(r.chip) for r in dec_runs], [r.engine for r in dec_runs])
     step, med = tpot_scores(dec_y, held.decode_predicted, base)
     add("decode TPOT, median |error| (runs)", step,
@@ -270,8 +311,6 @@ def decision_counts(preds, unit_of) -> np.ndarray:
     constant draft chosen without the prediction's unit, ``unit_of``; the
     direction with batch against the gain falls) and how many items each
     has, so that a score over runs is a sum of rows."""
-    from .held_out import direction, direction_rows
-
     preds = list(preds)
     chosen = constant_draft(preds, unit_of)[3]
     rows = []

@@ -36,6 +36,7 @@ from .spec_runs import SpecRun
 from .step_features import DEFAULT_TERMS, FIXED_SCALINGS, SHIPPED_FORM, Form, as_form
 from .step_fit import _problem, fit
 from .step_predictions import RunPrediction, predict_decode, predict_run
+from .baselines import FLAT_SLOPE, SWEEP_BATCHES, direction, direction_rows, gain_slope, sweeps  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -133,27 +134,6 @@ class HeldOut:
 #: How runs are grouped when held out: one run, a model family, a source, a chip.
 GROUPINGS = ("run", "model", "source", "chip")
 
-#: A sweep needs this many batches at one draft length for the direction of
-#: its gain with batch to be scored.
-SWEEP_BATCHES = 3
-#: A gain that changes by less than this (in log, per doubling of the batch)
-#: counts as flat: neither falling nor rising.
-FLAT_SLOPE = 0.01
-
-
-def gain_slope(batch, gain) -> float:
-    """The least-squares slope of log ``gain`` against log2 ``batch``: how
-    much the gain changes (in log) each time the batch doubles."""
-    x, y = np.log2(np.asarray(batch, dtype=float)), np.log(np.asarray(gain, dtype=float))
-    x = x - x.mean()
-    return float((x * (y - y.mean())).sum() / (x * x).sum())
-
-
-def direction(slope: float) -> int:
-    """-1 (the gain falls with batch), 0 (flat: within :data:`FLAT_SLOPE`) or +1 (it rises)."""
-    return 0 if abs(slope) <= FLAT_SLOPE else int(np.sign(slope))
-
-
 def sign_hits(preds) -> tuple:
     """(scored speed-up points predicted on the side of 1x they were
     measured on, scored speed-up points) of ``preds``."""
@@ -170,28 +150,6 @@ def best_hits(preds) -> tuple:
     the measured, pairs) of ``preds``."""
     pairs = [v for p in preds for v in p.best.values()]
     return sum(abs(m - q) <= 1 for m, q in pairs), len(pairs)
-
-
-def direction_rows(preds) -> list:
-    """:meth:`HeldOut.directions` of ``preds``."""
-    rows = []
-    for p, g, at in sweeps(preds):
-        m, q = gain_slope(p.batch[at], p.measured[at]), gain_slope(p.batch[at], p.predicted[at])
-        rows.append((p.run.id, g, tuple(int(b) for b in p.batch[at]), m, q, direction(m) == direction(q)))
-    return rows
-
-
-def sweeps(preds) -> list:
-    """(prediction, gamma, the points' mask) for each run's points at one draft
-    length over :data:`SWEEP_BATCHES` or more batches (every point, the one
-    that set a fitted acceptance included: a direction is a shape)."""
-    out = []
-    for p in preds:
-        for g in np.unique(p.gamma):
-            at = p.gamma == g
-            if np.unique(p.batch[at]).size >= SWEEP_BATCHES:
-                out.append((p, int(g), at))
-    return out
 
 
 def group_of(run: SpecRun, by: str) -> str:
@@ -425,7 +383,7 @@ def choose_from(preds: dict) -> tuple:
     """:func:`choose_form`'s rule on ``preds``, {form: its runs' predictions
     held out by model family}: (the form chosen, {form: (decision skill,
     error skill)})."""
-    from . import baselines as _bl
+    from . import baselines as _bl  # noqa: F811
 
     candidates = tuple(preds)
     counts = {f: _bl.decision_counts(p, _family) for f, p in preds.items()}
@@ -807,13 +765,22 @@ def write_held_out(path=None) -> dict:
     return data
 
 
+def skill_of(held: HeldOut) -> list:
+    """:func:`speclib.evidence.baselines.skill_rows` of ``held``, each run
+    and decode run in the group it is held out with (a decode run held out
+    by run: its sweep)."""
+    from . import baselines
+
+    return baselines.skill_rows(held, lambda p: group_of(p.run, held.by), decode_groups(held.by))
+
+
 def _skill_record(held: HeldOut) -> dict:
     """What the command line reads without the runs: every held-out figure
     beside its baselines (:func:`speclib.evidence.baselines.skill_rows`) and
     what the intervals cover per family and per chip."""
     from . import baselines, conformal
 
-    return {"skill": [list(r) for r in baselines.skill_rows(held)],
+    return {"skill": [list(r) for r in skill_of(held)],
             "coverage": {"family": [list(r) for r in conformal.coverage_by(held, lambda p: p.run.family)],
                          "chip": [list(r) for r in conformal.coverage_by(held, lambda p: _feat.chip_key(p.run.chip))]}}
 

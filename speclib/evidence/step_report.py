@@ -242,9 +242,9 @@ def skill_table(by: str = "model", held: HeldOut = None) -> list:
     """Every held-out figure of the hold-out ``by`` a grouping (as stored)
     beside its null baselines on the same items
     (:func:`speclib.evidence.baselines.skill_rows`)."""
-    from .baselines import skill_rows
+    from .held_out import skill_of
 
-    return skill_rows(stored_held_out(by) if held is None else held)
+    return skill_of(stored_held_out(by) if held is None else held)
 
 
 def coverage_rows(held: HeldOut = None, by: str = None) -> list:
