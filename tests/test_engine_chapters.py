@@ -178,8 +178,12 @@ def test_the_targets_split_into_decode_and_speculation_and_the_missed_are_named(
     for kind, rows in (("decode", decode), ("speculative", spec_)):
         f = engine_step_time.target_facts(kind)
         missed = [r for r in rows if r[3] == "no"]
-        assert (f[f"{kind}_targets"], f[f"{kind}_missed"], f[f"{kind}_met"]) == (
-            len(rows), len(missed), len(rows) - len(missed))
+        met = [r for r in rows if r[3] == "yes"]
+        assert (f[f"{kind}_targets"], f[f"{kind}_missed"], f[f"{kind}_met"], f[f"{kind}_in_sample"]) == (
+            len(rows), len(missed), len(met), len(rows) - len(missed) - len(met))
+        # a figure from the constants or the form fitted on the runs it is scored on is never counted as met
+        assert all(met in ("yes", "no", "in-sample") for *_, met in rows)
+        assert all(met == "in-sample" for what, _, _, met in rows if "in-sample" in what)
         assert "the same" not in f[f"{kind}_missed_list"]
         assert all(value in f[f"{kind}_missed_list"] for _, _, value, _ in missed)
     assert engines_vs_model.targets_table().rows == tuple(spec_)

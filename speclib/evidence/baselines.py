@@ -25,6 +25,50 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: A sweep needs this many batches at one draft length for the direction of
+#: its gain with batch to be scored.
+SWEEP_BATCHES = 3
+#: A gain that changes by less than this (in log, per doubling of the batch)
+#: counts as flat: neither falling nor rising.
+FLAT_SLOPE = 0.01
+
+
+def gain_slope(batch, gain) -> float:
+    """The least-squares slope of log ``gain`` against log2 ``batch``: how
+    much the gain changes (in log) each time the batch doubles."""
+    x, y = np.log2(np.asarray(batch, dtype=float)), np.log(np.asarray(gain, dtype=float))
+    x = x - x.mean()
+    return float((x * (y - y.mean())).sum() / (x * x).sum())
+
+
+def direction(slope: float) -> int:
+    """-1 (the gain falls with batch), 0 (flat: within :data:`FLAT_SLOPE`) or +1 (it rises)."""
+    return 0 if abs(slope) <= FLAT_SLOPE else int(np.sign(slope))
+
+
+def direction_rows(preds) -> list:
+    """:meth:`~speclib.evidence.held_out.HeldOut.directions` of ``preds``."""
+    rows = []
+    for p, g, at in sweeps(preds):
+        m, q = gain_slope(p.batch[at], p.measured[at]), gain_slope(p.batch[at], p.predicted[at])
+        rows.append((p.run.id, g, tuple(int(b) for b in p.batch[at]), m, q, direction(m) == direction(q)))
+    return rows
+
+
+def sweeps(preds) -> list:
+    """(prediction, gamma, the points' mask) for each run's points at one draft
+    length over :data:`SWEEP_BATCHES` or more batches (every point, the one
+    that set a fitted acceptance included: a direction is a shape)."""
+    out = []
+    for p in preds:
+        for g in np.unique(p.gamma):
+            at = p.gamma == g
+            if np.unique(p.batch[at]).size >= SWEEP_BATCHES:
+                out.append((p, int(g), at))
+    return out
+
+
+
 #: The draft lengths a constant draft is chosen from.
 CONSTANT_DRAFTS = tuple(range(1, 9))
 
@@ -66,8 +110,6 @@ def direction_scores(rows) -> tuple:
     """(the step, the gain falls with batch) over ``rows``, the sweeps of
     :func:`speclib.evidence.held_out.direction_rows`: (run, gamma, batches,
     measured slope, predicted slope, right)."""
-    from .held_out import direction
-
     return (Score(len(rows), sum(bool(r[-1]) for r in rows)),
             Score(len(rows), sum(direction(r[3]) == -1 for r in rows)))
 
@@ -172,8 +214,6 @@ def persistence_best(preds) -> tuple:
 def persistence_direction(rows) -> tuple:
     """(the step, a gain that stays as it was at the smallest batch: flat)
     over the sweeps ``rows`` (:func:`direction_scores`)."""
-    from .held_out import direction
-
     return (Score(len(rows), sum(bool(r[-1]) for r in rows)),
             Score(len(rows), sum(direction(r[3]) == 0 for r in rows)))
 
@@ -208,17 +248,18 @@ def tpot_scores(measured, predicted, baseline) -> tuple:
     return Score(int(ok.sum()), value=med(predicted)), Score(int(ok.sum()), value=med(baseline))
 
 
-def skill_rows(held) -> list:
+def skill_rows(held, unit_of, decode_groups) -> list:
     """Every held-out figure of ``held`` (a :class:`~speclib.evidence.held_out.HeldOut`)
     beside its null baselines on the same items: (figure, items, the step,
     the baseline, the baseline's score, whether the step beats it: "yes",
-    "no" or "tie")."""
-    from .held_out import decode_groups, direction_rows, group_of
+    "no" or "tie"). ``unit_of(prediction)``: the group a run is held out
+    with; ``decode_groups``: each decode run's
+    (:func:`speclib.evidence.held_out.skill_of` passes both)."""
     from .step_features import chip_key
     from .step_fit import _problem
 
     preds = list(held.runs)
-    unit = (lambda p: group_of(p.run, held.by))
+    unit = unit_of
     rows = []
 
     def add(figure, step: Score, name, base: Score, higher_better=True):
@@ -247,9 +288,81 @@ def skill_rows(held) -> list:
     step, base = persistence_best(preds)
     add("best draft within \u00b11, past the smallest batch", step, "the best measured at the smallest batch", base)
     _, dec_y, dec_runs, _ = _problem()
-    groups = decode_groups(held.by) if held.by != "run" else np.array([r.sweep for r in dec_runs])
+    groups = np.asarray(decode_groups)
     base = same_chip_engine_tpot(dec_y, groups, [chip_key(r.chip) for r in dec_runs], [r.engine for r in dec_runs])
     step, med = tpot_scores(dec_y, held.decode_predicted, base)
     add("decode TPOT, median |error| (runs)", step,
         "the median of the same chip and engine (a chip held out: the same engine)", med, higher_better=False)
     return rows
+
+
+# --- a form's skill over the baselines, the score a form is chosen on ----------------------
+
+#: The columns of :func:`decision_counts`: for each decision, the step's
+#: right, the baseline's right and the items, per run.
+DECISION_COLUMNS = ("sign", "always a gain", "points", "best draft", "best constant draft", "pairs",
+                    "direction", "the gain falls", "sweeps")
+
+
+def decision_counts(preds, unit_of) -> np.ndarray:
+    """A row per prediction of ``preds`` (:data:`DECISION_COLUMNS`): the
+    step's and its baseline's right on the three decisions (the gain's side
+    of 1x against always a gain; the best draft within one against the best
+    constant draft chosen without the prediction's unit, ``unit_of``; the
+    direction with batch against the gain falls) and how many items each
+    has, so that a score over runs is a sum of rows."""
+    preds = list(preds)
+    chosen = constant_draft(preds, unit_of)[3]
+    rows = []
+    for p in preds:
+        step, gain = sign_scores([p])
+        pairs = _pairs([p], unit_of)
+        c = chosen.get(unit_of(p))
+        d = direction_rows([p])
+        rows.append((step.right, gain.right, step.n,
+                     sum(abs(m - q) <= 1 for _, m, q in pairs), _constant_hits(pairs, c) if pairs else 0, len(pairs),
+                     sum(bool(r[-1]) for r in d), sum(direction(r[3]) == -1 for r in d), len(d)))
+    return np.array(rows, dtype=np.int64).reshape(-1, len(DECISION_COLUMNS))
+
+
+def decision_skill(counts) -> float:
+    """The step's share right less its baseline's, averaged over the
+    decisions that have items in ``counts`` (rows of :func:`decision_counts`,
+    summed here): above 0, the step beats the baselines on the decisions
+    on average; NaN with no items."""
+    total = np.asarray(counts, dtype=float).reshape(-1, len(DECISION_COLUMNS)).sum(axis=0)
+    parts = [(total[i] - total[i + 1]) / total[i + 2] for i in (0, 3, 6) if total[i + 2] > 0]
+    return float(np.mean(parts)) if parts else float("nan")
+
+
+def persistence_errors(p) -> tuple:
+    """(the step's, the baseline's) relative errors on ``p``'s points past
+    its run's smallest batch (:func:`smallest_batch`)."""
+    mask, base = smallest_batch(p)
+    return p.predicted[mask] / p.measured[mask] - 1.0, base[mask] / p.measured[mask] - 1.0
+
+
+def error_skill(errors) -> float:
+    """1 less the step's median |error| over the baseline's (the speed-up as
+    measured at the run's smallest batch) on the same points, ``errors`` a
+    :func:`persistence_errors` pair per run: above 0, the step is the more
+    accurate; NaN with no points."""
+    step = np.concatenate([e for e, _ in errors]) if errors else np.zeros(0)
+    base = np.concatenate([b for _, b in errors]) if errors else np.zeros(0)
+    if not step.size or not np.median(np.abs(base)) > 0:
+        return float("nan")
+    return float(1.0 - np.median(np.abs(step)) / np.median(np.abs(base)))
+
+
+def trust_line(rows, words: str = "by model family") -> str:
+    """One line of what the held-out figures of :func:`skill_rows` ``rows``
+    say against their baselines, as the command line prints it after a
+    calibrated answer: each figure, then its baseline's score, then how
+    many of the baselines (the in-sample one left out) the step beats."""
+    kept = [r for r in rows if "in-sample" not in r[3]]
+    first = {}
+    for fig, n, step, name, base, verdict in kept:
+        first.setdefault(fig, (step, []))[1].append(f"{name}: {base}")
+    parts = [f"{fig.split(' (')[0]} {step} ({'; '.join(bases)})" for fig, (step, bases) in first.items()]
+    beats = sum(r[5] == "yes" for r in kept)
+    return f"held out {words}: " + ", ".join(parts) + f"; it beats {beats} of {len(kept)} baselines"

@@ -36,6 +36,7 @@ from .spec_runs import SpecRun
 from .step_features import DEFAULT_TERMS, FIXED_SCALINGS, SHIPPED_FORM, Form, as_form
 from .step_fit import _problem, fit
 from .step_predictions import RunPrediction, predict_decode, predict_run
+from .baselines import FLAT_SLOPE, SWEEP_BATCHES, direction, direction_rows, gain_slope, sweeps  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -133,27 +134,6 @@ class HeldOut:
 #: How runs are grouped when held out: one run, a model family, a source, a chip.
 GROUPINGS = ("run", "model", "source", "chip")
 
-#: A sweep needs this many batches at one draft length for the direction of
-#: its gain with batch to be scored.
-SWEEP_BATCHES = 3
-#: A gain that changes by less than this (in log, per doubling of the batch)
-#: counts as flat: neither falling nor rising.
-FLAT_SLOPE = 0.01
-
-
-def gain_slope(batch, gain) -> float:
-    """The least-squares slope of log ``gain`` against log2 ``batch``: how
-    much the gain changes (in log) each time the batch doubles."""
-    x, y = np.log2(np.asarray(batch, dtype=float)), np.log(np.asarray(gain, dtype=float))
-    x = x - x.mean()
-    return float((x * (y - y.mean())).sum() / (x * x).sum())
-
-
-def direction(slope: float) -> int:
-    """-1 (the gain falls with batch), 0 (flat: within :data:`FLAT_SLOPE`) or +1 (it rises)."""
-    return 0 if abs(slope) <= FLAT_SLOPE else int(np.sign(slope))
-
-
 def sign_hits(preds) -> tuple:
     """(scored speed-up points predicted on the side of 1x they were
     measured on, scored speed-up points) of ``preds``."""
@@ -170,28 +150,6 @@ def best_hits(preds) -> tuple:
     the measured, pairs) of ``preds``."""
     pairs = [v for p in preds for v in p.best.values()]
     return sum(abs(m - q) <= 1 for m, q in pairs), len(pairs)
-
-
-def direction_rows(preds) -> list:
-    """:meth:`HeldOut.directions` of ``preds``."""
-    rows = []
-    for p, g, at in sweeps(preds):
-        m, q = gain_slope(p.batch[at], p.measured[at]), gain_slope(p.batch[at], p.predicted[at])
-        rows.append((p.run.id, g, tuple(int(b) for b in p.batch[at]), m, q, direction(m) == direction(q)))
-    return rows
-
-
-def sweeps(preds) -> list:
-    """(prediction, gamma, the points' mask) for each run's points at one draft
-    length over :data:`SWEEP_BATCHES` or more batches (every point, the one
-    that set a fitted acceptance included: a direction is a shape)."""
-    out = []
-    for p in preds:
-        for g in np.unique(p.gamma):
-            at = p.gamma == g
-            if np.unique(p.batch[at]).size >= SWEEP_BATCHES:
-                out.append((p, int(g), at))
-    return out
 
 
 def group_of(run: SpecRun, by: str) -> str:
@@ -373,34 +331,73 @@ def form_size(form: Form) -> int:
 
 def choose_form(exclude: Fold = None, candidates=CANDIDATE_FORMS) -> tuple:
     """(the form chosen on the runs not in ``exclude``, {form: (decision
-    score, error score)}), each candidate held out by model family
-    (:data:`CHOICE_GROUPING`). The rule, decisions first:
+    skill, error skill)}), each candidate held out by model family
+    (:data:`CHOICE_GROUPING`) and scored against the null baselines on the
+    same points (:mod:`speclib.evidence.baselines`). The rule, skill first:
 
-    1. the forms whose :func:`decision_score` is within one bootstrap
-       standard error of the best are as good on the decisions as the data
-       can tell;
-    2. of those, the ones whose :func:`choice_score` (the error) is within
-       one standard error of the best of them are as accurate as the data
-       can tell;
+    1. the decisions (:func:`~speclib.evidence.baselines.decision_skill`:
+       the step's share right less always a gain's, the best constant
+       draft's and the gain-falls rule's): where the best form beats the
+       baselines by more than one bootstrap standard error, the forms within
+       one standard error of it are kept; where none does, the decisions
+       cannot tell the forms apart and every form is kept (a choice among
+       forms with no skill would be a choice on noise);
+    2. of those, the ones whose
+       :func:`~speclib.evidence.baselines.error_skill` (against the speed-up
+       as measured at the run's smallest batch) is within one standard error
+       of the best of them are as accurate as the data can tell;
     3. of those, the one with the fewest constants, the better decisions
-       then the smaller error breaking ties."""
+       then the better error skill breaking ties."""
     return choose_from({form: _predict_group(form, CHOICE_GROUPING, exclude) for form in candidates})
+
+
+def _family(p) -> str:
+    return p.run.family
+
+
+def _bootstrap_skill(rows: list, score, samples: int = 200, seed: int = 0) -> float:
+    """The bootstrap standard error, over the runs, of ``score`` of a list of
+    per-run items ``rows``, the runs drawn with replacement."""
+    if not rows:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    n = len(rows)
+    values = np.array([score([rows[i] for i in rng.integers(0, n, n)]) for _ in range(samples)])
+    values = values[np.isfinite(values)]
+    return float(np.std(values)) if values.size else 0.0
+
+
+def decision_se(preds: dict) -> float:
+    """The bootstrap standard error over the runs of the best decision skill
+    among ``preds`` ({form: predictions held out by model family}): the
+    noise :func:`choose_from` holds the decisions' skill against."""
+    from . import baselines as _bl
+
+    counts = {f: _bl.decision_counts(p, _family) for f, p in preds.items()}
+    errors = {f: [_bl.persistence_errors(q) for q in p] for f, p in preds.items()}
+    best = max(preds, key=lambda f: (_bl.decision_skill(counts[f]), _bl.error_skill(errors[f])))
+    return _bootstrap_skill(list(counts[best]), lambda rows: _bl.decision_skill(np.array(rows)))
 
 
 def choose_from(preds: dict) -> tuple:
     """:func:`choose_form`'s rule on ``preds``, {form: its runs' predictions
-    held out by model family}: (the form chosen, {form: (decision score,
-    error score)})."""
+    held out by model family}: (the form chosen, {form: (decision skill,
+    error skill)})."""
+    from . import baselines as _bl  # noqa: F811
+
     candidates = tuple(preds)
-    decisions = {form: decision_score(p) for form, p in preds.items()}
-    errors = {form: choice_score(p) for form, p in preds.items()}
-    best = max(candidates, key=lambda form: (decisions[form], -errors[form]))
-    floor = decisions[best] - _decision_error(preds[best])
-    good = [f for f in candidates if decisions[f] >= floor]
-    accurate = min(good, key=lambda form: errors[form])
-    bar = errors[accurate] + _standard_error(preds[accurate])
-    chosen = min((f for f in good if errors[f] <= bar), key=lambda f: (form_size(f), -decisions[f], errors[f]))
-    return chosen, {form: (decisions[form], errors[form]) for form in candidates}
+    counts = {f: _bl.decision_counts(p, _family) for f, p in preds.items()}
+    errors = {f: [_bl.persistence_errors(q) for q in p] for f, p in preds.items()}
+    decisions = {f: _bl.decision_skill(counts[f]) for f in candidates}
+    skill = {f: _bl.error_skill(errors[f]) for f in candidates}
+    best = max(candidates, key=lambda f: (decisions[f], skill[f]))
+    se = _bootstrap_skill(list(counts[best]), lambda rows: _bl.decision_skill(np.array(rows)))
+    good = [f for f in candidates if decisions[f] >= decisions[best] - se] if decisions[best] - se > 0 else \
+        list(candidates)
+    accurate = max(good, key=lambda f: skill[f])
+    bar = skill[accurate] - _bootstrap_skill(errors[accurate], _bl.error_skill)
+    chosen = min((f for f in good if skill[f] >= bar), key=lambda f: (form_size(f), -decisions[f], -skill[f]))
+    return chosen, {f: (decisions[f], skill[f]) for f in candidates}
 
 
 def bootstrap_fits(form: Form = None, *, exclude: Fold = None, samples: int = 100, seed: int = 0) -> list:
@@ -448,18 +445,18 @@ def residual_sd(form: Form = None, *, exclude: Fold = None, level: float = _cal.
 INTERVAL_DRAWS = 100
 
 
-def held_out(by: str = "run", terms=None, *, choose=None, intervals: bool = True,
-             samples: int = INTERVAL_DRAWS) -> HeldOut:
+def held_out(by: str = "run", terms=None, *, choose=None, intervals: bool = True) -> HeldOut:
     """Every run predicted by a step fitted without its group (``by`` one of
     :data:`GROUPINGS`, see the module notes). ``terms``: the form fitted
     (default: the shipped one). ``choose`` (by default for every grouping
     but ``"run"``): in each fold the form is chosen among
-    :data:`CANDIDATE_FORMS` by its own held-out score on the runs left in
-    (:func:`choose_form`), so that the score reported is not the one the
-    form was chosen on. ``intervals``: each point gets its interval from
-    ``samples`` bootstrap fits to the runs left in, spread by their held-out
-    residual (:func:`residual_sd`). The book and the benchmark read the
-    stored result (:func:`stored_held_out`)."""
+    :data:`CANDIDATE_FORMS` by its own held-out skill over the baselines on
+    the runs left in (:func:`choose_form`), so that the score reported is
+    not the one the form was chosen on. ``intervals``: each point gets the
+    cross-conformal interval over the grouping's unit
+    (:func:`speclib.evidence.conformal.calibrated`: acceptance's range, and
+    the finite-sample quantile of the other units' held-out scores). The
+    book and the benchmark read the stored result (:func:`stored_held_out`)."""
     by = checked_choice("by", by, GROUPINGS)
     base = as_form(terms) if terms is not None else SHIPPED_FORM
     choose = (by != "run") if choose is None else bool(choose)
@@ -467,8 +464,7 @@ def held_out(by: str = "run", terms=None, *, choose=None, intervals: bool = True
     preds, forms = {}, {}
     predicted = np.full(len(dec_y), np.nan)
     for g in _group_names(by, no_fold()):
-        forms[g], fold_preds, fold_decode = held_out_fold(by, g, base, choose=choose, intervals=intervals,
-                                                          samples=samples)
+        forms[g], fold_preds, fold_decode = held_out_fold(by, g, base, choose=choose)
         preds.update(fold_preds)
         predicted[np.isfinite(fold_decode)] = fold_decode[np.isfinite(fold_decode)]
     if by == "run":
@@ -476,29 +472,42 @@ def held_out(by: str = "run", terms=None, *, choose=None, intervals: bool = True
         for s in np.unique(sweeps):
             out = sweeps == s
             predicted[out] = predict_decode(Fold((), out).fit(base))[out]
-    return HeldOut(tuple(preds[r.id] for r in _spec.spec_runs() if r.id in preds), dec_y, predicted,
+    held = HeldOut(tuple(preds[r.id] for r in _spec.spec_runs() if r.id in preds), dec_y, predicted,
                    np.array([r.concurrency for r in dec_runs]), np.array([r.workload for r in dec_runs]),
                    base.terms, by, forms)
+    return with_intervals(held) if intervals else held
 
 
-def held_out_fold(by: str, group: str, terms=None, *, choose: bool = False, intervals: bool = True,
-                  samples: int = INTERVAL_DRAWS) -> tuple:
+def interval_unit(by: str):
+    """The exchangeable unit the intervals of a hold-out ``by`` a grouping
+    are calibrated over: a prediction's group (its run, family, source or chip)."""
+    by = checked_choice("by", by, GROUPINGS)
+    return lambda p: group_of(p.run, by)
+
+
+def with_intervals(held: HeldOut) -> HeldOut:
+    """``held`` with each point's cross-conformal interval over its
+    grouping's unit (:func:`speclib.evidence.conformal.calibrated`)."""
+    from . import conformal
+
+    return conformal.calibrated(held, interval_unit(held.by))
+
+
+def held_out_fold(by: str, group: str, terms=None, *, choose: bool = False) -> tuple:
     """(the form fitted, {run id: :class:`RunPrediction`}, the decode runs'
     predicted TPOT, NaN outside the fold) for the runs of one ``group`` held
-    out ``by`` a grouping (see :func:`held_out`)."""
+    out ``by`` a grouping (see :func:`held_out`), without intervals (a
+    point's interval is calibrated on the other groups' scores:
+    :func:`with_intervals`)."""
     base = as_form(terms) if terms is not None else SHIPPED_FORM
     fold = _fold(by, group)
     form = choose_form(fold)[0] if choose else base
     f = fold.fit(form)
-    draws, sd = (), 0.0
     mine = [r for r in _spec.spec_runs() if r.id in fold.runs]
-    if intervals and mine:
-        draws = bootstrap_fits(form, exclude=fold, samples=samples)
-        sd = residual_sd(form, exclude=fold)
     decode = np.full(len(fold.decode), np.nan)
     if fold.decode.any():
         decode[fold.decode] = predict_decode(f)[fold.decode]
-    return form, {r.id: predict_run(f, r, draws, sd) for r in mine}, decode
+    return form, {r.id: predict_run(f, r) for r in mine}, decode
 
 
 def leave_one_run_out(terms=None) -> HeldOut:
@@ -722,14 +731,16 @@ def _fold_record(form: Form, preds: dict) -> dict:
 
 
 def write_held_out(path=None) -> dict:
-    """Compute the hold-outs of :func:`held_out` (with intervals; the form
-    chosen inside each fold for every grouping but the run) and write them
+    """Compute the hold-outs of :func:`held_out` (with their cross-conformal
+    intervals; the form chosen inside each fold for every grouping but the
+    run) and write them
     to ``data/calibration/held_out.json``, which the book and the benchmark
     read (:func:`stored_held_out`); a test recomputes a fold."""
     from pathlib import Path
 
     data = {"about": "The calibrated step's held-out predictions (speclib.evidence.held_out.held_out), by run, by "
-                     "model family, by source and by chip, each fold's form and each point's 80 % interval, and "
+                     "model family, by source and by chip, each fold's form (chosen in the fold on its skill over the null "
+                     "baselines), each point's 80 % cross-conformal interval over the grouping's unit, and "
                      "each decode run's held-out TPOT. Written by `python -m speclib.evidence.held_out "
                      "--write-calibration`; tests/test_step_fit.py recomputes a fold and compares.",
             "shipped_form": _fold_record(SHIPPED_FORM, {})["form"]}
@@ -738,9 +749,13 @@ def write_held_out(path=None) -> dict:
         data[by] = {"folds": {g: _fold_record(h.forms[g], {p.run.id: p for p in h.runs if group_of(p.run, by) == g})
                               for g in sorted(h.forms)},
                     "decode_predicted": _numbers(h.decode_predicted)}
-    chosen, scores = choose_form()
-    data["forms"] = [{"form": _fold_record(form, {})["form"], "decisions": float(score[0]), "score": float(score[1]),
-                      "size": form_size(form), "kept": form == chosen} for form, score in scores.items()]
+        data[by].update(_skill_record(h))
+    preds = {form: _predict_group(form, CHOICE_GROUPING) for form in CANDIDATE_FORMS}
+    chosen, scores = choose_from(preds)
+    data["forms_decision_se"] = decision_se(preds)
+    data["forms"] = [{"form": _fold_record(form, {})["form"], "decision_skill": float(score[0]),
+                      "error_skill": float(score[1]), "size": form_size(form), "kept": form == chosen}
+                     for form, score in scores.items()]
     data["decode_by_workload"] = _numbers(held_out_decode("workload"))
     data["decode_ablation"] = [list(row) for row in decode_ablation()]
     data["term_ablation"] = [[label, {by: {k: v for k, v in summary.items()} for by, summary in by_grouping.items()}]
@@ -748,6 +763,36 @@ def write_held_out(path=None) -> dict:
     target = Path(path) if path is not None else Path(__file__).resolve().parents[1].joinpath(*HELD_OUT_FILE)
     target.write_text(json.dumps(data, indent=None, separators=(",", ":")) + "\n", encoding="utf-8")
     return data
+
+
+def skill_of(held: HeldOut) -> list:
+    """:func:`speclib.evidence.baselines.skill_rows` of ``held``, each run
+    and decode run in the group it is held out with (a decode run held out
+    by run: its sweep)."""
+    from . import baselines
+
+    return baselines.skill_rows(held, lambda p: group_of(p.run, held.by), decode_groups(held.by))
+
+
+def _skill_record(held: HeldOut) -> dict:
+    """What the command line reads without the runs: every held-out figure
+    beside its baselines (:func:`speclib.evidence.baselines.skill_rows`) and
+    what the intervals cover per family and per chip."""
+    from . import baselines, conformal
+
+    return {"skill": [list(r) for r in skill_of(held)],
+            "coverage": {"family": [list(r) for r in conformal.coverage_by(held, lambda p: p.run.family)],
+                         "chip": [list(r) for r in conformal.coverage_by(held, lambda p: _feat.chip_key(p.run.chip))]}}
+
+
+def stored_skill(by: str = "model") -> dict:
+    """{"skill": rows of :func:`speclib.evidence.baselines.skill_rows`,
+    "coverage": {"family" | "chip": (key, inside, points) rows}} of the
+    stored hold-out ``by`` a grouping, read from the file alone (the command
+    line's trust line)."""
+    rec = _stored()[checked_choice("by", by, GROUPINGS)]
+    return {"skill": [tuple(r) for r in rec["skill"]],
+            "coverage": {k: [tuple(r) for r in v] for k, v in rec["coverage"].items()}}
 
 
 def _numbers(values) -> list:
@@ -760,14 +805,19 @@ def _stored() -> dict:
 
 
 def stored_forms() -> tuple:
-    """(the form kept, {form: (decision score, error score)}) of
+    """(the form kept, {form: (decision skill, error skill)}) of
     :func:`choose_form` on every run, as stored."""
     scores, kept = {}, None
     for rec in _stored()["forms"]:
         form = Form(tuple(rec["form"]["terms"]), rec["form"]["fixed"], tuple(rec["form"]["pooled"]))
-        scores[form] = (rec["decisions"], rec["score"])
+        scores[form] = (rec["decision_skill"], rec["error_skill"])
         kept = form if rec["kept"] else kept
     return kept, scores
+
+
+def stored_forms_decision_se() -> float:
+    """:func:`decision_se` of the forms on every run, as stored."""
+    return float(_stored()["forms_decision_se"])
 
 
 def stored_decode_by_workload() -> np.ndarray:

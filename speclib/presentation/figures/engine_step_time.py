@@ -685,9 +685,10 @@ def targets_table(kind: str = "decode") -> NumberTable:
     what = ("plain decoding's time per output token" if kind == "decode"
             else "speculation's speed-ups and draft lengths")
     return NumberTable(("what", "target", "measured", "met"), tuple(_rep.targets(kind=kind)), align="llll",
-                       caption=f"the calibrated step against its targets on {what}: DeepSeek-R1 through speclib.tpot "
-                               "with the shipped constants; the rest held out (by model family and by chip, the form "
-                               "chosen inside each fold)")
+                       caption=f"the calibrated step against its targets on {what}: held out by model family and "
+                               "by chip, the form chosen inside each fold, each figure beside its null baselines; a "
+                               "figure from the shipped constants or from the form chosen on every run is in-sample, "
+                               "reported and not counted as met")
 
 
 def target_facts(kind: str = "decode") -> dict:
@@ -701,8 +702,9 @@ def target_facts(kind: str = "decode") -> dict:
         subject = what.split(":")[0]
         if met == "no":
             missed.append(f"{what} ({value}, against {target})")
-    return {f"{kind}_targets": len(rows), f"{kind}_met": len(rows) - len(missed),
-            f"{kind}_missed": len(missed), f"{kind}_missed_list": "; ".join(missed) if missed else "none"}
+    in_sample = sum(1 for *_, met in rows if met == _rep.IN_SAMPLE)
+    return {f"{kind}_targets": len(rows), f"{kind}_met": len(rows) - len(missed) - in_sample,
+            f"{kind}_in_sample": in_sample, f"{kind}_missed": len(missed), f"{kind}_missed_list": "; ".join(missed) if missed else "none"}
 
 
 # --- overlap scheduling -----------------------------------------------------------------------

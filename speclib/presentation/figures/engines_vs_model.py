@@ -209,7 +209,8 @@ def family_table() -> NumberTable:
     rows = tuple((f, n, pts, f"{100 * med:.0f} %", f"{100 * bias:+.0f} %", f"{100 * cov:.0f} %", fitted, form)
                  for f, n, pts, med, bias, cov, fitted, form in _rep.family_rows())
     return NumberTable(("family held out", "runs", "points", "median |error|", "median signed error",
-                        "inside their 80 % interval", "runs with acceptance fitted", "form chosen without it"), rows,
+                        "inside their 80 % cross-conformal interval", "runs with acceptance fitted",
+                        "form chosen without it"), rows,
                        align="lrrrrrrl",
                        caption="the calibrated step held out one model family at a time; a run whose source reports no "
                                "acceptance has it fitted at its smallest batch, whose points then set it and are not "
@@ -249,17 +250,44 @@ def estimate_keys() -> tuple:
 
 
 def forms_table() -> NumberTable:
-    """Every candidate form's held-out scores by model family on every run (what the choice saw): the
-    decisions right and the error."""
+    """Every candidate form's held-out skill by model family on every run (what the choice saw): on the
+    decisions over their baselines, and on the error over the speed-up at each run's smallest batch."""
     best, scores = _ho.stored_forms()
-    rows = [(form.label, _ho.form_size(form), f"{100 * d:.1f} %", f"{100 * e:.1f} %", "kept" if form == best else "")
-            for form, (d, e) in sorted(scores.items(), key=lambda kv: (-kv[1][0], kv[1][1]))]
-    return NumberTable(("form of the calibrated step", "constants", "decisions right", "median over runs of |error|",
-                        ""), tuple(rows), align="lrrrl",
+    rows = [(form.label, _ho.form_size(form), f"{d:+.3f}", f"{100 * e:+.1f} %", "kept" if form == best else "")
+            for form, (d, e) in sorted(scores.items(), key=lambda kv: (-kv[1][0], -kv[1][1]))]
+    return NumberTable(("form of the calibrated step", "constants", "decision skill", "error skill", ""),
+                       tuple(rows), align="lrrrl",
                        caption="each candidate form of the calibrated step, held out one model family at a time on "
-                               "every run: the mean of three shares (the gain on the right side of 1\u00d7, the best "
-                               "draft within one, the gain's direction with batch) and the error; decisions first, "
-                               "then error, then the fewest constants")
+                               "every run: its share right less its baseline's on three decisions, averaged (the "
+                               "gain on the right side of 1\u00d7 against always a gain, the best draft within one "
+                               "against the best constant draft chosen without the family, the gain's direction "
+                               "with batch against the gain falls), and 1 less its median |error| over the speed-up "
+                               "measured at the run's smallest batch's on the same points; above zero, the form "
+                               "beats the baselines")
+
+
+def skill_table() -> NumberTable:
+    """Every held-out figure beside its null baselines on the same items, held out by model family and by chip
+    (:func:`speclib.evidence.baselines.skill_rows`)."""
+    model, chip = _rep.skill_table("model"), _rep.skill_table("chip")
+    rows = tuple((m[0], m[3], m[2], m[4], m[5], c[2], c[4], c[5]) for m, c in zip(model, chip))
+    return NumberTable(("held-out figure (items)", "null baseline", "by family: the step", "the baseline",
+                        "beats it", "by chip: the step", "the baseline", "beats it"), rows, align="llrrlrrl",
+                       caption="each held-out figure of the calibrated step (the form chosen inside each fold) beside "
+                               "its null baselines scored on the same points, pairs, sweeps or runs; the constant "
+                               "draft chosen on every pair is in-sample and shown only for scale")
+
+
+def coverage_table() -> NumberTable:
+    """What the intervals cover, per model family and per chip, held out by model family (calibrated over the
+    families) and by chip (over the chips)."""
+    rows = []
+    for by, words in (("model", "by model family"), ("chip", "by chip")):
+        for per, key, inside, n in _rep.coverage_rows(by=by):
+            rows.append((words, per, key, n, f"{inside} of {n}", f"{100 * inside / n:.0f} %"))
+    return NumberTable(("held out", "per", "", "points", "inside", "share"), tuple(rows), align="lllrrr",
+                       caption=f"the points inside their {_rep.interval_words('model')} held out by model family, "
+                               "and inside the same over chips held out by chip, per family and per chip")
 
 
 def term_ablation_table() -> NumberTable:
@@ -555,7 +583,9 @@ def chapter_facts() -> dict:
     flops_only = next(form for form in scores if "extra_flops" in form.terms and "per_position" not in form.terms
                       and "token_layer" not in form.terms and form.fixed == "layers")
     out.update(best_decisions=max(d for d, _ in scores.values()), kept_decisions=scores[best][0],
-               kept_score=scores[best][1], best_score=min(e for _, e in scores.values()), forms=len(scores),
+               kept_score=scores[best][1], best_score=max(e for _, e in scores.values()), forms=len(scores),
+               decision_se=_ho.stored_forms_decision_se(),
+               forms_beating=sum(1 for d, _ in scores.values() if d > 0),
                kept_flops="extra_flops" in best.terms, kept_e="per_position" in best.terms,
                kept_tau="token_layer" in best.terms, kept_label=best.label,
                flops_only_decisions=scores[flops_only][0], flops_only_score=scores[flops_only][1])
@@ -703,3 +733,15 @@ def figure3_facts(data=None, small: int = 16) -> dict:
         closed &= bool((cal[gutter] > 0).all())
         stops_earlier &= bool(((cal == 0) & (paper > 0)).any())
     return {"figure3_gutter_closes": gutters > 0 and closed, "figure3_stops_earlier": stops_earlier}
+
+
+def skill_facts() -> dict:
+    """How many of the null baselines the step beats held out by model family and by chip (the in-sample
+    constant draft left out), and the baselines it loses to, as a phrase."""
+    out = {}
+    for by in ("model", "chip"):
+        rows = [r for r in _rep.skill_table(by) if "in-sample" not in r[3]]
+        out[f"skill_{by}_beats"] = sum(r[5] == "yes" for r in rows)
+        out[f"skill_{by}_loses"] = common.join_and(sorted({r[3] for r in rows if r[5] == "no"}))
+        out["skill_baselines"] = len(rows)
+    return out

@@ -260,6 +260,7 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
             "gamma_star": gamma_star, "speedup": speedup,
             **({"speedup_interval_80": [float(interval.lo), float(interval.hi)]} if interval is not None else {}),
             **({"extrapolates": list(notes)} if calibration is not None else {}),
+            **({"held_out_skill": output.trust_record()} if calibration is not None and calibration.draws else {}),
             "step_seconds": {"plain": plain_s, "verify": verify_s, "verify_components": verify, "draft": draft_s},
             "throughput": {"speculative": tokens, "plain": plain_tokens},
             "running": {"speculative": float(run_g), "plain": float(run_0)},
@@ -289,9 +290,10 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
         f"  gamma*      {gamma_star}   ({verdict}; searched 0..{searched})",
         f"  speedup     {speedup:.4f}x over plain decoding" + (
             f"; 80 % interval {float(interval.lo):.2f}\u2013{float(interval.hi):.2f}x (the fit's bootstrap over "
-            "model families"
+            "model families and the pooled held-out spread, not calibrated per family"
             + ("; it holds 1x: gamma = 0 is as likely as not)" if gamma_star and interval.straddles() else ")")
             if interval is not None else ""),
+        *([f"  trust       {output.trust_line()}"] if calibration is not None and calibration.draws else []),
         f"  throughput  {tokens:,.0f} committed tokens/s ({plain_tokens:,.0f} plain)",
         *([f"  running     {output.exact(run_g)} sequences at gamma* = {gamma_star}, {output.exact(run_0)} plain: what memory "
            "holds; the rest queued"] if queue else []),
