@@ -101,9 +101,9 @@ def test_each_output_says_which_attention_pricing_it_used():
         assert whole.startswith("DeepSeek-V4-Flash on B200, the whole model's step") and whole.endswith(words)
         table = run("schedule", *FLAGS, "--max-batch", B, "--format", "table", *flag)[0]
         assert f"; {words}" in " ".join(line.strip() for line in table.split("\n\n")[0].splitlines())
-        assert run("schedule", *FLAGS, "--max-batch", B, "--engine", "vllm", *flag)[1].splitlines()[0].endswith(words)
-        assert run("sweep", *FLAGS, "--batch", B, "--format", "table", *flag)[0].splitlines()[0].split()[-1] == \
-            "attention"
+        assert f"; {words}; precision: " in run("schedule", *FLAGS, "--max-batch", B, "--engine", "vllm", *flag)[1].splitlines()[0]
+        assert run("sweep", *FLAGS, "--batch", B, "--format", "table", *flag)[0].splitlines()[0].split()[-3:] == \
+            ["attention", "weights", "kv_cache"]
     # a model whose attention nothing compresses is priced the same either way, and still says how
     llama = ["--model", "llama-3-70b", "--batch", 8, "--seq", S, "--alpha", ALPHA, "--json"]
     same = [json.loads(run("gamma", *llama, "--attention", a)[0]) for a in ("served", "paper")]

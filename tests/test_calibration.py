@@ -267,7 +267,7 @@ def test_cost_model_refuses_whole_step_options():
     from speclib.core import parallel
 
     cm = parallel.expert_parallel_cost_model(G=8)
-    with pytest.raises(ValueError, match="tp=, routing=, weights= and kv_cache= price the whole model's step"):
+    with pytest.raises(ValueError, match="tp=, routing=, weights=, kv_cache= and activations= price the whole model's step"):
         spec.Deployment(cost_model=cm, tp=2)
 
 

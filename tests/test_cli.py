@@ -85,8 +85,8 @@ def test_gamma_ledger_reads_one_gpu_of_the_tensor_parallel_group(capsys):
         16, 8192, 0.1, "deepseek-v3", "h200", layout=speclib.core.layout.Layout(8))
     _, text, _ = run(capsys, "gamma", *point, "--tp", "8")
     assert "one GPU of 8" in text.splitlines()[0]
-    attention_row = next(line.split() for line in text.splitlines() if line.strip().startswith("attention"))
-    assert attention_row[1] == "0.000"
+    attention_row = next(line.split() for line in text.splitlines() if line.strip().startswith("attention (MLA)"))
+    assert attention_row[2] == "0.000"
 
 
 def test_gamma_query_bytes_and_gamma_max_reach_the_library(capsys):

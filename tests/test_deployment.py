@@ -247,7 +247,7 @@ def test_the_schedule_and_profile_of_a_deployment_are_as_before(monkeypatch):
     assert (mtp.max_batch, mtp.source, mtp.acceptance) == (64, "aggregate roofline", "survival curve MTP (sum 3.00)")
     by_context = speclib.schedule(seq=[1024, 8192], alpha=0.75, c_draft=0.1, max_batch=128,
                                   deployment=Deployment(step_time="calibrated", engine="TRT", tp=2))
-    assert by_context.source == "calibrated step time (TRT per-step costs, per-component roofline, tp 2)"
+    assert by_context.source == "calibrated step time (trtllm per-step costs, per-component roofline, tp 2)"
     curve = speclib.schedule(seq=4096, alpha=speclib.SurvivalCurve([0.9, 0.8, 0.6, 0.3]), max_batch=32,
                              deployment=Deployment(query_bytes=True, attention="paper"))
     assert [int(x) for x in curve.gamma_star] == [2] * 9 + [3] * 16 + [4] * 7
@@ -321,7 +321,7 @@ REFUSED = [
     (lambda: dict(step_time="calibrated", hardware=dataclasses.replace(presets.hardware("GB300"), name="X1", aliases=(),
                                                                        vendor="Intel", generation="Gaudi 3")),
      r"^hardware 'X1' has no calibrated step time: its vendor 'Intel' has no fitted constants"),
-    (lambda: dict(step_time="calibrated", hardware="MI300X", engine="TRT"), r"^engine 'TRT' was not measured"),
+    (lambda: dict(step_time="calibrated", hardware="MI300X", engine="TRT"), r"^engine 'trtllm' was not measured"),
 ]
 
 

@@ -526,7 +526,7 @@ def from_hf_config(config, *, name: Optional[str] = None) -> Model:
     served_as = extra.get("served_as", ())
     if isinstance(served_as, str) or not all(isinstance(a, str) for a in served_as):
         raise r.error("speclib.served_as must be a list of strings")
-    aliases = tuple(aliases) + tuple(a for a in served_as if a.lower() not in {b.lower() for b in aliases})
+    aliases = tuple(aliases) + tuple(a.lower() for a in served_as if a.lower() not in {b.lower() for b in aliases})
     return Model(
         name=name or extra.get("name") or cfg.get("_name_or_path") or default_name,
         hidden_size=hidden,
