@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from . import test_phone as _phone
 from .conftest import BASE_PATH, HTML_DIR, PAGE_LIMIT_BYTES, REPO, WEIGHTS, book_pages, live_instances, page_for
 
 PAGES = book_pages()
@@ -145,6 +146,9 @@ def test_a_phone_reads_it_cleanly(visit, path, request):
     if v.page.locator(".speclib-live").count():
         live_instances(v.page)
     reading = v.page.evaluate(READING)
+    # ... and as test_phone.py measures it (one page load for both, when those tests run in this session)
+    if PHONE == _phone.PHONE[0] and any(item.originalname.startswith("test_phone_") for item in request.session.items):
+        _phone.record(v, path)
     assert reading["dollars"] == [], f"{path}: literal $ or LaTeX in the text: {reading['dollars']}"
     assert reading["unpadded"] == [], f"{path}: table cells without padding: {reading['unpadded']}"
     assert reading["ticks"] == [], f"{path}: x tick labels of a live figure that run together: {reading['ticks']}"

@@ -123,17 +123,22 @@ COVERED = r"""async () => {
 }"""
 
 
+def record(v, path):
+    """Measure a page loaded at a phone's width (``visit(path, width=PHONE[0])``) for the checks below. Called
+    by test_book_in_browser's phone test too, on the page it loaded at this width: one load for both."""
+    v.page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
+    if v.page.locator(".speclib-live").count():
+        live_instances(v.page)
+    v.page.wait_for_timeout(300)  # speclib_fit_math.js fits the equations after MathJax's typesetting
+    measured = v.page.evaluate(MEASURE)
+    measured["covered"] = v.page.evaluate(COVERED)
+    MEASURED[(BASE_PATH, path)] = measured
+
+
 def _measure(visit, path):
     key = (BASE_PATH, path)
     if key not in MEASURED:
-        v = visit(path, width=PHONE[0])
-        v.page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
-        if v.page.locator(".speclib-live").count():
-            live_instances(v.page)
-        v.page.wait_for_timeout(300)  # speclib_fit_math.js fits the equations after MathJax's typesetting
-        measured = v.page.evaluate(MEASURE)
-        measured["covered"] = v.page.evaluate(COVERED)
-        MEASURED[key] = measured
+        record(visit(path, width=PHONE[0]), path)
     return MEASURED[key]
 
 
