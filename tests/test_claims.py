@@ -510,10 +510,10 @@ def test_figure3_with_the_attention_as_served_by_brute_force():
 def test_the_expert_parallel_claims_by_hand():
     from speclib.core import parallel
     # the bandwidth term is linear in tokens: doubling the tokens doubles it
-    cm = parallel.expert_parallel_cost_model(G=64, latency=False)
+    cm = parallel.expert_parallel_cost_model(G=64, interconnect=parallel.NVL72, latency=False)
     assert float(cm.comm(2.0)) == pytest.approx(2 * float(cm.comm(1.0)), rel=1e-14)
     # priced with its latency, the slope at one token is the bandwidth term's share of the whole
-    with_latency = parallel.expert_parallel_cost_model(G=64)
+    with_latency = parallel.expert_parallel_cost_model(G=64, interconnect=parallel.NVL72)
     share = float(cm.comm(1.0)) / float(with_latency.comm(1.0))
     assert f"its slope is {share:.3f} at one sequence per GPU" in BY_ID["ep.comm_does_not_amortise"].note
 

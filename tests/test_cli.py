@@ -251,6 +251,11 @@ BAD = [
     (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--engine", "TRT"], "--engine", "vllm, sglang, trtllm"),
     (["schedule", "--alpha", "0.5", "--max-batch", "8", "--engine", "table"], "--engine", "--format table"),
     (["sweep", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--tp", "2000"], "--tp", "[1, 1024]"),
+    # an HGX B200 board's NVLink joins 8 GPUs: a tensor-parallel group across boards is refused, not priced
+    (["gamma", "--batch", "1", "--seq", "10", "--alpha", "0.5", "--model", "deepseek-r1", "--hardware", "b200",
+      "--tp", "16"], "--tp", "at most 8"),
+    (["schedule", "--alpha", "0.5", "--max-batch", "8", "--model", "deepseek-r1", "--hardware", "gb200", "--tp", "128"],
+     "--tp", "at most 72"),
     ([], "gamma,sweep,presets", "required"),
     (["frobnicate"], "gamma", "invalid choice"),
 ]

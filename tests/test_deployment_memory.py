@@ -49,8 +49,8 @@ def test_data_parallel_attention_splits_the_latent_and_holds_attention_weights_w
 def test_a_gqa_cache_splits_by_kv_head_down_to_one_head_per_gpu():
     # Llama-3-70B: 80 layers x 8 KV heads x 128 x (key + value) x 2 bytes = 327,680 bytes per token
     per_token = 80 * 8 * 128 * 2 * 2
-    # (16 GPUs replicate each KV head twice: a B200 domain, since H200's NVLink joins 8 and tp 16 is refused there)
-    for tp, share, chip in ((4, 1 / 4, "H200"), (8, 1 / 8, "H200"), (16, 1 / 8, "B200")):
+    # (16 GPUs replicate each KV head twice: a GB200 NVL72 domain, since an HGX board joins 8 and tp 16 is refused there)
+    for tp, share, chip in ((4, 1 / 4, "H200"), (8, 1 / 8, "H200"), (16, 1 / 8, "GB200")):
         held = speclib.Deployment("llama-3-70b", chip, tp=tp).memory(8192)
         assert held.cache == pytest.approx(per_token * 8192 * share)
 

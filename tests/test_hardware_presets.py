@@ -143,11 +143,21 @@ def test_h20_says_it_has_no_public_datasheet():
     assert "no public datasheet" in source and "unverified" in source
 
 
+@pytest.mark.parametrize("chip, domain", [("B200", 8), ("B300", 8), ("GB200", 72), ("GB300", 72)])
+def test_blackwell_nvlink_domain_is_the_server_or_the_rack(chip, domain):
+    # an HGX B200/B300 server joins 8 GPUs by NVLink (the HGX B200 datasheet); an NVL72 rack joins 72 (its name)
+    hw = presets.hardware(chip)
+    link = presets.default_interconnect(hw)
+    assert link.domain_size == domain and link.bandwidth == pytest.approx(1.8e12)
+    if domain == 8:
+        assert "HGX B200" in link.source
+
+
 def test_gb200_is_one_nvlink_domain_of_72():
     gb200 = presets.hardware("GB200-NVL72")
-    assert gb200.name == "GB200" and gb200.interconnect == "NVLink5"
+    assert gb200.name == "GB200" and gb200.interconnect == "NVLink5-NVL72"
     link = presets.interconnect(gb200.interconnect)
-    assert link.domain_size == 72
+    assert link.domain_size == 72 and "GB200 NVL72 datasheet" in link.source
     # 130 TB/s of NVLink over the rack's 72 GPUs
     assert link.bandwidth == pytest.approx(130e12 / 72, rel=0.01)
     # up to 13.4 TB of HBM3e over 72 GPUs (printed to three figures)

@@ -50,6 +50,8 @@ def test_llama_70b_heads():
     ("llama-3-70b", "H200", 3, ("tp must", "64 attention heads", "8 KV heads", "got tp=3")),
     ("deepseek-r1", "H200", 6, ("tp must", "128 attention heads", "got tp=6")),
     ("llama-3-70b", "H100", 16, ("tp must be at most 8", "got tp=16")),
+    ("deepseek-r1", "B200", 16, ("tp must be at most 8", "NVLink5", "got tp=16")),  # an HGX B200 board joins 8
+    ("deepseek-r1", "GB200", 128, ("tp must be at most 72", "NVLink5-NVL72", "got tp=128")),
 ])
 def test_refused_layouts_name_the_parameter_on_one_line(model, hardware, tp, words):
     with pytest.raises(ValueError) as err:
@@ -68,3 +70,24 @@ def test_accepted_layouts():
 def test_expert_parallel_must_divide_the_experts():
     with pytest.raises(ValueError, match="ep must divide"):
         speclib.Deployment("qwen3-235b-a22b", "H200", tp=8, ep=3)
+
+
+def test_tp_beyond_the_board_needs_a_larger_domain():
+    # B200s joined as an NVL72 rack joins them: 16 and 64 fit in its 72, 128 does not; the step's all-reduces
+    # are priced over the named domain (its measured 8-GPU figure, held beyond it), not refused
+    for tp in (16, 64):
+        dep = speclib.Deployment("deepseek-r1", "B200", tp=tp, interconnect="nvl72")
+        assert dep.interconnect == "NVLink5-NVL72" and dep.parallel_step().interconnect.domain_size == 72
+    assert speclib.Deployment("deepseek-r1", "GB200", tp=16).tp == 16
+    with pytest.raises(ValueError) as err:
+        speclib.Deployment("deepseek-r1", "B200", tp=128, interconnect="NVLink5-NVL72")
+    assert "\n" not in str(err.value) and "tp must be at most 72" in str(err.value)
+    with pytest.raises(ValueError, match="unknown interconnect 'nvlink9'"):
+        speclib.Deployment("deepseek-r1", "B200", tp=8, interconnect="nvlink9")
+
+
+def test_the_same_chip_prices_the_same_over_either_nvlink5_domain():
+    # one HGX board's 8 B200s and 8 B200s of an NVL72 domain: the same link per GPU, the same step
+    board = speclib.Deployment("deepseek-r1", "B200", tp=8)
+    rack = speclib.Deployment("deepseek-r1", "B200", tp=8, interconnect="NVLink5-NVL72")
+    assert float(board.parallel_step().time(8.0, 1.0, 4096.0)) == float(rack.parallel_step().time(8.0, 1.0, 4096.0))

@@ -187,16 +187,16 @@ def test_the_latency_raises_the_speedup_where_it_dominates():
     B = np.array([1.0, 4.0, 16.0])
     for G in (8, 64):
         _, s_lat = speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=speclib.Deployment(
-            cost_model=parallel.expert_parallel_cost_model(G=G)))
+            cost_model=parallel.expert_parallel_cost_model(G=G, interconnect=parallel.NVL72)))
         _, s_bw = speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=speclib.Deployment(
-            cost_model=parallel.expert_parallel_cost_model(G=G, latency=False)))
+            cost_model=parallel.expert_parallel_cost_model(G=G, interconnect=parallel.NVL72, latency=False)))
         _, s_free = speclib.optimal_gamma(0.75, B, 4096, 0.1, deployment=speclib.Deployment(
             cost_model=parallel.expert_parallel_cost_model(G=G, interconnect="free")))
         assert np.all(s_lat > s_bw) and np.all(s_lat > s_free)
 
 
 def test_verify_adds_comm_to_the_free_network_cost():
-    with_comm = parallel.expert_parallel_cost_model(G=64)
+    with_comm = parallel.expert_parallel_cost_model(G=64, interconnect=parallel.NVL72)
     free = parallel.expert_parallel_cost_model(G=64, interconnect="Free")
     diff = with_comm.verify(BATCHES, 3.0, 4096.0) - free.verify(BATCHES, 3.0, 4096.0)
     np.testing.assert_allclose(diff, with_comm.comm(3.0 * BATCHES), rtol=1e-12)
@@ -215,12 +215,12 @@ def test_a_free_network_prices_no_link_and_has_no_domain():
 
 
 def test_ledger_comm_share_and_slope():
-    bandwidth = parallel.ledger(parallel.expert_parallel_cost_model(G=64, latency=False), BATCHES, 4096, 0.1)
+    bandwidth = parallel.ledger(parallel.expert_parallel_cost_model(G=64, interconnect=parallel.NVL72, latency=False), BATCHES, 4096, 0.1)
     assert np.all(bandwidth["comm"] == 1.0)
-    ledger = parallel.marginal_cost(BATCHES, 4096, 0.1, G=64)
+    ledger = parallel.marginal_cost(BATCHES, 4096, 0.1, G=64, interconnect=parallel.NVL72)
     assert np.all((ledger["comm_share"] > 0) & (ledger["comm_share"] < 1))
     # with its latency the all-to-all amortises: below the crossover a token pays under half of it
-    t_x = parallel.expert_parallel_cost_model(G=64).latency_crossover()
+    t_x = parallel.expert_parallel_cost_model(G=64, interconnect=parallel.NVL72).latency_crossover()
     assert np.all(ledger["comm"][BATCHES < t_x] < 0.5) and np.all(ledger["comm"][BATCHES > t_x] > 0.5)
     with pytest.raises(ValueError, match=r"^cost_model must be an ExpertParallelCostModel"):
         parallel.ledger(cost.cost_model(), BATCHES, 4096)
@@ -277,9 +277,9 @@ def test_unknown_interconnect():
 def test_derivation_numbers_match_the_cost_model():
     d = derivations.expert_parallelism(G=64)
     assert d["value_link"].value == parallel.comm_bytes_per_token(FLASH, 64)
-    ep = parallel.expert_parallel_cost_model(G=64, latency=False)
+    ep = parallel.expert_parallel_cost_model(G=64, interconnect=parallel.NVL72, latency=False)
     assert d["value_hbm"].value == pytest.approx(float(ep.comm(1.0)), rel=1e-12)
-    with_latency = parallel.expert_parallel_cost_model(G=64)
+    with_latency = parallel.expert_parallel_cost_model(G=64, interconnect=parallel.NVL72)
     assert d["value_latency"].value == pytest.approx(float(with_latency.comm_latency()), rel=1e-12)
     assert d["value_crossover"].value == pytest.approx(with_latency.latency_crossover(), rel=1e-12)
 
@@ -301,7 +301,7 @@ def test_the_latency_table_agrees_with_the_cost_models():
 def _paper_optimal_gamma(alpha, B, S, c_draft, G):
     """:func:`speclib.core.parallel.optimal_gamma` with DeepSeek-V4's attention priced as the paper prices it, as the
     chapter's figures and tables do."""
-    cm = parallel.expert_parallel_cost_model(G=G, attention="paper")
+    cm = parallel.expert_parallel_cost_model(G=G, interconnect=parallel.NVL72, attention="paper")
     return speclib.optimal_gamma(alpha, B, S, c_draft, deployment=speclib.Deployment(cost_model=cm))
 
 
@@ -321,7 +321,7 @@ def test_the_chapter_figures_draw_the_expert_parallel_model():
     for G in (1, 8, 64):
         g, s = _paper_optimal_gamma(0.75, d["B"], 4096, 0.10, G=G)
         np.testing.assert_array_equal(d[f"gamma_G{G}"], g)
-        ledger = parallel.ledger(parallel.expert_parallel_cost_model(G=G, attention="paper"), d["B"], 4096, 0.10)
+        ledger = parallel.ledger(parallel.expert_parallel_cost_model(G=G, interconnect=parallel.NVL72, attention="paper"), d["B"], 4096, 0.10)
         np.testing.assert_allclose(d[f"total_G{G}"], ledger["total"])
     # By bandwidth alone a free network can only help: without the all-to-all the speedup is at least as high.
     bw = expert_parallelism.ep_gamma_star_bandwidth.data(points=40)
@@ -345,8 +345,8 @@ def test_the_summary_over_a_free_network_loses_nothing_to_the_all_to_all():
 
 def test_a_deployment_chooses_the_latency_of_its_expert_parallel_cost_model():
     B = np.array([1.0, 64.0])
-    with_latency = parallel.expert_parallel_cost_model(G=64)
-    bandwidth = parallel.expert_parallel_cost_model(G=64, latency=False)
+    with_latency = parallel.expert_parallel_cost_model(G=64, interconnect=parallel.NVL72)
+    bandwidth = parallel.expert_parallel_cost_model(G=64, interconnect=parallel.NVL72, latency=False)
     for cm in (with_latency, bandwidth):
         for flag, want in ((True, with_latency), (False, bandwidth)):
             d = speclib.Deployment(cost_model=cm, comm_latency=flag)

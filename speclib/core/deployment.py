@@ -126,6 +126,11 @@ class Deployment:
     path does (True, as the current releases of all three engines do for MTP
     and EAGLE-3), or not, so that a speculative step pays the host time a
     plain step hides (:mod:`speclib.core.overlap`).
+    ``interconnect``: the network joining the ``tp`` GPUs, an interconnect
+    preset's name (None: the chip's own, :func:`speclib.presets.default_interconnect`;
+    ``"NVLink5-NVL72"`` puts B200s in a 72-GPU NVLink domain as GB200's rack
+    does, where an HGX B200 board's ``"NVLink5"`` joins 8). Its domain bounds
+    ``tp``, and the whole step's collectives are priced over it.
 
     A drafter preset, the aggregate rule, a hybrid model, a calibrated step
     or a routing price the whole model's step (:attr:`whole_step`).
@@ -154,6 +159,7 @@ class Deployment:
     spec_overlap: bool = True
     activations: str | None = None
     drafter_weights: str | None = None
+    interconnect: object = None
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen
@@ -214,7 +220,10 @@ class Deployment:
             if self.drafter_weights is not None:
                 put("drafter", self.drafter.quantised(self.drafter_weights, hardware.vendor))
             self.layout.check(model.step_architecture())
-            _check_domain(self.tp, hardware)
+            if self.interconnect is not None:
+                net = _interconnect(self.interconnect)  # refused, naming it, if no preset
+                put("interconnect", net.name if isinstance(self.interconnect, str) else net)
+            _check_domain(self.tp, hardware, self.interconnect)
             if self.routing is not None:
                 if not model.ffn.is_moe:
                     raise ValueError(f"routing is for mixture-of-experts models; {model.name} is dense")
@@ -347,7 +356,8 @@ class Deployment:
         if cached is None:
             base = _step.step_model(self.model, self.hardware, roofline=self.roofline, routing=self.routing,
                                     rollback=self.rollback, attention=self.attention)
-            cached = ParallelStep(base, self.layout)
+            cached = ParallelStep(base, self.layout, None if self.interconnect is None
+                                  else _interconnect(self.interconnect))
             object.__setattr__(self, "_parallel", cached)
         return cached
 
@@ -510,21 +520,25 @@ def _format(precision: str, bytes_per_weight: float) -> str:
     return precision if float(bytes_per_weight) in usual else f"{precision} ({bytes_per_weight:g} B a weight)"
 
 
-def _check_domain(tp: int, hardware) -> None:
-    """Refuse a ``tp`` larger than the chip's scale-up domain (8 GPUs on an
-    HGX board's NVLink, 72 in an NVL72 rack). The step's all-reduces are priced
-    on one flat network, the chip's own (:class:`speclib.core.layout.ParallelStep`):
+def _check_domain(tp: int, hardware, interconnect=None) -> None:
+    """Refuse a ``tp`` larger than the scale-up domain of ``interconnect``
+    (None: the chip's own; 8 GPUs on an HGX board's NVLink, 72 in an NVL72
+    rack). The step's all-reduces are priced on one flat network
+    (:class:`speclib.core.layout.ParallelStep`):
     a group that spans nodes would run them over the scale-out link, whose
     multi-node all-reduce latency no preset measures, so it is refused rather
     than priced as if it were one node (engines split such a group by
     pipeline or data parallelism across nodes instead)."""
-    if tp == 1 or hardware.interconnect is None:
+    name = interconnect if interconnect is not None else hardware.interconnect
+    if tp == 1 or name is None:
         return
-    domain = _interconnect(hardware.interconnect).domain_size
+    net = _interconnect(name)
+    domain = net.domain_size
     if domain is not None and tp > domain:
-        raise ValueError(f"tp must be at most {domain} on {hardware.name}: its {hardware.interconnect} joins {domain} "
-                         f"GPUs, and a tensor-parallel group across nodes (all-reduces over the scale-out link) is "
-                         f"not priced; got tp={tp}")
+        whose = f"its {net.name}" if interconnect is None else f"over {net.name}, which"
+        raise ValueError(f"tp must be at most {domain} on {hardware.name} ({whose} joins {domain} GPUs: a "
+                         f"tensor-parallel group across nodes, its all-reduces over the scale-out link, is not "
+                         f"priced); got tp={tp}")
 
 
 def _own_attention(cost_model) -> str:

@@ -112,7 +112,7 @@ class ExpertParallelCostModel(CostModel):
         if domain is not None and self.G > domain:
             raise ValueError(
                 f"G must be in [1, {domain}] on {interconnect_preset.name} (one all-to-all domain holds {domain} GPUs); "
-                f"got {self.G}. Use a larger domain or a scale-out preset such as 'InfiniBand-NDR'"
+                f"got {self.G}. Use a larger domain (such as {NVL72!r}) or a scale-out preset such as 'InfiniBand-NDR'"
             )
         self.dispatch_bytes = float(checked_array("dispatch_bytes", dispatch_bytes, lo=0, lo_open=True))
         self.combine_bytes = float(checked_array("combine_bytes", combine_bytes, lo=0, lo_open=True))
@@ -197,6 +197,12 @@ _cache: dict = {}
 #: The ``interconnect`` that costs nothing: the all-to-all is free, which
 #: isolates what spreading the experts does to the expert tax.
 FREE_NETWORK = "free"
+
+#: The network of the post's 64-GPU expert-parallel group: one NVLink 5 domain
+#: of 72 GPUs, as a GB200 NVL72 rack joins them. An HGX B200 board's NVLink 5
+#: (the B200 preset's own) joins 8, too few for G = 64; the book prices the
+#: group on B200s (the paper's chip and peaks) joined by this domain.
+NVL72 = "NVLink5-NVL72"
 
 
 def network(hardware, interconnect):

@@ -513,7 +513,8 @@ def _figure3():
 
 
 #: The expert-parallel setting of the post's paragraph, checked at Figure 3's
-#: defaults: the experts over 64 GPUs of an NVLink 5 rack.
+#: defaults: the experts over 64 B200s in one NVLink 5 domain of 72, as an
+#: NVL72 rack joins them (an HGX board's NVLink joins 8).
 EP_GPUS = 64
 EP_BATCH = 8
 
@@ -521,12 +522,12 @@ EP_BATCH = 8
 def _expert_parallelism():
     m, hw = presets.DEEPSEEK_V4_FLASH, presets.B200
     def ledger(G):  # the paper's ledger, every layer MLA over the whole context
-        return _parallel.ledger(_parallel.expert_parallel_cost_model(m, hw, G, attention="paper"), EP_BATCH,
-                                FIG3_CONTEXT, 0.0)
+        cm = _parallel.expert_parallel_cost_model(m, hw, G, _parallel.NVL72, attention="paper")
+        return _parallel.ledger(cm, EP_BATCH, FIG3_CONTEXT, 0.0)
 
     one, spread = ledger(1)["moe"], ledger(EP_GPUS)["moe"]
     yield _holds("ep.tax_shrinks", spread < one, batch=EP_BATCH, gpus=EP_GPUS, r_one=one, r_spread=spread)
-    cm = _parallel.expert_parallel_cost_model(m, hw, EP_GPUS, attention="paper")
+    cm = _parallel.expert_parallel_cost_model(m, hw, EP_GPUS, _parallel.NVL72, attention="paper")
     yield _holds("ep.comm_does_not_amortise", parallel_forms.comm_slope_expr == 1, gpus=EP_GPUS,
                  network=cm.interconnect.name, latency_us=cm.interconnect.latency * 1e6,
                  slope_one=float(cm.comm_slope(1.0)), crossover=cm.latency_crossover())

@@ -24,6 +24,10 @@ STEP_MODEL = "priced by the paper's ledger (the roofline per layer) with the all
 G_COLORS = (COLORS["total"], CYCLE[0], CYCLE[3], CYCLE[2], CYCLE[4])
 EP_BATCHES = (1, 4096)
 
+#: The network the chapter's groups are joined by: B200s in one 72-GPU NVLink 5
+#: domain, as an NVL72 rack joins them (an HGX board's 8 do not hold G = 64).
+NETWORK = _par.NVL72
+
 
 def _network_name(hw, interconnect, latency=True) -> str:
     net = _par.network(hw, interconnect)
@@ -70,7 +74,7 @@ def _ep_panels(data):
 
 
 _PARAMS = {"Gs": (1, 8, 64), "model": None, "hardware": None, "S": 4096, "alpha": 0.75, "c_draft": 0.10,
-           "interconnect": None, "latency": True, "points": 300}
+           "interconnect": NETWORK, "latency": True, "points": 300}
 
 ep_gamma_star = Figure(
     name="ep_gamma_star", title="", compute=_ep, panels=_ep_panels, columns=1, size=(7.0, 5.6), params=_PARAMS,
@@ -108,7 +112,7 @@ def _zero_runs(B, g):
 
 
 def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096, alpha=0.75, c_draft=0.1,
-                            interconnect=None, B=None) -> NumberTable:
+                            interconnect=NETWORK, B=None) -> NumberTable:
     """Per G: where speculation pays (gamma* >= 1) against the batch per GPU
     ``B`` (default 1..4,096 sequences per GPU, whole numbers, about 300
     log-spaced), the best speedup and where, and what the all-to-all (its
@@ -124,7 +128,7 @@ def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096,
         g0, s0 = _optimal(_par.expert_parallel_cost_model(m, hw, G, _par.FREE_NETWORK, attention="paper"), alpha, B,
                           S, c_draft)
         best = int(np.argmax(s))
-        dep = group_deployment(m, hw, G)
+        dep = group_deployment(m, hw, G, interconnect)
         mark, point = common.held_point(dep, S, B[best] * G, g[best])
         held.append(point)
         rows.append((str(G), _zero_runs(B, g), str(g.max()), f"{s[best]:.3f}", f"{B[best]:,.0f}{mark}",
@@ -142,16 +146,21 @@ def expert_parallel_summary(Gs=(1, 8, 64), model=None, hardware=None, *, S=4096,
                        css_class="speclib-nowrap speclib-ep-summary", held=tuple(held))
 
 
-def group_deployment(model, hardware, G) -> Deployment:
+def group_deployment(model, hardware, G, interconnect=NETWORK) -> Deployment:
     """The G-GPU group the expert-parallel ledger prices, as a deployment
-    holds it: experts split over the G GPUs, attention by sequence (one GPU:
-    the model alone)."""
+    holds it: experts split over the G GPUs joined by ``interconnect`` (an
+    interconnect preset; None: the chip's own; a free network: the chip's
+    own NVLink domain, as the group's memory does not depend on it),
+    attention by sequence (one GPU: the model alone)."""
     if G == 1:
         return Deployment(model, hardware, attention="paper")
-    return Deployment(model, hardware, tp=G, ep=G, dp_attention=True, attention="paper")
+    net = _par.network(hardware, interconnect)
+    net = NETWORK if net is None else net.name
+    return Deployment(model, hardware, tp=G, ep=G, dp_attention=True, attention="paper", interconnect=net)
 
 
-def all_to_all_latency(cases=((8, None), (64, None), (64, "InfiniBand-NDR")), model=None, hardware=None, *, S=4096,
+def all_to_all_latency(cases=((8, NETWORK), (64, NETWORK), (64, "InfiniBand-NDR")), model=None, hardware=None, *,
+                       S=4096,
                        alpha=0.75, c_draft=0.1, B=None) -> NumberTable:
     """The all-to-all priced by bandwidth alone against latency plus
     bandwidth, per (G, interconnect) in ``cases`` (None: the chip's own
