@@ -866,6 +866,11 @@ def _main(argv=None) -> int:  # pragma: no cover - a maintenance command
     if parser.parse_args(argv).write_calibration:
         write_calibration()
         write_held_out()
+        from . import conformal
+
+        _stored.cache_clear()  # the intervals read the hold-out just written
+        stored_held_out.cache_clear()
+        conformal.write_library_intervals()
     return 0
 
 
