@@ -420,7 +420,7 @@ class Interval:
 #: The stated range of acceptance every calibrated interval holds: each
 #: position's conditional acceptance (an i.i.d. alpha: alpha itself) less
 #: and more this much, as the held-out scores were taken
-#: (:data:`speclib.evidence.conformal.ACCEPTANCE_RANGE`, asserted equal).
+#: (:mod:`speclib.evidence.conformal` reads this one).
 ACCEPTANCE_RANGE = 0.05
 
 #: Where the calibrated intervals read their half-widths: written from the

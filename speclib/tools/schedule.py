@@ -1221,7 +1221,7 @@ def _render_table(sched, width):
     lines += [""]
     headers = ("batch sizes", "gamma*", "speedup")
     if sched.interval is not None:
-        headers += ("80 % cross-conformal", "1x inside")
+        headers += ("80 % interval", "1x inside")
     lines += ["  " + line for line in _format_table(headers, rows)]
     limit = []
     if sched.max_ranges is not None:
