@@ -25,9 +25,10 @@ preset where it has one, else the paper's constant drafter cost. ``gamma``
 None takes, at each concurrency, the draft length of at least one that gives
 the most throughput (the speculative frontier is speculation switched on, so
 that where it stops paying shows as a crossing, not as gamma* = 0). A
-calibrated step with bootstrap draws gives each point its 80 % interval
-(:mod:`speclib.core.calibrated`), at the draft length and batch the fit chose
-there.
+calibrated step gives each speculative point its 80 % cross-conformal
+interval by model family (:func:`speclib.core.calibrated.interval_name`: the
+stored hold-out's, acceptance's range included), a speed-up's over the plain
+arm, at the draft length and batch the fit chose there.
 
 What the time spent waiting for a first token does is left out: every user
 counted decodes. Measured runs spend a few per cent of a request there, so
@@ -74,7 +75,8 @@ class Arm:
     (``running``), the draft length (0: plain decoding), the time per output
     token of a decoding sequence (s), the tokens per second a user sees and
     the output tokens per second per GPU; ``*_lo``/``*_hi`` their 80 %
-    interval (None without one); ``max_batch`` what memory holds (per draft
+    cross-conformal interval by model family (None without one; the plain
+    arm's at its value, see :func:`frontier`); ``max_batch`` what memory holds (per draft
     length where it speculates; inf without a memory check)."""
 
     concurrency: np.ndarray
