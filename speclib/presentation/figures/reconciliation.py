@@ -62,7 +62,7 @@ def sequel_table(drafter: str = "dflash") -> NumberTable:
                        tuple(rows), align="lrrrr",
                        caption=f"{model} on one {_sim.HARDWARE} with the {_sim.DRAFTERS[drafter]} drafter and its "
                                f"measured acceptance, mean context {_sim.context():,.1f} tokens: \u03b3* and its speed-up under "
-                               "each step model (the calibrated one with its 80 % interval). The simulator prices "
+                               "each step model (the calibrated one with its 80 % cross-conformal interval by model family). The simulator prices "
                                "every sequence of a batch at once; as the engines serve it, each draft length runs "
                                "what memory holds of the batch and the rest wait in the queue (with a state snapshot "
                                f"per draft position, as the engines roll back; {common.holds(dep, _sim.context())}); "
