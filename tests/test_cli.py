@@ -480,3 +480,20 @@ def test_gamma_prices_from_the_measured_tables_and_says_which_parts(capsys):
     code, out, _ = run(capsys, "gamma", "--hardware", "mi300x", *point)
     assert code == 0 and "measured kernel tables" not in out.splitlines()[0]
     assert "by the roofline (no measured tables for MI300X with SGLang)" in out.splitlines()[0]
+
+
+@pytest.mark.parametrize("argv", [
+    ["gamma", "--model", "llama-3.1-8b", "--hardware", "h100", "--batch", "8", "--seq", "4096", "--alpha", "0.7",
+     "--step-time", "calibrated"],
+    ["schedule", "--model", "llama-3.1-8b", "--hardware", "h100", "--max-batch", "32", "--alpha", "0.7",
+     "--step-time", "calibrated"],
+    ["frontier", "--model", "llama-3.1-8b", "--hardware", "h100", "--alpha", "0.7", "--step-time", "calibrated",
+     "--concurrency", "1,8"],
+])
+def test_a_calibrated_interval_is_named_for_what_it_is(capsys, argv):
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    text = " ".join(out.split())  # the schedule wraps its header
+    assert "80 % cross-conformal by model family" in text
+    assert "coverage held out per family: DeepSeek" in text and "acceptance ±0.05 per position" in text
+    assert "bootstrap" not in text

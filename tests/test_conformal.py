@@ -4,6 +4,7 @@ stored hold-outs' intervals built from their own points."""
 import math
 
 import numpy as np
+import speclib
 import pytest
 
 from speclib.evidence import conformal as cf
@@ -85,3 +86,103 @@ def test_the_stored_hold_outs_intervals_come_from_the_other_units_scores():
     lo, hi = cf.acceptance_band(deepseek[0])
     np.testing.assert_allclose(p.lo, lo * np.exp(-widths["DeepSeek"]))
     np.testing.assert_allclose(p.hi, hi * np.exp(widths["DeepSeek"]))
+
+
+# --- the library's own intervals: read from the stored hold-out by model family ----------------
+def _brute_quantile(scores, units, level=0.8):
+    """The finite-sample unit quantile by brute force: every score tried as the half-width, each unit's share
+    of points at or below it averaged over the units (each unit weighing the same), the smallest whose average
+    reaches ceil((n + 1) level) / n; None where that exceeds 1."""
+    names = sorted(set(units))
+    n = len(names)
+    need = math.ceil((n + 1) * level - 1e-12) / n
+    if need > 1:
+        return None
+    for t in sorted(set(scores)):
+        share = sum(sum(1 for s, u in zip(scores, units) if u == name and s <= t)
+                    / sum(1 for u in units if u == name) for name in names) / n
+        if share >= need - 1e-12:
+            return t
+    return None
+
+
+def _stored_scores():
+    """Each scored point of the stored hold-out by model family: (family, log distance outside its band at
+    acceptance -+0.05), the band priced by hand from the committed tokens sum_k alpha^k."""
+    import json
+    from importlib import resources
+
+    raw = json.loads(resources.files("speclib").joinpath("data", "calibration", "held_out.json").read_text())
+    runs = {p.run.id: p for p in held_out.stored_held_out("model").runs}
+    out = []
+    for fold in raw["model"]["folds"].values():
+        for rid, rec in fold["runs"].items():
+            p = runs[rid]
+            first = {}
+            for b, g, *_ in rec["points"]:
+                first[b] = min(first.get(b, g), g)
+            for b, g, measured, predicted, _, _, scored in rec["points"]:
+                if not scored:
+                    continue
+
+                def n(a, g):
+                    a = min(max(a, 0.0), 1.0)
+                    return sum(a ** k for k in range(int(g) + 1))
+
+                factors = [1.0]
+                for d in (-0.05, 0.05):
+                    a = cf._alpha_at(p.run, b, g)
+                    f = n(a + d, g) / n(a, g)
+                    if not p.is_speedup:
+                        a0 = cf._alpha_at(p.run, b, first[b])
+                        f /= n(a0 + d, first[b]) / n(a0, first[b])
+                    factors.append(f)
+                lo, hi = predicted * min(factors), predicted * max(factors)
+                out.append((p.run.family, max(math.log(measured / hi), math.log(lo / measured), 0.0)))
+    return out
+
+
+def test_the_library_half_widths_are_the_brute_force_quantile_of_the_other_families_stored_scores():
+    from speclib.core import calibrated as cal
+
+    pts = _stored_scores()
+    stored = cal.stored_intervals()
+    families = sorted({f for f, _ in pts})
+    assert sorted(stored["speedup"]) == families and len(families) >= 5
+    for fam in families:
+        others = [(f, s) for f, s in pts if f != fam]
+        expect = _brute_quantile([s for _, s in others], [f for f, _ in others])
+        assert stored["speedup"][fam] == pytest.approx(expect, rel=1e-9, abs=1e-12), fam
+    assert stored["speedup_any"] == pytest.approx(_brute_quantile([s for _, s in pts], [f for f, _ in pts]))
+    # the plain decode TPOT's: held out on two families, too few for a finite 80 % interval (ceil(3 x 0.8) = 3 > 2)
+    assert stored["decode_any"] is None and cal.half_width(speclib.Deployment("llama-3.1-8b", "h100").model,
+                                                          "decode") == math.inf
+
+
+def test_a_calibrated_speedup_interval_is_acceptance_range_widened_by_its_familys_half_width():
+    from speclib.core import calibrated as cal
+
+    pts = _stored_scores()
+    for model, fam in (("llama-3.1-8b", "Llama"), ("deepseek-r1", "DeepSeek")):
+        dep = speclib.Deployment(model, "h200", step_time="calibrated", tp=8 if fam == "DeepSeek" else 1)
+        alpha, gamma = 0.7, 3
+        iv = speclib.speedup(alpha, gamma, 16, 4096, deployment=dep, interval=True)
+        others = [(f, s) for f, s in pts if f != fam]
+        w = _brute_quantile([s for _, s in others], [f for f, _ in others])
+        n = lambda a: sum(a ** k for k in range(gamma + 1))  # noqa: E731
+        assert float(iv.lo) == pytest.approx(float(iv.value) * n(alpha - 0.05) / n(alpha) * math.exp(-w), rel=1e-9)
+        assert float(iv.hi) == pytest.approx(float(iv.value) * n(alpha + 0.05) / n(alpha) * math.exp(w), rel=1e-9)
+        assert f"{100 * cal.INTERVAL_LEVEL:.0f} % cross-conformal by model family" in cal.interval_name(dep.model)
+    # no draft: exactly plain decoding, no interval to speak of
+    plain = speclib.speedup(0.7, 0, 16, 4096, deployment=dep, interval=True)
+    assert float(plain.lo) == float(plain.hi) == float(plain.value) == pytest.approx(1.0)
+
+
+def test_a_family_the_hold_out_lacks_takes_every_familys_scores():
+    from speclib.core import calibrated as cal
+
+    class Other:
+        family = "Nemotron"
+
+    pts = _stored_scores()
+    assert cal.half_width(Other()) == pytest.approx(_brute_quantile([s for _, s in pts], [f for f, _ in pts]))

@@ -704,7 +704,8 @@ def test_a_roofline_schedule_warns_and_a_calibrated_one_gives_its_interval(dsv4,
     assert "warning: roofline step time (a lower bound" in roofline_text and "--step-time calibrated" in roofline_text
     assert "80 % interval:" not in roofline_text and "1x inside" not in roofline_text
     calibrated_text = " ".join(render(dsv4_calibrated, "table").split())
-    assert "warning:" not in calibrated_text and "80 % interval: of the speed-up" in calibrated_text
+    assert "warning:" not in calibrated_text and "interval: 80 % cross-conformal by model family" in calibrated_text
+    assert "of the speed-up of the best draft" in calibrated_text and "bootstrap" not in calibrated_text
     # a schedule from measured step costs (here the model's own) prices no roofline: no warning
     steps = make_profile(model="Llama-3-70B", hardware="B200", seq=4096, max_batch=64, gamma_max=8)
     measured = schedule(seq=4096, alpha=0.8, max_batch=64, gamma_max=8, step_costs=steps,

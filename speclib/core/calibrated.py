@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -396,8 +397,10 @@ INTERVAL_LEVEL = 0.8
 @dataclass(frozen=True)
 class Interval:
     """A calibrated prediction and its interval: ``value`` (the fit on every
-    run), ``lo`` and ``hi`` (the central :data:`INTERVAL_LEVEL` of the
-    bootstrap draws, each spread by the held-out residual); numbers or arrays."""
+    run), ``lo`` and ``hi`` (its :data:`INTERVAL_LEVEL` cross-conformal
+    interval by model family, :func:`interval_name`: the value at acceptance
+    less and more :data:`ACCEPTANCE_RANGE`, widened by the stored hold-out's
+    half-width, :func:`half_width`); numbers or arrays."""
 
     value: object
     lo: object
@@ -412,6 +415,93 @@ class Interval:
         if np.ndim(self.value):
             return repr(self)
         return f"{float(self.value):.2f}\u00d7 [{float(self.lo):.2f}\u2013{float(self.hi):.2f}]"
+
+
+#: The stated range of acceptance every calibrated interval holds: each
+#: position's conditional acceptance (an i.i.d. alpha: alpha itself) less
+#: and more this much, as the held-out scores were taken
+#: (:mod:`speclib.evidence.conformal` reads this one).
+ACCEPTANCE_RANGE = 0.05
+
+#: Where the calibrated intervals read their half-widths: written from the
+#: stored hold-out by model family
+#: (:func:`speclib.evidence.conformal.write_library_intervals`), nothing refitted.
+INTERVALS_FILE = ("data", "calibration", "intervals.json")
+
+
+@lru_cache(maxsize=1)
+def stored_intervals() -> dict:
+    """The stored half-widths and coverage (:data:`INTERVALS_FILE`)."""
+    path = resources.files("speclib").joinpath(*INTERVALS_FILE)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def half_width(model, kind: str = "speedup") -> float:
+    """The log half-width, beyond its acceptance band, of the
+    :data:`INTERVAL_LEVEL` cross-conformal interval by model family of a
+    prediction for ``model`` (a :class:`~speclib.presets.Model`):
+    ``kind`` ``"speedup"`` (a speed-up) or ``"decode"`` (a plain decode
+    TPOT). A family the hold-out holds: the finite-sample quantile of the
+    other families' held-out scores, each family weighing the same (its own
+    hold-out's interval); another: over every family. Infinite where the
+    families are too few for the level."""
+    data = stored_intervals()
+    v = data[kind].get(getattr(model, "family", None), data[kind + "_any"])
+    return math.inf if v is None else float(v)
+
+
+def coverage_line(by: str = "family") -> str:
+    """What the stored hold-out's intervals cover, per ``by`` ("family" or "chip")."""
+    rows = stored_intervals()["coverage"][by]
+    return ", ".join(f"{k} {a}/{n}" for k, a, n in rows)
+
+
+def interval_name(model=None) -> str:
+    """What a calibrated interval is, where it is printed: its level, the
+    unit it is calibrated over, acceptance's range, the half-width for
+    ``model``'s family, and what the stored hold-out's intervals cover per
+    family."""
+    fam = getattr(model, "family", None)
+    data = stored_intervals()
+    held = fam in data["speedup"]
+    w = half_width(model) if model is not None else None
+    width = "" if w is None else (f"; \u00d7/\u00f7{math.exp(w):.2f} beyond acceptance's range, "
+                                  f"{'calibrated on the other families' if held else 'over every family'}")
+    return (f"{100 * INTERVAL_LEVEL:.0f} % cross-conformal by model family (finite-sample rule on the stored "
+            f"hold-out; acceptance \u00b1{ACCEPTANCE_RANGE:g} per position{width}), coverage held out per family: "
+            + coverage_line("family"))
+
+
+def acceptance_range(acceptance, gamma) -> tuple:
+    """(committed tokens per verify at acceptance less, and more,
+    :data:`ACCEPTANCE_RANGE`) for an
+    :class:`~speclib.core.acceptance.Acceptance` at checked ``gamma``: an
+    i.i.d. alpha shifted, a survival curve's conditional acceptance at
+    each position shifted (each clipped to [0, 1])."""
+    from . import acceptance as _acc
+
+    gamma = np.asarray(gamma, dtype=float)
+    out = []
+    for d in (-ACCEPTANCE_RANGE, ACCEPTANCE_RANGE):
+        if acceptance.curve is None:
+            out.append(_acc.committed_numeric(np.clip(np.asarray(acceptance.alpha, dtype=float) + d, 0.0, 1.0), gamma))
+        else:
+            c = np.nan_to_num(acceptance.curve.conditional_acceptance, nan=0.0)
+            table = 1.0 + np.concatenate([[0.0], np.cumsum(np.cumprod(np.clip(c + d, 0.0, 1.0)))])
+            out.append(table[gamma.astype(np.intp)])
+    return out[0], out[1]
+
+
+def conformal_bounds(value, committed, committed_range, model, kind: str = "speedup") -> tuple:
+    """(lo, hi) of ``value`` (proportional to ``committed`` tokens per
+    verify) over acceptance's range (``committed_range``:
+    :func:`acceptance_range`'s) widened by :func:`half_width`."""
+    w = half_width(model, kind)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f_lo, f_hi = (np.where(committed > 0, n / committed, 1.0) for n in committed_range)
+    lo = np.asarray(value, dtype=float) * np.minimum(np.minimum(f_lo, f_hi), 1.0) * math.exp(-w)
+    hi = np.asarray(value, dtype=float) * np.maximum(np.maximum(f_lo, f_hi), 1.0) * math.exp(w)
+    return lo, hi
 
 
 _NORMAL = {}

@@ -25,9 +25,10 @@ preset where it has one, else the paper's constant drafter cost. ``gamma``
 None takes, at each concurrency, the draft length of at least one that gives
 the most throughput (the speculative frontier is speculation switched on, so
 that where it stops paying shows as a crossing, not as gamma* = 0). A
-calibrated step with bootstrap draws gives each point its 80 % interval
-(:mod:`speclib.core.calibrated`), at the draft length and batch the fit chose
-there.
+calibrated step gives each speculative point its 80 % cross-conformal
+interval by model family (:func:`speclib.core.calibrated.interval_name`: the
+stored hold-out's, acceptance's range included), a speed-up's over the plain
+arm, at the draft length and batch the fit chose there.
 
 What the time spent waiting for a first token does is left out: every user
 counted decodes. Measured runs spend a few per cent of a request there, so
@@ -74,7 +75,8 @@ class Arm:
     (``running``), the draft length (0: plain decoding), the time per output
     token of a decoding sequence (s), the tokens per second a user sees and
     the output tokens per second per GPU; ``*_lo``/``*_hi`` their 80 %
-    interval (None without one); ``max_batch`` what memory holds (per draft
+    cross-conformal interval by model family (None without one; the plain
+    arm's at its value, see :func:`frontier`); ``max_batch`` what memory holds (per draft
     length where it speculates; inf without a memory check)."""
 
     concurrency: np.ndarray
@@ -259,8 +261,9 @@ class Frontier:
         concurrency without a memory check): {"plain": point or None,
         "speculative": point or None, "saving": 1 - speculative cost / plain
         cost (None unless both reach it; it does not depend on the price),
-        "saving_80": its interval over the calibration's draws, where there
-        are some}. A point is :meth:`Arm.point`'s dict, with its cost at
+        "saving_80": its interval where the frontier has one, the speculative
+        arm's cross-conformal interval by model family,
+        :func:`speclib.core.calibrated.interval_name`}. A point is :meth:`Arm.point`'s dict, with its cost at
         ``price_per_gpu_hour`` where one is given. A target no configuration
         reaches is a ValueError."""
         price = None if price_per_gpu_hour is None else float(check_price(price_per_gpu_hour))
@@ -282,19 +285,15 @@ class Frontier:
         if out["plain"] and out["speculative"]:
             # 1 - cost_spec / cost_plain = 1 - x_plain / x_spec, whatever the price
             out["saving"] = 1.0 - out["plain"]["tokens_per_gpu"] / out["speculative"]["tokens_per_gpu"]
-            draws = _draws(self.deployment.step_time)
-            if draws:
-                ratios = []
-                for c in draws:
-                    pr = self._pricer.with_step_time(c)
-                    p, s = out["plain"], out["speculative"]
-                    ratios.append(float(pr.plain(np.float64(p["running"])))
-                                  / float(pr.spec(np.float64(s["gamma"]), np.float64(s["running"])))
-                                  * s["running"] / p["running"])
-                # saving = 1 - x_plain / x_spec = 1 - (B_p / tau_p) / (B_s / tau_s), per draw
-                saving = 1.0 - 1.0 / np.asarray(ratios)
-                q = (1.0 - _cal.INTERVAL_LEVEL) / 2.0
-                out["saving_80"] = (float(np.quantile(saving, q)), float(np.quantile(saving, 1.0 - q)))
+            if self.speculative.speed_lo is not None:
+                # saving = 1 - x_plain / x_spec: the speculative arm's gain over plain decoding, a speed-up,
+                # through its cross-conformal interval by model family
+                s, acc = out["speculative"], self._pricer.acceptance
+                g = np.float64(s["gamma"])
+                x_lo, x_hi = (float(x) for x in _cal.conformal_bounds(
+                    s["tokens_per_gpu"], acc.committed(g), _cal.acceptance_range(acc, g), self.deployment.model))
+                x_p = out["plain"]["tokens_per_gpu"]
+                out["saving_80"] = (1.0 - x_p / x_lo if x_lo > 0 else -np.inf, 1.0 - x_p / x_hi)
         return out
 
     def rows(self, price_per_gpu_hour=None) -> list:
@@ -329,12 +328,11 @@ def _arms(pricer: _Pricer, C, gammas, plain_max, spec_max, gpus) -> tuple:
     return plain, spec
 
 
-def _with_interval(arm: Arm, taus: np.ndarray, residual_sd: float, gpus: int) -> Arm:
-    """``arm`` with each point's interval from its time per token under each draw (rows of ``taus``)."""
-    lo, hi = _cal.interval_of(1.0 / taus, residual_sd)  # the rate a decoding sequence sees, per draw
+def _with_interval(arm: Arm, lo_rate, hi_rate, gpus: int) -> Arm:
+    """``arm`` with each point's interval from the bounds of the rate a decoding sequence sees."""
     share = arm.running / arm.concurrency
-    return dataclasses.replace(arm, speed_lo=lo * share, speed_hi=hi * share,
-                               throughput_lo=lo * arm.running / gpus, throughput_hi=hi * arm.running / gpus)
+    return dataclasses.replace(arm, speed_lo=lo_rate * share, speed_hi=hi_rate * share,
+                               throughput_lo=lo_rate * arm.running / gpus, throughput_hi=hi_rate * arm.running / gpus)
 
 
 def speculative_deployment(deployment: Deployment) -> Deployment:
@@ -362,8 +360,12 @@ def frontier(deployment=None, workload="1k1k", *, gamma=None, alpha=None, concur
     :class:`~speclib.core.acceptance.SurvivalCurve`, or None for the
     drafter preset's measured curve). ``concurrencies``: whole numbers >= 1
     (default :data:`DEFAULT_CONCURRENCIES`). ``interval``: each point's 80 %
-    interval over the calibration's draws (None: where the step has them;
-    True: required)."""
+    cross-conformal interval by model family
+    (:func:`speclib.core.calibrated.interval_name`: acceptance's stated range
+    and the stored hold-out's half-width), the speculative arm's as a
+    speed-up over the plain arm at its concurrency; the plain arm's TPOT is
+    held out on too few families for a finite one, so its bounds are its
+    value (None: where the step is calibrated; True: required)."""
     dep = deployment_of(deployment, model, hardware)
     if dep.cost_model is not None:
         raise ValueError("deployment: a frontier prices the whole model's step (give the model and hardware, not "
@@ -403,14 +405,17 @@ def frontier(deployment=None, workload="1k1k", *, gamma=None, alpha=None, concur
     elif interval:
         _cal.draws_of(dep.step_time)  # a ValueError where the step has none
     if interval:
-        sd = _cal.calibration_of(dep.step_time).residual_sd
-        plain_taus, spec_taus = [], []
-        for c in draws:
-            pr = pricer.with_step_time(c)
-            plain_taus.append(pr.plain(plain.running))
-            spec_taus.append(pr.spec(spec.gamma.astype(float), spec.running))
-        plain = _with_interval(plain, np.array(plain_taus), sd, dep.tp)
-        spec = _with_interval(spec, np.array(spec_taus), sd, dep.tp)
+        # the speculative arm's cross-conformal interval by model family, a speed-up's over the plain arm at the
+        # same concurrency (acceptance's range, the stored hold-out's half-width); the plain arm's own TPOT is
+        # held out on too few families for a finite one (:func:`speclib.core.calibrated.half_width`, "decode"),
+        # so it is drawn at its value
+        rate = 1.0 / spec.tpot
+        n = acceptance.committed(spec.gamma.astype(float))
+        lo, hi = _cal.conformal_bounds(rate, n, _cal.acceptance_range(acceptance, spec.gamma.astype(float)),
+                                       dep.model)
+        plain_rate = 1.0 / plain.tpot
+        plain = _with_interval(plain, plain_rate, plain_rate, dep.tp)
+        spec = _with_interval(spec, lo, hi, dep.tp)
     notes = []
     calibration = _cal.calibration_of(dep.step_time)
     if calibration is not None:

@@ -147,11 +147,16 @@ def tree_speedup(accept_length, B, S, *, depth, width, topk=1, c_draft=None, dep
 
 
 def _interval(dep, c_draft, acceptance, gamma, B, S, value):
-    """``value`` (the speedup of ``gamma``) with its interval over the
-    deployment's calibration draws."""
-    draws = np.array([np.broadcast_to(dep.replace(step_time=c).pricing(c_draft).speedup(
-        acceptance.committed(gamma), gamma, B, S), np.shape(value)) for c in _cal.draws_of(dep.step_time)])
-    lo, hi = _cal.interval_of(draws, _cal.calibration_of(dep.step_time).residual_sd)
+    """``value`` (the speedup of ``gamma``) with its cross-conformal interval
+    by model family (:func:`speclib.core.calibrated.interval_name`): priced
+    at acceptance less and more its stated range, widened by the stored
+    hold-out's half-width for the model's family. Needs a calibrated step
+    (the hold-out's scores are its)."""
+    _cal.draws_of(dep.step_time)  # a ValueError where the step is not a calibrated one
+    n = acceptance.committed(gamma)
+    lo, hi = _cal.conformal_bounds(np.broadcast_to(value, np.shape(value)), np.broadcast_to(n, np.shape(value)),
+                                   tuple(np.broadcast_to(x, np.shape(value))
+                                         for x in _cal.acceptance_range(acceptance, gamma)), dep.model)
     plain = np.broadcast_to(np.asarray(gamma) == 0, np.shape(value))  # no draft: exactly plain decoding
     lo, hi = np.where(plain, value, lo), np.where(plain, value, hi)
     return _cal.Interval(value, scalar_or_array(lo), scalar_or_array(hi))
@@ -231,18 +236,23 @@ def optimal_gamma(alpha, B, S, c_draft=None, model=None, hardware=None, gamma_ma
 
 
 def draft_interval(dep, c_draft, acceptance, table, B, S):
-    """The 80 % interval, at each batch, of the speed-up of the best draft
-    length of at least one (``table``: :func:`speedup_table`'s, at the
-    checked ``B`` and ``S``), over the deployment's calibration draws: (lo,
-    hi); None without draws (the roofline, a fit without them)."""
+    """The interval, at each batch, of the speed-up of the best draft length
+    of at least one (``table``: :func:`speedup_table`'s, at the checked
+    ``B`` and ``S``): its :data:`~speclib.core.calibrated.INTERVAL_LEVEL`
+    cross-conformal interval by model family
+    (:func:`speclib.core.calibrated.interval_name`), acceptance's range and
+    the stored hold-out's half-width for the model's family: (lo, hi); None
+    without a calibrated step (the roofline, a fit without the shipped
+    calibration's draws)."""
     calibration = _cal.calibration_of(dep.step_time)
     if calibration is None or not calibration.draws or table.shape[0] < 2:
         return None
     g = (1 + np.argmax(table[1:], axis=0)).astype(float)  # the best draft length that speculates
-    n = acceptance.committed(g)
-    draws = np.array([dep.replace(step_time=c).pricing(c_draft).speedup(n, g, B, S)
-                      for c in calibration.draw_calibrations()])
-    return _cal.interval_of(draws, calibration.residual_sd)
+    acceptance = _acc.Acceptance.of(acceptance)
+    if acceptance.curve is None:
+        acceptance = _acc.Acceptance(alpha=np.broadcast_to(acceptance.alpha, np.shape(g)))
+    value = dep.pricing(c_draft).speedup(acceptance.committed(g), g, B, S)
+    return _cal.conformal_bounds(value, acceptance.committed(g), _cal.acceptance_range(acceptance, g), dep.model)
 
 
 def stops_paying(alpha, S, c_draft=None, *, deployment, max_batch: int = 4096, gamma_max: int = 64) -> dict:

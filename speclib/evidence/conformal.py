@@ -31,11 +31,8 @@ import math
 import numpy as np
 
 from ..core import acceptance as _acc
-from ..core.calibrated import INTERVAL_LEVEL
-
-#: The stated range of acceptance each interval holds: the per-position
-#: rate its committed tokens imply, less and more this much.
-ACCEPTANCE_RANGE = 0.05
+from ..core.calibrated import ACCEPTANCE_RANGE, INTERVAL_LEVEL  # noqa: F401 - the range: the rate its committed
+# tokens imply, less and more this much (the library's intervals hold the same range)
 
 
 def interval_name(unit: str, level: float = INTERVAL_LEVEL) -> str:
@@ -156,3 +153,4 @@ def half_widths(held, unit_of, level: float = INTERVAL_LEVEL, delta: float = ACC
         u = np.concatenate([[units[q.run.id]] * int(q.scored.sum()) for q in others]) if others else np.zeros(0)
         out[name] = unit_quantile(s, u, level) if s.size else math.inf
     return out
+

@@ -858,6 +858,68 @@ def stored_held_out(by: str = "run") -> HeldOut:
                    SHIPPED_FORM.terms, by, forms)
 
 
+#: Where the library's own intervals read their half-widths (written from
+#: the stored hold-out by model family, :func:`write_library_intervals`).
+LIBRARY_INTERVALS_FILE = ("data", "calibration", "intervals.json")
+
+
+def library_intervals(held=None, level: float = _cal.INTERVAL_LEVEL, delta: float = None) -> dict:
+    """What the library's calibrated intervals (``speedup(..., interval=True)``,
+    the schedule's, the frontier's) read, from the stored hold-out by model
+    family (``held``: :func:`speclib.evidence.held_out.stored_held_out`
+    ``("model")`` unless given), with no refit:
+
+    * ``speedup``: {family: the log half-width beyond the acceptance band of
+      the speed-up of a model of that family}: the :func:`unit_quantile` of
+      the held-out :func:`~speclib.evidence.conformal.band_scores` of the other families (the
+      cross-conformal interval its own hold-out is), and ``speedup_any``,
+      over every family (a family the hold-out lacks: one more unit);
+    * ``decode`` / ``decode_any``: the same of the held-out plain decode
+      TPOT's ``|log(predicted / measured)|``, each decode run's family its
+      unit (a frontier's plain arm, and its speculative arm with the
+      speed-up's added);
+    * ``coverage``: what the stored intervals cover, per family and per chip."""
+    from .conformal import ACCEPTANCE_RANGE
+
+    delta = ACCEPTANCE_RANGE if delta is None else delta
+    from .conformal import band_scores, coverage_by, unit_quantile
+
+    held = stored_held_out("model") if held is None else held
+    scores = np.concatenate([band_scores(p, delta)[p.scored] for p in held.runs])
+    units = np.concatenate([[p.run.family] * int(p.scored.sum()) for p in held.runs])
+    dec = np.abs(np.log(held.decode_predicted / held.decode_measured))
+    dec_units = decode_groups("model")
+    keep = np.isfinite(dec)
+    dec, dec_units = dec[keep], dec_units[keep]
+
+    def per_family(s, u):
+        return {f: unit_quantile(s[u != f], u[u != f], level) for f in sorted(set(u))}
+
+    return {"about": "The log half-widths of speclib's own calibrated intervals beyond their acceptance band "
+                     f"(acceptance \u00b1{delta:g}): the finite-sample {100 * level:.0f} % quantile of the stored "
+                     "hold-out by model family's scores, each family weighing the same, per family over the other "
+                     "families (cross-conformal), and over every family for a family the hold-out lacks. Written by "
+                     "`python -m speclib.evidence.held_out --write-calibration` from data/calibration/held_out.json; "
+                     "tests/test_conformal.py recomputes it by brute force.",
+            "level": level, "unit": "model family", "acceptance_range": delta,
+            "speedup": per_family(scores, units), "speedup_any": unit_quantile(scores, units, level),
+            "decode": per_family(dec, dec_units), "decode_any": unit_quantile(dec, dec_units, level),
+            "coverage": {"family": [list(r) for r in coverage_by(held, lambda p: p.run.family)],
+                         "chip": [list(r) for r in coverage_by(held, lambda p: _feat.chip_key(p.run.chip))]}}
+
+
+def write_library_intervals(path=None) -> dict:
+    """Write :func:`library_intervals` to ``data/calibration/intervals.json``."""
+    import json
+    from pathlib import Path
+
+    data = library_intervals()
+    clean = json.loads(json.dumps(data).replace("Infinity", "null"))
+    target = Path(path) if path is not None else Path(__file__).resolve().parents[1].joinpath(*LIBRARY_INTERVALS_FILE)
+    target.write_text(json.dumps(clean, indent=1) + "\n", encoding="utf-8")
+    return data
+
+
 def _main(argv=None) -> int:  # pragma: no cover - a maintenance command
     import argparse
 
@@ -866,6 +928,9 @@ def _main(argv=None) -> int:  # pragma: no cover - a maintenance command
     if parser.parse_args(argv).write_calibration:
         write_calibration()
         write_held_out()
+        _stored.cache_clear()  # the intervals read the hold-out just written
+        stored_held_out.cache_clear()
+        write_library_intervals()
     return 0
 
 

@@ -59,7 +59,9 @@ def table(f, price=None, cheapest=None, target=None) -> str:
         rows.append(row)
     lines = [describe(f),
              "  tokens per second per user (/user) against output tokens per second per GPU (/GPU"
-             + (", its 80 % interval in brackets)" if p.speed_lo is not None else ")")
+             + (", its interval in brackets: " + _cal.interval_name(f.deployment.model) + "; speculation's as a "
+                "speed-up over plain decoding, plain decoding's at its value: its TPOT is held out on too few "
+                "families for a finite one)" if p.speed_lo is not None else ")")
              + (f"; the price of a million output tokens (/Mtok) at {_money(price)} a GPU-hour" if costs else "")
              + "; plain decoding, then speculation (spec) at draft length gamma", ""]
     lines += ["  " + line for line in repr(NumberTable(tuple(headers), tuple(map(tuple, rows)), align="l")).splitlines()]
@@ -87,7 +89,8 @@ def target_lines(cheapest: dict, target: float, price=None) -> list:
     if cheapest["saving"] is not None:
         band = ""
         if cheapest["saving_80"] is not None:
-            band = f" (80 % interval {cheapest['saving_80'][0]:.0%} to {cheapest['saving_80'][1]:.0%})"
+            band = (f" (80 % cross-conformal interval by model family {cheapest['saving_80'][0]:.0%} to "
+                    f"{cheapest['saving_80'][1]:.0%})")
         word = "cheaper" if cheapest["saving"] >= 0 else "dearer"
         out.append(f"  speculation is {abs(cheapest['saving']):.0%} {word} per token{band}")
     return out
@@ -123,6 +126,7 @@ def json_text(f, price=None, cheapest=None, target=None) -> str:
               "acceptance": f.acceptance.describe(), "precision": f.speculative_deployment.precision_words(),
               "workload": {"input": f.prompt, "output": f.output, "mean_context": f.context},
               "price_per_gpu_hour": price, "interval": None if f.plain.speed_lo is None else _cal.INTERVAL_LEVEL,
+              "interval_name": None if f.plain.speed_lo is None else _cal.interval_name(f.deployment.model),
               "points": f.rows(price),
               "crossover": {"tokens_per_user": c.speed if c.crosses else None, "faster_wins": c.above or None,
                             "compared_from": c.lowest, "compared_to": c.highest, "text": str(c)},

@@ -270,9 +270,12 @@ class Schedule:
     max_k: int | None = None
     first_is_max: bool = False
     memory: str = ""  # what the memory check did to the batch range, for the header
-    #: under a calibrated step with bootstrap draws: (lo, hi) of the 80 % interval, per batch 1..N at the
-    #: reference context, of the speed-up of the best draft length of at least one (None: no interval)
+    #: under a calibrated step: (lo, hi) of the 80 % cross-conformal interval by model family
+    #: (:func:`speclib.core.calibrated.interval_name`), per batch 1..N at the reference context, of the
+    #: speed-up of the best draft length of at least one (None: no interval)
     interval: tuple | None = None
+    #: what the interval is (:func:`speclib.core.calibrated.interval_name`), for the header
+    interval_name: str = ""
     #: one line for each thing the prediction extrapolates beyond the fit (a calibrated step)
     notes: tuple = ()
     #: what the reader must know before deploying this schedule (:data:`ROOFLINE_WARNING` under the roofline)
@@ -849,11 +852,12 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
         warnings=warnings, memory_limits=limits, where=where_of(dep), mtp_layers=m.mtp_layers,
         drafter_kind=priced.drafter.kind, attention=dep.attention, tp=dep.tp, ep=dep.ep,
         dp_attention=dep.dp_attention, precision=dep.precision_words(),
+        interval_name=_cal.interval_name(dep.model) if interval is not None else "",
     )
 
 
 def _calibrated_interval(dep, c_draft, accepted, table, B, S):
-    """(the 80 % interval per batch of the best draft length of at least one
+    """(the 80 % cross-conformal interval by model family per batch of the best draft length of at least one
     (:func:`speclib.core.speculation.draft_interval`), the calibration's
     notes) under a calibrated step; (None, ()) otherwise."""
     calibration = _cal.calibration_of(dep.step_time)
@@ -1002,8 +1006,8 @@ def _header(sched: Schedule) -> list:
     ]
     if sched.interval is not None:
         spans = sched.uncertain_ranges()
-        lines.append("80 % interval: of the speed-up of the best draft of at least one token, over the fit's "
-                     "bootstrap over model families; "
+        lines.append("interval: " + sched.interval_name + "; of the speed-up of the best draft of at least one "
+                     "token; "
                      + ("it holds 1x (so gamma = 0 is as likely as not: '?') at batch sizes "
                         + ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans) if spans
                         else "it stays on one side of 1x at every batch size"))

@@ -50,8 +50,8 @@ schedule_ranges = Figure(
     name="schedule_ranges", title="", compute=_ranges, panels=_range_panels,
     params={"schedule": None, "max_ranges": (3,), "title": None},
     doc="gamma* against batch size (log axis), with each vLLM-style table of at most max_ranges ranges drawn over "
-        "it, the batches where gamma* = 0 shaded, and, under a calibrated step, those where the 80 % interval of the "
-        "best speculating draft's speed-up holds 1x hatched.")
+        "it, the batches where gamma* = 0 shaded, and, under a calibrated step, those where the 80 % cross-conformal "
+        "interval by model family of the best speculating draft's speed-up holds 1x hatched.")
 
 
 def _contexts(p, xp):
@@ -118,8 +118,8 @@ def beside_calibrated(roofline, calibrated, roofline_label: str = "roofline") ->
         tuple(rows), align="l",
         caption=(f"{calibrated.model} on {calibrated.hardware}, drafter {calibrated.drafter}: γ* per batch range "
                  f"priced by the {roofline_label} (a "
-                 "lower bound on each step) and by the calibrated step (fitted on engines); the 80 % interval is of "
-                 "the calibrated speed-up of the best draft of at least one token, and ? marks the batches where it "
+                 "lower bound on each step) and by the calibrated step (fitted on engines); the 80 % interval, cross-conformal by model "
+                 "family (acceptance \u00b10.05 per position), is of the calibrated speed-up of the best draft of at least one token, and ? marks the batches where it "
                  "holds 1x"))
 
 

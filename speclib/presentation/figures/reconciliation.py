@@ -62,7 +62,7 @@ def sequel_table(drafter: str = "dflash") -> NumberTable:
                        tuple(rows), align="lrrrr",
                        caption=f"{model} on one {_sim.HARDWARE} with the {_sim.DRAFTERS[drafter]} drafter and its "
                                f"measured acceptance, mean context {_sim.context():,.1f} tokens: \u03b3* and its speed-up under "
-                               "each step model (the calibrated one with its 80 % interval). The simulator prices "
+                               "each step model (the calibrated one with its 80 % cross-conformal interval by model family). The simulator prices "
                                "every sequence of a batch at once; as the engines serve it, each draft length runs "
                                "what memory holds of the batch and the rest wait in the queue (with a state snapshot "
                                f"per draft position, as the engines roll back; {common.holds(dep, _sim.context())}); "
@@ -143,7 +143,8 @@ def stops_table(alpha: float = 0.75, S: float = 2048) -> NumberTable:
                         "largest batch that fits"),
                        tuple(stops_rows(alpha, S)), align="lllrrrrr",
                        caption=f"where speculation stops paying under the calibrated step (fitted on engines; the 80 % "
-                               f"interval over its bootstrap), at a context of {S:,.0f}, each drafter priced by its own "
+                               f"cross-conformal interval by model family: acceptance \u00b10.05 per position and the "
+                               f"stored hold-out's half-width, calibrated on the other families), at a context of {S:,.0f}, each drafter priced by its own "
                                f"roofline{_per_pass()} and accepting as measured where the book has its survival curve "
                                f"(Qwen3.6's MTP; the EAGLE-3 heads, from Llama-3.1-8B's), else at \u03b1 = {alpha:g}; "
                                "\u2013: never, up to the largest batch that fits (4,096 at most)")

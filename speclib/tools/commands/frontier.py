@@ -103,7 +103,7 @@ def run(args, out) -> int:
     draws = len(_cal.calibration_of(deployment.step_time).draws) if _cal.calibration_of(deployment.step_time) else 0
     points = len(_front.DEFAULT_CONCURRENCIES) if concurrencies is None else len(concurrencies)
     message = (f"speclib frontier: pricing {points} concurrencies with and without speculation"
-               + (f", over the calibration's {draws} draws for the intervals" if draws else "") + " ...")
+               + (", with cross-conformal intervals by model family" if draws else "") + " ...")
     try:
         _progress.delay()  # a bad SPECLIB_PROGRESS_DELAY is refused before any work
         with _progress.Progress(message):

@@ -289,8 +289,7 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
         "",
         f"  gamma*      {gamma_star}   ({verdict}; searched 0..{searched})",
         f"  speedup     {speedup:.4f}x over plain decoding" + (
-            f"; 80 % interval {float(interval.lo):.2f}\u2013{float(interval.hi):.2f}x (the fit's bootstrap over "
-            "model families and the pooled held-out spread, not calibrated per family"
+            f"; interval {float(interval.lo):.2f}\u2013{float(interval.hi):.2f}x ({_cal.interval_name(deployment.model)}"
             + ("; it holds 1x: gamma = 0 is as likely as not)" if gamma_star and interval.straddles() else ")")
             if interval is not None else ""),
         *([f"  trust       {output.trust_line()}"] if calibration is not None and calibration.draws else []),
