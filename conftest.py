@@ -38,23 +38,3 @@ def pytest_configure(config):
     if option.nbval_sanitize_with is None and getattr(option, "sanitize_with", None) is None:
         option.nbval_sanitize_with = str(NBVAL_SANITIZER)
 
-
-#: The files that take longest on two cores (seconds of one core each, a run of scripts/test.sh on 2026-12-03),
-#: run first: pytest-xdist's --dist loadfile hands the files out in collection order, and one of these handed
-#: out last keeps one core busy after the other has finished everything else.
-LONGEST_FIRST = ("tests/test_widgets.py", "tests/test_step_fit.py", "tests/test_figure_definitions.py",
-                 "tests/test_legibility.py", "tests/test_wheel.py", "book/cost_of_a_token.ipynb",
-                 "book/reconciliation.ipynb", "tests/test_web.py", "tests/test_nbval_bare.py")
-
-
-def pytest_collection_modifyitems(session, config, items):
-    root = Path(__file__).resolve().parent
-
-    def rank(item):
-        try:
-            name = Path(str(item.fspath)).resolve().relative_to(root).as_posix()
-        except ValueError:
-            return len(LONGEST_FIRST)
-        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
-
-    items.sort(key=rank)  # stable: each file's own order, and every other file's, is kept
