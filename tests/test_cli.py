@@ -497,3 +497,19 @@ def test_a_calibrated_interval_is_named_for_what_it_is(capsys, argv):
     assert "80 % cross-conformal by model family" in text
     assert "coverage held out per family: DeepSeek" in text and "acceptance ±0.05 per position" in text
     assert "bootstrap" not in text
+
+
+def test_an_acceptance_at_the_edge_is_said_once_on_stderr_by_gamma_and_sweep(capsys):
+    """The issue's edge: alpha >= 0.99. gamma at alpha 1 reaches the search cap and says it is no optimum; a sweep
+    says it once for each edge acceptance of its grid, with the longest draft that acceptance gave, and nothing
+    for one inside."""
+    base = ("--model", "deepseek-v4-flash", "--hardware", "b200", "--seq", "4096")
+    code, _, err = run(capsys, "gamma", *base, "--batch", "8", "--alpha", "1.0", "--gamma-max", "8")
+    edge = [line for line in err.splitlines() if "at the edge" in line]
+    assert code == 0 and len(edge) == 1 and "gamma* = 8 is the search cap (--gamma-max 8)" in edge[0]
+    code, out, err = run(capsys, "sweep", *base, "--batch", "1,64", "--alpha", "0.5,0.995", "--format", "csv")
+    edge = [line for line in err.splitlines() if "at the edge" in line]
+    rows = list(csv.DictReader(io.StringIO(out)))
+    longest = max(int(r["gamma_star"]) for r in rows if r["alpha"] == "0.995")
+    assert code == 0 and len(edge) == 1 and "acceptance 0.995 is at the edge" in edge[0]
+    assert f"gamma* = {longest} " in edge[0] and not any("acceptance 0.5 " in line for line in err.splitlines())

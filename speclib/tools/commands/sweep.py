@@ -187,6 +187,10 @@ def run(args, out) -> int:
     columns = (SWEEP_COLUMNS + (("drafter", "roofline") if priced else ()) + (("step_time", "tp") if clock else ())
                + CAPACITY_COLUMNS + ATTENTION_COLUMNS + PRECISION_COLUMNS + (RUNNING_COLUMNS if queues else ()))
     served = precision_cells(rows, options.deployment(args, models[0], chips[0], drafters[0]))
+    # one line on stderr for each acceptance of the grid at the edge, with the longest draft it gave
+    for a in sorted({float(a) for a in alpha if a is not None and float(a) >= output.EDGE_ALPHA}):
+        longest = max(int(r[6]) for r in rows if r[4] is not None and float(r[4]) == a)
+        output.extrapolation_notes("sweep", alpha=a, gamma_star=longest, searched=args.gamma_max)
 
     def cells(a, c, exact):
         alpha_text = "measured" if a is None else (output.exact(a) if exact else f"{a:g}")
