@@ -117,18 +117,23 @@ def _slope(batch, gain):
     return np.polyfit(np.log2(batch), np.log(gain), 1)[0]
 
 
+def _sweep_directions(preds):
+    """(measured, predicted) direction of each sweep, a draft length's three or more batches of one run: -1 falls,
+    1 rises, 0 flat (within 1 % a doubling of batch)."""
+    cls = lambda x: 0 if abs(x) <= 0.01 else (1 if x > 0 else -1)  # noqa: E731
+    for p in preds:
+        for g in set(p.gamma.tolist()):
+            at = p.gamma == g
+            if len(set(p.batch[at].tolist())) >= 3:
+                yield cls(_slope(p.batch[at], p.measured[at])), cls(_slope(p.batch[at], p.predicted[at]))
+
+
 def _decisions_by_hand(preds):
     """The three decision fractions counted point by point, pair by pair and sweep by sweep."""
     sign = [(m > 1) == (q > 1) for p in preds if p.run.quantity == "speedup"
             for m, q, ok in zip(p.measured, p.predicted, p.scored) if ok]
     best = [abs(mb - qb) <= 1 for p in preds for mb, qb in p.best.values()]
-    cls = lambda x: 0 if abs(x) <= 0.01 else (1 if x > 0 else -1)  # noqa: E731
-    dirs = []
-    for p in preds:
-        for g in set(p.gamma.tolist()):
-            at = p.gamma == g
-            if len(set(p.batch[at].tolist())) >= 3:
-                dirs.append(cls(_slope(p.batch[at], p.measured[at])) == cls(_slope(p.batch[at], p.predicted[at])))
+    dirs = [m == q for m, q in _sweep_directions(preds)]
     return np.mean(sign), np.mean(best), np.mean(dirs)
 
 
@@ -156,14 +161,7 @@ def _skill_by_hand(preds):
         others = [m for f, m, _ in pairs if f != fam]
         c = max(range(1, 9), key=lambda c: (sum(abs(m - c) <= 1 for m in others), -c))
         best.append((abs(mb - qb) <= 1, abs(mb - c) <= 1))
-    cls = lambda x: 0 if abs(x) <= 0.01 else (1 if x > 0 else -1)  # noqa: E731
-    dirs = []
-    for p in preds:
-        for g in set(p.gamma.tolist()):
-            at = p.gamma == g
-            if len(set(p.batch[at].tolist())) >= 3:
-                m = cls(_slope(p.batch[at], p.measured[at]))
-                dirs.append((m == cls(_slope(p.batch[at], p.predicted[at])), m == -1))
+    dirs = [(m == q, m == -1) for m, q in _sweep_directions(preds)]
     return np.mean([np.mean([a for a, _ in x]) - np.mean([b for _, b in x]) for x in (sign, best, dirs) if x])
 
 
