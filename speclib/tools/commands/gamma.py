@@ -156,7 +156,7 @@ def component_label(name: str, model) -> str:
     its kind in ``model``: the FFN is a dense FFN or a mixture of experts
     (the library's key for it is ``moe`` either way), attention is GQA or MLA."""
     ffn = "MoE FFN" if model.ffn.is_moe else "dense FFN"
-    attention = f"attention ({model.attention.kind.upper()})" if getattr(model.attention, "kind", "") else "attention"
+    attention = f"attention ({model.attention.kind.upper()})"  # every attention preset has its kind
     return {"moe": ffn, "ffn": ffn, "attn_proj": "attention projections", "attention": attention,
             "dense": "weights every token reads"}.get(name, name)
 
