@@ -513,3 +513,22 @@ def test_an_acceptance_at_the_edge_is_said_once_on_stderr_by_gamma_and_sweep(cap
     longest = max(int(r["gamma_star"]) for r in rows if r["alpha"] == "0.995")
     assert code == 0 and len(edge) == 1 and "acceptance 0.995 is at the edge" in edge[0]
     assert f"gamma* = {longest} " in edge[0] and not any("acceptance 0.5 " in line for line in err.splitlines())
+
+
+# --- --interconnect: the network joining the --tp GPUs -----------------------------------
+def test_interconnect_lets_tp_span_an_nvl72_rack_and_prices_the_collectives_over_it(capsys):
+    """B200's own NVLink5 joins 8 GPUs, so --tp 16 is refused; named as the NVL72 rack's, it is priced, the
+    header says over which network, and the price is the library's Deployment over that network (the
+    command reads no other)."""
+    argv = ["gamma", "--model", "deepseek-r1", "--hardware", "b200", "--tp", "16", *POINT]
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and "--tp must be at most 8" in err
+    code, out, err = run(capsys, *argv, "--interconnect", "nvl72")
+    assert code == 0 and "one GPU of 16 over NVLink5-NVL72" in out.splitlines()[0]
+    code, out, _ = run(capsys, *argv, "--interconnect", "nvl72", "--json")
+    record = json.loads(out)
+    assert (record["gamma_star"], record["speedup"]) == speclib.optimal_gamma(
+        0.75, 64, 4096, 0.1, deployment=speclib.Deployment("deepseek-r1", "b200", tp=16, interconnect="NVLink5-NVL72"))
+    # the same 16 GPUs as GB200, whose own domain is the NVL72 rack, take the flag as given by default
+    code, out, err = run(capsys, "gamma", "--model", "deepseek-r1", "--hardware", "gb200", "--tp", "16", *POINT)
+    assert code == 0, err

@@ -40,6 +40,9 @@ ODD = [
     ("gamma --batch 8 --seq 512 --alpha 0.5 --calibration missing.json", "--calibration"),
     ("gamma --batch 8 --seq 512 --alpha 0.5 --model llama-3-70b --hardware h200 --tp 3", "--tp"),
     ("gamma --batch 8 --seq 512 --alpha 0.5 --tp -2", "--tp"),
+    ("gamma --batch 8 --seq 512 --alpha 0.5 --model deepseek-r1 --hardware b200 --tp 16", "--tp"),  # past HGX's 8
+    ("gamma --batch 8 --seq 512 --alpha 0.5 --tp 8 --interconnect nvlink9", "--interconnect"),  # no such network
+    ("schedule --alpha 0.5 --max-batch 8 --model deepseek-r1 --hardware h200 --tp 16 --interconnect nvlink4", "--tp"),
     ("gamma --batch 64 --seq 8192 --alpha 0.7 --model llama-3-70b --hardware h200 --step-time calibrated", "--seq"),
     ("sweep --batch 1,-4 --seq 512 --alpha 0.5", "--batch"),
     ("sweep --batch 1 --seq 512 --alpha 0.5 --model gpt-9", "--model"),

@@ -408,6 +408,12 @@ class Deployment:
         held = self._running(B, S, g)
         return held, np.broadcast_to(B, held.shape) - held
 
+    def interconnect_words(self) -> str:
+        """The network joining the ``tp`` GPUs in words, where it was named
+        (" over NVLink5-NVL72"); "" where it is the chip's own."""
+        net = self.interconnect
+        return "" if net is None else f" over {getattr(net, 'name', net)}"
+
     def precision_words(self) -> str:
         """The precision this deployment serves, in words, for a header:
         the weights (the experts' where they differ), the activations where

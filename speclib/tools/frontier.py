@@ -26,7 +26,7 @@ def describe(f) -> str:
     layout = f"TP{d.tp}" + (f" EP{d.ep}" if d.ep > 1 else "") + (" DP-attention" if d.dp_attention else "")
     drafter = s.drafter.name if s.drafter is not None else f"a constant drafter at {s.pricing(whole_step=True).drafter.c:g} of a step"
     step = str(d.step_time) if not isinstance(d.step_time, str) else f"{d.step_time} step"
-    return (f"{f.model_name} on {d.tp} x {d.hardware.name}, {_cal.spelled(d.engine)} {layout}; {f.prompt:,.0f} tokens in, "
+    return (f"{f.model_name} on {d.tp} x {d.hardware.name}{d.interconnect_words()}, {_cal.spelled(d.engine)} {layout}; {f.prompt:,.0f} tokens in, "
             f"{f.output:,.0f} out (mean context {f.context:,.0f}); {drafter}, {f.acceptance.describe()}; {step}; "
             f"precision: {s.precision_words()}")
 

@@ -881,7 +881,8 @@ def where_of(dep) -> str:
     """Where a deployment runs, in words: "one B200", "8 x H200 (TP8 EP8 data-parallel attention)"."""
     if dep.tp == 1:
         return f"one {dep.hardware.name}"
-    return f"{dep.tp} x {dep.hardware.name}" + ("" if dep.layout.plain else f" ({dep.layout})")
+    return (f"{dep.tp} x {dep.hardware.name}" + ("" if dep.layout.plain else f" ({dep.layout})")
+            + dep.interconnect_words())
 
 
 def _memory_cap(dep, context, max_batch):

@@ -148,7 +148,8 @@ def run(args, out) -> int:
 
 def _split_words(deployment) -> str:
     """Which GPU the ledger reads: one of the tensor-parallel group (heads split, an MLA latent read whole)."""
-    return "" if deployment.tp == 1 else f", one GPU of {deployment.tp} (tensor parallel: heads split)"
+    return "" if deployment.tp == 1 else (f", one GPU of {deployment.tp}{deployment.interconnect_words()} "
+                                          "(tensor parallel: heads split)")
 
 
 def component_label(name: str, model) -> str:

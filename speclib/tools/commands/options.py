@@ -39,6 +39,7 @@ OPTION_FOR_PARAMETER = {
     "batches": "--batch",
     "step_time": "--step-time",
     "tp": "--tp",
+    "interconnect": "--interconnect",
     "engine": "--engine",
     "reserve": "--reserve",
     "context": "--seq",
@@ -270,7 +271,7 @@ def hardware(args) -> list:
 def deployment(args, model=None, chip=None, drafter=None) -> Deployment:
     """The one :class:`~speclib.Deployment` the options describe: --model,
     --hardware and --drafter (or the given ``model``, ``chip`` and
-    ``drafter``), --tp, --engine (its calibration name,
+    ``drafter``), --tp, --interconnect, --engine (its calibration name,
     :data:`CALIBRATION_ENGINE`), --step-time (or the
     --calibration read into it), --roofline, --draft-cost (sweep's is a grid,
     priced per row), --query-bytes and --reserve."""
@@ -281,10 +282,16 @@ def deployment(args, model=None, chip=None, drafter=None) -> Deployment:
     if args.drafter_weights is not None and drafter is None:
         raise UsageError("--drafter-weights: the precision of a --drafter's weights; give --drafter (a drafter "
                          "preset)")
+    if args.interconnect is not None:
+        try:
+            presets.interconnect(args.interconnect)
+        except ValueError as exc:
+            raise UsageError(f"--interconnect: {exc}") from None
     try:
         return Deployment(model, chip, tp=args.tp, engine=calibrated_by, step_time=args.step_time, roofline=args.roofline,
                           drafter=drafter, c_draft=c_draft, query_bytes=args.query_bytes, reserve=args.reserve,
                           ep=args.ep, dp_attention=args.dp_attention, attention=args.attention,
+                          interconnect=args.interconnect,
                           **precision(args))
     except ValueError as exc:
         raise UsageError(speclib_error(exc)) from None
@@ -410,6 +417,10 @@ def add_model_options(parser, *, several: bool, engine_help: str = ""):
     parser.add_argument("--tp", type=typed("--tp", int), default=1, metavar="N",
                         help="GPUs the model is split over (tensor parallel, 1..1024, default 1): sets the memory "
                         "check, and the calibrated step's share per GPU")
+    parser.add_argument("--interconnect", metavar="NAME",
+                        help="the network joining the --tp GPUs, an interconnect preset (any case: "
+                        f"{', '.join(presets.interconnect_names())}; default the chip's own): its domain bounds "
+                        "--tp and the step's all-reduces are priced over it (GB200's NVL72 joins 72)")
     parser.add_argument("--ep", type=typed("--ep", int), default=1, metavar="N",
                         help="GPUs of the --tp group the routed experts are split over, whole (expert parallelism; "
                         "divides --tp and the experts; default 1)")
