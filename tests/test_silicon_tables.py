@@ -167,3 +167,36 @@ def test_fp8_weights_run_the_checkpoints_own_scaling():
     assert T.gemm_dtypes("fp8", model("deepseek-v3"))[0] == "fp8_block"
     d = Deployment("llama-3-70b", "H200", tp=4, engine="TRT", weights="fp8", step_time="measured")
     assert d.measured_step().measured(), d.measured_step().sources()
+
+
+def test_a_measured_step_says_where_it_reads_past_its_tables():
+    """Inside every table nothing is said; one point past the last measured context (or tokens), the line names
+    the part, how far its table goes and what was asked; the roofline, which holds at any size, says nothing."""
+    d = Deployment("llama-3-70b", "H100", tp=4, engine="TRT", step_time="measured")
+    grid = T.load("h100-sxm-trt.json").gqa(16, 2, 128, "bfloat16")
+    last_b, last_s = float(grid.b[-1]), float(grid.s[-1])
+    assert d.extrapolates(32.0, 1.0, 4096.0) == ()
+    assert d.extrapolates(last_b, 1.0, last_s) == ()
+    (line,) = d.extrapolates(32.0, 1.0, 2 * last_s)
+    assert line.startswith("the attention table") and f"context of {last_s:,.0f}" in line
+    assert f"{2 * last_s:,.0f}" in line
+    assert any(n.startswith("the attention table") for n in d.extrapolates(2 * last_b, 1.0, 4096.0))
+    # tokens past the GEMM tables: B x T is what a verify runs, so T counts, not B alone
+    gemm_top = max(float(c.x[-1]) for part in ("dense", "ffn") for _, share, c, _, _ in d.measured_step()._gemms[part])
+    assert not any("GEMM" in n for n in d.extrapolates(gemm_top / 8, 1.0, 4096.0))
+    assert any("GEMM" in n for n in d.extrapolates(gemm_top / 8, 16.0, 4096.0))
+    assert Deployment("llama-3-70b", "H100", tp=4).extrapolates(1e6, 8.0, 1e6) == ()
+
+
+def test_the_command_line_says_on_stderr_where_the_measured_step_reads_past_its_tables(capsys):
+    from speclib.tools import cli
+    argv = ["gamma", "--model", "llama-3.1-8b", "--hardware", "h100", "--engine", "sglang", "--step-time", "measured",
+            "--alpha", "0.7", "--batch", "1", "--seq", "200000"]
+    assert cli.main(argv) == 0
+    err = capsys.readouterr().err
+    assert "speclib gamma: extrapolates: the attention table" in err and "200,000" in err
+    assert cli.main(argv + ["--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert len(record["extrapolates"]) == 1 and record["extrapolates"][0].startswith("the attention table")
+    assert cli.main([*argv[:-1], "4096", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["extrapolates"] == []

@@ -408,6 +408,22 @@ class Deployment:
         held = self._running(B, S, g)
         return held, np.broadcast_to(B, held.shape) - held
 
+    def extrapolates(self, batch, positions=1.0, context=4096.0) -> tuple:
+        """One line for each thing pricing B = ``batch`` sequences of
+        ``positions`` verified positions each over ``context`` extrapolates
+        (arrays: the range): under a calibrated step, beyond the runs its fit
+        has seen (:meth:`speclib.core.calibrated.Calibration.notes`, at the
+        largest batch); under a measured step, past the last point a kernel
+        table measures (:meth:`speclib.silicon.step.MeasuredStepModel.beyond_tables`);
+        nothing under the roofline, which holds at any size."""
+        calibration = _cal.calibration_of(self.step_time)
+        if calibration is not None:
+            return tuple(calibration.notes(self.model, self.hardware, self.engine,
+                                           float(np.max(np.asarray(batch, dtype=float)))))
+        if self.step_time == MEASURED:
+            return self.measured_step().beyond_tables(batch, positions, context)
+        return ()
+
     def interconnect_words(self) -> str:
         """The network joining the ``tp`` GPUs in words, where it was named
         (" over NVLink5-NVL72"); "" where it is the chip's own."""

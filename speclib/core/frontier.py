@@ -417,9 +417,7 @@ def frontier(deployment=None, workload="1k1k", *, gamma=None, alpha=None, concur
         plain = _with_interval(plain, plain_rate, plain_rate, dep.tp)
         spec = _with_interval(spec, lo, hi, dep.tp)
     notes = []
-    calibration = _cal.calibration_of(dep.step_time)
-    if calibration is not None:
-        notes += calibration.notes(dep.model, dep.hardware, dep.engine, float(C.max()))
+    notes += dep.extrapolates(float(C.max()), float(max(gammas)) + 1.0, context)
     extrapolates = tuple(dict.fromkeys(notes))
     for name, arm in (("plain decoding", plain), ("speculation", spec)):
         if arm.queueing.any():

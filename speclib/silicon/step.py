@@ -172,6 +172,41 @@ class MeasuredStepModel:
         <version> on <chip>, <package> <version>)"`` or ``"roofline (<why>)"``."""
         return {part: self._sources[part] for part in PARTS if part != "communication" or self.tp > 1}
 
+    def beyond_tables(self, B, T, S) -> tuple:
+        """One line for each measured part that B sequences of T positions
+        over a context S read past its table's last measured point (where
+        :class:`speclib.silicon.tables.Curve` and ``Grid`` go on linearly in
+        the quantity): the part, how far the table goes, and what was asked.
+        Empty where every part is read inside its table, or by the roofline."""
+        B, T, S = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (B, T, S)))
+        tokens = float(np.max(B * T))  # the most tokens one step of the range runs
+        B, S = float(np.max(B)), float(np.max(S))
+        where = f"({self.tables.label})" if self.tables is not None else ""
+        out = []
+        past = [(curve.x[-1], g.name) for part in ("dense", "ffn") for _, share, curve, g, _ in self._gemms[part]
+                if not bool(curve.measured(tokens * share))]
+        if past:
+            top, _ = min(past)
+            out.append(f"{len(past)} GEMM tables {where} measure up to {top:,.0f} tokens ({', '.join(n for _, n in past)}); "
+                       f"{tokens:,.0f} read past it, linear in tokens")
+        if self._moe is not None and not bool(self._moe[1].measured(tokens)):
+            curve = self._moe[1]
+            out.append(f"the MoE table {where} measures up to {curve.x[-1]:,.0f} tokens; {tokens:,.0f} read past it, "
+                       "linear in tokens")
+        if self._attention is not None:
+            grid = self._attention[1]
+            seqs = B / self.tp if self.layout.dp_attention else B
+            if not bool(np.all(grid.measured(max(seqs, 1.0), max(S, 1.0)))):
+                out.append(f"the attention table {where} measures up to {grid.b[-1]:,.0f} sequences and a context "
+                           f"of {grid.s[-1]:,.0f}; {seqs:,.0f} at {S:,.0f} read past it, linear in each")
+        if self._allreduce is not None:
+            curve = self._allreduce[1]
+            elements = tokens * float(self.architecture.hidden_size)
+            if not bool(curve.measured(elements)):
+                out.append(f"the all-reduce table {where} measures up to {curve.x[-1]:,.0f} elements; "
+                           f"{elements:,.0f} read past it, linear in elements")
+        return tuple(out)
+
     def measured(self) -> bool:
         """Whether every part is read from a table."""
         return not any(s.startswith(ROOFLINE) for s in self.sources().values())

@@ -832,6 +832,9 @@ def schedule(model=None, hardware=None, seq=4096, *, alpha=None, c_draft=None, m
             fits = B[None, :] <= np.asarray(dep.max_batch(contexts[0], gammas.astype(float)))[:, None]
             held = np.where(fits, held, -np.inf)
         interval, notes = _calibrated_interval(dep, c_draft, accepted, held, B, contexts[0])
+        if dep.step_time == "measured":  # what the kernel tables do not reach, at the draft each batch takes
+            chosen = np.argmax(np.where(np.isfinite(held), held, -np.inf), axis=0).astype(float)
+            notes = dep.extrapolates(B, chosen + 1.0, max(contexts))
         warnings = (ROOFLINE_WARNING,) if dep.step_time == "roofline" else ()
     else:
         step_costs.check_batches(1, max_batch)

@@ -237,8 +237,8 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
                                      deployment=deployment, interval=True)
     g = np.asarray(float(gamma_star))
     run_0, run_g = priced.held(B, S), priced.held(B, S, g)  # each arm's running batch: no more than memory holds
-    if calibration is not None:  # what the prediction extrapolates, at the batch that runs
-        notes = calibration.notes(model, chip, deployment.engine, max(float(run_0), float(run_g)))
+    # what the prediction extrapolates, at the batch that runs (a calibrated or a measured step)
+    notes = deployment.extrapolates(np.array([float(run_0), float(run_g)]), np.array([1.0, float(g) + 1.0]), S)
     plain_s = float(priced.plain(run_0, S))
     verify = {name: float(t) for name, t in priced.step_model.component_times(run_g, g + 1.0, S).items()}
     verify_s = float(priced.step_model.time(run_g, g + 1.0, S))
@@ -260,7 +260,7 @@ def _gamma_whole_step(args, out, model, chip, priced, deployment) -> int:
             "gamma_max": searched,
             "gamma_star": gamma_star, "speedup": speedup,
             **({"speedup_interval_80": [float(interval.lo), float(interval.hi)]} if interval is not None else {}),
-            **({"extrapolates": list(notes)} if calibration is not None else {}),
+            **({"extrapolates": list(notes)} if calibration is not None or deployment.step_time == "measured" else {}),
             **({"held_out_skill": output.trust_record()} if calibration is not None and calibration.draws else {}),
             "step_seconds": {"plain": plain_s, "verify": verify_s, "verify_components": verify, "draft": draft_s},
             "throughput": {"speculative": tokens, "plain": plain_tokens},
