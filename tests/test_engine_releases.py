@@ -184,6 +184,9 @@ def parse_vllm_config_file(text: str):
     each top-level key a flag, a mapping passed on as JSON, underscores read
     as dashes; a flag the extract does not list is refused."""
     extract = json.loads((DATA / "vllm-serving-args.json").read_text())
+    # read in the same release as the speculative config it sits beside, and the output says which
+    assert extract["release"] == json.loads((DATA / "vllm-0.34.0-speculative-config.json").read_text())["release"]
+    assert extract["release"] in engines.VLLM_SERVING_SOURCE
     document = yaml.safe_load(text)  # JSON is YAML: the file may be saved as FILE.yaml
     argv = []
     for key, value in document.items():

@@ -192,11 +192,11 @@ def _vllm_entries(schedule):
 #: ``--config FILE.yaml`` loader that takes a file of engine arguments, a
 #: nested mapping (speculative_config) passed on as JSON
 #: (``FlexibleArgumentParser.load_config_file``, which also takes underscores
-#: for dashes). Read in the upstream copy the project's search tool stores;
-#: its release tag could not be read from there.
-VLLM_SERVING_SOURCE = ("vLLM upstream vllm/config/scheduler.py (SchedulerConfig.max_num_seqs, commit 01230b40) and "
-                       "vllm/utils/argparse_utils.py (FlexibleArgumentParser.load_config_file, commit 00da11e3); "
-                       "release not verified")
+#: for dashes), in release v0.34.0's wheel on PyPI, the release whose SpeculativeConfig the
+#: schedule's form is checked against (tests/data/engines/vllm-serving-args.json and
+#: vllm-0.34.0-speculative-config.json).
+VLLM_SERVING_SOURCE = ("vLLM v0.34.0 vllm/config/scheduler.py (SchedulerConfig.max_num_seqs) and "
+                       "vllm/utils/argparse_utils.py (FlexibleArgumentParser.load_config_file)")
 
 
 def vllm_serving(config: dict, max_batch: int) -> dict:
