@@ -259,3 +259,29 @@ def test_the_trtllm_options_run_the_priced_batch_on_graphs(qwen_h100):
                                                                                "enable_padding": True}
     with pytest.raises(AssertionError):
         check_trtllm_options({**options, "max_num_seqs": n})  # vLLM's name
+
+
+def test_the_limits_table_names_fields_the_release_parses_and_speclib_writes(qwen_h100):
+    """Each engine's row of the limits table (engines.engine_limits) names keys or flags that speclib writes for
+    that engine and that the named release's parser or schema has, and states the cap and the methods the
+    release's own source gives (the extracts in tests/data/engines)."""
+    limits = {e.engine: e for e in engines.engine_limits()}
+    assert list(limits) == ["vllm", "trtllm", "sglang"]
+    for name, row in limits.items():
+        written = render(qwen_h100, name, method="eagle3", draft_model="x/eagle3")
+        assert all(field in written for field in row.fields), (name, row.fields)
+    vllm = json.loads((DATA / "vllm-0.34.0-speculative-config.json").read_text())
+    serving = json.loads((DATA / "vllm-serving-args.json").read_text())
+    vllm_has = set(vllm["fields"]) | {f.lstrip("-").replace("-", "_") for f in serving["config_flags"]}
+    trt = json.loads((DATA / "trtllm-llm-args-fields.json").read_text())
+    trt_has = set(trt["top"]) | set(trt["cuda_graph_config"]) | set(trt["speculative_config"])
+    _, sglang = sglang_parser()
+    sglang_has = {f for flag in sglang["flags"] for f in flag["flags"]}
+    for name, has in (("vllm", vllm_has), ("trtllm", trt_has), ("sglang", sglang_has)):
+        assert set(limits[name].fields) <= has, (name, set(limits[name].fields) - has)
+    facts = sglang["facts"]
+    assert limits["sglang"].release == sglang["release"]
+    assert f"at most {facts['max_running_requests_with_speculation_when_unset']} requests" in limits["sglang"].running_batch
+    assert all(a in limits["sglang"].methods for a in facts["adaptive_algorithms"])
+    assert "--cuda-graph-max-bs " not in sglang_has and "--cuda-graph-max-bs-decode" in sglang_has
+    assert "max_concurrency" in trt["speculative_config"] and "max_concurrency" in limits["trtllm"].draft_length

@@ -168,7 +168,8 @@ CHAPTER_CALLS = _chapter_calls()
 
 
 def _computed_calls() -> list:
-    """The calls whose arguments a chapter computes (engine_schedules' schedules), made as it makes them."""
+    """The calls whose arguments a chapter computes (engine_schedules' schedules), made as it makes them; the
+    context figure is no longer drawn there (the chapter prints those schedules as a grid), but stays checked."""
     import speclib
 
     def schedule(contexts, tp, c_draft=None, **step):

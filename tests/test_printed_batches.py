@@ -84,10 +84,6 @@ def _dsv4(attention="paper", **kw):
     return speclib.Deployment("DeepSeek-V4-Flash", "B200", attention=attention, **kw)
 
 
-def _qwen_engine(drafter, **kw):
-    return speclib.Deployment("Qwen3.6-35B-A3B", "B200", drafter=drafter, tp=2, **kw)
-
-
 #: (chapter, glue reference as the chapter writes it, the deployment it is a batch of, context, draft length, how many
 #: GPUs a per-GPU batch is of): the batches the book's prose states, checked against what memory holds. A batch of one
 #: layer priced as the paper prices it need not be held, but its paragraph must say so.
@@ -109,8 +105,6 @@ PROSE_BATCHES = (
     ("engine_schedules", "gutter_to", _dsv4(tp=2), 4096, 0, 1),
     ("engine_schedules", "roof_peak_to", _dsv4(tp=2), 4096, 5, 1),
     ("engine_schedules", "cal_stop", _dsv4("served", tp=2, drafter="deepseek-v4-flash-mtp"), 4096, 0, 1),
-    ("engine_schedules", "mtp_drafts_held_to", _qwen_engine("qwen3.6-mtp", roofline="aggregate"), 512, 1, 1),
-    ("engine_schedules", "dflash_stop", _qwen_engine("qwen3.6-dflash", roofline="aggregate"), 512, 0, 1),
     ("engine_schedules", "sg_static_held", _dsv4("served", tp=2, drafter="deepseek-v4-flash-mtp",
                                                  step_time="calibrated", engine="SGLang"), 4096, 4, 1),
     ("appendix_dense_speedups", "dense_held", speclib.Deployment("Llama-3-70B", "H100", tp=4), 2048, 0, 1),

@@ -523,10 +523,17 @@ def trtllm_limits(decoding_type: str) -> list:
     return lines
 
 
+#: The algorithms SGLang 0.5.23's adaptive mode takes (``adaptive_unsupported_reason``, with topk 1).
+SGLANG_ADAPTIVE_ALGORITHMS = ("EAGLE", "EAGLE3")
+#: Where TensorRT-LLM's decode CUDA graphs stop when neither ``batch_sizes`` nor ``max_batch_size`` is given
+#: (``BaseCudaGraphConfig``: "a default max_batch_size of 128 is used"; TRTLLM_SOURCE).
+TRTLLM_DEFAULT_GRAPH_MAX_BATCH = 128
+
+
 def sglang_limits(algorithm: str) -> list:
     """What SGLang's documentation and source say of varying the depth with
     the batch on one server with ``algorithm``."""
-    if algorithm in ("EAGLE", "EAGLE3"):
+    if algorithm in SGLANG_ADAPTIVE_ALGORITHMS:
         return ["adaptive mode (--speculative-adaptive) needs --speculative-eagle-topk 1 and is off with "
                 "attention data parallelism"]
     return [f"SGLang's adaptive mode takes EAGLE and EAGLE3 only: with {algorithm} a server runs one fixed depth "
@@ -577,7 +584,74 @@ def sglang_static_reason(algorithm: str, dp_attention: bool) -> str | None:
         return (f"attention data parallelism: SGLang {SGLANG_RELEASE} turns adaptive mode off under it "
                 "(adaptive_unsupported_reason: 'adaptive tier decisions are not synchronized across DP ranks'), "
                 "so only the static depth runs")
-    if algorithm not in ("EAGLE", "EAGLE3"):
+    if algorithm not in SGLANG_ADAPTIVE_ALGORITHMS:
         return (f"SGLang {SGLANG_RELEASE}'s adaptive mode takes EAGLE and EAGLE3 only: with {algorithm} a server "
                 "runs one fixed depth")
     return None
+
+
+# --- the limits, one row per engine ---------------------------------------------------------
+@dataclass(frozen=True)
+class EngineLimits:
+    """What one engine takes as a draft length per batch and what limits it,
+    as speclib's emitters and the constants above hold it: ``engine`` as
+    ``--engine`` spells it, ``fields`` the keys or flags speclib writes for
+    the table, the running batch and the CUDA graphs (each one the named
+    release's parser or schema has), the rest one phrase per aspect
+    (:data:`LIMIT_ASPECTS`)."""
+    engine: str
+    name: str
+    release: str
+    fields: tuple
+    table: str
+    draft_length: str
+    running_batch: str
+    cuda_graphs: str
+    data_parallel: str
+    methods: str
+
+
+#: The aspects of :class:`EngineLimits` a table prints, with their headings.
+LIMIT_ASPECTS = (("release", "release read"), ("table", "draft length per batch"),
+                 ("draft_length", "rule on the draft length"), ("running_batch", "running batch"),
+                 ("cuda_graphs", "CUDA graphs"), ("data_parallel", "DP attention, expert parallelism"),
+                 ("methods", "methods the table takes"))
+
+
+def engine_limits() -> tuple:
+    """One :class:`EngineLimits` per engine (vLLM, TensorRT-LLM, SGLang),
+    built from the releases, caps and rules this module emits by."""
+    lo, hi = sorted(VLLM_ZERO_RANGE_TAX)
+    vllm = EngineLimits(
+        "vllm", "vLLM", f"{VLLM_TABLE_RELEASE} on (list form)",
+        ("num_speculative_tokens_per_batch_size", "num_speculative_tokens", "max_num_seqs"),
+        "num_speculative_tokens_per_batch_size: [start_bs, end_bs, K] ranges from batch 1",
+        "K clipped to num_speculative_tokens (> 0); a gap takes the previous K, batches past the table the last K",
+        "max_num_seqs, set to the batch the table is priced to",
+        f"Model Runner V1: any table makes full graphs piecewise (TPOT +{100 * VLLM_ZERO_RANGE_TAX[lo]:.1f} % at "
+        f"{lo} sequences, +{100 * VLLM_ZERO_RANGE_TAX[hi]:.1f} % at {hi}, K = 0 only); V2: one full graph per K",
+        "table off with data parallelism > 1: num_speculative_tokens at every batch",
+        "documented as tested with " + ", ".join(VLLM_TESTED_METHODS) + "; not with mtp")
+    trtllm = EngineLimits(
+        "trtllm", "TensorRT-LLM", "upstream 2026 copy (release not verified)",
+        ("draft_len_schedule", "max_draft_len", "max_batch_size", "cuda_graph_config"),
+        "draft_len_schedule: {upper batch of a range: K}; 0 above the last key",
+        "the smallest key maps to max_draft_len (the first range drafts longest); max_concurrency not with a "
+        "schedule",
+        "max_batch_size, set to the batch the table is priced to",
+        f"decode graphs to {TRTLLM_DEFAULT_GRAPH_MAX_BATCH} sequences by default, a batch off the list eagerly: "
+        "cuda_graph_config to the priced batch, padding on",
+        "none documented for the schedule (not verified)",
+        "MTP and EAGLE-3 one-model need pull request #10860; a draft length of 0 there is changing (#16888)")
+    sglang = EngineLimits(
+        "sglang", "SGLang", SGLANG_RELEASE,
+        ("--speculative-adaptive-config", "--speculative-num-steps", "--max-running-requests",
+         "--cuda-graph-max-bs-decode"),
+        "--speculative-adaptive-config slots keyed by batch size, one candidate each; else one static depth",
+        "a batch is padded to its CUDA-graph size, then takes the slot with the largest key at or below it; "
+        "steps of 0 turn drafting off",
+        f"at most {SGLANG_SPEC_RUNNING_CAP} requests with speculation unless --max-running-requests is set",
+        "decode graphs stop at the request pool: --cuda-graph-max-bs-decode (no --cuda-graph-max-bs)",
+        "adaptive mode off under attention data parallelism: the static depth only",
+        "adaptive: " + ", ".join(SGLANG_ADAPTIVE_ALGORITHMS) + " with top-k 1; others a static depth")
+    return vllm, trtllm, sglang

@@ -2,7 +2,7 @@
 batch size with the batch ranges an engine's table chooses (and, under a
 calibrated step, where its interval holds 1x), how the table moves with
 context, a schedule priced by the roofline beside the same deployment's
-calibrated schedule, and the facts about a schedule the prose quotes.
+calibrated schedule, each engine's limits, and the facts about a schedule the prose quotes.
 
 They take a schedule (:func:`speclib.schedule`'s
 :class:`~speclib.tools.schedule.Schedule`, or anything with its attributes)
@@ -91,6 +91,19 @@ def _runs(*flags) -> list:
 def _speedups(values) -> str:
     lo, hi = float(np.min(values)), float(np.max(values))
     return f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}x"
+
+
+def engine_limits_table() -> NumberTable:
+    """Each engine's limits on a draft length per batch, an aspect a row and
+    an engine a column (:func:`speclib.tools.engines.engine_limits`)."""
+    from ...tools.engines import LIMIT_ASPECTS, engine_limits
+
+    limits = engine_limits()
+    return NumberTable(("",) + tuple(e.name for e in limits),
+                       tuple((heading, *(getattr(e, field) for e in limits)) for field, heading in LIMIT_ASPECTS),
+                       align="l" * (1 + len(limits)),
+                       caption="What each engine takes as a draft length per batch, and what limits it, for the "
+                               "release its flags were read in (speclib.tools.engines.engine_limits)")
 
 
 def beside_calibrated(roofline, calibrated, roofline_label: str = "roofline") -> NumberTable:
