@@ -1,5 +1,5 @@
 """``speclib fit`` on a few of a deployment's own runs, held against the rest
-of its sweep (speclib.evidence.few_shot): the issue's few-shot targets
+of its sweep (speclib.calibration.few_shot): the issue's few-shot targets
 (printed, not asserted) beside the two null baselines on the same points.
 
     python benchmarks/bench_few_shot.py            # the targets, then every sweep's points
@@ -14,7 +14,7 @@ smallest (every sweep of three or more).
 """
 import argparse
 
-from speclib.evidence import few_shot
+from speclib.calibration import few_shot
 
 NAMES = {"fitted": "speclib fit", "carried": "carried forward", "loglinear": "log-linear"}
 

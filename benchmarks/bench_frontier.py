@@ -4,7 +4,7 @@ Prints (it asserts nothing: the numbers move with the calibrated step):
 
 * every configuration of DeepSeek-R1 fp8 InferenceX measured with MTP on and
   off, predicted by the calibrated step fitted without every run on its chip
-  (speclib.evidence.frontiers.held_out_frontiers): the error of output
+  (speclib.calibration.frontiers.held_out_frontiers): the error of output
   tokens per second per GPU at each measured point's own speed per user, and
   at its own number of users; the crossing of the two frontiers, measured
   and predicted, and whether they agree;
@@ -33,7 +33,7 @@ except ImportError:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import speclib
 
-from speclib.evidence import frontiers as fe
+from speclib.calibration import frontiers as fe
 
 TARGET_ERROR = 0.15
 TARGET_CHIPS = 4

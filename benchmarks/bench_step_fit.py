@@ -13,7 +13,8 @@ import time
 import numpy as np
 
 import speclib
-from speclib.evidence import held_out, spec_runs, step_features, step_fit, step_report
+from speclib.calibration import held_out, step_features, step_fit, step_report
+from speclib.evidence import spec_runs
 
 
 def _timed(fn, repeat=1):

@@ -1,12 +1,12 @@
-"""The null baselines a held-out figure is shown beside (speclib.evidence.baselines), each on small cases whose
+"""The null baselines a held-out figure is shown beside (speclib.calibration.baselines), each on small cases whose
 right answer is worked out by hand in the test, and on the stored hold-outs the numbers the issue read off them."""
 import numpy as np
 import pytest
 
-from speclib.evidence import baselines as bl
-from speclib.evidence import held_out
+from speclib.calibration import baselines as bl
+from speclib.calibration import held_out
 from speclib.evidence.spec_runs import SpecRun
-from speclib.evidence.step_predictions import RunPrediction
+from speclib.calibration.step_predictions import RunPrediction
 
 
 def _run(points, family="A", quantity="speedup", alpha=0.7, run_id=None):

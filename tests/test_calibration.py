@@ -19,7 +19,8 @@ from speclib.core import step as _step
 
 
 def test_shipped_calibration_is_fitted_on_every_decoding_run_and_the_speculative_runs():
-    from speclib.evidence import spec_runs, step_features, step_fit
+    from speclib.evidence import spec_runs
+    from speclib.calibration import step_features, step_fit
 
     shipped = cal.shipped_calibration()
     fit = step_fit.fit(step_features.SHIPPED_FORM).calibration()
@@ -68,7 +69,7 @@ def test_queueing_runs_are_left_out():
 
 
 def test_the_decode_runs_held_out_by_workload_stay_close():
-    from speclib.evidence import held_out, step_fit
+    from speclib.calibration import held_out, step_fit
 
     runs, y = step_fit.decode_rows()
     e = np.abs(held_out.stored_decode_by_workload() / y - 1)
@@ -82,7 +83,7 @@ def test_each_piece_of_the_shipped_step_earns_its_place():
     collectives worsens one of the held-out measures: the decode runs held out
     by chip (median, worst median signed by concurrency, or one model class's
     median), or the speed-ups held out by model family."""
-    from speclib.evidence import held_out
+    from speclib.calibration import held_out
 
     rows = {label: values for label, *values in held_out.stored_decode_ablation()}
     shipped = rows.pop("the shipped form")
@@ -128,7 +129,7 @@ def test_calibrated_tpot_is_the_roofline_scaled_plus_the_collectives_and_overhea
 
 
 def test_calibrated_prediction_matches_the_fit_on_every_run():
-    from speclib.evidence import step_features, step_fit, step_predictions
+    from speclib.calibration import step_features, step_fit, step_predictions
 
     runs, _ = step_fit.decode_rows()
     predicted = step_predictions.predict_decode(step_fit.fit(step_features.SHIPPED_FORM))

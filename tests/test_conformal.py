@@ -1,4 +1,4 @@
-"""Intervals calibrated over exchangeable units (speclib.evidence.conformal): the finite-sample rule by hand and
+"""Intervals calibrated over exchangeable units (speclib.calibration.conformal): the finite-sample rule by hand and
 against a Monte Carlo of exchangeable units, acceptance's range priced through the committed tokens, and the
 stored hold-outs' intervals built from their own points."""
 import math
@@ -7,10 +7,10 @@ import numpy as np
 import speclib
 import pytest
 
-from speclib.evidence import conformal as cf
-from speclib.evidence import held_out
+from speclib.calibration import conformal as cf
+from speclib.calibration import held_out
 from speclib.evidence.spec_runs import SpecRun
-from speclib.evidence.step_predictions import RunPrediction
+from speclib.calibration.step_predictions import RunPrediction
 
 
 def test_the_finite_sample_level_is_the_ceiling_rule():

@@ -7,7 +7,8 @@ import pytest
 
 import speclib
 from speclib.core import speculation as spec
-from speclib.evidence import held_out, spec_runs, validation
+from speclib.calibration import held_out
+from speclib.evidence import spec_runs, validation
 from speclib.presentation.figures import engine_step_time, engines_vs_model, reconciliation
 
 CALIBRATED = speclib.Deployment("deepseek-v4-flash", "B200", tp=8, step_time="calibrated")
@@ -93,7 +94,7 @@ import re  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from speclib.core import overlap  # noqa: E402
-from speclib.evidence import step_report  # noqa: E402
+from speclib.calibration import step_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

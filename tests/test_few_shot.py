@@ -1,4 +1,4 @@
-"""The few-shot measurement (speclib.evidence.few_shot): ``speclib fit`` on a
+"""The few-shot measurement (speclib.calibration.few_shot): ``speclib fit`` on a
 sweep's smallest concurrencies recovers a sweep generated from known
 constants, the baselines are what their definitions give, and the sweeps are
 the data's own arms."""
@@ -10,7 +10,8 @@ import pytest
 
 from speclib.core import calibrated as cal
 from speclib.core.deployment import Deployment
-from speclib.evidence import few_shot, own_fit, spec_runs
+from speclib.calibration import few_shot, own_fit
+from speclib.evidence import spec_runs
 from speclib.presets import resolve
 
 #: the constants the synthetic sweep is generated from

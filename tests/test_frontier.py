@@ -1,5 +1,5 @@
 """Throughput per GPU against speed per user (speclib.core.frontier), the
-price of a token, InferenceX's measured frontiers (speclib.evidence.frontiers)
+price of a token, InferenceX's measured frontiers (speclib.calibration.frontiers)
 and ``speclib frontier``: each against an independent route (the sympy
 identities, the library's throughput and prefill priced one point at a time,
 a brute-force search, synthetic frontiers whose crossing is known)."""
@@ -17,7 +17,7 @@ import speclib
 from speclib import presets
 from speclib.core import frontier as fr
 from speclib.evidence import decode_runs as dr
-from speclib.evidence import frontiers as fe
+from speclib.calibration import frontiers as fe
 from speclib.formulas import workload as fw
 from speclib.tools import cli
 

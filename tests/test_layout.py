@@ -23,7 +23,7 @@ LAYERS = (
     ("speclib.presets",),
     ("speclib.silicon",),  # the measured kernel tables and the step read from them: numpy alone
     ("speclib.core",),
-    ("speclib.evidence",),
+    ("speclib.evidence", "speclib.calibration"),  # the model checked; the calibrated step fitted and held out
     ("speclib.presentation",),
     ("speclib.tools",),
     ("speclib.__main__",),

@@ -47,7 +47,7 @@ def test_the_capacity_chapter_s_edges_table_names_its_step_model_and_keeps_figur
 
 
 def test_calibrated_figure_shows_held_out_predictions():
-    from speclib.evidence import held_out, step_fit
+    from speclib.calibration import held_out, step_fit
 
     held = held_out.stored_decode_by_workload()
     runs, _ = step_fit.decode_rows()
@@ -62,7 +62,7 @@ def test_calibrated_figure_shows_held_out_predictions():
 
 
 def test_held_out_and_ablation_tables():
-    from speclib.evidence import held_out, step_features
+    from speclib.calibration import held_out, step_features
 
     rows = engine_step_time.held_out_rows()
     # Llama-3.3-70B on every chip and width it ran (23 combinations) and DeepSeek-R1 on every chip it ran

@@ -1,4 +1,4 @@
-"""The engine step fitted on measured runs (speclib.evidence.step_fit, the
+"""The engine step fitted on measured runs (speclib.calibration.step_fit, the
 runs in spec_runs and decode_runs, their features in step_features, the
 predictions in step_predictions, the hold-outs in held_out, the report in
 step_report): the fit recovers constants it did not see, held-out
@@ -18,8 +18,9 @@ from speclib.core import layout
 from speclib.core import step as st
 from speclib.core import speculation as spec
 from speclib.core.deployment import Deployment
-from speclib.evidence import engines, held_out, own_fit, spec_runs, step_features, step_fit, step_predictions
-from speclib.evidence import step_report
+from speclib.evidence import engines, spec_runs
+from speclib.calibration import held_out, own_fit, step_features, step_fit, step_predictions
+from speclib.calibration import step_report
 from speclib.formulas import step as fs
 from speclib.presets import resolve
 from speclib.tools import cli

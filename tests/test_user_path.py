@@ -21,7 +21,8 @@ from speclib.core import calibrated as cal
 from speclib.core import step as st
 from speclib.core.deployment import Deployment
 from speclib.evidence import engine_metrics as em
-from speclib.evidence import own_fit, spec_runs
+from speclib.calibration import own_fit
+from speclib.evidence import spec_runs
 from speclib.tools import cli
 
 SAMPLES = Path(str(resources.files("speclib").joinpath("data", "samples")))

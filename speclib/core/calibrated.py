@@ -4,7 +4,7 @@ decoding and measured speculative decoding show it misses.
 The roofline (:class:`speclib.core.step.StepModel`) is a lower bound: the
 InferenceMAX Llama-3.3-70B runs decode 1.35 to 2.1 times slower than it on
 one GPU and 3.6 to 8.7 times slower at eight (the measured-decode chapter).
-:mod:`speclib.evidence.step_fit` fits a small model of the gap jointly on
+:mod:`speclib.calibration.step_fit` fits a small model of the gap jointly on
 those runs and on published speculative runs, and writes its constants to
 ``data/calibration/step_time.json``; this module reads them and prices a
 step of B sequences of T positions with them
@@ -420,12 +420,12 @@ class Interval:
 #: The stated range of acceptance every calibrated interval holds: each
 #: position's conditional acceptance (an i.i.d. alpha: alpha itself) less
 #: and more this much, as the held-out scores were taken
-#: (:mod:`speclib.evidence.conformal` reads this one).
+#: (:mod:`speclib.calibration.conformal` reads this one).
 ACCEPTANCE_RANGE = 0.05
 
 #: Where the calibrated intervals read their half-widths: written from the
 #: stored hold-out by model family
-#: (:func:`speclib.evidence.conformal.write_library_intervals`), nothing refitted.
+#: (:func:`speclib.calibration.conformal.write_library_intervals`), nothing refitted.
 INTERVALS_FILE = ("data", "calibration", "intervals.json")
 
 
@@ -617,7 +617,7 @@ class CalibratedStepModel:
         scales the fixed time by layers), the time per MoE layer for a MoE
         drafter, tau for each token in each layer, and its layers'
         collectives (the fit prices the measured runs' drafters so:
-        :data:`speclib.evidence.step_features.DRAFTER_LAYER_COSTS`)."""
+        :data:`speclib.calibration.step_features.DRAFTER_LAYER_COSTS`)."""
         cal = self.calibration
         fixed = cal.fixed(self.hardware, self.engine, float(layers)) if cal.fixed_layers_ref else 0.0
         return (fixed + cal.moe_layer(self.hardware) * layers * float(bool(moe))

@@ -75,10 +75,10 @@ from ..core import step as _step
 from ..core.deployment import Deployment
 from ..core.layout import Layout
 from ..core.speculation import optimal_gamma
-from . import claim_data as _claim_data
-from . import derivations as _derivations
-from . import simulator as _simulator
-from .claim_data import KINDS, SIDES, STATUSES, TOLERANCE_KINDS, Claim, printed_tolerance  # noqa: F401  (the record, re-exported)
+from speclib.evidence import claim_data as _claim_data
+from speclib.evidence import derivations as _derivations
+from speclib.evidence import simulator as _simulator
+from speclib.evidence.claim_data import KINDS, SIDES, STATUSES, TOLERANCE_KINDS, Claim, printed_tolerance  # noqa: F401  (the record, re-exported)
 
 
 def _cite(key: str) -> str:

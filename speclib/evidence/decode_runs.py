@@ -37,7 +37,7 @@ from ..core.deployment import Deployment
 from ..formulas import numpy_functions as nf
 from ..presets import hardware as hardware_preset
 from ..presets import resolve
-from . import validation as _val
+from speclib.evidence import validation as _val
 
 #: The rule that drops a queueing run (:data:`speclib.evidence.validation.QUEUEING_FRACTION`).
 QUEUEING_FRACTION = _val.QUEUEING_FRACTION

@@ -44,7 +44,7 @@ from ..formulas import workload as _work
 from ..presets import KV_BYTES, LLAMA_3_70B, GQAAttention, MLAAttention, default_interconnect, resolve, weight_bytes_for
 from ..presets import interconnect as presets_interconnect
 from ..core import parallel as _parallel_core
-from . import validation as _val
+from speclib.evidence import validation as _val
 
 # --------------------------------------------------------------------------
 # The step-list structure

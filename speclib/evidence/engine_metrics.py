@@ -74,7 +74,7 @@ import numpy as np
 
 from .._checks import read_text
 from ..core.acceptance import SurvivalCurve, geometric_survival
-from . import engines as _eng
+from speclib.evidence import engines as _eng
 
 #: The formats read, as ``format=`` and ``speclib acceptance --format`` name them.
 FORMATS = ("vllm-prometheus", "vllm-log", "sglang-log")

@@ -140,7 +140,7 @@ def alpha_from_accept_length(accept_length: float, gamma: int) -> float:
 #: published config serves it, each verified position reading its own sparse
 #: selection), since the engines measured ran it so; the calibrated step's
 #: fit prices the runs it is fitted on the same way
-#: (:class:`speclib.evidence.step_features.SpecSteps`).
+#: (:class:`speclib.calibration.step_features.SpecSteps`).
 ATTENTION = "served"
 
 

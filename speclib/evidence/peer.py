@@ -33,7 +33,7 @@ from importlib import resources
 
 import numpy as np
 
-from . import decode_runs as _dec
+from speclib.evidence import decode_runs as _dec
 
 #: Where the peer's predictions are, inside the package.
 PEER_FILE = ("data", "peer", "aiconfigurator.json")
@@ -167,10 +167,10 @@ def fall_summary(points) -> dict:
 
 def ours_mtp_points(ids=None) -> list:
     """speclib's calibrated step on the same MTP pairs, held out by model
-    family (the stored hold-out, :func:`speclib.evidence.held_out.stored_held_out`):
+    family (the stored hold-out, :func:`speclib.calibration.held_out.stored_held_out`):
     (id, concurrency, gamma, measured, predicted, nan, fitted here) for the pairs
     in ``ids`` (default: those the peer priced)."""
-    from .held_out import stored_held_out
+    from speclib.calibration.held_out import stored_held_out
 
     ids = {r[0] for r in mtp_points()} if ids is None else set(ids)
     out = []
@@ -214,9 +214,9 @@ def ours_decode_points(how: str = "held out by chip", data: dict = None) -> list
     """:func:`decode_points` with speclib's TPOT in place of the peer's, for the
     same runs (``how``: one of :data:`OURS`)."""
     from .._checks import checked_choice
-    from .held_out import stored_held_out
-    from .step_fit import decode_rows
-    from .decode_runs import calibrated_tpot
+    from speclib.calibration.held_out import stored_held_out
+    from speclib.calibration.step_fit import decode_rows
+    from speclib.evidence.decode_runs import calibrated_tpot
 
     how = checked_choice("how", how, OURS)
     runs, _ = decode_rows()

@@ -46,7 +46,7 @@ from .._checks import checked_choice
 from ..core import speculation as _spec
 from ..core.step import ROOFLINES
 from ..core.deployment import Deployment
-from . import validation as _val
+from speclib.evidence import validation as _val
 
 #: The simulated workload: input and output tokens per request.
 INPUT_TOKENS, OUTPUT_TOKENS = 1, 1024

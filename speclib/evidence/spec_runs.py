@@ -24,8 +24,8 @@ import numpy as np
 
 from ..core import acceptance as _acc
 from ..presets import resolve
-from . import decode_runs as _dec
-from . import engines as _eng
+from speclib.evidence import decode_runs as _dec
+from speclib.evidence import engines as _eng
 
 #: Context assumed where a source gives none (tokens), and the drafter's
 #: share of a plain step where the data give none (one layer and the head).

@@ -157,7 +157,7 @@ rollback_flops_expr = B * L_l * psi * (T - 1)
 intensity_expr = F / Q
 
 
-# --- the calibrated engine step (speclib.core.calibrated, fitted by speclib.evidence.step_fit) ---
+# --- the calibrated engine step (speclib.core.calibrated, fitted by speclib.calibration.step_fit) ---
 mu = sp.Symbol("mu", positive=True)  # how much slower than the roofline the chip's kernels run
 nu = sp.Symbol("nu", nonnegative=True)  # how much slower again attention's kernels run, by vendor
 t_r = sp.Symbol("t_r", nonnegative=True)  # the roofline time of one GPU's kernels

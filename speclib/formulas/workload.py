@@ -45,7 +45,7 @@ N_c, C_0, C_g, p_s = sp.symbols("N C_0 C_gamma p", positive=True)
 #: (:data:`prefill_share_seconds_expr`), a speculative step of time C_gamma
 #: commits N tokens per sequence and so carries N p. Speculation does not
 #: speed up the prefill, so the measured speed-up lies between 1 and the
-#: decode speed-up N C_0 / C_gamma (:func:`speclib.evidence.step_fit` prices
+#: decode speed-up N C_0 / C_gamma (:func:`speclib.calibration.step_fit` prices
 #: the runs whose source states both lengths this way).
 served_speedup_expr = N_c * (C_0 + p_s) / (C_g + N_c * p_s)
 

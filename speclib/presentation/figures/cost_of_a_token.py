@@ -4,7 +4,7 @@ the calibrated step predicts it (:func:`speclib.core.frontier.frontier`) and
 as InferenceX measured it; the price of a million output tokens at a GPU-hour
 price and the cheapest configuration at an interactivity target; and the
 frontiers predicted without each chip's runs, held against the measured ones
-(:mod:`speclib.evidence.frontiers`).
+(:mod:`speclib.calibration.frontiers`).
 
 The frontier of a menu's configuration depends on the menus only, so it is
 computed in Python once per combination and reaches the page as numbers;
@@ -18,11 +18,11 @@ import numpy as np
 
 from ...core import frontier as _fr
 from ...core.deployment import Deployment
-from ...evidence import decode_runs as _dec
-from ...evidence import frontiers as _ev
-from ...evidence import step_features as _feat
-from ...evidence import step_fit as _fit
-from ...evidence import spec_runs as _spec
+from speclib.evidence import decode_runs as _dec
+from speclib.calibration import frontiers as _ev
+from speclib.calibration import step_features as _feat
+from speclib.calibration import step_fit as _fit
+from speclib.evidence import spec_runs as _spec
 from ...presets import hardware as hardware_preset
 from ..definition import Area, Axis, Choice, Figure, Line, Panel, Points, Slider, Text, VLine
 from ..tables import NumberTable
@@ -236,7 +236,7 @@ deployment_frontier = Figure(
         "price the price of a million output tokens along each: what `speclib frontier --plot` draws.")
 
 
-# --- the frontiers held out by chip (speclib.evidence.frontiers) ----------------------------------
+# --- the frontiers held out by chip (speclib.calibration.frontiers) ----------------------------------
 
 
 def _pct(x) -> str:

@@ -9,7 +9,7 @@ import matplotlib as mpl
 import numpy as np
 
 from ...core.step import ROOFLINES
-from ...evidence import simulator as sequel
+from speclib.evidence import simulator as sequel
 from ...formulas import numpy_functions as nf
 from ..arrays import numpy_ops
 from ..._checks import checked_choice

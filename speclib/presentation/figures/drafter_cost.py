@@ -7,7 +7,7 @@ import numpy as np
 
 from ...core import drafters as _drafters
 from ...core import step as _step
-from ...evidence import simulator as sequel
+from speclib.evidence import simulator as sequel
 from ...presets import resolve
 from ..definition import Axis, Figure, Heatmap, Line, Panel, Points, Slider, Text, VLine
 from . import common

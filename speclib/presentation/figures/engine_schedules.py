@@ -93,14 +93,15 @@ def _speedups(values) -> str:
     return f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}x"
 
 
-def engine_limits_table() -> NumberTable:
+def engine_limits_table(limits, aspects) -> NumberTable:
     """Each engine's limits on a draft length per batch, an aspect a row and
-    an engine a column (:func:`speclib.tools.engines.engine_limits`)."""
-    from ...tools.engines import LIMIT_ASPECTS, engine_limits
-
-    limits = engine_limits()
+    an engine a column: ``limits`` and ``aspects`` as
+    :func:`speclib.tools.engines.engine_limits` and
+    :data:`~speclib.tools.engines.LIMIT_ASPECTS` give them (a tool above
+    this layer, so the notebook passes them in)."""
+    limits = tuple(limits)
     return NumberTable(("",) + tuple(e.name for e in limits),
-                       tuple((heading, *(getattr(e, field) for e in limits)) for field, heading in LIMIT_ASPECTS),
+                       tuple((heading, *(getattr(e, field) for e in limits)) for field, heading in aspects),
                        align="l" * (1 + len(limits)),
                        caption="What each engine takes as a draft length per batch, and what limits it, for the "
                                "release its flags were read in (speclib.tools.engines.engine_limits)")

@@ -22,11 +22,11 @@ from ..._checks import checked_int
 from ...core import capacity as _capacity
 from ...core.decode import tpot as _speclib_tpot
 from ...core.deployment import Deployment
-from ...evidence import decode_runs as _dec
-from ...evidence import held_out as _ho
-from ...evidence import step_report as _rep
-from ...evidence import validation as _val
-from ...evidence.step_fit import decode_rows
+from speclib.evidence import decode_runs as _dec
+from speclib.calibration import held_out as _ho
+from speclib.calibration import step_report as _rep
+from speclib.evidence import validation as _val
+from speclib.calibration.step_fit import decode_rows
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Key, Line, Panel, Points, Text
 from ..style import COLORS, CYCLE
@@ -656,7 +656,7 @@ def ablation_facts(rows=None) -> dict:
 
 def r1_facts(rows=None) -> dict:
     """The numbers the chapter states about DeepSeek-R1's decode runs by chip
-    and workload (:func:`speclib.evidence.step_report.r1_decode_rows`): how
+    and workload (:func:`speclib.calibration.step_report.r1_decode_rows`): how
     many configurations, how many of the 8k/1k ones are predicted too fast,
     and the chip whose runs are predicted worst with their chip held out."""
     rows = _rep.r1_decode_rows() if rows is None else rows
@@ -670,7 +670,7 @@ def r1_facts(rows=None) -> dict:
 
 
 def mtp_facts(rows=None) -> dict:
-    """DeepSeek-R1's MTP pairs (:func:`speclib.evidence.step_report.mtp_rows`):
+    """DeepSeek-R1's MTP pairs (:func:`speclib.calibration.step_report.mtp_rows`):
     how many deployments and points, how many points set an acceptance, and
     how many of the rest lie inside their 80 % interval, above it and below."""
     rows = _rep.mtp_rows() if rows is None else rows
@@ -681,7 +681,7 @@ def mtp_facts(rows=None) -> dict:
 
 
 def targets_table(kind: str = "decode") -> NumberTable:
-    """The targets of one kind (:data:`speclib.evidence.step_report.TARGET_KINDS`) against what is measured."""
+    """The targets of one kind (:data:`speclib.calibration.step_report.TARGET_KINDS`) against what is measured."""
     what = ("plain decoding's time per output token" if kind == "decode"
             else "speculation's speed-ups and draft lengths")
     return NumberTable(("what", "target", "measured", "met"), tuple(_rep.targets(kind=kind)), align="llll",
@@ -773,7 +773,7 @@ def group_limited_runs() -> dict:
     priced ungrouped, as the shipped calibration prices it (its constants
     unchanged): how many runs, the median and the largest ratio."""
     from ...core.layout import ParallelStep
-    from ...evidence import decode_runs as _dec
+    from speclib.evidence import decode_runs as _dec
 
     ratios = []
     for r in _dec.decode_runs("all"):

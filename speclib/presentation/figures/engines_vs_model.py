@@ -11,13 +11,13 @@ from functools import lru_cache
 import numpy as np
 
 from ...core import speculation as _spec
-from ...evidence import engines as _eng
-from ...evidence import held_out as _ho
-from ...evidence import spec_runs as _runs
-from ...evidence import step_features as _feat
-from ...evidence import step_fit as _fit
-from ...evidence import step_predictions as _pred
-from ...evidence import step_report as _rep
+from speclib.evidence import engines as _eng
+from speclib.calibration import held_out as _ho
+from speclib.evidence import spec_runs as _runs
+from speclib.calibration import step_features as _feat
+from speclib.calibration import step_fit as _fit
+from speclib.calibration import step_predictions as _pred
+from speclib.calibration import step_report as _rep
 from ...presets import resolve
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Points, VLine
 from ..tables import NumberTable
@@ -97,7 +97,7 @@ step_time_gamma_v3 = step_time_gamma.variant("step_time_gamma_v3", model="DeepSe
                                              alpha=0.68, c_draft=0.05, tp=8, gamma_max=8)
 
 
-# --- the engine step fitted on the runs, held out (speclib.evidence.held_out) ---------------
+# --- the engine step fitted on the runs, held out (speclib.calibration.held_out) ---------------
 
 
 def fit_run_rows(held=None):
@@ -165,7 +165,7 @@ paper_vs_calibrated = Figure(
 
 
 
-# --- the runs, held out three ways (the stored hold-outs of speclib.evidence.step_fit) ------------
+# --- the runs, held out three ways (the stored hold-outs of speclib.calibration.step_fit) ------------
 
 
 def _acceptance_label(run) -> str:
@@ -219,7 +219,7 @@ def family_table() -> NumberTable:
 
 def targets_table(kind: str = "speculative") -> NumberTable:
     """The figures against their targets, of one kind
-    (:data:`speclib.evidence.step_report.TARGET_KINDS`; the chapter on
+    (:data:`speclib.calibration.step_report.TARGET_KINDS`; the chapter on
     plain decoding prints the others)."""
     return _targets_table(kind)
 
@@ -268,7 +268,7 @@ def forms_table() -> NumberTable:
 
 def skill_table() -> NumberTable:
     """Every held-out figure beside its null baselines on the same items, held out by model family and by chip
-    (:func:`speclib.evidence.baselines.skill_rows`)."""
+    (:func:`speclib.calibration.baselines.skill_rows`)."""
     model, chip = _rep.skill_table("model"), _rep.skill_table("chip")
     rows = tuple((m[0], m[3], m[2], m[4], m[5], c[2], c[4], c[5]) for m, c in zip(model, chip))
     return NumberTable(("held-out figure (items)", "null baseline", "by family: the step", "the baseline",
@@ -292,7 +292,7 @@ def coverage_table() -> NumberTable:
 
 def term_ablation_table() -> NumberTable:
     """The shipped form and each physical term added, removed or priced another way, held out by model family
-    and by chip, the form fixed (:func:`speclib.evidence.held_out.term_ablation`, as stored)."""
+    and by chip, the form fixed (:func:`speclib.calibration.held_out.term_ablation`, as stored)."""
     rows = []
     for label, by in _ho.stored_term_ablation():
         m, c = by["model"], by["chip"]
@@ -462,7 +462,7 @@ def peer_falls_table() -> NumberTable:
     """DeepSeek-R1's MTP pairs on NVIDIA chips: the fall of the gain from each configuration's smallest
     concurrency, measured, predicted by the calibrated step (its model family held out) and by NVIDIA's
     AIConfigurator from its measured kernel tables (:mod:`speclib.evidence.peer`)."""
-    from ...evidence import peer
+    from speclib.evidence import peer
 
     ours = {(r[0], r[2]): r for r in peer.falls(_rep.r1_points(_ho.stored_held_out("model")))}
     rows = []
@@ -485,7 +485,7 @@ def stops_facts() -> dict:
     how many sweeps fall as measured and as predicted; DeepSeek-R1's fall of
     the gain against AIConfigurator's; each physical term's effect on the
     directions; and the checks that add nothing (the MoE's padded tiles)."""
-    from ...evidence import peer
+    from speclib.evidence import peer
 
     held = _ho.stored_held_out("model")
     rows = held.directions()
@@ -654,7 +654,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def family_facts(rows=None, held=None) -> dict:
-    """What the family table (:func:`speclib.evidence.step_report.family_rows`)
+    """What the family table (:func:`speclib.calibration.step_report.family_rows`)
     says in a sentence: the most negative and most positive median signed
     error and the lowest and highest interval coverage, each with its
     family and its points; the runs whose acceptance is fitted at their
@@ -698,7 +698,7 @@ def sign_facts(held=None, near: float = 0.1) -> dict:
 
 def estimate_facts(f=None) -> dict:
     """Each fitted term against its independent estimate
-    (:func:`speclib.evidence.step_report.estimate_ranges`): the fitted value
+    (:func:`speclib.calibration.step_report.estimate_ranges`): the fitted value
     in µs and where it falls, "inside", "below" or "above" the estimate's
     range, and how many times the estimate's top it is."""
     f = _fit.fit(_feat.SHIPPED_FORM) if f is None else f

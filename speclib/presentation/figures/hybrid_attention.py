@@ -9,7 +9,7 @@ import numpy as np
 
 from ...core import attention as _attention
 from ...core import step as _step
-from ...evidence import simulator as sequel
+from speclib.evidence import simulator as sequel
 from ...formulas import numpy_functions as nf
 from ...presets import resolve
 from ..._checks import checked_choice

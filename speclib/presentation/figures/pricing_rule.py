@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import step as _step
-from ...evidence import simulator as sequel
+from speclib.evidence import simulator as sequel
 from ...presets import resolve
 from ..arrays import numpy_ops
 from ..definition import Axis, Choice, Figure, HLine, Line, Panel, Points

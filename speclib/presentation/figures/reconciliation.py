@@ -10,7 +10,7 @@ from functools import lru_cache
 from ...core import speculation as _spec
 from ...core.capacity import DEFAULT_RESERVE
 from ...core.deployment import Deployment
-from ...evidence import simulator as _sim
+from speclib.evidence import simulator as _sim
 from ...presets import resolve
 from ..tables import NumberTable
 from . import common

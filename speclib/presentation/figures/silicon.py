@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import layers as _layers
-from ...evidence import silicon as _si
+from speclib.evidence import silicon as _si
 from ..definition import Axis, Figure, HLine, Key, Line, Panel, Points, Text, VLine
 from ..style import COLORS, CYCLE
 from ..tables import NumberTable

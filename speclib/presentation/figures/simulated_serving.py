@@ -11,7 +11,7 @@ times and crossovers in :mod:`speclib.core.drafters`, the hybrid's caches in
 """
 from __future__ import annotations
 
-from ...evidence import simulator as _sequel
+from speclib.evidence import simulator as _sequel
 from ...presets import drafter as drafter_preset
 
 #: How the book names the drafters, by the grid's keys.

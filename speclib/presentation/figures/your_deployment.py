@@ -125,10 +125,10 @@ FEW_SHOT_FITS = ((3, 5), (2, 3))
 
 def few_shot_table():
     """``speclib fit`` on a sweep's smallest concurrencies against the rest
-    (:func:`speclib.evidence.few_shot.summary`): per family of sweeps and
+    (:func:`speclib.calibration.few_shot.summary`): per family of sweeps and
     fit, the median |error| on the speed-up and on TPOT, and the share of
     on/off decisions right, for the fit and for the two baselines."""
-    from ...evidence import few_shot
+    from speclib.calibration import few_shot
     from ..tables import NumberTable
 
     rows = []
@@ -145,4 +145,4 @@ def few_shot_table():
                        formats=("", "", "", "", "", ".1f", ".1f", ".0f"), align="llrrl",
                        caption="The calibrated step fitted on a sweep's smallest concurrencies, priced at the rest: median |error| "
                                "over the points predicted (TPOT: both arms), beside the two baselines on the same "
-                               "points (speclib.evidence.few_shot)")
+                               "points (speclib.calibration.few_shot)")

@@ -53,7 +53,7 @@ def add_parser(sub):
 
 
 def run(args, out) -> int:
-    from ...evidence import engine_metrics
+    from speclib.evidence import engine_metrics
 
     try:
         read = engine_metrics.read_engine_metrics(args.file, args.before, gamma=args.gamma, format=args.format)
@@ -72,7 +72,7 @@ def run(args, out) -> int:
 
 def _acceptance_text(read) -> str:
     """What ``speclib acceptance`` prints."""
-    from ...evidence.engine_metrics import FORMAT_NAMES
+    from speclib.evidence.engine_metrics import FORMAT_NAMES
 
     span = (f"the counts between two scrapes ({read.sources[0]} -> {read.sources[1]})" if len(read.sources) == 2
             else f"{read.sources[0]}")

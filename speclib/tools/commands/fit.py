@@ -1,5 +1,5 @@
 """``speclib fit``: the calibrated step fitted to a deployment's own
-benchmark results (:mod:`speclib.evidence.own_fit`), written as a calibration
+benchmark results (:mod:`speclib.calibration.own_fit`), written as a calibration
 that ``--calibration`` reads."""
 from __future__ import annotations
 
@@ -53,7 +53,8 @@ def add_parser(sub):
 
 
 def run(args, out) -> int:
-    from ...evidence import bench_results, own_fit
+    from speclib.evidence import bench_results
+    from speclib.calibration import own_fit
 
     if args.model is None and args.model_config is None:
         raise UsageError("--model: required (a model preset name), or --model-config PATH")
@@ -90,7 +91,7 @@ def run(args, out) -> int:
     for name, (r, fitted_ms, err) in zip(names, fitted.residuals):
         out.write(f"{name:<{wide}} {r.concurrency:>6} {r.gamma or 0:>5} {r.tpot_ms:>9.3f} "
                   f"{fitted_ms:>9.3f} {err * 100:>6.1f}%\n")
-    data = {"about": "A calibration fitted by `speclib fit` (speclib.evidence.own_fit.fit_measurements); read it "
-                     "with --calibration or speclib.evidence.own_fit.read_calibration.", **cal.to_json()}
+    data = {"about": "A calibration fitted by `speclib fit` (speclib.calibration.own_fit.fit_measurements); read it "
+                     "with --calibration or speclib.calibration.own_fit.read_calibration.", **cal.to_json()}
     output.write_atomically(args.output, json.dumps(data, indent=1) + "\n")
     return 0

@@ -454,7 +454,7 @@ def apply_calibration(args) -> None:
     """--calibration FILE: the step is priced with that calibration."""
     path = getattr(args, "calibration", None)
     if path:
-        from ...evidence import own_fit
+        from speclib.calibration import own_fit
 
         try:
             args.step_time = own_fit.read_calibration(path)
@@ -468,7 +468,7 @@ def read_acceptance_file(path):
     what ``speclib acceptance --output`` writes) or an engine's own file (a
     vLLM /metrics scrape or log line, read by
     :func:`speclib.evidence.engine_metrics.read_engine_metrics`)."""
-    from ...evidence import engine_metrics
+    from speclib.evidence import engine_metrics
     from .. import schedule as _schedule
 
     text_path = str(path).partition("#")[0]

@@ -140,9 +140,9 @@ def write_atomically(path: str, text: str) -> None:
 def trust_line(by: str = "model") -> str:
     """What the calibrated step's stored hold-out ``by`` a grouping scores
     beside its null baselines, in one line
-    (:func:`speclib.evidence.baselines.trust_line`)."""
-    from ...evidence import baselines
-    from ...evidence.held_out import stored_skill
+    (:func:`speclib.calibration.baselines.trust_line`)."""
+    from speclib.calibration import baselines
+    from speclib.calibration.held_out import stored_skill
 
     return baselines.trust_line(stored_skill(by)["skill"], {"model": "by model family", "chip": "by chip"}[by])
 
@@ -150,7 +150,7 @@ def trust_line(by: str = "model") -> str:
 def trust_record(by: str = "model") -> list:
     """The stored hold-out's figures beside their baselines, for ``--json``:
     {figure, items, step, baseline, baseline's score, beats}."""
-    from ...evidence.held_out import stored_skill
+    from speclib.calibration.held_out import stored_skill
 
     keys = ("figure", "items", "step", "baseline", "baseline_score", "beats")
     return [dict(zip(keys, row)) for row in stored_skill(by)["skill"]]

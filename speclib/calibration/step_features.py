@@ -61,10 +61,10 @@ from .._checks import checked_choice
 from ..core.drafters import PricedDrafter
 from ..presets import drafter_for, resolve
 from ..presets import hardware as hardware_preset
-from . import engines as _eng
-from . import validation as _val
-from .decode_runs import DecodeRun
-from .spec_runs import SpecRun
+from speclib.evidence import engines as _eng
+from speclib.evidence import validation as _val
+from speclib.evidence.decode_runs import DecodeRun
+from speclib.evidence.spec_runs import SpecRun
 
 #: The terms of a fitted step (see the module notes).
 TERMS = ("factor", "fixed", "per_sequence", "compute", "per_position", "extra_flops", "per_draft_pass", "prefill",
@@ -82,7 +82,7 @@ BY_VENDOR = ("per_position", "extra_flops", "token_layer")
 #: measured latencies and the link's bandwidth.
 FIXED_FEATURES = ("communication",)
 #: Whether the collectives are charged (False only to show what leaving them
-#: out does: :func:`speclib.evidence.held_out.decode_ablation`).
+#: out does: :func:`speclib.calibration.held_out.decode_ablation`).
 COLLECTIVES_CHARGED = True
 #: How a drafter pass's work is priced: "roofline" (its own roofline: one
 #: layer's worth of the target's active weights and the output head; the
@@ -102,7 +102,7 @@ GRAPH_CEILINGS = {"vLLM": ("tokens", 512), "TRT": ("sequences", 128), "TensorRT-
 #: How much longer a step beyond its engine's graph ceiling takes: 1 (the
 #: shipped step: not a term), or TensorRT-LLM's statement that CUDA graphs are
 #: worth 22 % end to end at throughput scale (1.22), the variant
-#: :func:`speclib.evidence.held_out.term_ablation` holds against the runs.
+#: :func:`speclib.calibration.held_out.term_ablation` holds against the runs.
 EAGER_FACTOR = 1.0
 
 
@@ -148,7 +148,7 @@ class Form:
     """The shape of a fitted step: its ``terms`` (of :data:`TERMS`) and how
     its fixed time scales (``fixed``, one of :data:`FIXED_SCALINGS`). The
     candidates a fit is chosen from are forms
-    (:data:`speclib.evidence.held_out.CANDIDATE_FORMS`)."""
+    (:data:`speclib.calibration.held_out.CANDIDATE_FORMS`)."""
 
     terms: tuple = DEFAULT_TERMS
     fixed: str = "chip"
@@ -178,7 +178,7 @@ def as_form(terms) -> Form:
 
 
 #: The form of the shipped calibration: the one
-#: :func:`speclib.evidence.held_out.choose_form` picks on every run (a test
+#: :func:`speclib.calibration.held_out.choose_form` picks on every run (a test
 #: checks that it still does).
 SHIPPED_FORM = Form(("factor", "fixed", "per_sequence", "prefill", "attention_factor", "moe_fixed", "per_position"),
                     "layers", ("per_position",))

@@ -70,7 +70,7 @@ def unit_quantile(scores, units, level: float = INTERVAL_LEVEL) -> float:
 
 def _alpha_at(run, batch, gamma) -> float:
     """The i.i.d. rate a point's committed tokens per verify imply."""
-    from .engines import alpha_from_accept_length
+    from speclib.evidence.engines import alpha_from_accept_length
 
     n = run.accept_at.get((int(batch), int(gamma))) or run.accept.get(int(gamma))
     if not n:
@@ -116,7 +116,7 @@ def band_scores(p, delta: float = ACCEPTANCE_RANGE) -> np.ndarray:
 
 
 def calibrated(held, unit_of, level: float = INTERVAL_LEVEL, delta: float = ACCEPTANCE_RANGE):
-    """``held`` (a :class:`~speclib.evidence.held_out.HeldOut`) with each
+    """``held`` (a :class:`~speclib.calibration.held_out.HeldOut`) with each
     point's interval replaced: its acceptance band widened by the
     :func:`unit_quantile` of the scored points' :func:`band_scores` of every
     unit but its own (``unit_of(prediction)``)."""

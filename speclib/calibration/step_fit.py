@@ -1,5 +1,5 @@
 """The engine step fitted on measured decoding *and* measured speculative
-runs: the constants of a :class:`~speclib.evidence.step_features.Form`,
+runs: the constants of a :class:`~speclib.calibration.step_features.Form`,
 found by non-negative least squares on relative error, exported as a
 :class:`~speclib.core.calibrated.Calibration`.
 
@@ -16,7 +16,7 @@ runs on the decoding GPUs, its steps carry the arriving requests' prefill
 as the decode runs' do (a speculative step N times a plain step's, as it
 commits N tokens per sequence), since the measured speed-up includes it
 (:data:`speclib.formulas.workload.served_speedup_expr`). The collectives'
-time is priced, not fitted (:data:`speclib.evidence.step_features.FIXED_FEATURES`).
+time is priced, not fitted (:data:`speclib.calibration.step_features.FIXED_FEATURES`).
 
 Each speculative run weighs as much as any other however many points it
 has, and the speculative runs together weigh as much as the decode runs. A
@@ -36,11 +36,11 @@ from ..core import calibrated as _cal
 from .. import presets as _presets
 from ..presets import hardware as hardware_preset
 from ..presets import resolve
-from . import decode_runs as _dec
-from . import spec_runs as _spec
-from .spec_runs import SpecRun
-from . import step_features as _feat
-from .step_features import BY_VENDOR, DEFAULT_TERMS, FIXED_FEATURES, TERMS, Form, as_form
+from speclib.evidence import decode_runs as _dec
+from speclib.evidence import spec_runs as _spec
+from speclib.evidence.spec_runs import SpecRun
+from speclib.calibration import step_features as _feat
+from speclib.calibration.step_features import BY_VENDOR, DEFAULT_TERMS, FIXED_FEATURES, TERMS, Form, as_form
 
 
 def _by_batch(run: SpecRun) -> dict:
@@ -241,7 +241,7 @@ class Fit:
             per_draft_pass_s=self.theta.get("per_draft_pass", 0.0), prefill_factor=self.theta.get("prefill", 1.0),
             model=f"{decode} decoding, and measured speculative runs", fitted_on=self.workloads,
             batch_range=(1, int(max(r.concurrency for r in _dec.decode_runs()))),
-            source=f"speclib.evidence.step_fit.fit on the decoding runs of {decode} (InferenceMAX, InferenceX) and "
+            source=f"speclib.calibration.step_fit.fit on the decoding runs of {decode} (InferenceMAX, InferenceX) and "
                    f"{len(self.runs)} measured speculative runs (data/engine-speculation, InferenceX), form: "
                    f"{self.form.label}")
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import calibrated as _cal
-from . import spec_runs as _spec
-from . import step_features as _feat
-from .spec_runs import SpecRun
-from .step_fit import Fit, _by_batch, _decode_matrix, _names, _vec, fit_alpha
-from .step_features import FIXED_FEATURES, Form
+from speclib.evidence import spec_runs as _spec
+from speclib.calibration import step_features as _feat
+from speclib.evidence.spec_runs import SpecRun
+from speclib.calibration.step_fit import Fit, _by_batch, _decode_matrix, _names, _vec, fit_alpha
+from speclib.calibration.step_features import FIXED_FEATURES, Form
 
 
 
@@ -141,7 +141,7 @@ def best_draft(f: Fit, run: SpecRun, batches=None, max_gamma: int = BEST_DRAFT_S
     else its acceptance (fitted at its smallest batch where the source gives
     none, :func:`~speclib.evidence.spec_runs.alpha_fitted`). A drafter that
     drafts in one pass or has no model is priced as the run's drafter is."""
-    from . import engines as _eng
+    from speclib.evidence import engines as _eng
     from ..core import acceptance as _acc
 
     if _spec.alpha_fitted(run):

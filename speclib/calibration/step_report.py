@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 
-from . import decode_runs as _dec
-from . import spec_runs as _spec
-from .held_out import GROUPINGS, HeldOut, held_out_workloads, stored_held_out, stored_term_ablation
-from .step_features import BY_VENDOR, SHIPPED_FORM, chip_key
-from .step_fit import decode_rows, fit
-from .step_predictions import best_draft, predict_decode
+from speclib.evidence import decode_runs as _dec
+from speclib.evidence import spec_runs as _spec
+from speclib.calibration.held_out import GROUPINGS, HeldOut, held_out_workloads, stored_held_out, stored_term_ablation
+from speclib.calibration.step_features import BY_VENDOR, SHIPPED_FORM, chip_key
+from speclib.calibration.step_fit import decode_rows, fit
+from speclib.calibration.step_predictions import best_draft, predict_decode
 
 #: The constants a reader reads off a fit: scale to the unit, and the unit.
 UNITS = {"per_sequence": (1e6, "\u00b5s per sequence per step"),
@@ -56,7 +56,7 @@ def _draw_value(draw: dict, key) -> float:
 def constants(calibration=None) -> list:
     """Every fitted constant of the shipped form with its 5-95 % interval over
     the shipped calibration's bootstrap draws (model families resampled,
-    :func:`speclib.evidence.held_out.bootstrap_fits`): (constant, value,
+    :func:`speclib.calibration.held_out.bootstrap_fits`): (constant, value,
     interval, unit) in the unit of :data:`UNITS`; the chip factors (mu) and
     fixed times (a) after them."""
     from ..core.calibrated import shipped_calibration
@@ -137,9 +137,9 @@ def peer_verify_estimate() -> dict:
     (:func:`speclib.evidence.peer.verify_extra_summary`), and what that is
     for a model of L_ref attention layers with the sampler once a position,
     in seconds: the range the fitted e is held against."""
-    from .step_features import layers_ref
+    from speclib.calibration.step_features import layers_ref
 
-    from . import peer as _peer
+    from speclib.evidence import peer as _peer
 
     mla = _peer.verify_extra_summary("generation_mla_block")
     layers = layers_ref()
@@ -241,16 +241,16 @@ COVERAGE_TARGET = (0.70, 0.90)
 def skill_table(by: str = "model", held: HeldOut = None) -> list:
     """Every held-out figure of the hold-out ``by`` a grouping (as stored)
     beside its null baselines on the same items
-    (:func:`speclib.evidence.baselines.skill_rows`)."""
-    from .held_out import skill_of
+    (:func:`speclib.calibration.baselines.skill_rows`)."""
+    from speclib.calibration.held_out import skill_of
 
     return skill_of(stored_held_out(by) if held is None else held)
 
 
 def coverage_rows(held: HeldOut = None, by: str = None) -> list:
     """What the intervals of a hold-out cover, per model family and per chip:
-    (per, key, points inside, scored points) (:func:`speclib.evidence.conformal.coverage_by`)."""
-    from .conformal import coverage_by
+    (per, key, points inside, scored points) (:func:`speclib.calibration.conformal.coverage_by`)."""
+    from speclib.calibration.conformal import coverage_by
 
     held = stored_held_out(by or "model") if held is None else held
     return ([("family", k, a, n) for k, a, n in coverage_by(held, lambda p: p.run.family)]
@@ -259,7 +259,7 @@ def coverage_rows(held: HeldOut = None, by: str = None) -> list:
 
 def interval_words(by: str) -> str:
     """The name of the intervals of a hold-out ``by`` a grouping."""
-    from .conformal import interval_name
+    from speclib.calibration.conformal import interval_name
 
     return interval_name({"run": "runs", "model": "model families", "source": "sources", "chip": "chips"}[by])
 
@@ -315,8 +315,8 @@ IN_SAMPLE = "in-sample"
 def held_out_best_draft(run_id: str, held: HeldOut = None) -> dict:
     """{batch: best draft length} of a run predicted by the step fitted
     without its model family, in the form that family's fold chose
-    (:func:`speclib.evidence.step_predictions.best_draft`)."""
-    from .held_out import _fold
+    (:func:`speclib.calibration.step_predictions.best_draft`)."""
+    from speclib.calibration.held_out import _fold
 
     held = stored_held_out("model") if held is None else held
     run = _spec.spec_run(run_id)
@@ -338,7 +338,7 @@ def r1_points(held: HeldOut = None, nvidia_only: bool = True) -> list:
     """DeepSeek-R1's MTP pairs as (id, concurrency, gamma, measured, predicted)
     under ``held`` (default: held out by model family), on the pairs the peer
     priced (NVIDIA chips) or on every pair."""
-    from . import peer
+    from speclib.evidence import peer
 
     held = stored_held_out("model") if held is None else held
     ids = {r[0] for r in peer.mtp_points()} if nvidia_only else {
@@ -350,7 +350,7 @@ def r1_points(held: HeldOut = None, nvidia_only: bool = True) -> list:
 def r1_falls(held: HeldOut = None, nvidia_only: bool = True) -> dict:
     """The fall of DeepSeek-R1's MTP gain with concurrency
     (:func:`speclib.evidence.peer.fall_summary`) of :func:`r1_points`."""
-    from . import peer
+    from speclib.evidence import peer
 
     return peer.fall_summary(r1_points(held, nvidia_only))
 
@@ -358,13 +358,13 @@ def r1_falls(held: HeldOut = None, nvidia_only: bool = True) -> dict:
 def targets(model: HeldOut = None, run: HeldOut = None, chip: HeldOut = None, *, kind: str = None) -> list:
     """The targets, (what, target, measured, met): DeepSeek-R1 decode through
     the public function, the hold-outs by chip, by model family and by run
-    (default: the stored ones, :func:`speclib.evidence.held_out.stored_held_out`),
+    (default: the stored ones, :func:`speclib.calibration.held_out.stored_held_out`),
     the decode runs across workloads, the decisions a deployment is priced
     for (where speculation stops paying, the best draft as batch grows) and
     what a transferable step must keep. ``kind`` (:data:`TARGET_KINDS`):
     only the targets on plain decoding's time per output token, or only
     those on speculation (None: every one)."""
-    from . import peer
+    from speclib.evidence import peer
 
     if kind is not None and kind not in TARGET_KINDS:
         raise ValueError(f"kind must be one of {', '.join(map(repr, TARGET_KINDS))} or None; got {kind!r}")
@@ -577,7 +577,7 @@ def report() -> str:
                 "family held out):"]
     out += [f"  {rid:<48} \u03b3 {g}  {b[0]}-{b[-1]}  {100 * np.expm1(m):+6.1f} %  {100 * np.expm1(q):+6.1f} %  "
             + ("right" if ok else "wrong") for rid, g, b, m, q, ok in stored_held_out("model").directions()]
-    from . import peer as _peer
+    from speclib.evidence import peer as _peer
 
     falls, peer_falls = r1_falls(), _peer.fall_summary(_peer.mtp_points())
     out += ["", "DeepSeek-R1's MTP pairs on NVIDIA chips, the fall of the gain from the smallest concurrency, median "
@@ -612,7 +612,7 @@ def tile_padding(tile: int = MOE_TILES[-1]) -> dict:
     Below 1 everywhere, the experts stay memory-bound padded or not, and the
     padding moves no held-out figure. Returns the largest ratio and where."""
     from ..formulas import numpy_functions as nf
-    from .step_features import SpecSteps
+    from speclib.calibration.step_features import SpecSteps
 
     worst = (0.0, None)
     for run in _spec.spec_runs():

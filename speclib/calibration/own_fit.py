@@ -15,9 +15,9 @@ from .._checks import checked_choice
 from ..core import calibrated as _cal
 from ..core.deployment import Deployment
 from ..presets import resolve
-from .spec_runs import DEFAULT_DRAFT_SHARE
-from .step_features import chip_key
-from .step_fit import _nnls
+from speclib.evidence.spec_runs import DEFAULT_DRAFT_SHARE
+from speclib.calibration.step_features import chip_key
+from speclib.calibration.step_fit import _nnls
 
 
 #: The terms a fit on a deployment's own runs sets, in its design's column
@@ -173,7 +173,7 @@ def _fit(pricer, records, *, m, hw, tp, engine, label, accept_length, hold) -> O
         moe_layer_s={hw.vendor: pricer.moe_s} if moe else {},
         model=m.name, fitted_on=tuple(sorted({r.source for r in records})),
         batch_range=(int(min(plain_b | spec_b)), int(max(plain_b | spec_b))), label=label or name,
-        source=f"speclib.evidence.own_fit.fit_measurements: {len(records)} runs of {m.name} on {tp} x {hw.name} "
+        source=f"speclib.calibration.own_fit.fit_measurements: {len(records)} runs of {m.name} on {tp} x {hw.name} "
                f"({engine}); mu held at the shipped {mu:.3g}, attention's nu at {nu:.3g}"
                + (f"; {' and '.join(prior)} at the shipped calibration's (the prior)" if prior else ""))
     return OwnFit(cal, tuple(residuals), tuple(float(v) for v in theta), prior, pricer)

@@ -30,13 +30,13 @@ import numpy as np
 
 from .._checks import checked_choice
 from ..core import calibrated as _cal
-from . import spec_runs as _spec
-from . import step_features as _feat
-from .spec_runs import SpecRun
-from .step_features import DEFAULT_TERMS, FIXED_SCALINGS, SHIPPED_FORM, Form, as_form
-from .step_fit import _problem, fit
-from .step_predictions import RunPrediction, predict_decode, predict_run
-from .baselines import FLAT_SLOPE, SWEEP_BATCHES, direction, direction_rows, gain_slope, sweeps  # noqa: F401
+from speclib.evidence import spec_runs as _spec
+from speclib.calibration import step_features as _feat
+from speclib.evidence.spec_runs import SpecRun
+from speclib.calibration.step_features import DEFAULT_TERMS, FIXED_SCALINGS, SHIPPED_FORM, Form, as_form
+from speclib.calibration.step_fit import _problem, fit
+from speclib.calibration.step_predictions import RunPrediction, predict_decode, predict_run
+from speclib.calibration.baselines import FLAT_SLOPE, SWEEP_BATCHES, direction, direction_rows, gain_slope, sweeps  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -324,7 +324,7 @@ def _standard_error(preds, samples: int = 200, seed: int = 0) -> float:
 
 def form_size(form: Form) -> int:
     """How many constants a form fits on every run (its chips' factors and fixed times included)."""
-    from .step_fit import _names, _parameters
+    from speclib.calibration.step_fit import _names, _parameters
 
     return len(_parameters(form, _names())[0])
 
@@ -333,9 +333,9 @@ def choose_form(exclude: Fold = None, candidates=CANDIDATE_FORMS) -> tuple:
     """(the form chosen on the runs not in ``exclude``, {form: (decision
     skill, error skill)}), each candidate held out by model family
     (:data:`CHOICE_GROUPING`) and scored against the null baselines on the
-    same points (:mod:`speclib.evidence.baselines`). The rule, skill first:
+    same points (:mod:`speclib.calibration.baselines`). The rule, skill first:
 
-    1. the decisions (:func:`~speclib.evidence.baselines.decision_skill`:
+    1. the decisions (:func:`~speclib.calibration.baselines.decision_skill`:
        the step's share right less always a gain's, the best constant
        draft's and the gain-falls rule's): where the best form beats the
        baselines by more than one bootstrap standard error, the forms within
@@ -343,7 +343,7 @@ def choose_form(exclude: Fold = None, candidates=CANDIDATE_FORMS) -> tuple:
        cannot tell the forms apart and every form is kept (a choice among
        forms with no skill would be a choice on noise);
     2. of those, the ones whose
-       :func:`~speclib.evidence.baselines.error_skill` (against the speed-up
+       :func:`~speclib.calibration.baselines.error_skill` (against the speed-up
        as measured at the run's smallest batch) is within one standard error
        of the best of them are as accurate as the data can tell;
     3. of those, the one with the fewest constants, the better decisions
@@ -371,7 +371,7 @@ def decision_se(preds: dict) -> float:
     """The bootstrap standard error over the runs of the best decision skill
     among ``preds`` ({form: predictions held out by model family}): the
     noise :func:`choose_from` holds the decisions' skill against."""
-    from . import baselines as _bl
+    from speclib.calibration import baselines as _bl
 
     counts = {f: _bl.decision_counts(p, _family) for f, p in preds.items()}
     errors = {f: [_bl.persistence_errors(q) for q in p] for f, p in preds.items()}
@@ -383,7 +383,7 @@ def choose_from(preds: dict) -> tuple:
     """:func:`choose_form`'s rule on ``preds``, {form: its runs' predictions
     held out by model family}: (the form chosen, {form: (decision skill,
     error skill)})."""
-    from . import baselines as _bl  # noqa: F811
+    from speclib.calibration import baselines as _bl  # noqa: F811
 
     candidates = tuple(preds)
     counts = {f: _bl.decision_counts(p, _family) for f, p in preds.items()}
@@ -454,7 +454,7 @@ def held_out(by: str = "run", terms=None, *, choose=None, intervals: bool = True
     the runs left in (:func:`choose_form`), so that the score reported is
     not the one the form was chosen on. ``intervals``: each point gets the
     cross-conformal interval over the grouping's unit
-    (:func:`speclib.evidence.conformal.calibrated`: acceptance's range, and
+    (:func:`speclib.calibration.conformal.calibrated`: acceptance's range, and
     the finite-sample quantile of the other units' held-out scores). The
     book and the benchmark read the stored result (:func:`stored_held_out`)."""
     by = checked_choice("by", by, GROUPINGS)
@@ -487,8 +487,8 @@ def interval_unit(by: str):
 
 def with_intervals(held: HeldOut) -> HeldOut:
     """``held`` with each point's cross-conformal interval over its
-    grouping's unit (:func:`speclib.evidence.conformal.calibrated`)."""
-    from . import conformal
+    grouping's unit (:func:`speclib.calibration.conformal.calibrated`)."""
+    from speclib.calibration import conformal
 
     return conformal.calibrated(held, interval_unit(held.by))
 
@@ -576,7 +576,7 @@ def decode_ablation() -> list:
 
 
 def _clear_caches():
-    from . import step_fit, step_predictions
+    from speclib.calibration import step_fit, step_predictions
 
     _problem.cache_clear()
     step_fit._ROWS.clear()
@@ -614,7 +614,7 @@ def bootstrap(terms=None, samples: int = 200, seed: int = 0) -> dict:
 
 def against(calibration: _cal.Calibration) -> HeldOut:
     """Every run priced by ``calibration`` as it is (not refitted)."""
-    from .step_fit import Fit
+    from speclib.calibration.step_fit import Fit
 
     f = Fit.of(calibration)
     _, dec_y, dec_runs, _ = _problem()
@@ -635,7 +635,7 @@ def _without(form: Form, *terms) -> Form:
 
 
 #: The physics the shipped form is held against, one change at a time:
-#: (label, the form, the module switches of :mod:`speclib.evidence.step_features`
+#: (label, the form, the module switches of :mod:`speclib.calibration.step_features`
 #: it sets). A fitted term is kept only where it moves the hold-outs.
 TERM_VARIANTS = (
     ("the shipped form", SHIPPED_FORM, {}),
@@ -695,8 +695,8 @@ def write_calibration(path=None) -> dict:
     from pathlib import Path
 
     data = {"about": "Calibrated step time (speclib.core.calibrated): the shipped constants, fitted by "
-                     "speclib.evidence.step_fit on measured decoding and measured speculative runs, with bootstrap "
-                     "draws (model families resampled) for intervals. Written by `python -m speclib.evidence.held_out "
+                     "speclib.calibration.step_fit on measured decoding and measured speculative runs, with bootstrap "
+                     "draws (model families resampled) for intervals. Written by `python -m speclib.calibration.held_out "
                      "--write-calibration`; tests/test_step_fit.py refits and compares.",
             **shipped_fit().to_json()}
     target = Path(path) if path is not None else Path(__file__).resolve().parents[1].joinpath(*_cal.CALIBRATION_FILE)
@@ -738,10 +738,10 @@ def write_held_out(path=None) -> dict:
     read (:func:`stored_held_out`); a test recomputes a fold."""
     from pathlib import Path
 
-    data = {"about": "The calibrated step's held-out predictions (speclib.evidence.held_out.held_out), by run, by "
+    data = {"about": "The calibrated step's held-out predictions (speclib.calibration.held_out.held_out), by run, by "
                      "model family, by source and by chip, each fold's form (chosen in the fold on its skill over the null "
                      "baselines), each point's 80 % cross-conformal interval over the grouping's unit, and "
-                     "each decode run's held-out TPOT. Written by `python -m speclib.evidence.held_out "
+                     "each decode run's held-out TPOT. Written by `python -m speclib.calibration.held_out "
                      "--write-calibration`; tests/test_step_fit.py recomputes a fold and compares.",
             "shipped_form": _fold_record(SHIPPED_FORM, {})["form"]}
     for by in GROUPINGS:
@@ -766,19 +766,19 @@ def write_held_out(path=None) -> dict:
 
 
 def skill_of(held: HeldOut) -> list:
-    """:func:`speclib.evidence.baselines.skill_rows` of ``held``, each run
+    """:func:`speclib.calibration.baselines.skill_rows` of ``held``, each run
     and decode run in the group it is held out with (a decode run held out
     by run: its sweep)."""
-    from . import baselines
+    from speclib.calibration import baselines
 
     return baselines.skill_rows(held, lambda p: group_of(p.run, held.by), decode_groups(held.by))
 
 
 def _skill_record(held: HeldOut) -> dict:
     """What the command line reads without the runs: every held-out figure
-    beside its baselines (:func:`speclib.evidence.baselines.skill_rows`) and
+    beside its baselines (:func:`speclib.calibration.baselines.skill_rows`) and
     what the intervals cover per family and per chip."""
-    from . import baselines, conformal
+    from speclib.calibration import baselines, conformal
 
     return {"skill": [list(r) for r in skill_of(held)],
             "coverage": {"family": [list(r) for r in conformal.coverage_by(held, lambda p: p.run.family)],
@@ -786,7 +786,7 @@ def _skill_record(held: HeldOut) -> dict:
 
 
 def stored_skill(by: str = "model") -> dict:
-    """{"skill": rows of :func:`speclib.evidence.baselines.skill_rows`,
+    """{"skill": rows of :func:`speclib.calibration.baselines.skill_rows`,
     "coverage": {"family" | "chip": (key, inside, points) rows}} of the
     stored hold-out ``by`` a grouping, read from the file alone (the command
     line's trust line)."""
@@ -866,12 +866,12 @@ LIBRARY_INTERVALS_FILE = ("data", "calibration", "intervals.json")
 def library_intervals(held=None, level: float = _cal.INTERVAL_LEVEL, delta: float = None) -> dict:
     """What the library's calibrated intervals (``speedup(..., interval=True)``,
     the schedule's, the frontier's) read, from the stored hold-out by model
-    family (``held``: :func:`speclib.evidence.held_out.stored_held_out`
+    family (``held``: :func:`speclib.calibration.held_out.stored_held_out`
     ``("model")`` unless given), with no refit:
 
     * ``speedup``: {family: the log half-width beyond the acceptance band of
       the speed-up of a model of that family}: the :func:`unit_quantile` of
-      the held-out :func:`~speclib.evidence.conformal.band_scores` of the other families (the
+      the held-out :func:`~speclib.calibration.conformal.band_scores` of the other families (the
       cross-conformal interval its own hold-out is), and ``speedup_any``,
       over every family (a family the hold-out lacks: one more unit);
     * ``decode`` / ``decode_any``: the same of the held-out plain decode
@@ -879,10 +879,10 @@ def library_intervals(held=None, level: float = _cal.INTERVAL_LEVEL, delta: floa
       unit (a frontier's plain arm, and its speculative arm with the
       speed-up's added);
     * ``coverage``: what the stored intervals cover, per family and per chip."""
-    from .conformal import ACCEPTANCE_RANGE
+    from speclib.calibration.conformal import ACCEPTANCE_RANGE
 
     delta = ACCEPTANCE_RANGE if delta is None else delta
-    from .conformal import band_scores, coverage_by, unit_quantile
+    from speclib.calibration.conformal import band_scores, coverage_by, unit_quantile
 
     held = stored_held_out("model") if held is None else held
     scores = np.concatenate([band_scores(p, delta)[p.scored] for p in held.runs])
@@ -899,7 +899,7 @@ def library_intervals(held=None, level: float = _cal.INTERVAL_LEVEL, delta: floa
                      f"(acceptance \u00b1{delta:g}): the finite-sample {100 * level:.0f} % quantile of the stored "
                      "hold-out by model family's scores, each family weighing the same, per family over the other "
                      "families (cross-conformal), and over every family for a family the hold-out lacks. Written by "
-                     "`python -m speclib.evidence.held_out --write-calibration` from data/calibration/held_out.json; "
+                     "`python -m speclib.calibration.held_out --write-calibration` from data/calibration/held_out.json; "
                      "tests/test_conformal.py recomputes it by brute force.",
             "level": level, "unit": "model family", "acceptance_range": delta,
             "speedup": per_family(scores, units), "speedup_any": unit_quantile(scores, units, level),
@@ -923,7 +923,7 @@ def write_library_intervals(path=None) -> dict:
 def _main(argv=None) -> int:  # pragma: no cover - a maintenance command
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m speclib.evidence.held_out")
+    parser = argparse.ArgumentParser(prog="python -m speclib.calibration.held_out")
     parser.add_argument("--write-calibration", action="store_true")
     if parser.parse_args(argv).write_calibration:
         write_calibration()

@@ -47,7 +47,7 @@ def direction(slope: float) -> int:
 
 
 def direction_rows(preds) -> list:
-    """:meth:`~speclib.evidence.held_out.HeldOut.directions` of ``preds``."""
+    """:meth:`~speclib.calibration.held_out.HeldOut.directions` of ``preds``."""
     rows = []
     for p, g, at in sweeps(preds):
         m, q = gain_slope(p.batch[at], p.measured[at]), gain_slope(p.batch[at], p.predicted[at])
@@ -108,7 +108,7 @@ def sign_scores(preds) -> tuple:
 
 def direction_scores(rows) -> tuple:
     """(the step, the gain falls with batch) over ``rows``, the sweeps of
-    :func:`speclib.evidence.held_out.direction_rows`: (run, gamma, batches,
+    :func:`speclib.calibration.held_out.direction_rows`: (run, gamma, batches,
     measured slope, predicted slope, right)."""
     return (Score(len(rows), sum(bool(r[-1]) for r in rows)),
             Score(len(rows), sum(direction(r[3]) == -1 for r in rows)))
@@ -249,14 +249,14 @@ def tpot_scores(measured, predicted, baseline) -> tuple:
 
 
 def skill_rows(held, unit_of, decode_groups) -> list:
-    """Every held-out figure of ``held`` (a :class:`~speclib.evidence.held_out.HeldOut`)
+    """Every held-out figure of ``held`` (a :class:`~speclib.calibration.held_out.HeldOut`)
     beside its null baselines on the same items: (figure, items, the step,
     the baseline, the baseline's score, whether the step beats it: "yes",
     "no" or "tie"). ``unit_of(prediction)``: the group a run is held out
     with; ``decode_groups``: each decode run's
-    (:func:`speclib.evidence.held_out.skill_of` passes both)."""
-    from .step_features import chip_key
-    from .step_fit import _problem
+    (:func:`speclib.calibration.held_out.skill_of` passes both)."""
+    from speclib.calibration.step_features import chip_key
+    from speclib.calibration.step_fit import _problem
 
     preds = list(held.runs)
     unit = unit_of

@@ -12,7 +12,7 @@ O / (I + O)), the queueing runs left out by the rule every fit uses
 (:data:`speclib.evidence.decode_runs.QUEUEING_FRACTION`).
 
 :func:`held_out_frontiers` predicts each configuration with the calibrated
-step fitted without every run on its chip (:func:`speclib.evidence.held_out._fold`
+step fitted without every run on its chip (:func:`speclib.calibration.held_out._fold`
 by chip, the shipped form), through :func:`speclib.core.frontier.frontier`,
 and scores:
 
@@ -28,7 +28,7 @@ and scores:
 
 MTP's acceptance is not reported: each configuration's is fitted, under the
 held-out step, at the smallest concurrency both arms measured
-(:func:`speclib.evidence.step_fit.fit_alpha` on its pair,
+(:func:`speclib.calibration.step_fit.fit_alpha` on its pair,
 :func:`speclib.evidence.spec_runs.r1_mtp_pairs`); a configuration measured
 with no concurrency in common takes the median of the configurations of the
 same engine and draft length on the other chips (with none, it is left out). The draft length is the
@@ -46,12 +46,12 @@ import numpy as np
 from ..core import frontier as _fr
 from ..core.deployment import Deployment
 from ..presets import hardware as hardware_preset
-from . import decode_runs as _dec
-from . import held_out as _ho
-from . import spec_runs as _spec
-from . import step_features as _feat
-from .step_features import SHIPPED_FORM
-from .step_fit import fit_alpha
+from speclib.evidence import decode_runs as _dec
+from speclib.calibration import held_out as _ho
+from speclib.evidence import spec_runs as _spec
+from speclib.calibration import step_features as _feat
+from speclib.calibration.step_features import SHIPPED_FORM
+from speclib.calibration.step_fit import fit_alpha
 
 #: How far (relative) a predicted crossover may lie from the measured one, or
 #: past the slower end of the speeds where the measured frontiers do not cross.
@@ -226,7 +226,7 @@ def matched_error(measured_speed, measured_throughput, speed, throughput) -> np.
 @lru_cache(maxsize=None)
 def held_out_fit(chip: str):
     """The calibrated step fitted without every run on ``chip`` (the shipped
-    form; :func:`speclib.evidence.held_out._fold` by chip)."""
+    form; :func:`speclib.calibration.held_out._fold` by chip)."""
     return _ho._fold("chip", _feat.chip_key(chip)).fit(SHIPPED_FORM)
 
 
@@ -248,7 +248,7 @@ def _alpha(fit, frontier: MeasuredFrontier, fitted: dict) -> tuple:
 
 def check(frontier: MeasuredFrontier, fit, alpha: float, how: str = "") -> FrontierCheck:
     """``frontier`` against its prediction by ``fit`` (a
-    :class:`~speclib.evidence.step_fit.Fit`) at acceptance ``alpha``."""
+    :class:`~speclib.calibration.step_fit.Fit`) at acceptance ``alpha``."""
     workload = (frontier.input_len, frontier.output_len)
     C = np.union1d(np.union1d(MATCH_CONCURRENCIES, frontier.plain.concurrency), frontier.mtp.concurrency)
     predicted = _fr.frontier(frontier.deployment(fit.calibration()), workload, gamma=frontier.gamma, alpha=alpha,
@@ -340,7 +340,7 @@ def reference(chip: str, engine: str, workload: str, weights: str = "fp8"):
 @lru_cache(maxsize=None)
 def _shipped_alphas(weights: str = "fp8") -> dict:
     from ..core.calibrated import shipped_calibration
-    from .step_fit import Fit
+    from speclib.calibration.step_fit import Fit
 
     fit = Fit.of(shipped_calibration())
     pairs = _pairs()

@@ -1,7 +1,7 @@
 """How well ``speclib fit`` on a few of a deployment's own runs predicts the
 rest of its sweep: every measured sweep that gives both arms' times (with
 and without speculation) at each concurrency is fitted on its smallest
-concurrencies (:func:`speclib.evidence.own_fit.fit_measurements`, the
+concurrencies (:func:`speclib.calibration.own_fit.fit_measurements`, the
 shipped calibration its prior) and priced at the others, beside two null
 baselines on the same points: the speed-up (and each arm's TPOT) at the
 largest fitted concurrency carried forward, and a straight line in log
@@ -30,11 +30,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import engines as _eng
-from . import own_fit as _own
-from . import spec_runs as _spec
-from .bench_results import BenchRecord
-from .step_fit import _cal_engine
+from speclib.evidence import engines as _eng
+from speclib.calibration import own_fit as _own
+from speclib.evidence import spec_runs as _spec
+from speclib.evidence.bench_results import BenchRecord
+from speclib.calibration.step_fit import _cal_engine
 
 #: The two kinds of sweep, as the summary groups them.
 FAMILIES = ("InferenceX DeepSeek-R1, MTP on/off", "engine sweeps")
