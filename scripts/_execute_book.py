@@ -110,10 +110,19 @@ def execute(path: str, timeout, allow_errors: bool):
     """One notebook, as MyST-NB's force mode executes it (in a worker process)."""
     from jupyter_cache.executors.utils import single_nb_execution
 
-    nb = nbformat.read(REPO / path, as_version=4)
-    result = single_nb_execution(nb, cwd=str((REPO / path).parent), timeout=timeout,
-                                 allow_errors=allow_errors, meta_override=True)
-    return path, result.nb, result.time, result.exc_string if result.err is not None else None
+    # A kernel picks its ports free and binds them a moment later: on a busy machine another
+    # process can take one in between, and the kernel dies before it replies ("Address already
+    # in use"). That is the machine's race, not the notebook's: start a fresh kernel, twice at most.
+    for attempt in range(3):
+        nb = nbformat.read(REPO / path, as_version=4)
+        try:
+            result = single_nb_execution(nb, cwd=str((REPO / path).parent), timeout=timeout,
+                                         allow_errors=allow_errors, meta_override=True)
+        except RuntimeError as died:
+            if "Kernel died before replying" not in str(died) or attempt == 2:
+                raise
+            continue
+        return path, result.nb, result.time, result.exc_string if result.err is not None else None
 
 
 def kept_by_nbval(cache, path: Path, nb, key: str, kept_dir: Path = KEPT):

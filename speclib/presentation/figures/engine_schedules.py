@@ -102,7 +102,7 @@ def engine_limits_table(limits, aspects) -> NumberTable:
     limits = tuple(limits)
     return NumberTable(("",) + tuple(e.name for e in limits),
                        tuple((heading, *(getattr(e, field) for e in limits)) for field, heading in aspects),
-                       align="l" * (1 + len(limits)),
+                       align="l" * (1 + len(limits)), css_class="speclib-prose-table",
                        caption="What each engine takes as a draft length per batch, and what limits it, for the "
                                "release its flags were read in (speclib.tools.engines.engine_limits)")
 
