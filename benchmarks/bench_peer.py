@@ -1,19 +1,30 @@
-"""A peer's predictions of DeepSeek-R1's measured decode and MTP runs: NVIDIA's
-AIConfigurator (https://github.com/ai-dynamo/aiconfigurator), an offline
-estimator built on kernel and collective latencies measured per chip and
-engine version, priced at each run's deployment, stored as data
-(``speclib/data/peer/aiconfigurator.json``, read by
-:mod:`speclib.evidence.peer`). speclib never imports AIConfigurator: it lives
-in a virtual environment of its own, outside the repository.
+"""A peer's predictions of DeepSeek-R1's measured decode and MTP runs, one
+tool at a time (``--tool``, :data:`TOOLS`): NVIDIA's AIConfigurator
+(https://github.com/ai-dynamo/aiconfigurator) or NVIDIA's AISimulate
+(https://github.com/ai-dynamo/aisimulate), offline estimators built on kernel
+and collective latencies measured per chip and engine version, priced at each
+run's deployment, stored as data (``speclib/data/peer/<tool>.json``, read by
+:mod:`speclib.evidence.peer`). speclib never imports either: each lives in a
+virtual environment of its own, outside the repository.
 
     python3.11 -m venv ~/aic-venv && ~/aic-venv/bin/pip install aiconfigurator==0.12.0
     PYTHONPATH=. ~/aic-venv/bin/python benchmarks/bench_peer.py  # re-run the peer, rewrite the file (under a minute)
-    python benchmarks/bench_peer.py             # no aiconfigurator here: print the stored comparison
-    python benchmarks/bench_peer.py --summary   # the same, wherever it runs
+    python3.11 -m venv ~/aisim-venv && ~/aisim-venv/bin/pip install aisimulate==0.13.0.dev202610270000000085
+    PYTHONPATH=. ~/aisim-venv/bin/python benchmarks/bench_peer.py --tool aisimulate  # the same with AISimulate
+    python benchmarks/bench_peer.py             # no peer here: print the stored comparison
+    python benchmarks/bench_peer.py --summary   # the same, wherever it runs (--tool picks the file)
 
-What is priced, through ``aiconfigurator.cli.api.cli_estimate`` (the Python
-form of ``aiconfigurator cli estimate``; the file keeps the command line each
-row stands for), in its aggregated mode (in-flight batching: prefill chunks
+Every call names its table (database) version, ``backend_version``: left
+unnamed, AISimulate looks the latest one up on each call
+(``aisimulate_core.sdk.perf_database.get_latest_database_version``; timed on
+a shared two-core machine, a median of 3.9 s a call against 0.05 s named, at
+the same deployment with its tables loaded), and the version it picks could
+move under the numbers. The file records the versions called and how many
+calls each got.
+
+What is priced, through the tool's ``cli_estimate`` (``aiconfigurator.cli.api``,
+``aisimulate.legacy_cli.api``: the Python form of ``aiconfigurator cli estimate``,
+which AISimulate installs too; the file keeps the command line each row stands for), in its aggregated mode (in-flight batching: prefill chunks
 interleaved with the decode steps, as the runs were served) on its measured
 (``SILICON``) tables:
 
@@ -43,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import importlib.metadata
 import json
 import logging
@@ -50,12 +62,58 @@ import platform
 import sys
 import time
 import warnings
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "speclib" / "data" / "peer" / "aiconfigurator.json"
+
+
+@dataclass(frozen=True)
+class Tool:
+    """What differs between the peers: where each piece lives in its package,
+    and what the file says of it; the pricing is one code path for both."""
+
+    name: str
+    url: str
+    package: str  #: the distribution and its top-level module
+    core: str  #: the module holding its tables, model configs, support matrix and step helpers
+    core_dist: str  #: the distribution the core ships in
+    api: str  #: the module of cli_estimate
+    backends: str  #: the module of get_backend
+    install: str  #: the pip requirement the file was written with
+    license: str  #: as the wheel's metadata or licence file states it
+    what: str
+
+
+TOOLS = {
+    "aiconfigurator": Tool(
+        "AIConfigurator", "https://github.com/ai-dynamo/aiconfigurator", "aiconfigurator", "aiconfigurator_core",
+        "aiconfigurator-core", "aiconfigurator.cli.api", "aiconfigurator.sdk.backends.factory",
+        "aiconfigurator==0.12.0", "Apache-2.0",
+        "an offline estimator of serving performance: a step's time summed from per-operation latencies "
+        "interpolated in tables measured on each chip for each engine version (GEMMs, attention, MoE, "
+        "collectives), then in-flight batching modelled over a request's life"),
+    "aisimulate": Tool(
+        "AISimulate", "https://github.com/ai-dynamo/aisimulate", "aisimulate", "aisimulate_core", "aisimulate",
+        "aisimulate.legacy_cli.api", "aisimulate_core.sdk.backends.factory",
+        "aisimulate==0.13.0.dev202610270000000085",
+        "Apache-2.0 (the wheel's LICENSE file; its metadata names none; one bundled model config, "
+        "DeepSeek-V3.2's, is MIT)",
+        "NVIDIA's offline serving simulator, one wheel with its core (aisimulate_core: per-operation latency "
+        "tables measured on each chip for each engine version, and a compiled engine-step model); it carries "
+        "AIConfigurator's estimate API as its legacy CLI (aisimulate.legacy_cli.api.cli_estimate, the same "
+        "arguments; it installs the aiconfigurator command), which prices every row here. The nightly build "
+        "on PyPI: the 0.13.0 release there is a stub"),
+}
+
+
+def out_file(tool: str) -> Path:
+    from speclib.evidence import peer as reader
+
+    return ROOT / "speclib" / Path(*reader.peer_file(tool))
 
 #: Our chip names and the peer's systems (it bundles NVIDIA systems only).
 SYSTEMS = {"H200": "h200_sxm", "B200": "b200_sxm", "B300": "b300_sxm"}
@@ -75,9 +133,10 @@ CLI = ("aiconfigurator cli estimate --model-path {model} --system {system} --bac
        "--backend-version {version} --estimate-mode agg --database-mode SILICON --isl {isl} --osl {osl} "
        "--batch-size {batch} --tp {tp} --dp {dp} --etp {moe_tp} --ep {moe_ep} --kvcache-quant-mode {kv} "
        "[--nextn {nextn} --nextn-accepted {accepted}]")
-API = ("aiconfigurator.cli.api.cli_estimate(model_path, system_name, mode='agg', backend_name, backend_version, "
+API = ("{api}.cli_estimate(model_path, system_name, mode='agg', backend_name, backend_version, "
        "database_mode='SILICON', isl, osl, batch_size, tp_size, attention_dp_size, moe_tp_size, moe_ep_size, "
-       "kvcache_quant_mode, nextn, nextn_accepted).tpot (ms); every other argument at its default")
+       "kvcache_quant_mode, nextn, nextn_accepted).tpot (ms); every other argument at its default; "
+       "backend_version always named (never None: the tool would look its latest up on every call)")
 
 OPS_API = ("the same cli_estimate call as the mtp table's rows (database_mode='SILICON'), and again with "
            "database_mode='SOL'; per_ops_data['mix_step'] and per_ops_data['genonly_step'] (ms per step), "
@@ -103,7 +162,7 @@ OPS_WHAT = (
     "peer's tag for the SILICON value: silicon (its measured tables), empirical (its speed-of-light formula times "
     "an empirical factor, where it has no table), mixed (an operation summed from both)")
 STEPS_WHAT = (
-    "each arm's schedule as the peer counts it (aiconfigurator_core.sdk.backends.base_backend.run_agg): a request's "
+    "each arm's schedule as the peer counts it (<core>.sdk.backends.base_backend.run_agg, the core being aiconfigurator_core or aisimulate_core): a request's "
     "decode_iterations = 1 + (osl - 1) / (1 + accepted), of which mixed_steps = ceil(isl x batch / the context "
     "budget, isl) = batch carry a prefill chunk and decode_steps the rest; TPOT = (mixed_ms x mixed_steps_counted + "
     "decode_ms x decode_steps) / (mixed_steps_counted + decode_steps) / tokens_per_iteration, with "
@@ -117,7 +176,7 @@ ASSUMPTIONS = [
     "chips: H200 -> h200_sxm, B200 -> b200_sxm, B300 -> b300_sxm; the peer has no tables for AMD chips (MI300X, "
     "MI325X, MI355X), so their runs are not priced",
     "engines: SGLang -> sglang tables of 0.5.14, TensorRT-LLM -> trtllm tables of 1.3.0rc20 (the peer's 'current' "
-    "slots); the runs were served by SGLang 0.5.9-0.5.12 and TensorRT-LLM 1.1-1.3.0rc14 (where the data name an "
+    "slots), named in every call; the runs were served by SGLang 0.5.9-0.5.12 and TensorRT-LLM 1.1-1.3.0rc14 (where the data name an "
     "image), so the peer models a later engine build than the one measured",
     "weights: fp8 -> deepseek-ai/DeepSeek-R1 (block-scaled fp8, the peer infers fp8_block GEMMs and MoE); fp4 -> "
     "nvidia/DeepSeek-V3.1-NVFP4, the peer's bundled NVFP4 checkpoint of the same architecture (DeepseekV3ForCausalLM, "
@@ -148,13 +207,12 @@ def _quiet():
     logging.disable(logging.WARNING)
 
 
-def _peer():
-    """The peer's estimate function, or None where it is not installed."""
+def _peer(tool: Tool):
+    """The tool's estimate function, or None where it is not installed."""
     try:
-        from aiconfigurator.cli.api import cli_estimate
+        return importlib.import_module(tool.api).cli_estimate
     except ImportError:
         return None
-    return cli_estimate
 
 
 def layout(tp: int, ep: int, dp_attention: bool) -> dict:
@@ -170,11 +228,23 @@ def lengths(run) -> tuple:
 class Peer:
     """The peer's TPOT (ms) at one deployment and concurrency, cached."""
 
-    def __init__(self, estimate):
+    def __init__(self, estimate, tool: Tool = TOOLS["aiconfigurator"]):
         self.estimate = estimate
+        self.tool = tool
         self.cache = {}
         self.details = {}
         self.calls = 0
+        self.versions = Counter()  #: calls by (backend, the database version named)
+
+    def _call(self, kw):
+        if not kw.get("backend_version"):  # unnamed, the tool looks the latest up on each call (about 2 s)
+            raise ValueError("every call names its database version (backend_version)")
+        self.calls += 1
+        self.versions[f"{kw['backend_name']} {kw['backend_version']}"] += 1
+        r = self.estimate(**kw)
+        if r.backend_version != kw["backend_version"]:
+            raise RuntimeError(f"asked for {kw['backend_version']}, priced {r.backend_version}")
+        return r
 
     def args(self, chip, engine, weights, kv_cache, tp, ep, dp, isl, osl, concurrency, nextn=0, accepted=None):
         backend, version = BACKENDS[engine]
@@ -190,11 +260,8 @@ class Peer:
         """(TPOT ms, KV-overflow warning) or raises the peer's error."""
         key = tuple(sorted(kw.items()))
         if key not in self.cache:
-            self.calls += 1
             try:
-                r = self.estimate(**kw)
-                if r.backend_version != kw["backend_version"]:
-                    raise RuntimeError(f"asked for {kw['backend_version']}, priced {r.backend_version}")
+                r = self._call(kw)
                 self.cache[key] = (float(r.tpot), bool(r.kv_cache_warning), None)
             except Exception as e:  # the peer refuses the deployment: recorded with its reason
                 self.cache[key] = (None, None, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
@@ -209,8 +276,7 @@ class Peer:
         one call, cached; raises the peer's error."""
         key = tuple(sorted(kw.items()))
         if key not in self.details:
-            self.calls += 1
-            self.details[key] = self.estimate(**kw)
+            self.details[key] = self._call(kw)
         return self.details[key]
 
 
@@ -225,7 +291,7 @@ def price_decode(peer: Peer, runs, log) -> tuple:
     for i, r in enumerate(runs):
         if r.chip not in SYSTEMS:
             refused.setdefault((r.chip, r.engine, r.weights, r.layout, r.workload,
-                                f"no tables for {r.chip} (the peer bundles NVIDIA systems only)"), []).append(r)
+                                f"no tables for {r.chip} (the peer bundles no AMD systems)"), []).append(r)
             continue
         isl, osl = lengths(r)
         try:
@@ -265,7 +331,7 @@ def price_mtp(peer: Peer, pairs, log) -> tuple:
     rows, refused = [], []
     for run in pairs:
         if run.chip not in SYSTEMS:
-            refused.append([run.id, f"no tables for {run.chip} (the peer bundles NVIDIA systems only)"])
+            refused.append([run.id, f"no tables for {run.chip} (the peer bundles no AMD systems)"])
             continue
         isl, osl = (int(round(x)) for x in run.prefill_lengths)
         base = peer.args(run.chip, run.engine, run.weights, run.kv_cache, run.gpus, run.ep, run.dp_attention,
@@ -294,28 +360,27 @@ def price_mtp(peer: Peer, pairs, log) -> tuple:
 STEP_KINDS = {"mix_step": "mixed", "genonly_step": "decode"}
 
 
-def peer_layers(model_path: str) -> int:
+def peer_layers(model_path: str, tool: Tool) -> int:
     """The layers the peer's checkpoint config gives (its ``num_hidden_layers``):
     every per-layer operation of its DeepSeek model is counted that many times
     (times its MTP scale, :func:`layer_scale`)."""
     from importlib import resources
 
     name = model_path.replace("/", "--") + "_config.json"
-    cfg = json.loads(resources.files("aiconfigurator_core").joinpath("model_configs", name).read_text("utf-8"))
+    cfg = json.loads(resources.files(tool.core).joinpath("model_configs", name).read_text("utf-8"))
     return int(cfg["num_hidden_layers"])
 
 
-def layer_scale(nextn: int, layers: int) -> float:
+def layer_scale(nextn: int, layers: int, tool: Tool) -> float:
     """The peer's scale on every generation operation with MTP on (its
     ``mtp_scale_factor``: a step runs the layers plus ``nextn`` draft layers)."""
-    from aiconfigurator_core.sdk.models.helpers import mtp_scale_factor
+    helpers = importlib.import_module(f"{tool.core}.sdk.models.helpers")
+    return float(helpers.mtp_scale_factor(int(nextn), int(layers)))
 
-    return float(mtp_scale_factor(int(nextn), int(layers)))
 
-
-def schedule(result, backend_name: str) -> dict:
+def schedule(result, backend_name: str, tool: Tool) -> dict:
     """The steps the peer's TPOT averages over, as its aggregated mode counts
-    them (``aiconfigurator_core.sdk.backends.base_backend.run_agg``): the
+    them (``<core>.sdk.backends.base_backend.run_agg``): the
     request's decode iterations, 1 + (OSL - 1) / (1 + nextn_accepted); of them
     ceil(ISL x batch / context budget) mixed steps and the rest decode-only
     steps; the TPOT counts max(1, mixed - 3) of the mixed steps (the backend's
@@ -323,8 +388,7 @@ def schedule(result, backend_name: str) -> dict:
     follow, all of them where none do, none at batch 1, and divides the
     weighted mean step by the tokens an iteration commits. Checked here
     against the TPOT it returned."""
-    from aiconfigurator.sdk.backends.factory import get_backend
-
+    get_backend = importlib.import_module(tool.backends).get_backend
     sch = result.per_ops_data["scheduling"]
     mixed, decode = float(sch["num_mix_steps"]), float(sch["num_genonly_steps"])
     if result.batch_size == 1:
@@ -354,18 +418,18 @@ def price_ops(peer: Peer, pairs, mtp_rows, log) -> tuple:
         isl, osl = (int(round(x)) for x in run.prefill_lengths)
         base = peer.args(run.chip, run.engine, run.weights, run.kv_cache, run.gpus, run.ep, run.dp_attention,
                          isl, osl, c)
-        layers = peer_layers(base["model_path"])
+        layers = peer_layers(base["model_path"], peer.tool)
         for nextn in (0, int(gamma)):
             kw = {**base, "nextn": nextn, "nextn_accepted": accepted} if nextn else dict(base)
             r = peer.detail(**kw)
             sol = peer.detail(**{**kw, "database_mode": "SOL"})
-            sch, sol_sch = schedule(r, base["backend_name"]), schedule(sol, base["backend_name"])
+            sch, sol_sch = (schedule(x, base["backend_name"], peer.tool) for x in (r, sol))
             if any(sch[k] != sol_sch[k] for k in ("mixed", "counted", "decode")):
                 raise RuntimeError(f"{run_id} c {c}: the SOL call schedules other steps")
             if sch["mix_efficiency"] != 1.0:  # the per-op values below carry it; stated in the header as 1
                 raise RuntimeError(f"{run_id} c {c}: mix efficiency {sch['mix_efficiency']}")
             steps.append([run_id, int(c), nextn, float(accepted) if nextn else 0.0, int(kw["batch_size"]),
-                          layers, layer_scale(nextn, layers), round(sch["decode_iterations"], 6),
+                          layers, layer_scale(nextn, layers, peer.tool), round(sch["decode_iterations"], 6),
                           sch["mixed"], sch["counted"], round(sch["decode"], 6), sch["tokens_per_iteration"],
                           round(sch["mixed_ms"], 6), round(sch["decode_ms"], 6), round(float(r.tpot), 6),
                           round(float(sol.tpot), 6)])
@@ -383,15 +447,15 @@ def price_ops(peer: Peer, pairs, mtp_rows, log) -> tuple:
     return rows, steps
 
 
-def coverage() -> dict:
-    """What the peer's own support matrix (shipped in aiconfigurator-core)
+def coverage(tool: Tool) -> dict:
+    """What the tool's own support matrix (shipped in its core)
     says it prices for the checkpoints of :data:`MODELS` in aggregated
     serving: {checkpoint: {system: ["backend version", ...]}} of the rows that PASS."""
     import csv
     from importlib import resources
 
     out = {m: {} for m in MODELS.values()}
-    folder = resources.files("aiconfigurator_core").joinpath("systems", "support_matrix")
+    folder = resources.files(tool.core).joinpath("systems", "support_matrix")
     for f in sorted(folder.iterdir(), key=lambda f: f.name):
         if not f.name.endswith(".csv"):
             continue
@@ -401,37 +465,40 @@ def coverage() -> dict:
     return {m: {s: sorted(v) for s, v in sorted(systems.items())} for m, systems in out.items()}
 
 
-def run_peer(estimate, log=print) -> dict:
+def run_peer(estimate, log=print, tool: str = "aiconfigurator") -> dict:
     from speclib.evidence import decode_runs as dec
     from speclib.evidence import peer as reader
     from speclib.evidence import spec_runs as spec
 
-    import aiconfigurator
-
-    peer = Peer(estimate)
+    t_ = TOOLS[tool]
+    peer = Peer(estimate, t_)
     t = time.perf_counter()
     pairs = [r for r in spec.spec_runs() if r.id.startswith(MTP_PREFIX)]
     mtp_rows, mtp_refused = price_mtp(peer, pairs, log)
     decode, decode_refused = price_decode(peer, dec.decode_runs("r1"), log)
     ops_rows, ops_steps = price_ops(peer, pairs, mtp_rows, log)
     log(f"{peer.calls} peer calls in {time.perf_counter() - t:.0f} s")
+    core = importlib.import_module(t_.core)
     return {
         "about": ("A peer's predictions of the DeepSeek-R1 runs of decode-benchmarks/deepseek-r1-inferencex.json: "
-                  "NVIDIA's AIConfigurator, priced at each run's deployment, stored as data (speclib does not "
+                  f"NVIDIA's {t_.name}, priced at each run's deployment, stored as data (speclib does not "
                   "import it): decode TPOTs, the MTP pairs' speed-ups, and the per-operation breakdown of the MTP "
                   "pairs' two arms (ops). Written by benchmarks/bench_peer.py; read by speclib.evidence.peer."),
-        "peer": {"name": "AIConfigurator", "by": "NVIDIA (ai-dynamo)",
-                 "url": "https://github.com/ai-dynamo/aiconfigurator", "package": "aiconfigurator", "version": aiconfigurator.__version__,
-                 "core_version": importlib.metadata.version("aiconfigurator-core"), "license": "Apache-2.0",
-                 "what": ("an offline estimator of serving performance: a step's time summed from per-operation "
-                          "latencies interpolated in tables measured on each chip for each engine version (GEMMs, "
-                          "attention, MoE, collectives), then in-flight batching modelled over a request's life")},
+        "peer": {"name": t_.name, "by": "NVIDIA (ai-dynamo)", "url": t_.url, "package": t_.package,
+                 "version": importlib.metadata.version(t_.package),
+                 "core_version": getattr(core, "__version__", None) or importlib.metadata.version(t_.core_dist),
+                 "core": f"{t_.core} (distribution {t_.core_dist})", "install": f"pip install {t_.install}",
+                 "license": t_.license, "what": t_.what},
         "run": {"date": datetime.date.today().isoformat(), "python": platform.python_version(),
-                "script": "benchmarks/bench_peer.py", "api": API, "cli": CLI, "calls": peer.calls},
+                "script": f"benchmarks/bench_peer.py --tool {tool}", "api": API.format(api=t_.api), "cli": CLI,
+                "calls": peer.calls,
+                "database_versions": {"what": ("the peer calls made, by backend and the database (table) version "
+                                               "each named as backend_version; every call names one"),
+                                      "calls": dict(sorted(peer.versions.items()))}},
         "mapping": {"systems": SYSTEMS, "backends": {k: list(v) for k, v in BACKENDS.items()}, "models": MODELS,
                     "kv_cache": KV, "mode": MODE, "database_mode": DATABASE_MODE, "grid_steps": list(GRID_STEPS)},
         "coverage": {"what": ("the systems and backends (table versions) the peer's support matrix passes for "
-                              "each checkpoint priced here, aggregated serving"), "models": coverage()},
+                              "each checkpoint priced here, aggregated serving"), "models": coverage(t_)},
         "assumptions": ASSUMPTIONS,
         "decode": {"fields": list(reader.DECODE_FIELDS), "rows": decode,
                    "not_priced": {"fields": ["chip", "engine", "weights", "layout", "workload", "runs", "why"],
@@ -445,24 +512,29 @@ def run_peer(estimate, log=print) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=OUT, help="the file to write (default: the shipped one)")
+    parser.add_argument("--tool", choices=sorted(TOOLS), default="aiconfigurator", help="the peer to run or read")
+    parser.add_argument("--out", type=Path, help="the file to write (default: the shipped one of --tool)")
     parser.add_argument("--summary", action="store_true", help="print the stored summary, run nothing")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from speclib.evidence import peer as reader
 
-    estimate = None if args.summary else _peer()
+    tool = TOOLS[args.tool]
+    estimate = None if args.summary else _peer(tool)
     if estimate is None:
+        stored = reader.load(args.tool)
         if not args.summary:
-            print("aiconfigurator is not importable here: the stored predictions "
-                  f"({reader.PEER_FILE[-1]}, {reader.load()['peer']['name']} {reader.load()['peer']['version']}):\n")
-        print(reader.report())
+            print(f"{tool.package} is not importable here: the stored predictions "
+                  f"({reader.peer_file(args.tool)[-1]}, {stored['peer']['name']} {stored['peer']['version']}):\n")
+        print(reader.report(stored))
+        print("\n" + reader.side_by_side_report())
         return 0
     _quiet()
-    data = run_peer(estimate, log=lambda s: print(s, flush=True))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(reader.dumps(data), encoding="utf-8")
-    print(f"wrote {args.out}\n")
+    data = run_peer(estimate, log=lambda s: print(s, flush=True), tool=args.tool)
+    out = args.out or out_file(args.tool)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(reader.dumps(data), encoding="utf-8")
+    print(f"wrote {out}\n")
     print(reader.report(reader.parse(data)))
     return 0
 

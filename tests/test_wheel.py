@@ -30,7 +30,8 @@ EXTRA_MODULES = ("matplotlib", "ipywidgets", "sympy")
 PACKAGE_DATA = (
     "speclib/presets/hardware.json", "speclib/presets/models.json", "speclib/presets/drafters.json",
     "speclib/presets/interconnects.json", "speclib/data/calibration/step_time.json",
-    "speclib/data/acceptance/survival.json", "speclib/data/peer/aiconfigurator.json", "speclib/data/engine-speculation/measurements.json",
+    "speclib/data/acceptance/survival.json", "speclib/data/peer/aiconfigurator.json", "speclib/data/peer/aisimulate.json",
+    "speclib/data/engine-speculation/measurements.json",
     "speclib/presentation/web/static/speclib_live.js",
     "speclib/data/samples/vllm-metrics-before.prom", "speclib/data/samples/vllm-metrics-after.prom",
     "speclib/data/samples/vllm-spec-decode.log", "speclib/data/samples/sglang-decode.log",

@@ -580,10 +580,12 @@ def report() -> str:
     from speclib.evidence import peer as _peer
 
     falls, peer_falls = r1_falls(), _peer.fall_summary(_peer.mtp_points())
+    sim_falls = _peer.fall_summary(_peer.mtp_points("aisimulate"))
     out += ["", "DeepSeek-R1's MTP pairs on NVIDIA chips, the fall of the gain from the smallest concurrency, median "
                 f"|error| over all points and at the top concurrency: speclib held out by model family "
                 f"{_pct(falls['median_abs_error'])}, {_pct(falls['median_abs_error_top'])}; AIConfigurator "
-                f"{_pct(peer_falls['median_abs_error'])}, {_pct(peer_falls['median_abs_error_top'])}"]
+                f"{_pct(peer_falls['median_abs_error'])}, {_pct(peer_falls['median_abs_error_top'])}; AISimulate "
+                f"{_pct(sim_falls['median_abs_error'])}, {_pct(sim_falls['median_abs_error_top'])}"]
     out += ["", "DeepSeek-R1 MTP pairs held out by model family (speed-up, measured and predicted [80 % cross-conformal "
                 "over model families]):"]
     out += [f"  {label[:70]:<70} c {b:>3} g {g}  {m:5.2f}  {q:5.2f} [{lo:.2f}\u2013{hi:.2f}]"

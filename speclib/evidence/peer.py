@@ -1,9 +1,12 @@
-"""A peer's predictions of the same measured runs, read from data: NVIDIA's
-AIConfigurator (https://github.com/ai-dynamo/aiconfigurator), priced at each
-DeepSeek-R1 run's deployment by ``benchmarks/bench_peer.py`` and stored in
-``data/peer/aiconfigurator.json`` (its version, the calls, the mapping of
-chips, engines and precisions, and every assumption are in the file).
-speclib never imports the peer; this module reads its numbers.
+"""Two peers' predictions of the same measured runs, read from data: NVIDIA's
+AIConfigurator (https://github.com/ai-dynamo/aiconfigurator) and AISimulate
+(https://github.com/ai-dynamo/aisimulate), each priced at each DeepSeek-R1
+run's deployment by ``benchmarks/bench_peer.py --tool <tool>`` and stored in
+``data/peer/<tool>.json`` (its version, the database version of every call,
+the mapping of chips, engines and precisions, and every assumption are in the
+file). speclib never imports either; this module reads their numbers. Every
+function taking ``data`` takes a parsed file or a tool's name (:data:`TOOLS`);
+left out, AIConfigurator's.
 
 Three comparisons, and one breakdown:
 
@@ -35,8 +38,16 @@ import numpy as np
 
 from speclib.evidence import decode_runs as _dec
 
-#: Where the peer's predictions are, inside the package.
-PEER_FILE = ("data", "peer", "aiconfigurator.json")
+#: The peers whose predictions are stored, by the name their file and ``--tool`` take.
+TOOLS = ("aiconfigurator", "aisimulate")
+
+
+def peer_file(tool: str = TOOLS[0]) -> tuple:
+    """Where a peer's predictions are, inside the package."""
+    from .._checks import checked_choice
+
+    return ("data", "peer", f"{checked_choice('tool', tool, TOOLS)}.json")
+
 #: The columns of a decode row: the run (its address, date and deployment,
 #: as :class:`speclib.evidence.decode_runs.DecodeRun` has them), the lengths
 #: the peer was given, the measured and the peer's TPOT (ms), and whether the
@@ -91,14 +102,14 @@ def parse(data: dict) -> dict:
     return out
 
 
-@lru_cache(maxsize=1)
-def _load() -> dict:
-    return parse(json.loads(resources.files("speclib").joinpath(*PEER_FILE).read_text(encoding="utf-8")))
+@lru_cache(maxsize=None)
+def _load(tool: str = TOOLS[0]) -> dict:
+    return parse(json.loads(resources.files("speclib").joinpath(*peer_file(tool)).read_text(encoding="utf-8")))
 
 
-def load() -> dict:
-    """The stored file (:data:`PEER_FILE`), rows as dicts (a copy)."""
-    return copy.deepcopy(_load())
+def load(tool: str = TOOLS[0]) -> dict:
+    """A peer's stored file (:func:`peer_file`), rows as dicts (a copy)."""
+    return copy.deepcopy(_load(tool))
 
 
 def dumps(data: dict) -> str:
@@ -116,7 +127,10 @@ def dumps(data: dict) -> str:
 
 
 def _data(data):
-    return _load() if data is None else data
+    """``data`` as a parsed file: None is AIConfigurator's, a name of :data:`TOOLS` that tool's."""
+    if data is None or isinstance(data, str):
+        return _load(TOOLS[0] if data is None else data)
+    return data
 
 
 # --- the MTP pairs and the fall of the gain ------------------------------------------------
@@ -261,6 +275,66 @@ def decode_summary(points=None, subset=None) -> dict:
     e = np.array([p[-1] for p in (decode_points() if points is None else points) if subset is None or subset(p)])
     return {"runs": int(e.size), "median_abs_error": float(np.median(np.abs(e))),
             "median_signed_error": float(np.median(e))}
+
+
+# --- the peers side by side ---------------------------------------------------------------
+
+
+#: The subsets :func:`side_by_side` scores: decode TPOT, all and the targets' set (:func:`fp8_tp8`); the MTP pairs' speed-up at each concurrency past the
+#: configuration's smallest (where each peer's acceptance, and speclib's, is set); the fall of the gain there
+#: (:func:`falls`), over every such point and at each configuration's largest concurrency.
+SUBSETS = ("decode TPOT", "decode TPOT, fp8 on TP8", "MTP speed-up", "MTP fall of the gain", "MTP fall of the gain, largest concurrency")
+
+
+def side_by_side(tools=TOOLS) -> dict:
+    """speclib and each peer of ``tools`` scored on the same points: the runs
+    and MTP points every one of the peers places. {subset (:data:`SUBSETS`):
+    {"points": n, "median_abs_error": {source: value}}}, the sources being
+    each peer by name, speclib's calibrated step held out by chip (decode;
+    also in-sample, "speclib, calibrated") and held out by model family (MTP)."""
+    from .._checks import checked_choice
+
+    tools = [checked_choice("tools", t, TOOLS) for t in ((tools,) if isinstance(tools, str) else tools)]
+    files = {t: _load(t) for t in tools}
+    names = {t: files[t]["peer"]["name"] for t in tools}
+    # decode: the runs every peer priced
+    keys = set.intersection(*({run_key(r) for r in f["decode"]["rows"]} for f in files.values()))
+    decode = {names[t]: [p for r, p in zip(f["decode"]["rows"], decode_points(f)) if run_key(r) in keys]
+              for t, f in files.items()}
+    rows = files[tools[0]]["decode"]["rows"]
+    for how, label in zip(OURS, ("speclib, calibrated", "speclib, held out by chip")):
+        decode[label] = [p for r, p in zip(rows, ours_decode_points(how, files[tools[0]])) if run_key(r) in keys]
+    decode, targets = ({k: [p[-1] for p in pts if keep(p)] for k, pts in decode.items()}
+                       for keep in (lambda p: True, fp8_tp8))
+    # MTP: the (configuration, concurrency) points every peer priced
+    at = set.intersection(*({(r["id"], r["concurrency"]) for r in f["mtp"]["rows"]} for f in files.values()))
+    ids = {i for i, _ in at}
+    sources = {names[t]: [p for p in mtp_points(files[t]) if (p[0], p[1]) in at] for t in tools}
+    sources["speclib, held out by model family"] = [p for p in ours_mtp_points(ids) if (p[0], p[1]) in at]
+    speedup, fall, top = {}, {}, {}
+    for name, pts in sources.items():
+        first = {}
+        for p in sorted(pts, key=lambda p: (p[0], p[1])):
+            first.setdefault(p[0], p[1])
+        speedup[name] = [p[4] / p[3] - 1 for p in pts if p[1] != first[p[0]]]
+        f = falls(pts)
+        fall[name], top[name] = [x[5] for x in f], [x[5] for x in f if x[6]]
+    out = {}
+    for subset, errors in zip(SUBSETS, (decode, targets, speedup, fall, top)):
+        sizes = {len(e) for e in errors.values()}
+        assert len(sizes) == 1, (subset, sizes)
+        out[subset] = {"points": sizes.pop(),
+                       "median_abs_error": {k: float(np.median(np.abs(e))) for k, e in errors.items()}}
+    return out
+
+
+def side_by_side_report(tools=TOOLS) -> str:
+    """:func:`side_by_side` in words (``benchmarks/bench_peer.py`` prints it)."""
+    out = ["speclib and the peers on the same points (the runs and MTP points every peer places), median |error|:"]
+    for subset, s in side_by_side(tools).items():
+        out.append(f"  {subset} ({s['points']} points): " + "; ".join(
+            f"{name} {100 * v:.1f} %" for name, v in s["median_abs_error"].items()))
+    return "\n".join(out)
 
 
 # --- the per-operation breakdown: what a verify's extra positions cost per layer ------------

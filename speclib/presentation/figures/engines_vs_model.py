@@ -461,21 +461,24 @@ def slopes_table() -> NumberTable:
 def peer_falls_table() -> NumberTable:
     """DeepSeek-R1's MTP pairs on NVIDIA chips: the fall of the gain from each configuration's smallest
     concurrency, measured, predicted by the calibrated step (its model family held out) and by NVIDIA's
-    AIConfigurator from its measured kernel tables (:mod:`speclib.evidence.peer`)."""
+    AIConfigurator and AISimulate from their measured kernel tables (:mod:`speclib.evidence.peer`), on the
+    points both peers place."""
     from speclib.evidence import peer
 
+    nan = (float("nan"),) * 6
     ours = {(r[0], r[2]): r for r in peer.falls(_rep.r1_points(_ho.stored_held_out("model")))}
+    aisim = {(r[0], r[2]): r for r in peer.falls(peer.mtp_points("aisimulate"))}
     rows = []
-    for run_id, c0, c, measured, predicted, err, top in peer.falls(peer.mtp_points()):
-        mine = ours.get((run_id, c))
-        rows.append((run_id.removeprefix(_runs.R1_PAIR_PREFIX), f"{c0} \u2192 {c}", measured,
-                     mine[4] if mine else float("nan"), predicted, 100 * mine[5] if mine else float("nan"), 100 * err))
-    return NumberTable(("configuration", "concurrency", "measured", "speclib", "peer", "speclib's error, %",
-                        "peer's error, %"), tuple(rows),
-                       formats=("", "", ".2f", ".2f", ".2f", "+.1f", "+.1f"), align="ll",
+    for run_id, c0, c, measured, predicted, err, top in peer.falls(peer.mtp_points("aiconfigurator")):
+        mine, sim = ours.get((run_id, c), nan), aisim.get((run_id, c), nan)
+        rows.append((run_id.removeprefix(_runs.R1_PAIR_PREFIX), f"{c0} \u2192 {c}", measured, mine[4], predicted,
+                     sim[4], 100 * mine[5], 100 * err, 100 * sim[5]))
+    return NumberTable(("configuration", "concurrency", "measured", "speclib", "AIConfigurator", "AISimulate",
+                        "speclib's error, %", "AIConfigurator's, %", "AISimulate's, %"), tuple(rows),
+                       formats=("", "", ".2f", ".2f", ".2f", ".2f", "+.1f", "+.1f", "+.1f"), align="ll",
                        caption="DeepSeek-R1 with and without MTP on NVIDIA chips: the speed-up at each concurrency over "
                                "the speed-up at the configuration's smallest, measured and predicted by speclib and by "
-                               "the peer, NVIDIA's AIConfigurator")
+                               "two peers, NVIDIA's AIConfigurator and AISimulate")
 
 
 def stops_facts() -> dict:
@@ -492,7 +495,8 @@ def stops_facts() -> dict:
     ablation = dict(_ho.stored_term_ablation())
     shipped, no_e = ablation[_ho.TERM_VARIANTS[0][0]]["model"], ablation[_ho.TERM_VARIANTS[1][0]]["model"]
     eager = next(by["model"] for label, by in _ho.stored_term_ablation() if "CUDA graphs" in label)
-    ours, theirs = _rep.r1_falls(held), peer.fall_summary(peer.mtp_points())
+    ours, theirs, sim = _rep.r1_falls(held), peer.fall_summary(peer.mtp_points()), peer.fall_summary(
+        peer.mtp_points("aisimulate"))
     every = _rep.r1_falls(held, nvidia_only=False)
     tiles = {t: _rep.tile_padding(t) for t in _rep.MOE_TILES}
     return {"sweeps": len(rows), "sweeps_right": sum(r[-1] for r in rows),
@@ -505,6 +509,7 @@ def stops_facts() -> dict:
             "eager_direction": eager["direction_right"], "eager_median": eager["median_abs_error"],
             "falls_ours": ours["median_abs_error"], "falls_ours_top": ours["median_abs_error_top"],
             "falls_peer": theirs["median_abs_error"], "falls_peer_top": theirs["median_abs_error_top"],
+            "falls_aisim": sim["median_abs_error"], "falls_aisim_top": sim["median_abs_error_top"],
             "falls_configs": ours["configurations"], "falls_every": every["median_abs_error"],
             "falls_every_top": every["median_abs_error_top"], "falls_every_configs": every["configurations"],
             "tile_small": tiles[_rep.MOE_TILES[0]]["tile"], "tile_large": tiles[_rep.MOE_TILES[-1]]["tile"],
