@@ -4,6 +4,7 @@ shipped in tests/data/engines (the flags, their types and choices, as the
 release's parser defines them; see each file's ``about``)."""
 import argparse
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -226,28 +227,162 @@ def test_the_vllm_schema_refuses_what_the_release_lacks():
             check_vllm_speculative_config(bad)
 
 
-# --- TensorRT-LLM: the LLM API's fields (release not verified; see the extract's about) --------
+# --- TensorRT-LLM 1.3.0rc27: the LLM API's fields and validators (tests/data/engines/trtllm-llm-args.json) ------
+TRT = json.loads((DATA / "trtllm-llm-args.json").read_text())
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+TRT_KINDS = {
+    "optional_int": lambda v: v is None or _is_int(v),
+    "nonnegative_int": lambda v: _is_int(v) and v >= 0,
+    "optional_nonnegative_int": lambda v: v is None or (_is_int(v) and v >= 0),
+    "optional_positive_int": lambda v: v is None or (_is_int(v) and v > 0),
+    "bool": lambda v: isinstance(v, bool),
+    "optional_str": lambda v: v is None or isinstance(v, str),
+    "optional_int_list": lambda v: v is None or (isinstance(v, list) and all(_is_int(x) for x in v)),
+    "int_int_map": lambda v: v is None or (isinstance(v, dict) and all(_is_int(a) and _is_int(b)
+                                                                        for a, b in v.items())),
+}
+
+
+def _check_fields(mapping, fields, where):
+    unknown = set(mapping) - set(fields)
+    assert not unknown, f"TensorRT-LLM {TRT['release']} {where} forbids extra fields: {unknown}"
+    for key, value in mapping.items():
+        field = fields[key]
+        if field["kind"] == "literal":
+            assert value in field["values"], (where, key, value)
+        elif field["kind"] in TRT_KINDS:
+            assert TRT_KINDS[field["kind"]](value), (where, key, value, field["type"])
+
+
+def trtllm_graph_batch_sizes(batch_sizes, max_batch_size, enable_padding):
+    """The decode CUDA graphs BaseCudaGraphConfig's validator captures, restated from the extract's rules."""
+    if batch_sizes:
+        batch_sizes = sorted(batch_sizes)
+        assert max_batch_size in (0, max(batch_sizes)), "max_batch_size must equal max(batch_sizes)"
+        return batch_sizes
+    top = max_batch_size or TRT["cuda_graph_config"]["default_max_batch_size"]
+    if enable_padding:
+        sizes = [1, 2, 4] + [8 * i for i in range(1, 17)]
+        while sizes[-1] + 64 <= top:
+            sizes.append(sizes[-1] + 64)
+    else:
+        sizes = list(range(1, 32)) + [32, 64, 128] + [2 ** i for i in range(8, math.ceil(math.log(top, 2)))]
+    sizes = sorted(b for b in sizes if b <= top)
+    return sizes if sizes and sizes[-1] == top else sizes + [top]
+
+
+def check_trtllm_speculative(spec):
+    """speculative_config as release 1.3.0rc27 parses it: the union's decoding_type, the fields and types of
+    DecodingBaseConfig, validate_draft_len_schedule_and_sort, the max_concurrency exclusion and each type's
+    checks on max_draft_len and speculative_model."""
+    extract = TRT["speculative_config"]
+    assert spec.get(extract["discriminator"]) in extract["decoding_types"], spec.get("decoding_type")
+    _check_fields({k: v for k, v in spec.items() if k != "decoding_type"}, extract["fields"], "speculative_config")
+    rules, kind = extract["rules"], spec["decoding_type"]
+    top, schedule = spec.get("max_draft_len"), spec.get("draft_len_schedule")
+    if kind in rules["max_draft_len_positive"]:
+        assert top is None or top > 0, f"{kind} refuses max_draft_len {top}"
+    if kind in rules["speculative_model_required"]:
+        assert spec.get("speculative_model"), f"{kind} needs speculative_model"
+    if schedule is not None:
+        assert spec.get("max_concurrency") is None, "max_concurrency and draft_len_schedule are mutually exclusive"
+        assert all(b >= rules["draft_len_schedule_keys_min"] for b in schedule), schedule
+        assert all(k >= rules["draft_len_schedule_values_min"] for k in schedule.values()), schedule
+        if top is not None:
+            assert schedule[min(schedule)] == top, "the smallest key must map to max_draft_len"
+            assert all(k <= top for k in schedule.values()), "no draft length above max_draft_len"
+
+
 def check_trtllm_options(options):
-    extract = json.loads((DATA / "trtllm-llm-args-fields.json").read_text())
-    is_int = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
-    kinds = {"nonnegative_int": lambda v: is_int(v) and v >= 0, "positive_int": lambda v: is_int(v) and v > 0,
-             "bool": lambda v: isinstance(v, bool), "str": lambda v: isinstance(v, str),
-             "int_list": lambda v: isinstance(v, list) and all(is_int(x) for x in v),
-             "int_int_map": lambda v: isinstance(v, dict) and all(is_int(a) and is_int(b) for a, b in v.items())}
+    """The options as TorchLlmArgs in release 1.3.0rc27 takes them (fields, types, validators from the
+    extract); returns the decode CUDA-graph batch sizes the release captures for them (draft_len_schedule's
+    keys merged in, padding forced on with a schedule)."""
+    _check_fields(options, {k: {**v, "kind": v["kind"] if v["kind"] in TRT_KINDS else "nested"}
+                            for k, v in TRT["top"].items()}, "LLM API")
+    spec = options.get("speculative_config")
+    if spec is not None:
+        check_trtllm_speculative(spec)
+    graphs = dict(options.get("cuda_graph_config") or {})
+    extract = TRT["cuda_graph_config"]
+    if "mode" not in graphs:  # TorchLlmArgs.infer_cuda_graph_config_mode
+        graphs["mode"] = "encode" if any(graphs.get(k) not in (None, 0) for k in extract["encoder_keys"]) else "decode"
+    _check_fields(graphs, extract["fields"], "cuda_graph_config")
+    schedule = (spec or {}).get("draft_len_schedule")
+    sizes = trtllm_graph_batch_sizes(graphs.get("batch_sizes"), graphs.get("max_batch_size", 0),
+                                     True if schedule else graphs.get("enable_padding", False))
+    if schedule:
+        sizes = sorted(set(sizes) | {b for b in schedule if b <= sizes[-1]})
+    return sizes
 
-    def check(mapping, schema, where):
-        unknown = set(mapping) - set(schema)
-        assert not unknown, f"{where}: TensorRT-LLM has no field {unknown}"
-        for key, value in mapping.items():
-            kind = schema[key]
-            if isinstance(kind, list):
-                assert value in kind, (where, key, value)
-            elif kind in extract:
-                check(value, extract[kind], f"{where}.{key}")
-            else:
-                assert kinds[kind](value), (where, key, value)
 
-    check(options, extract["top"], "options")
+def trtllm_lookup(spec, batch):
+    """get_draft_len_for_batch_size as the extract states it: the first key >= the batch, 0 above the last."""
+    keys = sorted(spec["draft_len_schedule"])
+    return next((spec["draft_len_schedule"][b] for b in keys if b >= batch), 0)
+
+
+TRT_CASES = {
+    # (model, chip, tp, alpha, context, max_batch, method, draft model)
+    "qwen-eagle3": ("qwen3-235b-a22b", "H100", 8, 0.8, 2500, 128, "eagle3", "x/eagle3"),
+    "r1-mtp-above-128": ("deepseek-r1", "H200", 8, 0.7, 2048, 512, None, None),  # K = 0 mid-table, batch 297
+    "llama-draft-model": ("llama-3-70b", "H200", 4, 0.8, 4096, 256, "draft_model", "x/draft"),
+    "llama-dflash": ("llama-3-70b", "H200", 4, 0.8, 4096, 64, "dflash", "x/dflash"),
+    "r1-ngram": ("deepseek-r1", "H200", 8, 0.6, 2048, 64, "ngram", None),
+    "never-drafts": ("deepseek-r1", "H200", 8, 0.05, 2048, 64, None, None),
+}
+
+
+@pytest.mark.parametrize("case", list(TRT_CASES))
+def test_every_trtllm_config_fits_the_release_schema(case):
+    model, chip, tp, alpha, seq, max_batch, method, path = TRT_CASES[case]
+    sched = speclib.schedule(seq=seq, alpha=alpha, max_batch=max_batch,
+                             deployment=speclib.Deployment(model, chip, tp=tp))
+    text = render(sched, "trtllm", **({"method": method} if method else {}), **({"draft_model": path} if path else {}))
+    options = yaml.safe_load(text)
+    graphs = check_trtllm_options(options)
+    # the release and the commit its validators were read at are named in the output
+    assert TRT["release"] == engines.TRTLLM_RELEASE and TRT["commit"] == engines.TRTLLM_COMMIT
+    assert f"TensorRT-LLM {TRT['release']}" in " ".join(text.split()) and TRT["commit"][:10] in text
+    # the batch the table is priced to runs, on a captured graph (padded up to the next one)
+    assert options["max_batch_size"] == sched.max_batch and graphs[-1] >= sched.max_batch
+    table = sched.table(first_is_max=True, implicit_zero_tail=True)
+    spec = options.get("speculative_config")
+    if spec is None:  # a table that never drafts: every decoding type refuses max_draft_len 0
+        assert case == "never-drafts" and set(table.k_per_batch) == {0} and "No speculative_config" in text
+        return
+    schedule = spec["draft_len_schedule"]
+    assert list(schedule) == sorted(schedule) and set(schedule) <= set(graphs)  # ascending; a graph per key
+    assert [trtllm_lookup(spec, b) for b in range(1, sched.max_batch + 1)] == [int(k) for k in table.k_per_batch]
+    if case == "r1-mtp-above-128":
+        assert 0 in schedule.values() and min(schedule.values()) == 0 < spec["max_draft_len"]
+        # without the emitted cuda_graph_config the release's graphs stop at 128: batches above run eagerly
+        assert sched.max_batch > trtllm_graph_batch_sizes(None, 0, True)[-1] == 128
+
+
+def test_the_trtllm_schema_refuses_what_the_release_lacks():
+    good = {"max_batch_size": 256, "cuda_graph_config": {"max_batch_size": 256, "enable_padding": True},
+            "speculative_config": {"decoding_type": "Eagle3", "max_draft_len": 4, "speculative_model": "x",
+                                   "draft_len_schedule": {4: 4, 64: 2, 200: 0}}}
+    assert check_trtllm_options(good)[-1] == 256
+    spec = good["speculative_config"]
+    for bad in ({**good, "max_num_seqs": 256},  # vLLM's name
+                {**good, "cuda_graph_config": {"max_batch_size": 256, "batch_sizes": [1, 8, 64]}},
+                {**good, "cuda_graph_config": {"max_batch_size": 256, "max_num_seqs": 8}},
+                {**good, "speculative_config": {**spec, "decoding_type": "DraftTarget"}},  # the literal: Draft_Target
+                {**good, "speculative_config": {**spec, "max_concurrency": 200}},
+                {**good, "speculative_config": {**spec, "draft_len_schedule": {4: 3, 64: 2}}},  # smallest key != 4
+                {**good, "speculative_config": {**spec, "draft_len_schedule": {4: 4, 64: 5}}},
+                {**good, "speculative_config": {**spec, "draft_len_schedule": {0: 4, 64: 2}}},
+                {**good, "speculative_config": {**spec, "max_draft_len": 0, "draft_len_schedule": {64: 0}}},
+                {**good, "speculative_config": {**spec, "speculative_model": None}},
+                {**good, "speculative_config": {**spec, "num_speculative_tokens": 4}}):  # vLLM's key
+        with pytest.raises(AssertionError):
+            check_trtllm_options(bad)
 
 
 def test_the_trtllm_options_run_the_priced_batch_on_graphs(qwen_h100):
@@ -257,8 +392,6 @@ def test_the_trtllm_options_run_the_priced_batch_on_graphs(qwen_h100):
     # graphs to the priced batch, padded (by default TensorRT-LLM captures to 128 and runs other batches eagerly)
     assert options["max_batch_size"] == n and options["cuda_graph_config"] == {"max_batch_size": n,
                                                                                "enable_padding": True}
-    with pytest.raises(AssertionError):
-        check_trtllm_options({**options, "max_num_seqs": n})  # vLLM's name
 
 
 def test_the_limits_table_names_fields_the_release_parses_and_speclib_writes(qwen_h100):
@@ -273,8 +406,7 @@ def test_the_limits_table_names_fields_the_release_parses_and_speclib_writes(qwe
     vllm = json.loads((DATA / "vllm-0.34.0-speculative-config.json").read_text())
     serving = json.loads((DATA / "vllm-serving-args.json").read_text())
     vllm_has = set(vllm["fields"]) | {f.lstrip("-").replace("-", "_") for f in serving["config_flags"]}
-    trt = json.loads((DATA / "trtllm-llm-args-fields.json").read_text())
-    trt_has = set(trt["top"]) | set(trt["cuda_graph_config"]) | set(trt["speculative_config"])
+    trt_has = set(TRT["top"]) | set(TRT["cuda_graph_config"]["fields"]) | set(TRT["speculative_config"]["fields"])
     _, sglang = sglang_parser()
     sglang_has = {f for flag in sglang["flags"] for f in flag["flags"]}
     for name, has in (("vllm", vllm_has), ("trtllm", trt_has), ("sglang", sglang_has)):
@@ -284,4 +416,5 @@ def test_the_limits_table_names_fields_the_release_parses_and_speclib_writes(qwe
     assert f"at most {facts['max_running_requests_with_speculation_when_unset']} requests" in limits["sglang"].running_batch
     assert all(a in limits["sglang"].methods for a in facts["adaptive_algorithms"])
     assert "--cuda-graph-max-bs " not in sglang_has and "--cuda-graph-max-bs-decode" in sglang_has
-    assert "max_concurrency" in trt["speculative_config"] and "max_concurrency" in limits["trtllm"].draft_length
+    assert "max_concurrency" in TRT["speculative_config"]["fields"] and "max_concurrency" in limits["trtllm"].draft_length
+    assert limits["trtllm"].release.startswith(TRT["release"]) and TRT["commit"][:10] in limits["trtllm"].release

@@ -12,8 +12,11 @@ and path keys are typed from their sources:
   ``EAGLE3``, ``STANDALONE``, ``NGRAM``; ``DFLASH`` in the DFlash
   README's launch line) and ``--speculative-draft-model-path``;
 * TensorRT-LLM, docs/source/features/speculative-decoding.md (decoding types
-  ``MTP``, ``Eagle3``, ``NGram``, ``DraftTarget``, ``PARD``, ``DFlash``,
-  ``SA``; ``speculative_model``).
+  ``MTP``, ``Eagle3``, ``NGram``, ``PARD``, ``DFlash``, ``SA``;
+  ``speculative_model``) and, for a draft model, ``Draft_Target``: the
+  ``decoding_type`` literal of the ``speculative_config`` union in
+  tensorrt_llm/llmapi/llm_args.py as read for release 1.3.0rc27
+  (tests/data/engines/trtllm-llm-args.json).
 """
 from __future__ import annotations
 
@@ -31,18 +34,18 @@ from speclib.tools.schedule import render, schedule
 VLLM_METHODS = {"ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
                 "extract_hidden_states", "mtp", "dflash", "ngram_gpu", "dspark"}
 SGLANG_ALGORITHMS = {"EAGLE", "EAGLE3", "STANDALONE", "NGRAM", "DFLASH"}
-TRTLLM_TYPES = {"MTP", "Eagle3", "NGram", "DraftTarget", "PARD", "DFlash", "SA"}
+TRTLLM_TYPES = {"MTP", "Eagle3", "NGram", "Draft_Target", "PARD", "DFlash", "SA"}
 #: The engine's names of the drafters that drafts with the target's own MTP layers.
 MTP_NAMES = {"vllm": "mtp", "sglang": "EAGLE", "trtllm": "MTP"}
 #: The drafters of their own each engine takes, by the engine's name, and whether it needs a checkpoint.
 EXTERNAL = {
     "vllm": {"eagle3": True, "eagle": True, "draft_model": True, "dflash": True, "ngram": False},
     "sglang": {"EAGLE3": True, "EAGLE": True, "STANDALONE": True, "DFLASH": True},
-    "trtllm": {"Eagle3": True, "DraftTarget": True, "DFlash": True, "NGram": False},
+    "trtllm": {"Eagle3": True, "Draft_Target": True, "DFlash": True, "NGram": False},
 }
 SPEC = {"eagle3": "eagle3", "eagle": "eagle", "draft_model": "draft_model", "dflash": "dflash", "ngram": "ngram",
         "EAGLE3": "eagle3", "EAGLE": "eagle", "STANDALONE": "draft_model", "DFLASH": "dflash",
-        "Eagle3": "eagle3", "DraftTarget": "draft_model", "DFlash": "dflash", "NGram": "ngram"}
+        "Eagle3": "eagle3", "Draft_Target": "draft_model", "DFlash": "dflash", "NGram": "ngram"}
 PATH = "org/drafter-checkpoint"
 
 
@@ -159,8 +162,8 @@ def test_engine_spellings_name_the_same_method(schedules):
     sched = schedules["llama-3-70b"]
     for spelling in ("eagle3", "EAGLE3", "Eagle3", "eagle-3"):
         assert json.loads(render(sched, "vllm", method=spelling, draft_model=PATH))["speculative_config"]["method"] == "eagle3"
-    for spelling in ("draft_model", "STANDALONE", "DraftTarget"):
-        assert printed(render(sched, "trtllm", method=spelling, draft_model=PATH), "trtllm")[0] == "DraftTarget"
+    for spelling in ("draft_model", "STANDALONE", "DraftTarget", "Draft_Target"):
+        assert printed(render(sched, "trtllm", method=spelling, draft_model=PATH), "trtllm")[0] == "Draft_Target"
     assert json.loads(render(schedules["deepseek-v3"], "vllm", method="deepseek_mtp"))["speculative_config"]["method"] == "mtp"
 
 

@@ -30,19 +30,21 @@ vLLM, dynamic speculative decoding
   open-ended). Not in a vLLM release as far as we could verify.
 
 TensorRT-LLM, ``DecodingBaseConfig`` (MTPDecodingConfig, Eagle3DecodingConfig, ...)
-  tensorrt_llm/llmapi/llm_args.py (fields ``max_draft_len``,
-  ``max_concurrency``, ``draft_len_schedule`` and the validator
-  ``validate_draft_len_schedule_and_sort``), the lookup
-  ``get_draft_len_for_batch_size`` in tensorrt_llm/_torch/speculative/utils.py,
-  pull request NVIDIA/TensorRT-LLM#10860, and the LLM API reference
-  (llm-api/reference/MTPDecodingConfig.html). A key of ``draft_len_schedule``
+  release 1.3.0rc27's LLM API reference (llm-api/reference/MTPDecodingConfig.html,
+  DecodeCudaGraphConfig.html) and tensorrt_llm/llmapi/llm_args.py at an
+  upstream commit whose fields match that reference (:data:`TRTLLM_SOURCE`;
+  fields ``max_draft_len``, ``max_concurrency``, ``draft_len_schedule`` and the
+  validator ``validate_draft_len_schedule_and_sort``), the lookup
+  ``get_draft_len_for_batch_size`` in tensorrt_llm/_torch/speculative/utils.py
+  (pull request NVIDIA/TensorRT-LLM#10860). A key of ``draft_len_schedule``
   is the *upper* end of a batch range: ``{4: 4, 8: 2, 32: 1}`` drafts 4 at
   batch 1-4, 2 at 5-8, 1 at 9-32 and 0 above 32. The smallest key must map to
   ``max_draft_len``, no value may exceed it, and ``max_concurrency`` and
   ``draft_len_schedule`` are mutually exclusive (a ``max_concurrency`` alone
-  becomes ``{max_concurrency: max_draft_len}``). YAML goes in through
-  ``--config`` (alias ``--extra_llm_api_options``) under
-  ``speculative_config`` with a ``decoding_type``
+  becomes ``{max_concurrency: max_draft_len}``). ``speculative_config`` is a
+  union told apart by ``decoding_type`` (``MTP``, ``Eagle3``, ``Draft_Target``,
+  ``DFlash``, ``NGram``, ...), each of which refuses ``max_draft_len`` 0. YAML
+  goes in through ``--config`` (alias ``--extra_llm_api_options``)
   (docs/source/features/speculative-decoding.md).
 
 SGLang
@@ -268,24 +270,35 @@ def trtllm_config(ranges, *, decoding_type: str = "MTP", speculative_model: str 
     """The LLM API's options (a mapping for the YAML file): ``max_batch_size``
     and a ``cuda_graph_config`` that captures decode graphs up to it with
     padding on (:func:`trtllm_serving`), then ``speculative_config``;
-    ``speculative_model`` is the drafter's checkpoint (none for MTP or NGram)."""
+    ``speculative_model`` is the drafter's checkpoint (none for MTP or NGram).
+    A table that never drafts gets no ``speculative_config``: TensorRT-LLM
+    refuses ``max_draft_len`` 0 for MTP, Eagle3, Draft_Target, DFlash and
+    NGram (their validators), so the server runs without speculation."""
     max_draft_len, schedule, _ = trtllm_schedule(ranges)
+    out = trtllm_serving(max_batch_size) if max_batch_size else {}
+    if max_draft_len == 0:  # never drafts: every decoding type refuses max_draft_len 0, so none is written
+        return out
     spec = {"decoding_type": decoding_type, "max_draft_len": max_draft_len}
     if speculative_model:
         spec["speculative_model"] = speculative_model
     spec["draft_len_schedule"] = schedule
-    out = trtllm_serving(max_batch_size) if max_batch_size else {}
     out["speculative_config"] = spec
     return out
 
 
-#: Where the TensorRT-LLM fields below were read: tensorrt_llm/llmapi/llm_args.py in NVIDIA/TensorRT-LLM as the
-#: project's search tool stores it (a 2026 upstream copy; its release could not be tied to a tag from here):
-#: ``BaseCudaGraphConfig`` (``batch_sizes``, ``max_batch_size``: "If neither is provided, a default
-#: max_batch_size of 128 is used", ``enable_padding``: "batches are rounded up to the nearest
-#: cuda_graph_batch_size"), ``DecodeCudaGraphConfig._merge_schedule_keys`` (each draft_len_schedule key gets a
-#: graph of its own), and the LLM API's ``max_batch_size`` and ``cuda_graph_config``.
-TRTLLM_SOURCE = "TensorRT-LLM upstream tensorrt_llm/llmapi/llm_args.py (2026 copy; release not verified)"
+#: The TensorRT-LLM release whose LLM API the options below are checked against (tests/data/engines/
+#: trtllm-llm-args.json): its API reference (MTPDecodingConfig, DecodeCudaGraphConfig) gives the fields' types,
+#: and tensorrt_llm/llmapi/llm_args.py at upstream commit :data:`TRTLLM_COMMIT`, whose DecodingBaseConfig and
+#: cuda-graph classes declare what that reference documents, gives the validators: ``BaseCudaGraphConfig``
+#: (``batch_sizes``, ``max_batch_size``: "If neither is provided, a default max_batch_size of 128 is used",
+#: ``enable_padding``: "batches are rounded up to the nearest cuda_graph_batch_size"),
+#: ``DecodeCudaGraphConfig._merge_schedule_keys`` (each draft_len_schedule key gets a graph of its own),
+#: ``validate_draft_len_schedule_and_sort``, and the LLM API's ``max_batch_size`` and ``cuda_graph_config``.
+#: The commit is not tied to the release tag (the tags could not be read; the PyPI packages are stubs).
+TRTLLM_RELEASE = "1.3.0rc27"
+TRTLLM_COMMIT = "0004396720054fd8e205cbf616f21f0b57c6b412"
+TRTLLM_SOURCE = (f"TensorRT-LLM {TRTLLM_RELEASE}'s LLM API reference and tensorrt_llm/llmapi/llm_args.py at "
+                 f"commit {TRTLLM_COMMIT[:10]} (whose fields match it; the commit is not tied to the tag)")
 
 
 def trtllm_serving(max_batch_size: int) -> dict:
@@ -513,10 +526,10 @@ def trtllm_limits(decoding_type: str) -> list:
     ``draft_len_schedule`` with ``decoding_type``."""
     lines = []
     if decoding_type in ("MTP", "Eagle3"):
-        lines.append("on the one-model path (MTP, EAGLE-3 one-model) draft_len_schedule needs a release with pull "
-                     "request NVIDIA/TensorRT-LLM#10860; an open one, #16888 ('Keep drafting alive when dynamic "
-                     "draft length hits its floor'), changes what a draft length of 0 (above the last key) does "
-                     "there: check your release")
+        lines.append("on the one-model path (MTP, EAGLE-3 one-model) draft_len_schedule came with pull request "
+                     f"NVIDIA/TensorRT-LLM#10860, whose rules the source read for {TRTLLM_RELEASE} has; #16888 "
+                     "('Keep drafting alive when dynamic draft length hits its floor', open when read) would change "
+                     "what a draft length of 0 (above the last key) does there: check your release")
     if decoding_type == "MTP":
         lines.append("TensorRT-LLM's speculative-decoding page says MTP is supported by DeepSeek models only; "
                      "check that your release serves this model's MTP layers")
@@ -633,7 +646,7 @@ def engine_limits() -> tuple:
         "table off with data parallelism > 1: num_speculative_tokens at every batch",
         "documented as tested with " + ", ".join(VLLM_TESTED_METHODS) + "; not with mtp")
     trtllm = EngineLimits(
-        "trtllm", "TensorRT-LLM", "upstream 2026 copy (release not verified)",
+        "trtllm", "TensorRT-LLM", f"{TRTLLM_RELEASE} (API reference; validators at commit {TRTLLM_COMMIT[:10]})",
         ("draft_len_schedule", "max_draft_len", "max_batch_size", "cuda_graph_config"),
         "draft_len_schedule: {upper batch of a range: K}; 0 above the last key",
         "the smallest key maps to max_draft_len (the first range drafts longest); max_concurrency not with a "
@@ -642,7 +655,7 @@ def engine_limits() -> tuple:
         f"decode graphs to {TRTLLM_DEFAULT_GRAPH_MAX_BATCH} sequences by default, a batch off the list eagerly: "
         "cuda_graph_config to the priced batch, padding on",
         "none documented for the schedule (not verified)",
-        "MTP and EAGLE-3 one-model need pull request #10860; a draft length of 0 there is changing (#16888)")
+        "MTP and EAGLE-3 one-model since pull request #10860; a draft length of 0 there is changing (#16888)")
     sglang = EngineLimits(
         "sglang", "SGLang", SGLANG_RELEASE,
         ("--speculative-adaptive-config", "--speculative-num-steps", "--max-running-requests",

@@ -28,7 +28,11 @@ TensorRT-LLM (docs/source/features/speculative-decoding.md)
   page), ``Eagle3``, ``DraftTarget``, ``DFlash``, ``NGram`` (also ``PARD``,
   ``SA``); the drafter goes in ``speculative_model``, alias
   ``speculative_model_dir``. "The PyTorch backend supports only ``Eagle3``":
-  EAGLE-1/2 checkpoints do not load.
+  EAGLE-1/2 checkpoints do not load. A draft model is written ``Draft_Target``,
+  the ``decoding_type`` literal of ``DraftTargetDecodingConfig`` in the
+  ``speculative_config`` union of tensorrt_llm/llmapi/llm_args.py as read for
+  release 1.3.0rc27 (engines.TRTLLM_SOURCE; no alias for ``DraftTarget`` was
+  found there); ``DraftTarget`` is still taken as a ``--method`` spelling.
 """
 from __future__ import annotations
 
@@ -71,7 +75,7 @@ METHODS = {
                      trtllm="Eagle3"),
     "eagle": Method("eagle", "EAGLE", own_head=False, needs_path=True, vllm="eagle", sglang="EAGLE", trtllm=None),
     "draft_model": Method("draft_model", "a draft model", own_head=False, needs_path=True, vllm="draft_model",
-                          sglang="STANDALONE", trtllm="DraftTarget"),
+                          sglang="STANDALONE", trtllm="Draft_Target"),
     "dflash": Method("dflash", "DFlash", own_head=False, needs_path=True, vllm="dflash", sglang="DFLASH",
                      trtllm="DFlash"),
     "ngram": Method("ngram", "n-gram lookup", own_head=False, needs_path=False, vllm="ngram", sglang=None,

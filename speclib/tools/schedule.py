@@ -1110,6 +1110,8 @@ def _render_trtllm(sched, decoding_type, path, width):
         "(speculation is off above it; implied by draft_len_schedule, and TensorRT-LLM rejects the two together)",
         f"The first key must map to max_draft_len: this table keeps {_pct(table.kept)} of the per-batch optimum "
         f"({_worst(table)}).",
+        *(["No speculative_config: the table drafts 0 at every batch, and TensorRT-LLM refuses max_draft_len 0 "
+           f"for {decoding_type}, so the server runs without speculation."] if max_draft_len == 0 else []),
         *(f"limit: {line}" for line in engines.trtllm_limits(decoding_type)),
         f"{KEPT_DEFINITION}.",
     ]

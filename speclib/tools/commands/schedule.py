@@ -34,7 +34,7 @@ methods (--method, one the model has; --draft-model PATH where the engine needs 
   mtp          the model's own MTP layers (DeepSeek-V3/R1, V4, GLM-4.x, Qwen3.6: their
                config.json has num_nextn_predict_layers or mtp_num_hidden_layers); no path
   eagle3       an EAGLE-3 head; eagle: an EAGLE-1/2 head (not in TensorRT-LLM's PyTorch backend)
-  draft_model  a small draft model (SGLang STANDALONE, TensorRT-LLM DraftTarget)
+  draft_model  a small draft model (SGLang STANDALONE, TensorRT-LLM Draft_Target)
   dflash       a DFlash block drafter
   ngram        n-gram lookup, no weights (not written for SGLang)
   The drafter's path goes in vLLM's "model", SGLang's --speculative-draft-model-path and
