@@ -168,6 +168,35 @@ def summary_table() -> NumberTable:
                                 "datasheet bandwidth."))
 
 
+def _where(pairs) -> str:
+    """Chip and engine pairs in words: "all files", "<engines> on every chip", or each pair."""
+    pairs = set(pairs)
+    engines = [e for e in _mk.ENGINES if all((c, e) in pairs for c in _mk.CHIPS)]
+    if len(pairs) == len(engines) * len(_mk.CHIPS):
+        if len(engines) == len(_mk.ENGINES):
+            return "all files"
+        return " and ".join(ENGINE_NAMES[e] for e in engines) + " on every chip"
+    return ", ".join(f"{c} {ENGINE_NAMES[e]}" for c in _mk.CHIPS for e in _mk.ENGINES if (c, e) in pairs)
+
+
+def gaps_table() -> NumberTable:
+    """What the tables lack for the chapter's readings: per kernel, the
+    query positions (or the whole kernel) missing, and the chip and engine
+    files they are missing from."""
+    by = {}
+    for what, chip, engine, why in _mk.gaps():
+        by.setdefault((what, why.split(":")[0] if why.startswith("T = ") else "every T"), set()).add((chip, engine))
+    rows, seen = [], {}
+    for (what, positions), pairs in by.items():
+        seen.setdefault((what, _where(pairs)), []).append(positions.removeprefix("T = "))
+    for (what, where), positions in seen.items():
+        rows.append((what, "every T (no such table)" if positions == ["every T"] else
+                     "T = " + ", ".join(positions) + " (no kernel at that many query heads)", where))
+    return NumberTable(("kernel", "missing", "where"), tuple(rows), align="lll",
+                       css_class="speclib-measured-kernels-table",
+                       caption="What the tables lack for the readings above: left out, never interpolated.")
+
+
 def facts() -> dict:
     """The numbers the chapter's prose glues."""
     rows = summary_rows()
@@ -194,10 +223,11 @@ def facts() -> dict:
         "mla_h100_hi": float(np.nanmax(mla[h100])),
         "mla_blackwell_hi": float(np.nanmax(mla[blackwell])),
         "mla_blackwell_2_hi": float(np.nanmax(at2[blackwell])),
-        "ridge_h200": float(rows[3][8]), "ridge_h100": float(rows[0][8]), "ridge_b200": float(rows[6][8]),
+        # the H200's and the B200's T* at 8 GPUs are the attention chapter's (v3_tp8_T_star, v4_tp8_T_star)
+        "ridge_h100": float(rows[0][8]), "blackwell_ridge_past": bool(min(r[8] for r in rows[6:]) > MLA_POSITIONS),
         "gqa_hi": float(np.nanmax(gqa)), "gqa_ridge_lo": min(_mk.verify_cost(c, "SGLang", "Llama-3.1-8B").ridge_T
                                                               for c in _mk.CHIPS),
     }
 
 
-__all__ = ["expert_tax", "verify_cost", "summary_table", "facts"]
+__all__ = ["expert_tax", "verify_cost", "summary_table", "gaps_table", "facts"]
