@@ -206,3 +206,17 @@ def test_the_summary_table_has_a_row_per_chip_and_engine_and_a_dash_where_a_tabl
     rows = figures.summary_table().rows
     assert len(rows) == 12 and rows[2][:2] == ("H100-SXM", "vLLM") and rows[2][5] == "–"
     assert rows[0][3] == f"{256 * (1 - (1 - 8 / 256) ** 8) / 8:.2f}"
+
+
+def test_the_glued_facts_are_the_tables_extremes():
+    from speclib.presentation.figures import measured_kernels as figures
+
+    f = figures.facts()
+    ratios = []
+    for chip in ("h100-sxm", "h200", "b200", "b300"):
+        for engine in ("sglang", "trt", "vllm"):
+            c = _moe_config(f"{chip}-{engine}.json", "bfloat16", 4096, 1536, 8, 128)
+            ratios.append(c["latency_ms"][c["tokens"].index(8)] / c["latency_ms"][0])
+    assert (f["qwen_few_lo"], f["qwen_few_hi"]) == pytest.approx((min(ratios), max(ratios)))
+    assert f["qwen_coupon_few"] == pytest.approx(128 * (1 - (1 - 8 / 128) ** 8) / 8)
+    assert f["gqa_hi"] < 1.05 and f["knee"] == 32

@@ -211,9 +211,12 @@ def facts() -> dict:
     h100 = np.array([c == "H100-SXM" for c in chips])
     gqa = np.array([r[9] for r in rows])
     mla_fine = [_mk.verify_cost(c, e) for c in _mk.CHIPS for e in _mk.ENGINES]
+    qwen = [_mk.expert_tax(c, e, "Qwen3-235B-A22B").at(FEW_TOKENS) for c in _mk.CHIPS for e in _mk.ENGINES]
     at2 = np.array([r.at(2) for r in mla_fine])
     return {
         "few_tokens": FEW_TOKENS, "coupon_few": float(rows[0][3]),
+        "qwen_coupon_few": qwen[0][1], "qwen_few_lo": float(np.nanmin([q[0] for q in qwen])),
+        "qwen_few_hi": float(np.nanmax([q[0] for q in qwen])),
         "few_lo": float(np.nanmin(few)), "few_hi": float(np.nanmax(few)),
         "knee": _mk.expert_tax("H200", "SGLang").experts / _mk.expert_tax("H200", "SGLang").top_k,
         "readable_other_lo": float(np.nanmin(readable[~trt])), "readable_other_hi": float(np.nanmax(readable[~trt])),
