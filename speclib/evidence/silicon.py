@@ -12,12 +12,14 @@ A measurement file (``<gpu>-layers.json``, shipped in
 
 each point beside the roofline speclib gives for it
 (:mod:`speclib.core.layers`). This module reads such a file (a bad field is
-a ValueError naming the file and the field) and computes what the chapter
-"The paper on silicon" shows: the marginal cost of one more verified
+a ValueError naming the file and the field) and computes, for such a run,
+the marginal cost of one more verified
 position against the roofline's (the free band of a dense layer, the expert
 tax of a MoE layer), the verify width at which attention starts to cost more
 (MLA against GQA, measured against the roofline's ridge), and the measured
 time over the roofline's per kind, beside the calibrated step's chip factor.
+No run is shipped; the book's chapter on measured kernels reads NVIDIA's
+kernel tables instead (:mod:`speclib.evidence.measured_kernels`).
 """
 from __future__ import annotations
 

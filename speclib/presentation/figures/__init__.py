@@ -12,5 +12,5 @@ book's live figures are generated from, is complete.
 """
 from . import (acceptance_curves, attention, common, cost_of_a_token, deployment_capacity, engine_step_time,  # noqa: F401
                deployments, draft_length, draft_length_per_concurrency, drafter_cost, engine_schedules,
-               engines_vs_model, expert_parallelism, expert_tax, hybrid_attention, pricing,
-               pricing_rule, reconciliation, silicon, simulated_serving, skewed_routing)
+               engines_vs_model, expert_parallelism, expert_tax, hybrid_attention, measured_kernels, pricing,
+               pricing_rule, reconciliation, simulated_serving, skewed_routing)
