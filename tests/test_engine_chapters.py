@@ -189,6 +189,8 @@ def test_the_targets_split_into_decode_and_speculation_and_the_missed_are_named(
         assert all(value in f[f"{kind}_missed_list"] for _, _, value, _ in missed)
     assert engines_vs_model.targets_table().rows == tuple(spec_)
     assert engine_step_time.targets_table().rows == tuple(decode)
+    both = engine_step_time.targets_table(None)  # the chapter's one table of both kinds
+    assert both.rows == tuple(every) and "plain decoding" in both.caption and "speculation" in both.caption
 
 
 def test_the_overlap_table_and_what_a_speculative_path_without_overlap_costs():
