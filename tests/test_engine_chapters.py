@@ -62,6 +62,8 @@ def test_the_decode_chapters_facts_are_the_datas():
     assert facts["decoding_runs"] + facts["queueing_runs"] == facts["runs"]
     # the queueing run beats the roofline at its nominal batch, not at the batch Little's law gives
     assert facts["below_tpot_ms"] < facts["below_pred_ms"] and facts["below_pred_little_ms"] < facts["below_tpot_ms"]
+    # and memory holds fewer than were in flight: priced at what it holds, the run no longer beats the roofline
+    assert facts["below_held"] < facts["below_concurrency"] and facts["below_pred_held_ms"] < facts["below_tpot_ms"]
     c = validation.compare()
     one = [m.tpot_ms / (p * 1e3) for m, p in zip(c.records, c.predicted_little_s)
            if m.tp == 1 and m.precision == "fp8" and c.little_batch[c.records.index(m)] > 0]
