@@ -153,7 +153,7 @@ def displayed() -> dict:
 #: paper's conclusion points once to what real engines change. The appendix's
 #: derivations and the bibliography are reference: any chapter may send a
 #: reader to them.
-POINTERS = {("conclusion", "engines_vs_model"), ("conclusion", "reconciliation")}
+POINTERS = {("conclusion", "trusting_the_step")}
 REFERENCE = ("appendix_", "bibliography")
 
 

@@ -62,6 +62,8 @@ def test_the_decode_chapters_facts_are_the_datas():
     assert facts["decoding_runs"] + facts["queueing_runs"] == facts["runs"]
     # the queueing run beats the roofline at its nominal batch, not at the batch Little's law gives
     assert facts["below_tpot_ms"] < facts["below_pred_ms"] and facts["below_pred_little_ms"] < facts["below_tpot_ms"]
+    # and memory holds fewer than were in flight: priced at what it holds, the run no longer beats the roofline
+    assert facts["below_held"] < facts["below_concurrency"] and facts["below_pred_held_ms"] < facts["below_tpot_ms"]
     c = validation.compare()
     one = [m.tpot_ms / (p * 1e3) for m, p in zip(c.records, c.predicted_little_s)
            if m.tp == 1 and m.precision == "fp8" and c.little_batch[c.records.index(m)] > 0]
@@ -189,6 +191,8 @@ def test_the_targets_split_into_decode_and_speculation_and_the_missed_are_named(
         assert all(value in f[f"{kind}_missed_list"] for _, _, value, _ in missed)
     assert engines_vs_model.targets_table().rows == tuple(spec_)
     assert engine_step_time.targets_table().rows == tuple(decode)
+    both = engine_step_time.targets_table(None)  # the chapter's one table of both kinds
+    assert both.rows == tuple(every) and "plain decoding" in both.caption and "speculation" in both.caption
 
 
 def test_the_overlap_table_and_what_a_speculative_path_without_overlap_costs():

@@ -1,4 +1,5 @@
-"""The book's figures, one module per chapter, each figure one definition
+"""The book's figures, one module per chapter (three for "How far to trust the step": its
+decode step, its speculative runs, its reconciliation with the sequel), each figure one definition
 (:class:`speclib.presentation.definition.Figure`): call it for the static
 image, ``.widget()`` for the live one in a kernel, ``.data()`` for its numbers.
 A chapter's tables sit beside its figures; :mod:`.common` holds what several

@@ -1,4 +1,4 @@
-"""Figures and tables of the chapter "The step time of a real engine":
+"""Figures and tables of the first half of the chapter "How far to trust the step":
 measured decoding against the roofline (the measured time per output
 token by chip, tensor-parallel width and framework, the time the roofline
 does not count, the ratio tables), the step every model is priced by (its
@@ -680,10 +680,12 @@ def mtp_facts(rows=None) -> dict:
             "mtp_above": sum(1 for r in scored if r[3] > r[6]), "mtp_below": sum(1 for r in scored if r[3] < r[5])}
 
 
-def targets_table(kind: str = "decode") -> NumberTable:
-    """The targets of one kind (:data:`speclib.calibration.step_report.TARGET_KINDS`) against what is measured."""
-    what = ("plain decoding's time per output token" if kind == "decode"
-            else "speculation's speed-ups and draft lengths")
+def targets_table(kind: str | None = "decode") -> NumberTable:
+    """The targets of one kind (:data:`speclib.calibration.step_report.TARGET_KINDS`), or of every kind
+    (None: the book prints them in one table), against what is measured."""
+    what = {"decode": "plain decoding's time per output token",
+            "speculative": "speculation's speed-ups and draft lengths",
+            None: "plain decoding's time per output token and speculation's speed-ups and draft lengths"}.get(kind, kind)
     return NumberTable(("what", "target", "measured", "met"), tuple(_rep.targets(kind=kind)), align="llll",
                        caption=f"the calibrated step against its targets on {what}: held out by model family and "
                                "by chip, the form chosen inside each fold, each figure beside its null baselines; a "

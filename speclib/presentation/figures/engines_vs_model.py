@@ -1,4 +1,4 @@
-"""Figures and tables of the chapter "Held against real engines":
+"""Figures and tables of the speculative half of the chapter "How far to trust the step":
 published engine measurements of speculative decoding against the roofline,
 the calibrated step time and its variants, held out four ways; each family's
 bias and interval coverage, the DeepSeek evidence's layouts, and draft
@@ -219,8 +219,8 @@ def family_table() -> NumberTable:
 
 def targets_table(kind: str = "speculative") -> NumberTable:
     """The figures against their targets, of one kind
-    (:data:`speclib.calibration.step_report.TARGET_KINDS`; the chapter on
-    plain decoding prints the others)."""
+    (:data:`speclib.calibration.step_report.TARGET_KINDS`; the chapter prints
+    both kinds in one table, :func:`.engine_step_time.targets_table` of None)."""
     return _targets_table(kind)
 
 

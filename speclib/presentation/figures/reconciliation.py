@@ -1,4 +1,4 @@
-"""Tables of the chapter "Reconciling the sequel with the engines": the
+"""Tables of the last sections of the chapter "How far to trust the step": the
 sequel's setting priced three ways (its simulator's step, the whole step as
 the engines roll a hybrid back, and the calibrated step with its interval),
 and where speculation stops paying for several kinds of model and chip
