@@ -758,3 +758,56 @@ def test_the_mixture_of_experts_slope_never_falls_to_half_with_the_shared_expert
         BY_ID["moe.batch1_half_slope_with_shared"].values["lowest"]
     assert lowest == pytest.approx(slope[least] / far, rel=1e-3) and at == pytest.approx(B[least], rel=1e-2)
     assert lowest > 0.5
+
+
+# --- independent checks ------------------------------------------------------------------
+
+
+def _post():
+    return [c for c in CLAIMS if c.source == claims.POST]
+
+
+def test_table1_s_cells_are_one_check_and_every_other_claim_of_the_post_one_of_its_own():
+    # Table 1 as docs/model.md prints it: 20 intensities, 20 bold marks, and its two summary rows
+    table1 = 2 * sum(len(row) for row in TABLE1.values()) + 2
+    assert table1 == 42
+    found = claims.checks(_post())
+    grid = [k for k in found if k.id == "table1"]
+    assert len(grid) == 1 and len(grid[0].claims) == table1
+    assert all(k.alone for k in found if k.id != "table1")
+    n = claims.check_counts(_post())
+    assert n["checks"] == len(_post()) - table1 + 1 and n["claims"] == len(_post())
+    assert n["reproduced"] + n["differs"] == n["checks"]
+
+
+def test_table1_s_check_deviation_is_the_largest_over_the_printed_grid():
+    # the typed constants of docs/model.md, not the code under test
+    worst = max(abs(mla_intensity(t, s) - v) for s, row in TABLE1.items() for t, v in zip((1, 2, 4, 8), row))
+    grid, = [k for k in claims.checks(_post()) if k.id == "table1"]
+    assert grid.max_deviation == pytest.approx(worst, abs=1e-9)
+    assert grid.status == "reproduced" and worst <= 0.5
+
+
+def test_every_check_of_the_post_names_a_library_function_that_imports():
+    import importlib
+    for k in claims.checks(_post()):
+        assert k.id in claims.HELD_BY, k.id
+        parts = k.held_by.split(".")
+        for i in range(len(parts), 0, -1):  # the longest importable module, then attributes
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ImportError:
+                continue
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+            break
+        else:
+            raise AssertionError(k.held_by)
+    assert set(claims.HELD_BY) == {k.id for k in claims.checks(_post())}
+
+
+def test_the_check_table_has_one_row_per_check_and_reads_the_same_twice():
+    t = claims.check_table(CLAIMS, source=claims.POST)
+    assert len(t.rows) == claims.check_counts(_post())["checks"]
+    assert repr(t) == repr(claims.check_table(CLAIMS, source=claims.POST))
+    assert "<script" not in t._repr_html_()
