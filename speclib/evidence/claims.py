@@ -73,7 +73,7 @@ from ..core import parallel as _parallel
 from ..core import speculation as _spec
 from ..core import step as _step
 from ..core.deployment import Deployment
-from ..core.layout import Layout
+from ..core.layout import Layout, ParallelStep
 from ..core.speculation import optimal_gamma
 from speclib.evidence import claim_data as _claim_data
 from speclib.evidence import derivations as _derivations
@@ -386,6 +386,10 @@ def _expert_tax():
     yield _ours("moe.ridge_asymptotic", kn["moe_ridge_asymptotic"])
     yield _ours("moe.ridge_exact", kn["moe_ridge"], half_b=lambda: float(moe_forms.moe_ridge_batch_expr.subs(
         {moe_forms.k: ffn.top_k, moe_forms.E: ffn.n_routed, moe_forms.n_s: ffn.n_shared, moe_forms.b: 0.5, moe_forms.R: fp4})))
+    w4a8 = Deployment(attention="paper", activations="fp8")  # fp4 experts, fp8 activations: the fp8 rate
+    knee_w4a8 = moe.knees(w4a8.model, w4a8.hardware)["moe_ridge"]
+    yield _ours("moe.ridge_exact_w4a8", knee_w4a8, ours=knee_w4a8, w4a4=kn["moe_ridge"],
+                ridge_fp8=presets.B200.ridge("fp8"))
     yield _ours("moe.slope_ratio", kn["slope_ratio"])
     yield _ours("moe.origin_half_slope_routed", moe_slope_ratio_at_origin(n_shared=0, model=m))
     with_shared = moe_slope_ratio_at_origin(model=m)
@@ -489,6 +493,15 @@ def _ledger():
     r_dp8 = cost.marginal_cost(B, contexts, 0.0, m, hw, layout=Layout(8, 1, True), **paper)["attention"]
     yield _holds("ledger.first_speculated_full_price_dp8", bool(np.all(r_dp8 == 1)),
                  dp_width=attention.compute_bound_width(m, hw, tp=8, dp_attention=True))
+    # the ledger prices no recurrent state: complete for a model without linear-attention layers
+    hybrid = presets.model(_simulator.MODEL)
+    yield _holds("ledger.no_recurrent_state", m.n_linear_layers == 0 and not m.is_hybrid, linear=m.n_linear_layers,
+                 hybrid=hybrid.name, state=hybrid.linear_attention.state_bytes)
+
+
+def zero_runs_of(regions) -> list:
+    """The gutters of :func:`speclib.core.speculation.gamma_regions` as whole (first, last)."""
+    return [(int(a), int(b)) for a, b in regions["gutters"]]
 
 
 def _describe_runs(runs) -> str:
@@ -510,6 +523,22 @@ def _figure3():
     yield _holds("fig3.large_batch_zero", bool(tail), first=lambda: tail[0][0],
                  first_with_query_bytes=lambda: [r for r in runs_q if r[1] == last][0][0],
                  first_served=f"{served_tail[0][0]:,}" if served_tail else "nowhere in the range", **setting)
+    # the post's fp4 ridge read as W4A4; with fp8 activations (W4A8) the experts run at the fp8 rate
+    regions = {a: _spec.gamma_regions(FIG3_ACCEPTANCE, S=FIG3_CONTEXT, c_draft=FIG3_DRAFT_COST,
+                                      deployment=Deployment(attention="paper", activations=a)) for a in (None, "fp8")}
+    w4a4, w4a8 = regions[None], regions["fp8"]
+    yield _holds("fig3.w4a8", bool(w4a8["gutters"]) and w4a8["gutters"] == w4a4["gutters"]
+                 and w4a8["last_speculating"] < FIG3_MAX_BATCH,
+                 gutter_w4a8=_describe_runs(zero_runs_of(w4a8)), gutter_w4a4=_describe_runs(zero_runs_of(w4a4)),
+                 last_w4a8=int(w4a8["last_speculating"]), last_w4a4=int(w4a4["last_speculating"]),
+                 context=FIG3_CONTEXT, alpha=FIG3_ACCEPTANCE, c_draft=FIG3_DRAFT_COST)
+    # the whole step, the output head and the routers counted (the per-layer ledger leaves them out)
+    whole = _spec.whole_step_gutter("DeepSeek-V4-Flash", "B200", S=FIG3_CONTEXT, c_draft=FIG3_DRAFT_COST,
+                                    alpha=FIG3_ACCEPTANCE)
+    outside = _spec.outside_the_layers("DeepSeek-V4-Flash")
+    yield _holds("fig3.gutter_whole_step", bool(whole["uniform"]) and whole["uniform"][0][0] < 1000,
+                 whole=_describe_runs(whole["uniform"]), layers_only=_describe_runs(whole["layers_only"]),
+                 head=outside["head"], routers=outside["routers"])
 
 
 #: The expert-parallel setting of the post's paragraph, checked at Figure 3's
@@ -531,6 +560,32 @@ def _expert_parallelism():
     yield _holds("ep.comm_does_not_amortise", parallel_forms.comm_slope_expr == 1, gpus=EP_GPUS,
                  network=cm.interconnect.name, latency_us=cm.interconnect.latency * 1e6,
                  slope_one=float(cm.comm_slope(1.0)), crossover=cm.latency_crossover())
+    prices = group_limited_tax()
+    yield _holds("ep.tax_shrinks_group_limited", prices["grouped"] < prices["tp"], **prices)
+
+
+#: The group-limited setting: DeepSeek-V3 (top 8 within the top 4 of 8 expert groups) on 8 H200s.
+GROUPED_MODEL, GROUPED_HARDWARE, GROUPED_GPUS = "DeepSeek-V3", "H200", 8
+
+
+def group_limited_tax(batch=EP_BATCH, context=FIG3_CONTEXT) -> dict:
+    """The price of one speculated token (one GPU's kernel time of a verify of
+    2 over a plain step, the paper's attention) for :data:`GROUPED_MODEL` on
+    :data:`GROUPED_GPUS` GPUs: the experts sliced over them (``tp``), split
+    whole with every GPU loaded alike (``ep``), and priced at the most loaded
+    GPU under the model's group-limited routing (``grouped``,
+    :func:`speclib.core.moe.rank_max_load`)."""
+    m, hw = presets.model(GROUPED_MODEL), presets.hardware(GROUPED_HARDWARE)
+    sm = _step.step_model(m, hw, attention="paper")
+    B, S = np.float64(batch), np.float64(context)
+
+    def price(layout, grouped=False):
+        ps = ParallelStep(sm, layout, group_limited=grouped)
+        return float(ps.kernel_time(B, np.float64(2.0), S) / ps.kernel_time(B, np.float64(1.0), S) - 1.0)
+
+    G = GROUPED_GPUS
+    return {"tp": price(Layout(G)), "ep": price(Layout(G, G)), "grouped": price(Layout(G, G), True),
+            "model": m.name, "hardware": hw.name, "gpus": G, "batch": batch, "context": context}
 
 
 def dense_deployment() -> Deployment:
@@ -865,6 +920,11 @@ HELD_BY = {
     "fig3.large_batch_zero": "speclib.evidence.claims.figure3_zero_runs",
     "ep.tax_shrinks": "speclib.core.parallel.ledger",
     "ep.comm_does_not_amortise": "speclib.formulas.parallel.comm_slope_expr",
+    "moe.ridge_exact_w4a8": "speclib.formulas.moe.gemm_ridge_expr",
+    "fig3.w4a8": "speclib.core.speculation.gamma_regions",
+    "fig3.gutter_whole_step": "speclib.core.speculation.whole_step_gutter",
+    "ledger.no_recurrent_state": "speclib.presets.architecture.Model.is_hybrid",
+    "ep.tax_shrinks_group_limited": "speclib.evidence.claims.group_limited_tax",
 }
 
 
