@@ -60,6 +60,7 @@ from . import calibrated as _cal
 from . import capacity as _capacity
 from . import drafters as _draft
 from . import moe as _moe
+from . import optimum as _optimum
 from . import step as _step
 from .cost import check_batch, check_context
 from .deployment import Deployment, deployment_of, refuse_unheld  # noqa: F401 - Deployment importable from here
@@ -314,18 +315,21 @@ def gamma_regions(alpha=0.75, S=4096, c_draft=0.10, model=None, hardware=None, b
     from :func:`zero_gamma_bands`), ``gutters`` (those with speculation paying
     on both sides, as (first, last)), ``low_edge`` / ``high_edge`` (the run at
     the smallest / largest batch, or None; a run over every batch is the low
-    edge), ``best_gamma`` and ``best_batch`` (the largest gamma* and the first
-    batch reaching it), ``last_speculating`` (the largest batch with gamma* >
+    edge), ``best_gamma``, ``best_batch`` and ``best_batch_to`` (the largest
+    gamma* and the first and last batch reaching it: gamma* is a whole number,
+    so its largest is a plateau of ties, :func:`speclib.core.optimum.optimum`),
+    ``last_speculating`` (the largest batch with gamma* >
     0, None if there is none)."""
     B = np.arange(1.0, 30_001.0) if batches is None else np.asarray(batches, float)
     g, _ = optimal_gamma(alpha, B, S, c_draft, model, hardware, gamma_max, deployment=deployment)
     bands = zero_gamma_bands(B, g)
     edges = [(lo, hi) for lo, hi, kind in bands if kind == "edge"]
     positive = np.flatnonzero(g > 0)
+    best = _optimum.optimum(B, g, "max")
     return {"bands": bands, "gutters": [(lo, hi) for lo, hi, kind in bands if kind == "gutter"],
             "low_edge": next(((lo, hi) for lo, hi in edges if lo == B[0]), None),
             "high_edge": next(((lo, hi) for lo, hi in edges if hi == B[-1] and lo != B[0]), None),
-            "best_gamma": int(g.max()), "best_batch": float(B[int(np.argmax(g))]),
+            "best_gamma": int(g.max()), "best_batch": best.ties[0], "best_batch_to": best.ties[1],
             "last_speculating": float(B[positive[-1]]) if positive.size else None}
 
 
