@@ -156,3 +156,20 @@ def test_dflash_s_conditional_acceptance_peaks_at_one_position():
     conditional = survival / np.concatenate([[1.0], survival[:-1]])
     positions = np.arange(1.0, conditional.size + 1.0)
     assert _ties(positions, conditional) == (12.0, 12.0) == (figures.iid_comparison()["dflash"]["peak"],) * 2
+
+
+def test_hca_s_first_draft_is_cheapest_at_one_context():
+    """The reproduction report's note on HCA's band: the first speculated token's attention, against a plain
+    step's, is cheapest "at S = 45,550, on a grid of 10 tokens": the roofline max(bytes, FLOPs / R) written
+    out with docs/model.md's MLA constants over the 128-fold compressed context, query bytes counted."""
+    from speclib.evidence import claims
+
+    m_c, m_q, f, R = 576.0, 73_728.0, 139_264.0, 2.25e15 / 8e12
+    S = np.arange(1_000.0, 200_001.0, 10.0)
+    s = S / 128
+
+    def cost(T):
+        return np.maximum(m_c * s + m_q * T, f * T * s / R)
+
+    price = cost(2) / cost(1) - 1
+    assert _ties(S, price, "min") == (45_550.0, 45_550.0) == (claims.hca_cheapest_first_draft_context(),) * 2
