@@ -1000,8 +1000,8 @@ def checks(claims=None) -> list:
 
 
 def check_counts(claims=None) -> dict:
-    """How many independent checks the claims make and over how many printed
-    claims: ``checks``, ``claims``, and of the checks ``reproduced`` and ``differs``."""
+    """How many independent checks the claims make and over how many claims
+    (printed numbers, statements and their readings): ``checks``, ``claims``, and of the checks ``reproduced`` and ``differs``."""
     claims = registry() if claims is None else claims
     found = checks(claims)
     return {"checks": len(found), "claims": len(claims),
@@ -1078,7 +1078,7 @@ class CheckTable(ClaimTable):
 
     def _summary(self) -> str:
         n = self.counts()
-        return (f"{n['checks']} independent checks over {n['claims']} printed claims: {n['reproduced']} reproduced, "
+        return (f"{n['checks']} independent checks over {n['claims']} claims: {n['reproduced']} reproduced, "
                 f"{n['differs']} differ")
 
     def __repr__(self) -> str:
