@@ -197,3 +197,36 @@ def test_the_file_s_frame_is_checked(change, match):
     change(raw)
     with pytest.raises(ValueError, match=match):
         claim_data.parse(raw, "test.json")
+
+
+def _with_checks(checks, marks):
+    raw = minimal()
+    raw["checks"] = checks
+    for index, check in marks.items():
+        raw["claims"][index]["check"] = check
+    return raw
+
+
+def test_claims_that_share_a_check_read_as_one_check():
+    raw = _with_checks({"vb": {"statement": "two printed numbers of one computation"}}, {0: "vb", 1: "vb"})
+    data = claim_data.parse(raw)
+    assert data.checks == {"vb": "two printed numbers of one computation"}
+    assert [s.check for s in data.claims] == ["vb", "vb", ""]
+
+
+@pytest.mark.parametrize("checks, marks, match", [
+    ({}, {0: "nowhere"}, "names 'nowhere', which the 'checks' table"),
+    ({"vb": {"statement": "x"}}, {0: "vb"}, "a check holds two claims or more; 1 name it"),
+    ({"v": {"statement": "x"}}, {1: "v", 2: "v"}, "must not share a claim's id"),
+    ({"vb": {"statement": "x", "held_by": "y"}}, {0: "vb", 1: "vb"}, "unknown field 'held_by'"),
+])
+def test_a_bad_check_is_refused_naming_it(checks, marks, match):
+    with pytest.raises(ValueError, match=match):
+        claim_data.parse(_with_checks(checks, marks))
+
+
+def test_a_check_across_two_sections_is_refused():
+    raw = _with_checks({"vb": {"statement": "x"}}, {0: "vb", 1: "vb"})
+    raw["claims"][1]["section"] = "another"
+    with pytest.raises(ValueError, match="one source and one section"):
+        claim_data.parse(raw)

@@ -359,6 +359,8 @@ PINNED = {
     "csa.main_equals_mla_512": pin_csa_own_selections,
     # the post prices one GPU holding every head; at TP8 each GPU reads the whole latent for 1/8 of them
     "ledger.first_speculated_full_price_tp8": pin_first_speculated_tp8,
+    # the post's fp4 ridge needs fp4 activations: with fp8 ones (W4A8) the experts run at the fp8 rate
+    "moe.ridge_exact_w4a8": lambda: (4.5e15 / 8e12 * 0.53 * 257 / 14, 1e-9),
     "older.tokens_per_pass": pin_tokens_per_pass,
     "older.speedup_alpha85": pin_speedup_alpha85,
     "older.plain_decoding_wins_above_64": pin_plain_decoding_above_64,
@@ -758,3 +760,108 @@ def test_the_mixture_of_experts_slope_never_falls_to_half_with_the_shared_expert
         BY_ID["moe.batch1_half_slope_with_shared"].values["lowest"]
     assert lowest == pytest.approx(slope[least] / far, rel=1e-3) and at == pytest.approx(B[least], rel=1e-2)
     assert lowest > 0.5
+
+
+# --- independent checks ------------------------------------------------------------------
+
+
+def _post():
+    return [c for c in CLAIMS if c.source == claims.POST]
+
+
+def test_table1_s_cells_are_one_check_and_every_other_claim_of_the_post_one_of_its_own():
+    # Table 1 as docs/model.md prints it: 20 intensities, 20 bold marks, and its two summary rows
+    table1 = 2 * sum(len(row) for row in TABLE1.values()) + 2
+    assert table1 == 42
+    found = claims.checks(_post())
+    grid = [k for k in found if k.id == "table1"]
+    assert len(grid) == 1 and len(grid[0].claims) == table1
+    assert all(k.alone for k in found if k.id != "table1")
+    n = claims.check_counts(_post())
+    assert n["checks"] == len(_post()) - table1 + 1 and n["claims"] == len(_post())
+    assert n["reproduced"] + n["differs"] == n["checks"]
+
+
+def test_table1_s_check_deviation_is_the_largest_over_the_printed_grid():
+    # the typed constants of docs/model.md, not the code under test
+    worst = max(abs(mla_intensity(t, s) - v) for s, row in TABLE1.items() for t, v in zip((1, 2, 4, 8), row))
+    grid, = [k for k in claims.checks(_post()) if k.id == "table1"]
+    assert grid.max_deviation == pytest.approx(worst, abs=1e-9)
+    assert grid.status == "reproduced" and worst <= 0.5
+
+
+def test_every_check_of_the_post_names_a_library_function_that_imports():
+    import importlib
+    for k in claims.checks(_post()):
+        assert k.id in claims.HELD_BY, k.id
+        parts = k.held_by.split(".")
+        for i in range(len(parts), 0, -1):  # the longest importable module, then attributes
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ImportError:
+                continue
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+            break
+        else:
+            raise AssertionError(k.held_by)
+    assert set(claims.HELD_BY) == {k.id for k in claims.checks(_post())}
+
+
+def test_the_check_table_has_one_row_per_check_and_reads_the_same_twice():
+    t = claims.check_table(CLAIMS, source=claims.POST)
+    assert len(t.rows) == claims.check_counts(_post())["checks"]
+    assert repr(t) == repr(claims.check_table(CLAIMS, source=claims.POST))
+    assert "<script" not in t._repr_html_()
+
+
+# --- the referee's physics (issue 49, point 3): each reading a row, ours beside the post's ----------------------
+
+
+def test_w4a8_halves_the_far_knee_by_the_ridge_written_out():
+    # R b (E + 1) / (2 (k + 1)) with the fp8 ridge (4.5 PFLOP/s dense over 8 TB/s), b = 0.53, E = 256, k = 6
+    claim = BY_ID["moe.ridge_exact_w4a8"]
+    assert claim.our_value == pytest.approx(4.5e15 / 8e12 * 0.53 * 257 / 14, rel=1e-9)
+    assert claim.status == "differs" and claim.side == "source"
+
+
+def test_w4a8_moves_figure3_s_edge_not_its_gutter_by_brute_force():
+    from speclib import Deployment, speedup
+
+    w4a8 = Deployment(attention="paper", activations="fp8")
+
+    def gamma_star(B):
+        return int(np.argmax([speedup(0.75, g, B, 4096, 0.1, deployment=w4a8) for g in range(65)]))
+
+    note = BY_ID["fig3.w4a8"].note
+    lo, hi = (int(x) for x in re.search(r"for B = ([\d,]+)-([\d,]+) with W4A8", note).groups())
+    assert gamma_star(lo - 1) > 0 and gamma_star(lo) == 0 == gamma_star(hi) and gamma_star(hi + 1) > 0
+    last = int(re.search(r"stops paying after ([\d,]+) sequences", note).group(1).replace(",", ""))
+    assert gamma_star(last) > 0 and gamma_star(last + 1) == 0
+    assert BY_ID["fig3.w4a8"].status == "reproduced"
+
+
+def test_the_group_limited_straggler_slows_both_steps_and_the_tax_still_shrinks():
+    from speclib import presets
+    from speclib.core import layout, step
+
+    sm = step.step_model(presets.model("DeepSeek-V3"), presets.hardware("H200"), attention="paper")
+    B, S = np.float64(claims.EP_BATCH), np.float64(claims.FIG3_CONTEXT)
+    even = layout.ParallelStep(sm, layout.Layout(8, 8))
+    grouped = layout.ParallelStep(sm, layout.Layout(8, 8), group_limited=True)
+    for T in (1.0, 2.0):  # the most loaded GPU is never faster than the mean one
+        assert grouped.kernel_time(B, np.float64(T), S) > even.kernel_time(B, np.float64(T), S)
+    claim = BY_ID["ep.tax_shrinks_group_limited"]
+    assert claim.values["grouped"] < claim.values["ep"] < claim.values["tp"] and claim.status == "reproduced"
+
+
+def test_the_ledger_needs_no_recurrent_state_for_a_model_without_linear_layers():
+    models = Path(__file__).resolve().parents[1] / "speclib" / "presets" / "models"
+
+    def linear_keys(name):  # a hybrid's config names its linear-attention layers (Qwen3.6: linear_num_value_heads, ...)
+        text = (models / name).read_text()
+        return re.findall(r'"linear_[a-z_]+"', text) + re.findall(r'"linear_attention"', text)
+
+    assert linear_keys("qwen3.6-35b-a3b.json")  # the route can see a hybrid
+    assert linear_keys("deepseek-v4-flash.json") == []
+    assert BY_ID["ledger.no_recurrent_state"].status == "reproduced"

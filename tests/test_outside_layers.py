@@ -72,3 +72,18 @@ def test_adding_the_head_and_routers_narrows_the_gutter_from_4_13_to_6_11():
     # the chapter's search agrees with the brute force
     g = skewed_routing.gutter(**skewed_routing.V4_CASE)
     assert g["uniform"] == [(6, 11)] and g["layers_only"] == [(4, 13)]
+
+
+def test_the_reproduction_report_states_the_brute_forced_gutters():
+    from speclib.evidence import claims
+
+    m, hw = presets.model("DeepSeek-V4-Flash"), presets.hardware("B200")
+    whole = step.step_model(m, hw, attention="paper").architecture
+    head, routers = _by_hand()
+    layers = dataclasses.replace(whole, dense_params=whole.dense_params - head - routers,
+                                 dense_bytes=m.proj_weight_bytes, bf16_params=0.0)
+    runs = {name: _brute_force_gutter(a, hw) for name, a in (("whole", whole), ("layers", layers))}
+    claim = claims.by_id()["fig3.gutter_whole_step"]
+    assert f"B = {runs['whole'][0]}-{runs['whole'][-1]} with the output head ({head:,} parameters)" in claim.note
+    assert f"B = {runs['layers'][0]}-{runs['layers'][-1]} with the layers alone" in claim.note
+    assert claim.status == "reproduced"

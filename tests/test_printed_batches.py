@@ -90,6 +90,7 @@ def _dsv4(attention="paper", **kw):
 PROSE_BATCHES = (
     ("draft_length", "stop_batch", _dsv4(), 4096, 1, 1),
     ("draft_length", "best_batch", _dsv4(), 4096, 5, 1),
+    ("draft_length", "best_batch_to", _dsv4(), 4096, 5, 1),
     ("draft_length", "gutter", _dsv4(), 4096, 0, 1),
     ("draft_length", "gutter_131k_paper", _dsv4(), 131072, 0, 1),
     ("draft_length", "gutter_131k_served", _dsv4("served"), 131072, 0, 1),

@@ -49,6 +49,8 @@ dimensionless, not a deployment in seconds: it prices the batch as given.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .._checks import checked_array, checked_int, scalar_or_array
@@ -58,10 +60,12 @@ from . import calibrated as _cal
 from . import capacity as _capacity
 from . import drafters as _draft
 from . import moe as _moe
+from . import optimum as _optimum
 from . import step as _step
 from .cost import check_batch, check_context
 from .deployment import Deployment, deployment_of, refuse_unheld  # noqa: F401 - Deployment importable from here
 from .pricing import LedgerPricing, StepPricing  # noqa: F401 - importable from here too
+from ..presets import resolve as _resolve
 
 
 def committed(acceptance, gamma):
@@ -311,18 +315,21 @@ def gamma_regions(alpha=0.75, S=4096, c_draft=0.10, model=None, hardware=None, b
     from :func:`zero_gamma_bands`), ``gutters`` (those with speculation paying
     on both sides, as (first, last)), ``low_edge`` / ``high_edge`` (the run at
     the smallest / largest batch, or None; a run over every batch is the low
-    edge), ``best_gamma`` and ``best_batch`` (the largest gamma* and the first
-    batch reaching it), ``last_speculating`` (the largest batch with gamma* >
+    edge), ``best_gamma``, ``best_batch`` and ``best_batch_to`` (the largest
+    gamma* and the first and last batch reaching it: gamma* is a whole number,
+    so its largest is a plateau of ties, :func:`speclib.core.optimum.optimum`),
+    ``last_speculating`` (the largest batch with gamma* >
     0, None if there is none)."""
     B = np.arange(1.0, 30_001.0) if batches is None else np.asarray(batches, float)
     g, _ = optimal_gamma(alpha, B, S, c_draft, model, hardware, gamma_max, deployment=deployment)
     bands = zero_gamma_bands(B, g)
     edges = [(lo, hi) for lo, hi, kind in bands if kind == "edge"]
     positive = np.flatnonzero(g > 0)
+    best = _optimum.optimum(B, g, "max")
     return {"bands": bands, "gutters": [(lo, hi) for lo, hi, kind in bands if kind == "gutter"],
             "low_edge": next(((lo, hi) for lo, hi in edges if lo == B[0]), None),
             "high_edge": next(((lo, hi) for lo, hi in edges if hi == B[-1] and lo != B[0]), None),
-            "best_gamma": int(g.max()), "best_batch": float(B[int(np.argmax(g))]),
+            "best_gamma": int(g.max()), "best_batch": best.ties[0], "best_batch_to": best.ties[1],
             "last_speculating": float(B[positive[-1]]) if positive.size else None}
 
 
@@ -461,4 +468,56 @@ def gutter_fixed_cost(alpha=0.75, S=4096, c_draft=0.10, model=None, hardware=Non
     out.update(speedup_gamma1=float(speed[0].min()), best_speedup=float(speed.max(axis=0).min()),
                fixed_share=float(need[at] / c0[at]), fixed_at=float(Bg[at]),
                fixed_seconds=None if layers is None else float(need[at] * layers / dep.hardware.memory_bandwidth))
+    return out
+
+
+def outside_the_layers(model="DeepSeek-V4-Flash") -> dict:
+    """The weights a whole step reads that the paper's per-layer ledger
+    leaves out: the output head and the routers (parameters). Refused for a
+    model whose whole-step weights hold more than these besides its layers'
+    attention projections (dense FFN layers, a hybrid's linear layers, a
+    latent MoE's dense part), where "the rest" would not be the ledger's."""
+    m, _ = _resolve(model, None)
+    n_layers, n_ffn_layers, n_dense = m._layer_counts()
+    if n_dense or m.is_hybrid or not m.ffn.is_moe or m.ffn.dense_params:
+        raise ValueError(f"model must be a mixture-of-experts model whose layers are all alike (no dense FFN layers, "
+                         f"no linear attention, no latent MoE); got {m.name}")
+    total = m.outside_layers_params()
+    head = int(nf.outside_layers_params(m.vocab_size, m.hidden_size, 0, 1))
+    assert m.step_architecture().dense_params == n_layers * m.attn_proj_params + total
+    return {"head": head, "routers": total - head, "total": total}
+
+
+def whole_step_gutter(model="DeepSeek-V4-Flash", hardware="B200", *, S=4096, c_draft=0.10, alpha=0.75, popularity=None,
+           max_batch=64, gamma_max=16) -> dict:
+    """Where plain decoding beats every draft at small batch, on the whole
+    step with each component its own roofline, at every whole batch up to
+    ``max_batch``: the runs of gamma* = 0 as (first, last) under uniform
+    routing (``"uniform"``), under the measured popularity (``"skewed"``),
+    and under uniform routing with the weights outside the layers left out
+    (``"layers_only"``: the whole step the paper's per-layer ledger prices,
+    times its layers; see :func:`outside_the_layers`); and the least and the
+    most the skewed speedup reaches over the uniform runs' batches
+    (``"skewed_speedup"``)."""
+    m, hw = _resolve(model, hardware)
+    B = np.arange(1.0, max_batch + 1.0)
+    drafter = _draft.resolve_drafter(None, c_draft, hw)
+    uniform = np.full(m.ffn.n_routed, 1.0 / m.ffn.n_routed)
+    arch = m.step_architecture()
+    # the layers' own projections, at their own bytes: the head and routers (kept in bf16) left out
+    layers_only = dataclasses.replace(arch, dense_params=arch.dense_params - outside_the_layers(m)["total"],
+                                      dense_bytes=m.proj_weight_bytes, bf16_params=0.0)
+    shares = {"uniform": uniform, "skewed": _moe.measured_popularity() if popularity is None else popularity}
+    steps = {key: _step.step_model(m, hw, routing=routing, attention="paper") for key, routing in shares.items()}
+    steps["layers_only"] = _step.StepModel(layers_only, hw, routing=uniform)
+    out, speedups = {}, {}
+    for key, sm in steps.items():
+        g, speedups[key] = best_gamma(StepPricing(sm, drafter), alpha, B, np.full(B.shape, float(S)),
+                                           gamma_max)
+        out[key] = [(int(a), int(b)) for a, b, _ in zero_gamma_bands(B, g)]
+    inside = np.zeros(B.shape, dtype=bool)
+    for a, b in out["uniform"]:
+        inside |= (B >= a) & (B <= b)
+    out["skewed_speedup"] = ((float(speedups["skewed"][inside].min()), float(speedups["skewed"][inside].max()))
+                             if inside.any() else None)
     return out

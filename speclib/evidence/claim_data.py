@@ -30,6 +30,14 @@ Per claim (a JSON object in ``"claims"``, in the book's order):
 ``note``, ``note_if_reproduced``, ``note_if_differs``
     the explanation, as templates (:meth:`str.format` fields, filled by
     the computation); the last two are added only with that outcome.
+``check`` (optional)
+    the independent check the claim belongs to, a key of the file's
+    ``"checks"`` table: printed numbers that one computation decides
+    together (Table 1's 42 cells are one grid of one function) are one
+    check, not 42. Without it a claim is a check of its own.
+
+The optional ``"checks"`` table gives each shared check its ``statement``;
+a check must hold two claims or more, all of one source and one section.
 
 A source (``"sources"``) gives ``cite`` and ``title``, and may give
 ``author``, ``date``, ``url`` and ``called``: how a verdict names it ("the
@@ -73,7 +81,7 @@ DATA_FILE = "claims.json"
 #: Fields by kind: (required, optional), besides the fields every claim has.
 _COMMON_REQUIRED = ("id", "section", "statement", "source", "kind", "paper_text")
 _NOTES = ("note", "note_if_reproduced", "note_if_differs")
-_COMMON_OPTIONAL = _NOTES + ("side",)
+_COMMON_OPTIONAL = _NOTES + ("side", "check")
 _BY_KIND = {
     "value": (("tolerance",), ("tolerance_kind", "paper_value")),
     "boolean": ((), ()),
@@ -81,6 +89,7 @@ _BY_KIND = {
 }
 _SOURCE_FIELDS = (("cite", "title"), ("author", "date", "url", "called"))
 _TOP_LEVEL = ("about", "sources", "claims")
+_TOP_LEVEL_OPTIONAL = ("checks",)
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,8 @@ class Claim:
     side: str = ""
     simulator_value: float | None = None
     source_called: str = "the source"
+    #: the independent check this claim belongs to (its own id when it is one alone)
+    check: str = ""
     status: str = field(init=False)
 
     def __post_init__(self):
@@ -142,6 +153,8 @@ class Claim:
                              f"(one of {SIDES})")
         if not self.paper_text:
             object.__setattr__(self, "paper_text", _format_number(self.paper_value, self.display_decimals))
+        if not self.check:
+            object.__setattr__(self, "check", self.id)
 
     @property
     def allowed(self) -> float:
@@ -287,6 +300,7 @@ class ClaimSpec:
     notes: tuple  # (note, note_if_reproduced, note_if_differs), templates
     side: str = ""
     source_called: str = "the source"
+    check: str = ""
 
     def template_fields(self) -> set:
         """Every field name the note templates use."""
@@ -325,6 +339,7 @@ class ClaimSpec:
             side=self.side,
             simulator_value=simulated,
             source_called=self.source_called,
+            check=self.check or self.id,
         )
 
     def _fill(self, template: str, fields: dict, used: dict) -> str:
@@ -342,10 +357,12 @@ class ClaimSpec:
 
 @dataclass(frozen=True)
 class ClaimData:
-    """The data file read and checked: ``sources`` by key, ``claims`` in order."""
+    """The data file read and checked: ``sources`` by key, ``claims`` in
+    order, ``checks``: the statement of each check that holds several claims."""
 
     sources: dict
     claims: tuple
+    checks: dict = field(default_factory=dict)
 
     def by_id(self) -> dict:
         return {spec.id: spec for spec in self.claims}
@@ -464,12 +481,13 @@ def _spec(path, index, record, sources) -> ClaimSpec:
     return ClaimSpec(id=record["id"], section=record["section"], statement=record["statement"],
                      source=sources[source].cite, kind=kind, paper_text=paper_text, paper_value=float(paper_value),
                      tolerance=float(tolerance), tolerance_kind=tolerance_kind, notes=notes, side=side,
-                     source_called=sources[source].called)
+                     source_called=sources[source].called,
+                     check=_text(where, record, "check") if "check" in record else "")
 
 
 def parse(raw, path: str = DATA_FILE) -> ClaimData:
     """Check the data file's content (already parsed JSON) and read it."""
-    _check_keys(str(path), raw, _TOP_LEVEL, (), "the claims file")
+    _check_keys(str(path), raw, _TOP_LEVEL, _TOP_LEVEL_OPTIONAL, "the claims file")
     about = raw["about"]
     if not (isinstance(about, str) or (isinstance(about, list) and all(isinstance(line, str) for line in about))):
         _fail(str(path), "field 'about' must be a string or a list of strings")
@@ -484,7 +502,35 @@ def parse(raw, path: str = DATA_FILE) -> ClaimData:
         if spec.id in seen:
             _fail(str(path), f"claim {spec.id!r} appears twice")
         seen.add(spec.id)
-    return ClaimData(sources=sources, claims=specs)
+    return ClaimData(sources=sources, claims=specs, checks=_checks(path, raw.get("checks", {}), specs))
+
+
+def _checks(path, raw, specs) -> dict:
+    """The ``"checks"`` table, checked against the claims that name them."""
+    if not isinstance(raw, dict):
+        _fail(str(path), "field 'checks' must be a JSON object")
+    checks = {}
+    for key, record in raw.items():
+        where = f"{path}: check {key!r}"
+        _check_keys(where, record, ("statement",), (), "a check")
+        checks[key] = _text(where, record, "statement")
+    ids, members = {spec.id for spec in specs}, {}
+    for spec in specs:
+        if spec.check:
+            if spec.check not in checks:
+                _fail(f"{path}: claim {spec.id!r}", f"field 'check' names {spec.check!r}, which the 'checks' table "
+                                                     f"does not state")
+            if spec.check in ids:
+                _fail(f"{path}: check {spec.check!r}", "a check must not share a claim's id")
+            members.setdefault(spec.check, []).append(spec)
+    for key in checks:
+        held = members.get(key, [])
+        where = f"{path}: check {key!r}"
+        if len(held) < 2:
+            _fail(where, f"a check holds two claims or more; {len(held)} name it")
+        if len({(s.source, s.section) for s in held}) != 1:
+            _fail(where, "its claims must share one source and one section")
+    return checks
 
 
 @lru_cache(maxsize=None)

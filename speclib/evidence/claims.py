@@ -73,7 +73,7 @@ from ..core import parallel as _parallel
 from ..core import speculation as _spec
 from ..core import step as _step
 from ..core.deployment import Deployment
-from ..core.layout import Layout
+from ..core.layout import Layout, ParallelStep
 from ..core.speculation import optimal_gamma
 from speclib.evidence import claim_data as _claim_data
 from speclib.evidence import derivations as _derivations
@@ -386,6 +386,10 @@ def _expert_tax():
     yield _ours("moe.ridge_asymptotic", kn["moe_ridge_asymptotic"])
     yield _ours("moe.ridge_exact", kn["moe_ridge"], half_b=lambda: float(moe_forms.moe_ridge_batch_expr.subs(
         {moe_forms.k: ffn.top_k, moe_forms.E: ffn.n_routed, moe_forms.n_s: ffn.n_shared, moe_forms.b: 0.5, moe_forms.R: fp4})))
+    w4a8 = Deployment(attention="paper", activations="fp8")  # fp4 experts, fp8 activations: the fp8 rate
+    knee_w4a8 = moe.knees(w4a8.model, w4a8.hardware)["moe_ridge"]
+    yield _ours("moe.ridge_exact_w4a8", knee_w4a8, ours=knee_w4a8, w4a4=kn["moe_ridge"],
+                ridge_fp8=presets.B200.ridge("fp8"))
     yield _ours("moe.slope_ratio", kn["slope_ratio"])
     yield _ours("moe.origin_half_slope_routed", moe_slope_ratio_at_origin(n_shared=0, model=m))
     with_shared = moe_slope_ratio_at_origin(model=m)
@@ -489,6 +493,15 @@ def _ledger():
     r_dp8 = cost.marginal_cost(B, contexts, 0.0, m, hw, layout=Layout(8, 1, True), **paper)["attention"]
     yield _holds("ledger.first_speculated_full_price_dp8", bool(np.all(r_dp8 == 1)),
                  dp_width=attention.compute_bound_width(m, hw, tp=8, dp_attention=True))
+    # the ledger prices no recurrent state: complete for a model without linear-attention layers
+    hybrid = presets.model(_simulator.MODEL)
+    yield _holds("ledger.no_recurrent_state", m.n_linear_layers == 0 and not m.is_hybrid, linear=m.n_linear_layers,
+                 hybrid=hybrid.name, state=hybrid.linear_attention.state_bytes)
+
+
+def zero_runs_of(regions) -> list:
+    """The gutters of :func:`speclib.core.speculation.gamma_regions` as whole (first, last)."""
+    return [(int(a), int(b)) for a, b in regions["gutters"]]
 
 
 def _describe_runs(runs) -> str:
@@ -510,6 +523,22 @@ def _figure3():
     yield _holds("fig3.large_batch_zero", bool(tail), first=lambda: tail[0][0],
                  first_with_query_bytes=lambda: [r for r in runs_q if r[1] == last][0][0],
                  first_served=f"{served_tail[0][0]:,}" if served_tail else "nowhere in the range", **setting)
+    # the post's fp4 ridge read as W4A4; with fp8 activations (W4A8) the experts run at the fp8 rate
+    regions = {a: _spec.gamma_regions(FIG3_ACCEPTANCE, S=FIG3_CONTEXT, c_draft=FIG3_DRAFT_COST,
+                                      deployment=Deployment(attention="paper", activations=a)) for a in (None, "fp8")}
+    w4a4, w4a8 = regions[None], regions["fp8"]
+    yield _holds("fig3.w4a8", bool(w4a8["gutters"]) and w4a8["gutters"] == w4a4["gutters"]
+                 and w4a8["last_speculating"] < FIG3_MAX_BATCH,
+                 gutter_w4a8=_describe_runs(zero_runs_of(w4a8)), gutter_w4a4=_describe_runs(zero_runs_of(w4a4)),
+                 last_w4a8=int(w4a8["last_speculating"]), last_w4a4=int(w4a4["last_speculating"]),
+                 context=FIG3_CONTEXT, alpha=FIG3_ACCEPTANCE, c_draft=FIG3_DRAFT_COST)
+    # the whole step, the output head and the routers counted (the per-layer ledger leaves them out)
+    whole = _spec.whole_step_gutter("DeepSeek-V4-Flash", "B200", S=FIG3_CONTEXT, c_draft=FIG3_DRAFT_COST,
+                                    alpha=FIG3_ACCEPTANCE)
+    outside = _spec.outside_the_layers("DeepSeek-V4-Flash")
+    yield _holds("fig3.gutter_whole_step", bool(whole["uniform"]) and whole["uniform"][0][0] < 1000,
+                 whole=_describe_runs(whole["uniform"]), layers_only=_describe_runs(whole["layers_only"]),
+                 head=outside["head"], routers=outside["routers"])
 
 
 #: The expert-parallel setting of the post's paragraph, checked at Figure 3's
@@ -531,6 +560,32 @@ def _expert_parallelism():
     yield _holds("ep.comm_does_not_amortise", parallel_forms.comm_slope_expr == 1, gpus=EP_GPUS,
                  network=cm.interconnect.name, latency_us=cm.interconnect.latency * 1e6,
                  slope_one=float(cm.comm_slope(1.0)), crossover=cm.latency_crossover())
+    prices = group_limited_tax()
+    yield _holds("ep.tax_shrinks_group_limited", prices["grouped"] < prices["tp"], **prices)
+
+
+#: The group-limited setting: DeepSeek-V3 (top 8 within the top 4 of 8 expert groups) on 8 H200s.
+GROUPED_MODEL, GROUPED_HARDWARE, GROUPED_GPUS = "DeepSeek-V3", "H200", 8
+
+
+def group_limited_tax(batch=EP_BATCH, context=FIG3_CONTEXT) -> dict:
+    """The price of one speculated token (one GPU's kernel time of a verify of
+    2 over a plain step, the paper's attention) for :data:`GROUPED_MODEL` on
+    :data:`GROUPED_GPUS` GPUs: the experts sliced over them (``tp``), split
+    whole with every GPU loaded alike (``ep``), and priced at the most loaded
+    GPU under the model's group-limited routing (``grouped``,
+    :func:`speclib.core.moe.rank_max_load`)."""
+    m, hw = presets.model(GROUPED_MODEL), presets.hardware(GROUPED_HARDWARE)
+    sm = _step.step_model(m, hw, attention="paper")
+    B, S = np.float64(batch), np.float64(context)
+
+    def price(layout, grouped=False):
+        ps = ParallelStep(sm, layout, group_limited=grouped)
+        return float(ps.kernel_time(B, np.float64(2.0), S) / ps.kernel_time(B, np.float64(1.0), S) - 1.0)
+
+    G = GROUPED_GPUS
+    return {"tp": price(Layout(G)), "ep": price(Layout(G, G)), "grouped": price(Layout(G, G), True),
+            "model": m.name, "hardware": hw.name, "gpus": G, "batch": batch, "context": context}
 
 
 def dense_deployment() -> Deployment:
@@ -754,7 +809,20 @@ def computed() -> dict:
             if id in out:
                 raise AssertionError(f"claim {id!r} is computed twice")
             out[id] = (value, fields)
+            _COMPUTED_BY[id] = f"{__name__}.{section.__name__}"
     return out
+
+
+_COMPUTED_BY: dict = {}
+
+
+def computed_by() -> dict:
+    """The function of this module that computes each claim, by claim id
+    (``"speclib.evidence.claims._table1"``): what holds a check that
+    :data:`HELD_BY` does not name."""
+    if not _COMPUTED_BY:
+        computed()
+    return dict(_COMPUTED_BY)
 
 
 def registry() -> list:
@@ -792,6 +860,152 @@ def sides(claims=None) -> dict:
     claims = registry() if claims is None else claims
     return {side: sum(c.status == "differs" and c.side == side for c in claims) for side in SIDES}
 
+
+
+# --- independent checks ------------------------------------------------------------
+#
+# Printed numbers that one computation decides together are one check: Table 1's
+# 42 cells (20 intensities, 20 bold marks and two summary rows) are one grid of
+# one function, so a wrong constant would move them all at once. The data file
+# says which claims share a check (their field ``check``, stated in its "checks"
+# table); every other claim is a check of its own.
+
+#: The library function that computes our value of each check of the post,
+#: by check id (each must import: tests/test_claims.py resolves every name).
+HELD_BY = {
+    "mla.m_c": "speclib.presets.architecture.Model.context_bytes",
+    "mla.m_q": "speclib.presets.architecture.Model.query_bytes",
+    "mla.f": "speclib.presets.architecture.Model.flops_per_pair",
+    "mla.query_context_ratio": "speclib.formulas.attention.mla_query_context_ratio_expr",
+    "model.expert_params": "speclib.presets.architecture.Model.expert_params",
+    "model.attn_proj_params": "speclib.presets.architecture.Model.attn_proj_params",
+    "ridge.bf16": "speclib.presets.architecture.Hardware.ridge",
+    "ridge.fp8": "speclib.presets.architecture.Hardware.ridge",
+    "ridge.fp4": "speclib.presets.architecture.Hardware.ridge",
+    "table1": "speclib.core.attention.attention_intensity",
+    "moe.expert_knee": "speclib.core.moe.knees",
+    "moe.dense_knee": "speclib.core.moe.knees",
+    "moe.ridge_asymptotic": "speclib.core.moe.knees",
+    "moe.ridge_exact": "speclib.core.moe.knees",
+    "moe.slope_ratio": "speclib.core.moe.knees",
+    "moe.origin_half_slope_routed": "speclib.evidence.claims.moe_slope_ratio_at_origin",
+    "moe.origin_half_slope_with_shared": "speclib.evidence.claims.moe_slope_ratio_at_origin",
+    "moe.batch1_half_slope_with_shared": "speclib.evidence.claims.moe_slope_ratio_at",
+    "moe.batch2_mostly_fresh": "speclib.core.moe.experts_activated",
+    "moe.mxfp4_bytes": "speclib.presets.architecture.MoEFFN",
+    "attention.gqa_slope": "speclib.formulas.attention.intensity_long_context_expr",
+    "attention.mha_slope": "speclib.formulas.attention.intensity_long_context_expr",
+    "attention.gqa_memory_bound_to_hundreds": "speclib.core.attention.compute_bound_width",
+    "mla.mha_form_crossover": "speclib.core.attention.mha_form_crossover",
+    "hca.t2_ridge_context": "speclib.evidence.claims.hca_ridge_context",
+    "hca.moderate_verifies_memory_bound_20k": "speclib.evidence.claims.hca_widest_memory_bound",
+    "hca.speculation_band_low": "speclib.evidence.claims.hca_kv_dominates_context",
+    "hca.speculation_band_high": "speclib.evidence.claims.hca_ridge_context",
+    "hca.speculation_band_speedup": "speclib.evidence.claims.hca_attention_speedup_band",
+    "csa.main_equals_mla_512": "speclib.core.attention.attention_intensity",
+    "csa.indexer_slope": "speclib.evidence.claims.indexer_slope",
+    "csa.indexer_memory_bound_widths": "speclib.evidence.claims.indexer_compute_bound_widths",
+    "csa.indexer_compute_bound_by": "speclib.evidence.claims.indexer_compute_bound_widths",
+    "ledger.r_moe_b1": "speclib.core.cost.marginal_cost",
+    "ledger.r_moe_b1_no_shared": "speclib.core.cost.marginal_cost",
+    "ledger.r_moe_past_knee": "speclib.core.cost.marginal_cost",
+    "ledger.r_moe_compute_bound": "speclib.core.cost.marginal_cost",
+    "ledger.proj_knee": "speclib.formulas.cost.gemm_compute_expr",
+    "ledger.proj_step": "speclib.core.cost.marginal_cost",
+    "ledger.attention_crossover": "speclib.core.attention.compute_bound_width",
+    "ledger.first_speculated_full_price": "speclib.core.cost.marginal_cost",
+    "ledger.first_speculated_full_price_tp8": "speclib.core.attention.cache_copies",
+    "ledger.first_speculated_full_price_dp8": "speclib.core.attention.cache_copies",
+    "fig3.gutter": "speclib.evidence.claims.figure3_zero_runs",
+    "fig3.large_batch_zero": "speclib.evidence.claims.figure3_zero_runs",
+    "ep.tax_shrinks": "speclib.core.parallel.ledger",
+    "ep.comm_does_not_amortise": "speclib.formulas.parallel.comm_slope_expr",
+    "moe.ridge_exact_w4a8": "speclib.formulas.moe.gemm_ridge_expr",
+    "fig3.w4a8": "speclib.core.speculation.gamma_regions",
+    "fig3.gutter_whole_step": "speclib.core.speculation.whole_step_gutter",
+    "ledger.no_recurrent_state": "speclib.presets.architecture.Model.is_hybrid",
+    "ep.tax_shrinks_group_limited": "speclib.evidence.claims.group_limited_tax",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One independent check: the claims one computation decides together
+    (one claim for most; Table 1's 42 for its grid). ``status`` is
+    "reproduced" when every claim reproduces; ``held_by`` names the library
+    function that computes ours."""
+
+    id: str
+    statement: str
+    claims: tuple
+    held_by: str
+
+    @property
+    def status(self) -> str:
+        return "reproduced" if all(c.status == "reproduced" for c in self.claims) else "differs"
+
+    @property
+    def max_deviation(self) -> float:
+        """The largest |ours - the printed value| over the check's value claims (0 with none)."""
+        return max((abs(c.our_value - c.paper_value) for c in self.claims if c.kind == "value"), default=0.0)
+
+    @property
+    def alone(self) -> bool:
+        return len(self.claims) == 1
+
+    @property
+    def paper_text(self) -> str:
+        if self.alone:
+            return self.claims[0].paper_display
+        values = sum(c.kind == "value" for c in self.claims)
+        return f"{len(self.claims)} printed: {values} numbers, {len(self.claims) - values} statements"
+
+    @property
+    def our_text(self) -> str:
+        if self.alone:
+            return self.claims[0].our_text
+        worst = max((c for c in self.claims if c.kind == "value"), key=lambda c: abs(c.our_value - c.paper_value))
+        held = sum(c.kind != "value" and c.status == "reproduced" for c in self.claims)
+        statements = sum(c.kind != "value" for c in self.claims)
+        return (f"largest deviation {self.max_deviation:.2f} ({worst.id}, allowed {worst.allowed:g}); "
+                f"{held} of {statements} statements hold")
+
+    @property
+    def verdict(self) -> str:
+        if self.alone:
+            return self.claims[0].verdict
+        differ = [c for c in self.claims if c.status == "differs"]
+        return "reproduced" if not differ else f"{len(differ)} of {len(self.claims)} differ"
+
+    @property
+    def note(self) -> str:
+        if self.alone:
+            return self.claims[0].note
+        return "; ".join(f"{c.id}: {c.note}" for c in self.claims if c.status == "differs")
+
+
+def checks(claims=None) -> list:
+    """The claims as independent checks, in registry order (a check where its
+    first claim stands)."""
+    claims = registry() if claims is None else claims
+    data, by = _claim_data.load(), computed_by()
+    groups = {}
+    for c in claims:
+        groups.setdefault(c.check, []).append(c)
+    out = []
+    for key, members in groups.items():
+        statement = data.checks[key] if key in data.checks else members[0].statement
+        out.append(Check(key, statement, tuple(members), HELD_BY.get(key, by[members[0].id])))
+    return out
+
+
+def check_counts(claims=None) -> dict:
+    """How many independent checks the claims make and over how many claims
+    (printed numbers, statements and their readings): ``checks``, ``claims``, and of the checks ``reproduced`` and ``differs``."""
+    claims = registry() if claims is None else claims
+    found = checks(claims)
+    return {"checks": len(found), "claims": len(claims),
+            **{status: sum(k.status == status for k in found) for status in STATUSES}}
 
 
 # --- rendering ------------------------------------------------------------------
@@ -842,6 +1056,59 @@ class ClaimTable:
             f"<p><strong>{html.escape(self.title)}</strong>: {html.escape(self._summary())}</p>"
             f'<table class="claims-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
         )
+
+
+CHECK_COLUMNS = ("check", "paper", "ours", "verdict", "why", "held by")
+
+
+class CheckTable(ClaimTable):
+    """The registry as independent checks, one row each (:func:`checks`):
+    HTML in the book, deterministic plain text elsewhere."""
+
+    def __init__(self, claims, title="Independent checks"):
+        super().__init__(claims, title)
+        self.checks = checks(self.claims)
+
+    @property
+    def rows(self) -> list:
+        return [(k.statement, k.paper_text, k.our_text, k.verdict, k.note, k.held_by) for k in self.checks]
+
+    def counts(self) -> dict:
+        return check_counts(self.claims)
+
+    def _summary(self) -> str:
+        n = self.counts()
+        return (f"{n['checks']} independent checks over {n['claims']} claims: {n['reproduced']} reproduced, "
+                f"{n['differs']} differ")
+
+    def __repr__(self) -> str:
+        lines = [f"{self.title} ({self._summary()})"]
+        for check, paper, ours, status, note, held in self.rows:
+            lines.append(f"[{status}] {check} | paper {paper} | ours {ours} | {held}")
+            if note:
+                lines.append(f"    why: {note}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in CHECK_COLUMNS)
+        body = []
+        for row in self.rows:
+            style = "" if row[3] == "reproduced" else ' style="background-color:#fff3cd"'
+            cells = "".join(f"<td>{html.escape(str(v))}</td>" for v in row[:-1])
+            body.append(f"<tr{style}>{cells}<td><code>{html.escape(row[-1])}</code></td></tr>")
+        return (
+            f"<p><strong>{html.escape(self.title)}</strong>: {html.escape(self._summary())}</p>"
+            f'<table class="claims-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+        )
+
+
+def check_table(claims=None, source=None, title="Independent checks") -> CheckTable:
+    """One row per independent check of the claims (of one source, or a tuple of them)."""
+    claims = registry() if claims is None else claims
+    if source is not None:
+        wanted = (source,) if isinstance(source, str) else tuple(source)
+        claims = [c for c in claims if c.source in wanted]
+    return CheckTable(claims, title)
 
 
 def table(claims=None, section=None, status=None, title=None, source=None) -> ClaimTable:

@@ -16,6 +16,7 @@ import numpy as np
 from ...core import capacity as _capacity
 from ...core import cost as _cost
 from ...core import drafters as _drafters
+from ...core import optimum as _optimum
 from ...core import pricing as _pricing
 from ...presets import hardware_names, model_names, resolve
 from ..definition import Axis, Bands, Choice, Slider
@@ -260,13 +261,6 @@ def join_and(items) -> str:
 ENGINE_NAMES = {"vLLM": "vLLM", "SGLang": "SGLang", "TRT": "TensorRT-LLM"}
 
 
-def extreme_range(x, y, which: str = "max", rel: float = 1e-9) -> tuple:
-    """(first, last) of the ``x`` where ``y`` takes its ``which`` ("max" or
-    "min") to a relative ``rel``: an extreme over a flat plateau is a range
-    of ties, not the one point an argmax returns (the prose states it as a
-    range where first < last)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    v = y.max() if which == "max" else y.min()
-    at = x[np.abs(y - v) <= rel * abs(v)]
-    return float(at.min()), float(at.max())
+#: An extreme over a grid as a range of ties (:mod:`speclib.core.optimum`), importable from here.
+extreme_range = _optimum.extreme_range
 

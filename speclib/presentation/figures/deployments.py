@@ -172,7 +172,7 @@ def gutter_table(models=MODELS, chips=("B200",), *, seq=4096, alpha=0.75, c_draf
     (Figure 3's grid, 1 to 30,000): where gamma* is 0 at small batch (the
     gutter), the last batch at which it is above 0 (past it plain decoding
     wins for good; the top of the range if it never stops), and the largest
-    gamma* with the first batch reaching it (:func:`speclib.core.speculation.gamma_regions`)."""
+    gamma* with the batches reaching it (:func:`speclib.core.speculation.gamma_regions`)."""
     lo = int(checked_int("batch_range[0]", batch_range[0], lo=1))
     hi = int(checked_int("batch_range[1]", batch_range[1], lo=lo))
     batches = np.arange(lo, hi + 1, dtype=float)
@@ -191,17 +191,18 @@ def gutter_table(models=MODELS, chips=("B200",), *, seq=4096, alpha=0.75, c_draf
             mark, point = common.held_point(dep, seq, last, gamma_last)
             held.append(point)
             last_text = f"{last:,.0f}{mark}" + (" (every batch)" if last == hi else "")
-        mark, point = common.held_point(dep, seq, z["best_batch"], z["best_gamma"])
+        # the largest gamma* holds over a run of batches (a plateau of ties): the mark is its last batch's
+        mark, point = common.held_point(dep, seq, z["best_batch_to"], z["best_gamma"])
         held.append(point)
         fits = dep.max_batch(float(seq)) if chip.hbm_capacity else None
         rows.append((model.name, chip.name, ", ".join(_span(a, b) for a, b in small) or "none", last_text,
-                     f"{z['best_gamma']} (at {z['best_batch']:,.0f}{mark})", "\u2013" if fits is None else f"{fits:,}"))
+                     f"{z['best_gamma']} (at {_span(z['best_batch'], z['best_batch_to'])}{mark})", "\u2013" if fits is None else f"{fits:,}"))
     caption = (f"Where plain decoding beats every draft length (\u03b3* = 0), priced by {STEP_MODEL}: "
                f"S = {seq:,} tokens, \u03b1 = {float(alpha):.0%}, drafter {float(c_draft):.0%} of a step, every "
                f"whole batch from {lo:,} to {hi:,} sequences. Last column: the most sequences of S tokens one chip "
                f"holds without drafting, each model's cache as the paper prices it; {common.NOT_HELD}: a batch one "
                "chip does not hold at that draft length.")
-    headers = ("model", "chip", "\u03b3* = 0 at small batch", "last batch with \u03b3* > 0", "largest \u03b3* (batch)",
+    headers = ("model", "chip", "\u03b3* = 0 at small batch", "last batch with \u03b3* > 0", "largest \u03b3* (batches)",
                "largest batch held")
     return _table(caption, headers, rows, align="llllrr", held=tuple(held))
 

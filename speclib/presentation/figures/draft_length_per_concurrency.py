@@ -8,6 +8,7 @@ from __future__ import annotations
 import matplotlib as mpl
 import numpy as np
 
+from ...core import optimum as _optimum
 from ...core.step import ROOFLINES
 from speclib.evidence import simulator as sequel
 from ...formulas import numpy_functions as nf
@@ -279,7 +280,9 @@ def longest_draft_band(drafter="dflash", *, rollback=sequel.ROLLBACK, max_batch=
     rolled back by ``rollback``: the longest gamma* (``gamma``), the first and
     last batch drafting it (``lo``, ``hi``), the least and most speedup over
     plain decoding there (``speedup_lo``, ``speedup_hi``), the peak speedup
-    over every batch and where (``peak``, ``peak_at``), and the first and last
+    over every batch and where (``peak``, ``peak_at``; ``peak_ties`` and
+    ``peak_flat``, the batches within :data:`speclib.core.optimum.TIES` and
+    :data:`~speclib.core.optimum.PRACTICALLY_FLAT` of it), and the first and last
     batch whose speedup reaches ``threshold`` (``above_lo``, ``above_hi``;
     None if none does)."""
     key = checked_choice("drafter", drafter, sequel.DRAFTER_KEYS)
@@ -290,8 +293,9 @@ def longest_draft_band(drafter="dflash", *, rollback=sequel.ROLLBACK, max_batch=
     if at[-1] - at[0] + 1 != at.size:
         raise ValueError(f"the longest draft of {key} is not one band of batches; the summary would mislead")
     above = np.flatnonzero(speedup >= threshold)
+    peak = _optimum.optimum(B, speedup, "max")
     return {"gamma": int(g.max()), "lo": float(B[at[0]]), "hi": float(B[at[-1]]),
             "speedup_lo": float(speedup[at].min()), "speedup_hi": float(speedup[at].max()),
-            "peak": float(speedup.max()), "peak_at": float(B[int(np.argmax(speedup))]),
+            "peak": peak.value, "peak_at": peak.at, "peak_ties": peak.ties, "peak_flat": peak.flat,
             "above_lo": float(B[above[0]]) if above.size else None,
             "above_hi": float(B[above[-1]]) if above.size else None}

@@ -4,17 +4,11 @@ the skewed counts, and what measured routing skew does to the price of a
 speculated token and to gamma*."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from ...core import drafters as _draft
 from ...core import moe as _moe
 from ...core import speculation as _spec
-from ...core import step as _step
 from ...core.deployment import Deployment
-from ...core.pricing import StepPricing
-from ...formulas import numpy_functions as nf
 from ...presets import resolve
 from ..definition import Axis, Figure, HLine, Line, Panel, Points
 from ..style import CYCLE
@@ -98,56 +92,10 @@ def skew_rows(model="Qwen3.6-35B-A3B", hardware="B200", *, S=512, drafter="Qwen3
 V4_CASE = {"model": "DeepSeek-V4-Flash", "hardware": "B200", "S": 4096, "c_draft": 0.10, "alpha": 0.75}
 
 
-def outside_the_layers(model="DeepSeek-V4-Flash") -> dict:
-    """The weights a whole step reads that the paper's per-layer ledger
-    leaves out: the output head and the routers (parameters). Refused for a
-    model whose whole-step weights hold more than these besides its layers'
-    attention projections (dense FFN layers, a hybrid's linear layers, a
-    latent MoE's dense part), where "the rest" would not be the ledger's."""
-    m, _ = resolve(model, None)
-    n_layers, n_ffn_layers, n_dense = m._layer_counts()
-    if n_dense or m.is_hybrid or not m.ffn.is_moe or m.ffn.dense_params:
-        raise ValueError(f"model must be a mixture-of-experts model whose layers are all alike (no dense FFN layers, "
-                         f"no linear attention, no latent MoE); got {m.name}")
-    total = m.outside_layers_params()
-    head = int(nf.outside_layers_params(m.vocab_size, m.hidden_size, 0, 1))
-    assert m.step_architecture().dense_params == n_layers * m.attn_proj_params + total
-    return {"head": head, "routers": total - head, "total": total}
-
-
-def gutter(model="DeepSeek-V4-Flash", hardware="B200", *, S=4096, c_draft=0.10, alpha=0.75, popularity=None,
-           max_batch=64, gamma_max=16) -> dict:
-    """Where plain decoding beats every draft at small batch, on the whole
-    step with each component its own roofline, at every whole batch up to
-    ``max_batch``: the runs of gamma* = 0 as (first, last) under uniform
-    routing (``"uniform"``), under the measured popularity (``"skewed"``),
-    and under uniform routing with the weights outside the layers left out
-    (``"layers_only"``: the whole step the paper's per-layer ledger prices,
-    times its layers; see :func:`outside_the_layers`); and the least and the
-    most the skewed speedup reaches over the uniform runs' batches
-    (``"skewed_speedup"``)."""
-    m, hw = resolve(model, hardware)
-    B = np.arange(1.0, max_batch + 1.0)
-    drafter = _draft.resolve_drafter(None, c_draft, hw)
-    uniform = np.full(m.ffn.n_routed, 1.0 / m.ffn.n_routed)
-    arch = m.step_architecture()
-    # the layers' own projections, at their own bytes: the head and routers (kept in bf16) left out
-    layers_only = dataclasses.replace(arch, dense_params=arch.dense_params - outside_the_layers(m)["total"],
-                                      dense_bytes=m.proj_weight_bytes, bf16_params=0.0)
-    shares = {"uniform": uniform, "skewed": _moe.measured_popularity() if popularity is None else popularity}
-    steps = {key: _step.step_model(m, hw, routing=routing, attention="paper") for key, routing in shares.items()}
-    steps["layers_only"] = _step.StepModel(layers_only, hw, routing=uniform)
-    out, speedups = {}, {}
-    for key, sm in steps.items():
-        g, speedups[key] = _spec.best_gamma(StepPricing(sm, drafter), alpha, B, np.full(B.shape, float(S)),
-                                           gamma_max)
-        out[key] = [(int(a), int(b)) for a, b, _ in _spec.zero_gamma_bands(B, g)]
-    inside = np.zeros(B.shape, dtype=bool)
-    for a, b in out["uniform"]:
-        inside |= (B >= a) & (B <= b)
-    out["skewed_speedup"] = ((float(speedups["skewed"][inside].min()), float(speedups["skewed"][inside].max()))
-                             if inside.any() else None)
-    return out
+#: What the per-layer ledger leaves out and the gutter on the whole step, computed in the core (the
+#: reproduction report checks them too): importable from here as the chapter names them.
+outside_the_layers = _spec.outside_the_layers
+gutter = _spec.whole_step_gutter
 
 
 def runs_text(runs) -> str:
