@@ -106,10 +106,13 @@ attention_swap_maps = _maps_figure(
 
 
 # --- tables -----------------------------------------------------------------------------
-def _table(caption, headers, rows, align="", held=()):
-    """A table of preset-derived strings (default alignment: first column left, the rest right)."""
+def _table(caption, headers, rows, align="", held=(), wrap=False):
+    """A table of preset-derived strings (default alignment: first column left, the rest right). Its cells
+    keep on one line, unless ``wrap``: a table whose cells hold words ("(every batch)") wraps them between
+    words to stay in the text column."""
     return NumberTable(headers, tuple(rows), caption=caption, align=align or "l" + "r" * (len(headers) - 1),
-                       css_class="speclib-nowrap speclib-deployment-table", held=held)
+                       css_class="speclib-deployment-table" if wrap else "speclib-nowrap speclib-deployment-table",
+                       held=held)
 
 
 def _attention_label(model):
@@ -204,7 +207,7 @@ def gutter_table(models=MODELS, chips=("B200",), *, seq=4096, alpha=0.75, c_draf
                "chip does not hold at that draft length.")
     headers = ("model", "chip", "\u03b3* = 0 at small batch", "last batch with \u03b3* > 0", "largest \u03b3* (batches)",
                "largest batch held")
-    return _table(caption, headers, rows, align="llllrr", held=tuple(held))
+    return _table(caption, headers, rows, align="llllrr", held=tuple(held), wrap=True)
 
 
 def knee_table(chips=CHIPS, *, moe_model="DeepSeek-V4-Flash", dense_model="Llama-3-70B",

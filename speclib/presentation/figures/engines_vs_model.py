@@ -469,16 +469,21 @@ def peer_falls_table() -> NumberTable:
     ours = {(r[0], r[2]): r for r in peer.falls(_rep.r1_points(_ho.stored_held_out("model")))}
     aisim = {(r[0], r[2]): r for r in peer.falls(peer.mtp_points("aisimulate"))}
     rows = []
+
+    def cell(predicted, err):
+        return "\u2013" if predicted != predicted else f"{predicted:.2f} ({100 * err:+.1f} %)"
+
     for run_id, c0, c, measured, predicted, err, top in peer.falls(peer.mtp_points("aiconfigurator")):
         mine, sim = ours.get((run_id, c), nan), aisim.get((run_id, c), nan)
-        rows.append((run_id.removeprefix(_runs.R1_PAIR_PREFIX), f"{c0} \u2192 {c}", measured, mine[4], predicted,
-                     sim[4], 100 * mine[5], 100 * err, 100 * sim[5]))
-    return NumberTable(("configuration", "concurrency", "measured", "speclib", "AIConfigurator", "AISimulate",
-                        "speclib's error, %", "AIConfigurator's, %", "AISimulate's, %"), tuple(rows),
-                       formats=("", "", ".2f", ".2f", ".2f", ".2f", "+.1f", "+.1f", "+.1f"), align="ll",
+        rows.append((run_id.removeprefix(_runs.R1_PAIR_PREFIX), f"{c0} \u2192 {c}", measured, cell(mine[4], mine[5]),
+                     cell(predicted, err), cell(sim[4], sim[5])))
+    # Each prediction beside its error, in one cell: six columns keep the table inside the text column.
+    return NumberTable(("configuration", "concurrency", "measured", "speclib (error)", "AIConfigurator (error)",
+                        "AISimulate (error)"), tuple(rows),
+                       formats=("", "", ".2f", "", "", ""), align="llrrrr",
                        caption="DeepSeek-R1 with and without MTP on NVIDIA chips: the speed-up at each concurrency over "
                                "the speed-up at the configuration's smallest, measured and predicted by speclib and by "
-                               "two peers, NVIDIA's AIConfigurator and AISimulate")
+                               "two peers, NVIDIA's AIConfigurator and AISimulate; in brackets, each prediction's error")
 
 
 def stops_facts() -> dict:
