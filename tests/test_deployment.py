@@ -119,13 +119,13 @@ RESTEPPED = {"qwen_dflash_tp4", "qwen_mtp_tp8", "default"}
 # --- the same numbers as the loose keywords ---------------------------------------------------
 def _pinned(keywords):
     """The deployment of a pinned case: its keywords with the linear layers'
-    rollback left out, as the step of the pins (and of the objects built by
-    hand below) prices it, without a memory check (``reserve=None``: the pins
+    rollback and the write-back of their state left out, as the step of the
+    pins (and of the objects built by hand below) prices it, without a memory check (``reserve=None``: the pins
     and the objects built by hand price every sequence of a batch at once;
     tests/test_running_batch.py holds the batch memory holds) and with
     DeepSeek-V4's attention priced as the paper prices it, the default when
     the pins were taken (a cost model fixes its own)."""
-    return Deployment(**keywords, rollback="none", reserve=None,
+    return Deployment(**keywords, rollback="none", state_write=False, reserve=None,
                       **({} if "cost_model" in keywords else {"attention": "paper"}))
 
 
@@ -153,7 +153,7 @@ def test_throughput_of_a_restepped_deployment_is_its_step_built_by_hand(case):
     keywords, _ = THROUGHPUT_BEFORE[case]
     deployment = _pinned(THROUGHPUT_CASES[case]())
     m, hw = deployment.model, deployment.hardware
-    base = step.StepModel(m.step_architecture(), hw)
+    base = step.StepModel(m.step_architecture(), hw, state_write=deployment.state_write)
     target = base if deployment.tp == 1 else layout.ParallelStep(base, layout.Layout(deployment.tp))
     drafter = (drafters.ConstantDrafter(keywords["c_draft"]) if deployment.drafter is None else
                cal.ScaledDrafter(drafters.PricedDrafter(deployment.drafter, hw), target))
@@ -166,8 +166,14 @@ def test_throughput_of_a_restepped_deployment_is_its_step_built_by_hand(case):
     np.testing.assert_allclose(t, expected, rtol=1e-13)
 
 
+def _read_only(m, hw, **keywords):
+    """The step of ``m`` on ``hw`` without the state's write-back, as :func:`_pinned` has it."""
+    return step.StepModel(m.step_architecture(), hw, state_write=False, **keywords)
+
+
 def _direct(case):
-    """The pricing of each case built from the lower-level objects by hand."""
+    """The pricing of each case built from the lower-level objects by hand
+    (each step without the state's write-back, as :func:`_pinned` has it)."""
     m, hw = presets.resolve(CASES[case]().get("model"), CASES[case]().get("hardware"))
     constant = drafters.ConstantDrafter(0.05)
     if case == "default":
@@ -177,22 +183,22 @@ def _direct(case):
     if case == "llama_h100":
         return LedgerPricing(cost.CostModel(m, hw), constant)
     if case == "qwen_mtp_aggregate":
-        base = step.StepModel(m.step_architecture(), hw, roofline="aggregate")
+        base = _read_only(m, hw, roofline="aggregate")
         return StepPricing(base, drafters.PricedDrafter(presets.drafter(MTP), hw, roofline="aggregate"))
     if case == "qwen_dflash_tp4":
-        target = layout.ParallelStep(step.StepModel(m.step_architecture(), hw), layout.Layout(4))
+        target = layout.ParallelStep(_read_only(m, hw), layout.Layout(4))
         return StepPricing(target, cal.ScaledDrafter(drafters.PricedDrafter(presets.drafter(DFLASH), hw), target))
     if case == "v3_calibrated_tp8":
-        target = cal.CalibratedStepModel(layout.ParallelStep(step.StepModel(m.step_architecture(), hw),
+        target = cal.CalibratedStepModel(layout.ParallelStep(_read_only(m, hw),
                                                              layout.Layout(8)), hw)
         return StepPricing(target, constant)
     if case == "qwen_calibrated_trt":
-        target = cal.CalibratedStepModel(layout.ParallelStep(step.StepModel(m.step_architecture(), hw),
+        target = cal.CalibratedStepModel(layout.ParallelStep(_read_only(m, hw),
                                                              layout.Layout(1)), hw, engine="TRT")
         return StepPricing(target, cal.ScaledDrafter(drafters.PricedDrafter(presets.drafter(MTP), hw), target))
     if case == "qwen_routing":
         shares = moe.check_routing(moe.measured_popularity(), m.ffn.n_routed, m.ffn.top_k)
-        return StepPricing(step.StepModel(m.step_architecture(), hw, routing=shares),
+        return StepPricing(_read_only(m, hw, routing=shares),
                            drafters.PricedDrafter(presets.drafter(MTP), hw))
     if case == "expert_parallel":
         return LedgerPricing(_ep(), constant)

@@ -41,11 +41,12 @@ def test_grouped_query_heads_split_down_to_one_head_per_gpu():
         assert _attention_bytes(speclib.Deployment("llama-3-70b", "H200", tp=tp)) == pytest.approx(llama / tp,
                                                                                                    rel=1e-12)
     # Qwen3.6-35B-A3B: 2 KV heads of 256 in its 10 full-attention layers; over 8 GPUs each KV head is held by 4,
-    # so each GPU reads half the cache; its 30 linear layers' state splits by head, an eighth each
+    # so each GPU reads half the cache; its 30 linear layers' state, read and written back, splits by head,
+    # an eighth each
     m = presets.model("Qwen3.6-35B-A3B")
     a = m.step_architecture()
     full = 16 * 10 * 2 * 2 * 256 * 2 * (4096 + 1)
-    state = 16 * 30 * a.state_bytes
+    state = 2 * 16 * 30 * a.state_bytes
     got = _attention_bytes(speclib.Deployment(m, "B200", tp=8, rollback="none"))
     assert got == pytest.approx(full / 2 + state / 8, rel=1e-12)
 

@@ -118,3 +118,61 @@ def test_bad_input_names_the_field():
             step.StepModel(arch, hw, rollback=rollback)
         assert "\n" not in str(info.value)
     step.StepModel(arch, hw, rollback="none")  # nothing to roll back: nothing needed
+
+
+# --- a plain step reads each state and writes it back (issue 49, point 6) ---------------
+#: Qwen3.6-35B-A3B's full-attention layers (config.json): 2 KV heads of 256, bf16, keys and values.
+KV_PER_TOKEN_PER_LAYER, FULL_LAYERS = 2 * 2 * 256 * BYTES, 10
+
+
+def test_the_step_moves_each_state_twice_and_memory_holds_it_once():
+    """A sympy identity: with no full-attention layers the step's attention
+    moves 2 sigma per sequence and linear layer (a read and a write), in the
+    paper's form and DeepSeek-V4's served form alike, while the bytes a
+    sequence keeps count the state once."""
+    from speclib.formulas import capacity as cap_forms
+    from speclib.formulas import serving as serving_forms
+    s = step_forms
+    assert sp.simplify(s.attention_bytes_expr.subs(s.L_a, 0) - 2 * s.B * s.L_l * s.sigma) == 0
+    served = s.served_attention_bytes_expr.subs({sym: 0 for sym in s.SERVED_ATTENTION_ARGS[:6]})
+    assert sp.simplify(served - 2 * s.B * s.L_l * s.sigma) == 0
+    assert sp.simplify(s.state_write_bytes_expr - s.B * s.L_l * s.sigma) == 0
+    assert sp.simplify(serving_forms.cache_bytes_expr.subs(s.L_a, 0) - s.B * s.L_l * s.sigma) == 0
+    held = cap_forms.sequence_bytes_expr.subs({cap_forms.L_f: 0, cap_forms.L_csa: 0, cap_forms.L_hca: 0,
+                                               cap_forms.L_w: 0})
+    assert sp.simplify(held - cap_forms.L_l * cap_forms.sigma) == 0
+
+
+@pytest.mark.parametrize("B, S", [(1.0, 0.0), (512.0, 512.0), (64.0, 4096.0)])
+def test_qwens_plain_step_moves_two_states_per_sequence_and_layer(B, S):
+    """Counted by hand from the config: the attention component of a plain
+    step is the KV cache read over S + 1 positions of the 10 full layers, and
+    2 x 30 x 1,114,112 bytes of state per sequence, read and written."""
+    assert KV_PER_TOKEN_PER_LAYER * FULL_LAYERS == 20_480
+    _, moved = step.step_model(QWEN, "B200", roofline="aggregate").components(
+        np.asarray(B), np.asarray(1.0), np.asarray(S))["attention"]
+    kv = B * FULL_LAYERS * KV_PER_TOKEN_PER_LAYER * (S + 1)
+    assert moved == pytest.approx(kv + 2 * B * LINEAR_LAYERS * STATE_PER_LAYER, rel=1e-12)
+
+
+def test_the_snapshots_relative_penalty_counts_the_plain_steps_write():
+    """Qwen3.6 on a B200 at 512 sequences, T = 4, one roofline over the step
+    (memory-bound there): the snapshots' extra 3 states per sequence and
+    layer, against a verify that moves the weights (the code's), the KV cache
+    and two states per sequence and layer (by hand). The read-only count the
+    step used to make gives a larger penalty."""
+    B, T, S = 512.0, 4.0, 512.0
+    plain = step.step_model(QWEN, "B200", roofline="aggregate")
+    snap = step.step_model(QWEN, "B200", roofline="aggregate", rollback="snapshot")
+    parts = plain.components(np.asarray(B), np.asarray(T), np.asarray(S))
+    weights = parts["dense"][1] + parts["ffn"][1]
+    kv = B * FULL_LAYERS * KV_PER_TOKEN_PER_LAYER * (S + T / 2)
+    state = B * LINEAR_LAYERS * STATE_PER_LAYER
+    M = presets.hardware("B200").memory_bandwidth
+    assert plain.flop_time(B, T, S) < (weights + kv + 2 * state) / M  # memory-bound: time = bytes / M
+    penalty = float(snap.time(B, T, S) / plain.time(B, T, S)) - 1
+    assert penalty == pytest.approx((T - 1) * state / (weights + kv + 2 * state), rel=1e-9)
+    assert penalty < (T - 1) * state / (weights + kv + state)
+    # the snapshot writes T states per sequence and layer in all: T - 1 of its own and the step's one
+    q_snap = snap.components(np.asarray(B), np.asarray(T), np.asarray(S))["attention"][1]
+    assert q_snap - kv - state == pytest.approx(T * state, rel=1e-12)

@@ -127,11 +127,14 @@ def test_kv_state_bytes_cross_where_the_derivation_says():
 
 
 def test_kv_state_total_is_what_a_decode_step_reads_one_token_earlier():
-    # a decode step (T = 1) attends over its cache plus itself: StepModel's bytes at S - 1
+    # a decode step (T = 1) attends over its cache plus itself: StepModel's bytes at S - 1, less the write-back
+    # of each state (what it reads is what a sequence keeps; it moves each state twice)
     arch = attention.hybrid_architecture(full_attention_layers=20, kv_format="fp8")
     S = np.array([100.0, 4096.0, 65536.0])
-    stepped = step.StepModel(arch, presets.hardware("B200")).components(1.0, 1.0, S - 1)["attention"][1]
-    np.testing.assert_allclose(attention.kv_state_bytes(S, arch)["total"], stepped, rtol=1e-12)
+    read = step.StepModel(arch, presets.hardware("B200"), state_write=False).components(1.0, 1.0, S - 1)
+    np.testing.assert_allclose(attention.kv_state_bytes(S, arch)["total"], read["attention"][1], rtol=1e-12)
+    moved = step.StepModel(arch, presets.hardware("B200")).components(1.0, 1.0, S - 1)["attention"][1]
+    np.testing.assert_allclose(moved - read["attention"][1], arch.linear_layers * arch.state_bytes, rtol=1e-12)
 
 
 def test_kv_state_controls():
@@ -151,7 +154,8 @@ def test_concurrency_gamma_lines_are_the_priced_policy(roofline):
     for key in sequel.DRAFTER_KEYS:
         g = d[f"gamma_{key}"]
         want, _ = speculation.optimal_gamma(None, B, sequel.context(), deployment=speculation.Deployment(
-            sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key], roofline=roofline, rollback="none"))
+            sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key], roofline=roofline, rollback="none",
+            state_write=sequel.STATE_WRITE))
         np.testing.assert_array_equal(g, want)
         # at the simulated concurrencies, the policy sequel.compare reports
         at = np.searchsorted(B, sequel.load_grid().concurrency)
@@ -178,7 +182,8 @@ def test_concurrency_throughput_is_the_compared_prediction(compared):
         rows = grid.drafters[key]
         for i, g in enumerate(rows.gammas):
             deployment = speculation.Deployment(sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS[key],
-                                                roofline="aggregate", rollback="none", reserve=None)
+                                                roofline="aggregate", rollback="none", reserve=None,
+                                                state_write=sequel.STATE_WRITE)
             np.testing.assert_allclose(d[f"{key}_y"][i], speculation.throughput(
                 B, g, sequel.context(), deployment=deployment), rtol=RTOL)
         np.testing.assert_array_equal(d[f"{key}_sim_y"], rows.goodput)
@@ -281,7 +286,8 @@ def test_policy_moves_brute_force_and_the_sequels_count():
 def test_rollback_effects_are_the_public_apis_policy(key):
     """gamma* and its speedup with each rollback, through speclib.optimal_gamma
     and speclib.throughput on a Deployment of the simulated model, the plain
-    step rolled back the same way; a replay never draws a longer draft than
+    step rolled back the same way and writing back each state it reads (as
+    an engine's step does, where the simulator's does not); a replay never draws a longer draft than
     no rollback, a snapshot never a longer one than a replay."""
     C = np.array([1.0, 16.0, 128.0, 512.0])
     effects = hybrid_attention.rollback_effects(key, C)
@@ -314,7 +320,8 @@ def test_longest_draft_band_edges_by_brute_force(rollback):
     band = dlpc.longest_draft_band("dflash", rollback=rollback)
     curve = sequel.acceptance_curve("dflash")
     d = speclib.Deployment(sequel.simulated_model(), "B200", drafter=sequel.DRAFTERS["dflash"], roofline="aggregate",
-                           rollback=rollback, reserve=None)  # as the simulator: every sequence at once
+                           rollback=rollback, reserve=None,  # as the simulator: every sequence at once,
+                           state_write=sequel.STATE_WRITE)  # each state read and not written back
 
     def best(B):
         X = [float(speclib.throughput(B, k, sequel.context(), acceptance=curve, deployment=d)) for k in range(17)]

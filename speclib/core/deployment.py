@@ -95,7 +95,10 @@ class Deployment:
     linear-attention state is rolled back past a rejected draft
     (:data:`speclib.core.step.ROLLBACKS`): by default a snapshot per verified
     position, as vLLM and SGLang do (:data:`speclib.core.step.DEFAULT_ROLLBACK`);
-    ``"none"`` leaves it out, as the sequel's simulator does. ``attention``:
+    ``"none"`` leaves it out, as the sequel's simulator does.
+    ``state_write``: each step writes back the linear-attention state it
+    reads (2 sigma moved per sequence and layer); False leaves the write out,
+    as the sequel's simulator does. ``attention``:
     how DeepSeek-V4's attention is priced and held
     (:data:`speclib.core.cost.ATTENTIONS`): ``"served"``, compressed as the
     published config serves it (the default of every entry point,
@@ -150,6 +153,7 @@ class Deployment:
     cost_model: object = None
     reserve: float | None = _capacity.DEFAULT_RESERVE
     rollback: str = _step.DEFAULT_ROLLBACK
+    state_write: bool = True
     attention: str | None = None
     comm_latency: bool | None = None
     ep: int = 1
@@ -166,6 +170,7 @@ class Deployment:
         put("roofline", _step.check_roofline(self.roofline))
         put("spec_overlap", _overlap.check_spec_overlap(self.spec_overlap))
         put("rollback", _step.check_rollback(self.rollback))
+        put("state_write", _step.check_state_write(self.state_write))
         if self.attention is None:  # the default of every entry point, or the cost model's own
             put("attention", _cost.DEFAULT_ATTENTION if self.cost_model is None else _own_attention(self.cost_model))
         put("attention", _cost.check_attention(self.attention))
@@ -315,7 +320,7 @@ class Deployment:
             raise ValueError("query_bytes is an option of the paper's per-layer ledger; throughput prices the "
                              "whole model's step, which leaves the query bytes out")
         base = _step.step_model(m, hw, roofline=self.roofline, routing=self.routing, rollback=self.rollback,
-                                attention=self.attention)
+                                state_write=self.state_write, attention=self.attention)
         calibration = _cal.calibration_of(self.step_time)
         if calibration is not None:
             target = _cal.CalibratedStepModel(self.parallel_step(), hw, engine=self.engine, calibration=calibration)
@@ -355,7 +360,7 @@ class Deployment:
         cached = self.__dict__.get("_parallel")
         if cached is None:
             base = _step.step_model(self.model, self.hardware, roofline=self.roofline, routing=self.routing,
-                                    rollback=self.rollback, attention=self.attention)
+                                    rollback=self.rollback, state_write=self.state_write, attention=self.attention)
             cached = ParallelStep(base, self.layout, None if self.interconnect is None
                                   else _interconnect(self.interconnect))
             object.__setattr__(self, "_parallel", cached)

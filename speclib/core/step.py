@@ -56,6 +56,12 @@ def check_rollback(value) -> str:
     return checked_choice("rollback", value, ROLLBACKS)
 
 
+def check_state_write(value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"state_write must be True or False; got {value!r}")
+    return bool(value)
+
+
 def rollback_constants(architecture: StepArchitecture, rollback: str) -> tuple:
     """(rho, psi) of ``rollback`` for ``architecture``'s linear layers: the
     bytes and FLOPs each verified position past the first costs per sequence
@@ -92,16 +98,21 @@ class StepModel:
     (:data:`ROLLBACKS`; ``"none"`` here, as the simulator has it; a
     :class:`~speclib.core.deployment.Deployment` defaults to what the engines
     do, :data:`DEFAULT_ROLLBACK`), priced with the attention component.
+    ``state_write``: a GatedDeltaNet step writes back each state it reads
+    (:data:`speclib.formulas.step.state_write_bytes_expr`, 2 sigma moved per
+    sequence and layer); False leaves the write out, as the sequel's
+    simulator does (its step reads each state once).
     """
 
     def __init__(self, architecture: StepArchitecture, hardware, *, roofline: str = "per-component",
                  expert_count: str = "top-k", linear_attention_flops: bool = False, routing=None,
-                 rollback: str = "none", served_attention: tuple | None = None):
+                 rollback: str = "none", served_attention: tuple | None = None, state_write: bool = True):
         self.architecture = architecture
         self.served_attention = None if served_attention is None else tuple(float(x) for x in served_attention)
         self.hardware = hardware
         self.roofline = check_roofline(roofline)
         self.rollback = check_rollback(rollback)
+        self.state_write = check_state_write(state_write)
         self._rollback = rollback_constants(architecture, self.rollback)
         self.expert_count = checked_choice("expert_count", expert_count, EXPERT_COUNTS)
         self.linear_attention_flops = bool(linear_attention_flops)
@@ -150,10 +161,12 @@ class StepModel:
                                                        *self.served_attention)
             attention_bytes = F.served_attention_bytes(B, T, S, a.context_bytes, a.linear_layers, a.state_bytes,
                                                        *self.served_attention)
+            if not self.state_write and a.linear_layers:
+                attention_bytes = attention_bytes - F.state_write_bytes(B, a.linear_layers, a.state_bytes)
         else:
             attention_flops = F.attention_flops(B, T, S, a.attention_layers, a.flops_per_pair, a.linear_layers, phi)
-            attention_bytes = F.attention_bytes(B, T, S, a.attention_layers, a.context_bytes, a.linear_layers,
-                                                a.state_bytes)
+            moved = F.attention_bytes if self.state_write else F.attention_read_bytes
+            attention_bytes = moved(B, T, S, a.attention_layers, a.context_bytes, a.linear_layers, a.state_bytes)
         if self.rollback != "none" and a.linear_layers:
             rho, psi = self._rollback
             attention_bytes = attention_bytes + F.rollback_bytes(B, T, a.linear_layers, rho)
@@ -238,7 +251,7 @@ ATTENTIONS = ("paper", "served")
 
 def step_model(model=None, hardware=None, *, roofline: str = "per-component", expert_count: str = "top-k",
                linear_attention_flops: bool = False, routing=None, rollback: str = "none",
-               attention: str = DEFAULT_ATTENTION) -> StepModel:
+               attention: str = DEFAULT_ATTENTION, state_write: bool = True) -> StepModel:
     """The (cached) :class:`StepModel` of a whole ``model`` on ``hardware``;
     ``attention``: :data:`ATTENTIONS` (as served unless ``"paper"``)."""
     model, hardware = resolve(model, hardware)
@@ -251,11 +264,11 @@ def step_model(model=None, hardware=None, *, roofline: str = "per-component", ex
         shares = _moe.check_routing(routing, model.ffn.n_routed, model.ffn.top_k)
     key = (model, hardware, check_roofline(roofline), checked_choice("expert_count", expert_count, EXPERT_COUNTS),
            bool(linear_attention_flops), None if shares is None else shares.tobytes(), check_rollback(rollback),
-           served)
+           served, check_state_write(state_write))
     if key not in _cache:
         _cache[key] = StepModel(model.step_architecture(), hardware, roofline=roofline, expert_count=expert_count,
                                 linear_attention_flops=linear_attention_flops, routing=shares, rollback=rollback,
-                                served_attention=served)
+                                served_attention=served, state_write=state_write)
     return _cache[key]
 
 

@@ -635,13 +635,17 @@ _SEQUEL_DRAFTER_LABELS = (("mtp", "MTP"), ("dflash", "DFlash"))
 
 def _sequel_step():
     model = _simulator.simulated_model()
-    sm = _step.step_model(model, _simulator.HARDWARE, roofline="aggregate")
-    slots = _step.step_model(model, _simulator.HARDWARE, roofline="aggregate", expert_count="slots")
+    # the simulator's step: each linear layer's state read, none written back (speclib.evidence.simulator.STATE_WRITE)
+    sm = _step.step_model(model, _simulator.HARDWARE, roofline="aggregate", state_write=_simulator.STATE_WRITE)
+    slots = _step.step_model(model, _simulator.HARDWARE, roofline="aggregate", expert_count="slots",
+                             state_write=_simulator.STATE_WRITE)
     one, zero = np.asarray(1.0), np.asarray(0.0)
     ms = float(sm.time(one, one, zero)) * 1e3
     gigabytes = sum(q for _, q in sm.components(one, one, zero).values()) / 1e9
+    arch = model.step_architecture()
     counts = dict(ms_slots=float(slots.time(one, one, zero)) * 1e3,
-                  gb_slots=sum(q for _, q in slots.components(one, one, zero).values()) / 1e9)
+                  gb_slots=sum(q for _, q in slots.components(one, one, zero).values()) / 1e9,
+                  write_gb=float(_step.nf.state_write_bytes(1.0, arch.linear_layers, arch.state_bytes)) / 1e9)
     yield _ours("sequel.plain_step_ms", ms, **counts)
     yield _ours("sequel.plain_step_GB", gigabytes, **counts)
     yield _ours("sequel.grid_plain_ms", ms)

@@ -25,7 +25,11 @@ What the closed form takes from the simulator, and why:
 * the linear layers' state is not rolled back past a rejected draft
   (:data:`ROLLBACK`): the simulator reads each sequence's state once per step
   whatever the draft length, where vLLM and SGLang write a snapshot of it at
-  every verified position (:data:`speclib.core.step.DEFAULT_ROLLBACK`).
+  every verified position (:data:`speclib.core.step.DEFAULT_ROLLBACK`);
+* nor is it written back (:data:`STATE_WRITE`): the simulator's step reads
+  each state and charges no write, where a GatedDeltaNet step writes the
+  updated state back, as much again
+  (:data:`speclib.formulas.step.state_write_bytes_expr`).
 
 Two differences remain and are reported, not hidden: experts are counted
 the paper's way (each position picks k distinct experts) rather than the
@@ -68,6 +72,11 @@ SCHEDULER_TOKEN_CAP = 16_384
 #: length), so the closed form matches it with rollback "none"; the engines
 #: keep a snapshot per verified position (speclib.core.step.DEFAULT_ROLLBACK).
 ROLLBACK = "none"
+#: Whether the simulator's step writes the linear layers' state back: it
+#: does not (it reads each state once), so the closed form matches it
+#: without the write; a step priced as an engine runs it writes each state
+#: once (speclib.core.step.StepModel's ``state_write``).
+STATE_WRITE = False
 #: The targets the book holds the closed form to (issue 11).
 TARGET_MEDIAN_ERROR = 0.01
 TARGET_MAX_ERROR = 0.035
@@ -219,13 +228,15 @@ class DrafterComparison:
 
 
 def compare(*, roofline: str = "aggregate", expert_count: str = "top-k", output_gate: bool = False,
-            linear_attention_flops: bool = False, drafter_roofline=None, rollback: str = ROLLBACK) -> dict:
+            linear_attention_flops: bool = False, drafter_roofline=None, rollback: str = ROLLBACK,
+            state_write: bool = STATE_WRITE) -> dict:
     """{drafter key: :class:`DrafterComparison`} over the whole grid. The
     keywords undo one of the choices in the module notes at a time, to show
     what each is worth; ``drafter_roofline`` prices the drafter's passes by
     another rule than the target's step (default: the same); ``rollback``
     prices the linear layers' rollback past a rejected draft, which the
-    simulator leaves out (:data:`speclib.core.step.ROLLBACKS`)."""
+    simulator leaves out (:data:`speclib.core.step.ROLLBACKS`); ``state_write``
+    the write-back of the linear layers' state, which it leaves out too."""
     grid = load_grid()
     model = simulated_model(output_gate)
     hw = presets.hardware(HARDWARE)
@@ -233,7 +244,8 @@ def compare(*, roofline: str = "aggregate", expert_count: str = "top-k", output_
     out = {}
     for key, rows in grid.drafters.items():
         step = _spec.step_model(model, hw, roofline=roofline, expert_count=expert_count,
-                                linear_attention_flops=linear_attention_flops, rollback=rollback)
+                                linear_attention_flops=linear_attention_flops, rollback=rollback,
+                                state_write=state_write)
         drafter = _spec.resolve_drafter(DRAFTERS[key], None, hw, roofline=drafter_roofline or roofline,
                                         expert_count=expert_count)
         priced = _spec.StepPricing(step, drafter)
@@ -250,17 +262,20 @@ def compare(*, roofline: str = "aggregate", expert_count: str = "top-k", output_
 # --- the priced policy at any batch, against the grid -----------------------------------
 
 
-def deployment(drafter, roofline: str = "aggregate", rollback: str = ROLLBACK) -> Deployment:
+def deployment(drafter, roofline: str = "aggregate", rollback: str = ROLLBACK,
+               state_write: bool = STATE_WRITE) -> Deployment:
     """The simulated model on the simulated chip with ``drafter`` (a key of
     :data:`DRAFTERS`), its step priced by ``roofline``, the linear layers
     rolled back by ``rollback`` (:data:`ROLLBACK` by default: the simulator
     prices no rollback, where a :class:`~speclib.core.deployment.Deployment`
-    defaults to the engines' snapshots), and without a memory check
+    defaults to the engines' snapshots), the state written back or not by
+    ``state_write`` (:data:`STATE_WRITE` by default: the simulator does not,
+    where a deployment's step writes it), and without a memory check
     (``reserve=None``): the simulator prices every sequence of a concurrency
     at once, where a deployment decodes what memory holds and queues the rest."""
     key = checked_choice("drafter", drafter, DRAFTER_KEYS)
     return Deployment(simulated_model(), HARDWARE, drafter=DRAFTERS[key], roofline=roofline, rollback=rollback,
-                      reserve=None)
+                      state_write=state_write, reserve=None)
 
 
 def acceptance_curve(drafter="dflash", acceptance="measured"):
@@ -278,21 +293,21 @@ def _acceptance_curve(drafter, acceptance):
     return curve if acceptance == "measured" else curve.iid()
 
 
-def policy(drafter, B, *, roofline="aggregate", acceptance="measured", rollback=ROLLBACK):
+def policy(drafter, B, *, roofline="aggregate", acceptance="measured", rollback=ROLLBACK, state_write=STATE_WRITE):
     """The priced policy of ``drafter`` at each batch ``B``: gamma* (up to
     the grid's longest draft) and the committed tokens per second it
     reaches, at the simulated context."""
-    curve, d = acceptance_curve(drafter, acceptance), deployment(drafter, roofline, rollback)
+    curve, d = acceptance_curve(drafter, acceptance), deployment(drafter, roofline, rollback, state_write)
     g, _ = _spec.optimal_gamma(curve, B, context(), gamma_max=load_grid().drafters[drafter].gamma_max, deployment=d)
     g = np.asarray(g)
     return g, np.asarray(_spec.throughput(B, g, context(), acceptance=curve, deployment=d))
 
 
 def fixed_throughput(drafter, B, gammas, *, roofline="aggregate", acceptance="measured",
-                     rollback=ROLLBACK) -> np.ndarray:
+                     rollback=ROLLBACK, state_write=STATE_WRITE) -> np.ndarray:
     """Committed tokens per second at each fixed draft length in ``gammas``
     (rows) and batch in ``B`` (columns); gamma = 0 is plain decoding."""
-    curve, d = acceptance_curve(drafter, acceptance), deployment(drafter, roofline, rollback)
+    curve, d = acceptance_curve(drafter, acceptance), deployment(drafter, roofline, rollback, state_write)
     return np.asarray(_spec.throughput(np.asarray(B, dtype=float)[None, :], np.asarray(gammas, dtype=float)[:, None],
                                        context(), acceptance=curve, deployment=d))
 

@@ -88,6 +88,8 @@ ARGUMENTS = {
     'expert_flops_padded': ('w', 'k', 'n_s', 'B', 'T', 'A', 'm_t'),
     'attention_flops': ('B', 'T', 'S', 'L_a', 'f', 'L_l', 'phi'),
     'attention_bytes': ('B', 'T', 'S', 'L_a', 'm_c', 'L_l', 'sigma'),
+    'attention_read_bytes': ('B', 'T', 'S', 'L_a', 'm_c', 'L_l', 'sigma'),
+    'state_write_bytes': ('B', 'L_l', 'sigma'),
     'linear_state_bytes': ('n_k', 'n_v', 'd_k', 'd_v', 'K_conv', 'b_s'),
     'linear_flops_per_position': ('n_v', 'd_k', 'd_v'),
     'linear_replay_bytes': ('n_k', 'n_v', 'd_k', 'd_v', 'b_s'),
@@ -744,11 +746,27 @@ def attention_flops(B, T, S, L_a, f, L_l, phi):
 
 
 def attention_bytes(B, T, S, L_a, m_c, L_l, sigma):
-    """bytes of the KV caches and linear-attention states read:
+    """bytes of the KV caches read and the linear-attention states read and written:
+
+    B*L_l*sigma + B*(L_a*m_c*(S + ceiling(T/2)) + L_l*sigma)
+    """
+    return B*L_l*sigma + B*(L_a*m_c*(S + numpy.ceil((1/2)*T)) + L_l*sigma)
+
+
+def attention_read_bytes(B, T, S, L_a, m_c, L_l, sigma):
+    """bytes of the KV caches and linear-attention states read, without the states' write-back:
 
     B*(L_a*m_c*(S + ceiling(T/2)) + L_l*sigma)
     """
     return B*(L_a*m_c*(S + numpy.ceil((1/2)*T)) + L_l*sigma)
+
+
+def state_write_bytes(B, L_l, sigma):
+    """bytes of the linear-attention states a step writes back:
+
+    B*L_l*sigma
+    """
+    return B*L_l*sigma
 
 
 def linear_state_bytes(n_k, n_v, d_k, d_v, K_conv, b_s):
@@ -784,11 +802,11 @@ def served_attention_flops(B, T, S, f, L_l, phi, n_f, n_w, n_c, n_h, m_ci, f_i, 
 
 
 def served_attention_bytes(B, T, S, m_c, L_l, sigma, n_f, n_w, n_c, n_h, m_ci, f_i, c_CSA, c_HCA, K_CSA, W_win):
-    """bytes every attention layer of a step reads, DeepSeek-V4's attention as served:
+    """bytes every attention layer of a step moves, DeepSeek-V4's attention as served:
 
-    B*(L_l*sigma + m_c*(n_c*(T - 1)*Min(K_CSA, (S + ceiling(T/2))/c_CSA) + n_c*(Min(K_CSA, (S + ceiling(T/2))/c_CSA) + Min(W_win, S + ceiling(T/2))) + n_f*(S + ceiling(T/2)) + n_h*(Min(W_win, S + ceiling(T/2)) + (S + ceiling(T/2))/c_HCA) + n_w*Min(W_win, S + ceiling(T/2))) + m_ci*n_c*(S + ceiling(T/2))/c_CSA)
+    B*L_l*sigma + B*(L_l*sigma + m_c*(n_c*(T - 1)*Min(K_CSA, (S + ceiling(T/2))/c_CSA) + n_c*(Min(K_CSA, (S + ceiling(T/2))/c_CSA) + Min(W_win, S + ceiling(T/2))) + n_f*(S + ceiling(T/2)) + n_h*(Min(W_win, S + ceiling(T/2)) + (S + ceiling(T/2))/c_HCA) + n_w*Min(W_win, S + ceiling(T/2))) + m_ci*n_c*(S + ceiling(T/2))/c_CSA)
     """
-    return B*(L_l*sigma + m_c*(n_c*(T - 1)*functools.reduce(numpy.minimum, [K_CSA, (S + numpy.ceil((1/2)*T))/c_CSA]) + n_c*(functools.reduce(numpy.minimum, [K_CSA, (S + numpy.ceil((1/2)*T))/c_CSA]) + functools.reduce(numpy.minimum, [W_win, S + numpy.ceil((1/2)*T)])) + n_f*(S + numpy.ceil((1/2)*T)) + n_h*(functools.reduce(numpy.minimum, [W_win, S + numpy.ceil((1/2)*T)]) + (S + numpy.ceil((1/2)*T))/c_HCA) + n_w*functools.reduce(numpy.minimum, [W_win, S + numpy.ceil((1/2)*T)])) + m_ci*n_c*(S + numpy.ceil((1/2)*T))/c_CSA)
+    return B*L_l*sigma + B*(L_l*sigma + m_c*(n_c*(T - 1)*functools.reduce(numpy.minimum, [K_CSA, (S + numpy.ceil((1/2)*T))/c_CSA]) + n_c*(functools.reduce(numpy.minimum, [K_CSA, (S + numpy.ceil((1/2)*T))/c_CSA]) + functools.reduce(numpy.minimum, [W_win, S + numpy.ceil((1/2)*T)])) + n_f*(S + numpy.ceil((1/2)*T)) + n_h*(functools.reduce(numpy.minimum, [W_win, S + numpy.ceil((1/2)*T)]) + (S + numpy.ceil((1/2)*T))/c_HCA) + n_w*functools.reduce(numpy.minimum, [W_win, S + numpy.ceil((1/2)*T)])) + m_ci*n_c*(S + numpy.ceil((1/2)*T))/c_CSA)
 
 
 def rollback_bytes(B, T, L_l, rho):

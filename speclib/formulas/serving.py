@@ -28,9 +28,10 @@ B, S = _step.B, _step.S
 L_a, m_c, L_l, sigma = _step.L_a, _step.m_c, _step.L_l, _step.sigma
 
 #: Bytes of KV cache and linear-attention state B sequences keep at context
-#: S: the bytes a step reads for its attention, at the cached context itself
-#: rather than the context its verified positions attend over.
-cache_bytes_expr = _step.attention_bytes_expr.subs(_step.attended_context_expr, S)
+#: S: the bytes a step reads for its attention (each state once, not the
+#: write-back a step adds), at the cached context itself rather than the
+#: context its verified positions attend over.
+cache_bytes_expr = _step.attention_read_bytes_expr.subs(_step.attended_context_expr, S)
 
 #: The context at which one sequence's KV cache (full-attention layers) weighs
 #: as much as its linear-attention state (sympy.solve).

@@ -15,9 +15,10 @@ with the target's step in the same units. The components:
 * ``attention``: full-attention layers read each sequence's KV cache once per
   step, m_c bytes per cached token per layer, and do f FLOPs per
   query-context pair; linear-attention (GatedDeltaNet) layers read a fixed
-  state of sigma bytes per sequence per layer whatever S is, and do phi
-  FLOPs per position per layer. The T verified positions attend over the
-  cache plus, on average, half of themselves: S_eff = S + ceil(T/2).
+  state of sigma bytes per sequence per layer whatever S is and write it
+  back updated (2 sigma moved), and do phi FLOPs per position per layer.
+  The T verified positions attend over the cache plus, on average, half of
+  themselves: S_eff = S + ceil(T/2).
 
 Each component's time is a roofline, max(FLOPs / peak, bytes / bandwidth).
 The paper adds the components' rooflines (``per-component``); the sequel's
@@ -104,7 +105,17 @@ m_t = sp.Symbol("m_t", positive=True)  # the grouped GEMM's tile: rows an expert
 expert_flops_padded_expr = 2 * w * m_t * (A * sp.ceiling(B * T * k / (A * m_t)) + n_s * sp.ceiling(B * T / m_t))
 
 attention_flops_expr = B * T * (L_a * f * attended_context_expr + L_l * phi)
-attention_bytes_expr = B * (L_a * m_c * attended_context_expr + L_l * sigma)
+#: What a step reads for its attention: each full-attention layer's cache
+#: over the attended context, each linear layer's state once.
+attention_read_bytes_expr = B * (L_a * m_c * attended_context_expr + L_l * sigma)
+#: What it writes back: a GatedDeltaNet layer's recurrent update replaces its
+#: whole state, so a plain step writes every state once more (the T new KV
+#: entries of the full-attention layers are left out, as a verify's T
+#: positions against S of cache).
+state_write_bytes_expr = B * L_l * sigma
+#: Bytes of a step's attention: the reads and the states' write-back, so
+#: 2 sigma per sequence and linear layer.
+attention_bytes_expr = attention_read_bytes_expr + state_write_bytes_expr
 
 # --- DeepSeek-V4's attention as served, over the whole model ----------------------
 # The paper prices every attention layer of DeepSeek-V4 as MLA over the whole
@@ -130,7 +141,7 @@ def _served_attention():
     # each of a verify's T positions selects its own top K of the compressed positions (the indexer scores
     # each against the whole compressed cache), and the sparse kernel gathers each selection: T - 1 more reads
     selections = n_c * (T - 1) * _a.csa_context_expr.subs(on)
-    moved = B * (m_c * (context + selections) + m_ci * indexed + L_l * sigma)
+    moved = B * (m_c * (context + selections) + m_ci * indexed + L_l * sigma) + state_write_bytes_expr
     args = (n_f, n_w, n_c, n_h, m_ci, f_i, _a.c_csa, _a.c_hca, _a.K_csa, _a.W_win)
     return flops, moved, args
 
@@ -143,10 +154,17 @@ served_attention_flops_expr, served_attention_bytes_expr, SERVED_ATTENTION_ARGS 
 #: (:mod:`speclib.formulas.attention` describes the two ways). Each verified
 #: position past the first costs, per sequence and linear layer, ``rho``
 #: bytes moved and ``psi`` FLOPs: a snapshot writes the whole state
-#: (rho = sigma, psi = 0); a replay writes that position's inputs and reads
-#: them back, and runs the delta rule over it once more (rho = 2 x its input
-#: bytes, psi = phi). Nothing at T = 1: a plain step updates its state in
-#: place, as the step above already prices it.
+#: (rho = sigma, psi = 0; the state after the last position is the write
+#: the step above already prices, so T - 1 more); a replay writes that
+#: position's inputs and reads them back, and runs the delta rule over it
+#: once more (rho = 2 x its input bytes, psi = phi). The replay's price
+#: assumes it is fused into the next step: that step reads the state from
+#: before the rejected draft (its own read of sigma), reruns the accepted
+#: positions and writes the state once (its own write), so the replay adds
+#: no state traffic and no pass of its own; run as a separate pass it would
+#: read and write each state once more. Nothing at T = 1: a plain step
+#: updates its state in place, as the step above already prices it (a read
+#: and a write).
 rho = sp.Symbol("rho", nonnegative=True)  # bytes per extra verified position per sequence per linear layer
 psi = sp.Symbol("psi", nonnegative=True)  # FLOPs per extra verified position per sequence per linear layer
 rollback_bytes_expr = B * L_l * rho * (T - 1)

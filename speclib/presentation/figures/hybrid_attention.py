@@ -116,7 +116,7 @@ kv_state_bytes = Figure(
 # --- rolling the state back past a rejected draft -----------------------------------------
 
 #: How the book names the ways of rolling the linear layers back (speclib.core.step.ROLLBACKS).
-ROLLBACK_LABELS = {"none": "no rollback (the simulator)", "snapshot": "a snapshot per position (vLLM, SGLang)",
+ROLLBACK_LABELS = {"none": "no rollback", "snapshot": "a snapshot per position (vLLM, SGLang)",
                    "recompute": "a replay of the accepted positions"}
 
 
@@ -126,13 +126,17 @@ def rollback_effects(drafter="mtp", concurrencies=None) -> dict:
     way of rolling the linear layers back (:data:`speclib.core.step.ROLLBACKS`):
     {rollback: (gamma*, its speedup over plain decoding with the same
     rollback)}. The step and the drafter are priced as the sequel's simulator
-    prices them, one roofline over each."""
+    prices them, one roofline over each, but the step writes back each state
+    it reads, as an engine's does (the simulator's reads it only,
+    :data:`speclib.evidence.simulator.STATE_WRITE`): a rollback's price is
+    held against the step it is added to."""
     key = checked_choice("drafter", drafter, sequel.DRAFTER_KEYS)
     C = sequel.load_grid().concurrency if concurrencies is None else np.asarray(concurrencies, dtype=float)
     out = {}
     for rollback in _step.ROLLBACKS:
-        g, X = sequel.policy(key, C, rollback=rollback)
-        out[rollback] = (np.asarray(g), X / sequel.fixed_throughput(key, C, [0], rollback=rollback)[0])
+        g, X = sequel.policy(key, C, rollback=rollback, state_write=True)
+        out[rollback] = (np.asarray(g), X / sequel.fixed_throughput(key, C, [0], rollback=rollback,
+                                                                    state_write=True)[0])
     return out
 
 
@@ -149,8 +153,8 @@ def rollback_policy(drafter="mtp", concurrencies=None) -> NumberTable:
     caption = (f"{serving.DRAFTER_LABELS[drafter]} drafting for {sequel.simulated_model().name} on a "
                f"{sequel.HARDWARE}, at the simulated context ({sequel.context():g} tokens): the priced policy's "
                "\u03b3* / its speedup over plain decoding, the step and the drafter each priced by one roofline "
-               "(the sequel's simulator's rule), with each way of rolling the linear-attention state back past a "
-               "rejected draft")
+               "(the sequel's simulator's rule) and each step writing back the linear-attention state it reads (which "
+               "the simulator leaves out), with each way of rolling that state back past a rejected draft")
     return NumberTable(head, rows, caption=caption, css_class="speclib-nowrap")
 
 
