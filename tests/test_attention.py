@@ -231,12 +231,12 @@ def test_variant_contexts_are_the_sympy_substitutions():
     assert at_forms.csa_context_expr.subs({at_forms.c_csa: 4, K: 512, S: 1024}) == 256
 
 
-def test_linear_intensity_of_the_hybrid_is_its_state_read_once():
-    """GatedDeltaNet: 8 FLOP per state element per position over the state's
-    bytes, read once per step (docs/sequel.md: state 32 x 128 x 128 x 2 B plus
-    the convolution's 8,192 x 4 x 2 B per layer)."""
+def test_linear_intensity_of_the_hybrid_is_over_its_state_read_and_written():
+    """GatedDeltaNet: 8 FLOP per state element per position over the bytes a
+    step moves, the state read and written back (docs/sequel.md: state
+    32 x 128 x 128 x 2 B plus the convolution's 8,192 x 4 x 2 B per layer)."""
     T = np.array([1.0, 2.0, 16.0])
-    expected = 8 * 32 * 128 * 128 * T / (32 * 128 * 128 * 2 + 8192 * 4 * 2)
+    expected = 8 * 32 * 128 * 128 * T / (2 * (32 * 128 * 128 * 2 + 8192 * 4 * 2))
     np.testing.assert_allclose(speclib.core.attention.linear_intensity(T), expected, rtol=1e-14)
     with pytest.raises(ValueError, match=r"^model must be a hybrid"):
         speclib.core.attention.linear_intensity(1.0, "Llama-3-70B")

@@ -682,7 +682,7 @@ def _sequel_attention():
     gdn = model.linear_attention
     per_T = float(attention.nf.linear_intensity(1.0, *(gdn.architecture()[a] for a in ("n_k", "n_v", "d_k", "d_v",
                                                                                        "K_conv", "b_s"))))
-    yield _ours("sequel.gdn_intensity_per_T", per_T)
+    yield _ours("sequel.gdn_intensity_per_T", per_T, ours=per_T)
     yield _ours("sequel.kv_per_token", arch.context_bytes * arch.attention_layers)
     yield _ours("sequel.state_per_layer", gdn.state_bytes)
     yield _ours("sequel.state_per_sequence", arch.state_bytes * arch.linear_layers)

@@ -159,10 +159,12 @@ linear_state_bytes_expr = (n_v * d_k * d_v + linear_conv_channels_expr * K_conv)
 #: each; the convolution and the gates are left out.
 linear_flops_per_position_expr = 8 * n_v * d_k * d_v
 
-#: Its intensity over T positions per sequence: about 8T / b_s (4T in bf16),
-#: a little less for the convolution's bytes. Full attention's tends to
-#: f T / m_c (8T for GQA with 8 query heads per KV head in bf16).
-linear_intensity_expr = T * linear_flops_per_position_expr / linear_state_bytes_expr
+#: Its intensity over T positions per sequence, over the bytes a step moves:
+#: the state read and written back (2 x the state), about 4T / b_s (2T in
+#: bf16), a little less for the convolution's bytes. The sequel's "about 4T"
+#: divides by the read alone. Full attention's tends to f T / m_c (8T for
+#: GQA with 8 query heads per KV head in bf16).
+linear_intensity_expr = T * linear_flops_per_position_expr / (2 * linear_state_bytes_expr)
 
 # --- rolling back a rejected draft ---------------------------------------------
 # A recurrent state cannot be un-applied: once a verify pass has run the

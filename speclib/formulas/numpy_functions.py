@@ -828,9 +828,9 @@ def rollback_flops(B, T, L_l, psi):
 def linear_intensity(T, n_k, n_v, d_k, d_v, K_conv, b_s):
     """GatedDeltaNet arithmetic intensity of T positions per sequence:
 
-    8*T*d_k*d_v*n_v/(b_s*(K_conv*(2*d_k*n_k + d_v*n_v) + d_k*d_v*n_v))
+    4*T*d_k*d_v*n_v/(b_s*(K_conv*(2*d_k*n_k + d_v*n_v) + d_k*d_v*n_v))
     """
-    return 8*T*d_k*d_v*n_v/(b_s*(K_conv*(2*d_k*n_k + d_v*n_v) + d_k*d_v*n_v))
+    return 4*T*d_k*d_v*n_v/(b_s*(K_conv*(2*d_k*n_k + d_v*n_v) + d_k*d_v*n_v))
 
 
 def constant_draft_time(c, gamma, t_0):
