@@ -342,6 +342,8 @@ PINNED = {
     "sequel.crossover_gamma4": lambda: q_crossover(4),
     "sequel.crossover_gamma8": lambda: q_crossover(8),
     "sequel.active_nonexpert": lambda: (Q_DENSE, 0),
+    # docs/sequel.md's layer: 8 FLOP per state element per position over the state read and written back
+    "sequel.gdn_intensity_per_T": lambda: (8 * 32 * 128 * 128 / (2 * (32 * 128 * 128 + 8192 * 4) * 2), 1e-12),
     "sequel.fit_median_dflash": pin_sequel_fit_median_dflash,
     "sequel.mistuned_dflash": pin_sequel_mistuned_dflash,
     "sequel.headline.plain_c1": lambda: (q_throughput("mtp", 1.0, 0), 1e-12),

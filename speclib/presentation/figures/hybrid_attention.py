@@ -62,7 +62,7 @@ hybrid_intensity = Figure(
                    HLine("ridge", text="{hardware} {precision} ridge {ridge:,.0f}", gid="ridge"),
                    *(Text(f"{key}_cross_x", f"{key}_cross_y", "", marker="o", gid=f"{key}_crossing")
                      for key in KINDS)),
-                  legend="lower right"),),
+                  legend="upper left"),),
     doc="Arithmetic intensity against verify width: MLA (DeepSeek-V4-Flash), the hybrid's GQA full attention and "
         "its GatedDeltaNet layers, against the attention precision's ridge.",
 )
