@@ -53,6 +53,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import html
+import re
 import math
 
 import numpy as np
@@ -1098,11 +1099,16 @@ class CheckTable(ClaimTable):
         body = []
         for row in self.rows:
             style = "" if row[3] == "reproduced" else ' style="background-color:#fff3cd"'
-            cells = "".join(f"<td>{html.escape(str(v))}</td>" for v in row[:-1])
-            body.append(f"<tr{style}>{cells}<td><code>{html.escape(row[-1])}</code></td></tr>")
+            # a dotted name (speclib.formulas.moe.gemm_ridge_expr) may break after each dot and underscore, and
+            # nowhere else: a number's decimal point keeps its digits together
+            def breakable(v):
+                return re.sub(r"(\.(?=[A-Za-z_])|_)", r"\1<wbr>", html.escape(str(v)))
+
+            cells = "".join(f"<td>{breakable(v)}</td>" for v in row[:-1])
+            body.append(f"<tr{style}>{cells}<td><code>{breakable(row[-1])}</code></td></tr>")
         return (
             f"<p><strong>{html.escape(self.title)}</strong>: {html.escape(self._summary())}</p>"
-            f'<table class="claims-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+            f'<table class="claims-table checks-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
         )
 
 
