@@ -61,12 +61,19 @@ def _brute_force_gutter(architecture, hw, alpha=0.75, c=0.10, S=4096.0, max_batc
     return zero
 
 
-def test_adding_the_head_and_routers_narrows_the_gutter_from_4_13_to_6_11():
+def _whole_and_layers():
+    """DeepSeek-V4-Flash's paper step on a B200 as priced (the whole step), the same without the output head and
+    the routers counted by hand (the layers alone), the chip, and the head's parameters."""
     m, hw = presets.model("DeepSeek-V4-Flash"), presets.hardware("B200")
     whole = step.step_model(m, hw, attention="paper").architecture
     head, routers = _by_hand()
     layers = dataclasses.replace(whole, dense_params=whole.dense_params - head - routers,
                                  dense_bytes=m.proj_weight_bytes, bf16_params=0.0)
+    return whole, layers, hw, head
+
+
+def test_adding_the_head_and_routers_narrows_the_gutter_from_4_13_to_6_11():
+    whole, layers, hw, _ = _whole_and_layers()
     assert _brute_force_gutter(whole, hw) == list(range(6, 12))
     assert _brute_force_gutter(layers, hw) == list(range(4, 14))
     # the chapter's search agrees with the brute force
@@ -77,11 +84,7 @@ def test_adding_the_head_and_routers_narrows_the_gutter_from_4_13_to_6_11():
 def test_the_reproduction_report_states_the_brute_forced_gutters():
     from speclib.evidence import claims
 
-    m, hw = presets.model("DeepSeek-V4-Flash"), presets.hardware("B200")
-    whole = step.step_model(m, hw, attention="paper").architecture
-    head, routers = _by_hand()
-    layers = dataclasses.replace(whole, dense_params=whole.dense_params - head - routers,
-                                 dense_bytes=m.proj_weight_bytes, bf16_params=0.0)
+    whole, layers, hw, head = _whole_and_layers()
     runs = {name: _brute_force_gutter(a, hw) for name, a in (("whole", whole), ("layers", layers))}
     claim = claims.by_id()["fig3.gutter_whole_step"]
     assert f"B = {runs['whole'][0]}-{runs['whole'][-1]} with the output head ({head:,} parameters)" in claim.note

@@ -1050,16 +1050,22 @@ class ClaimTable:
                 lines.append(f"    note: {note}")
         return "\n".join(lines)
 
+    #: The table's headings and its HTML class.
+    columns = COLUMNS
+    css_class = "claims-table"
+
+    def _cells_html(self, row) -> str:
+        return "".join(f"<td>{html.escape(str(v))}</td>" for v in row)
+
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
         body = []
-        for claim, paper, ours, status, note in self.rows:
-            style = "" if status == "reproduced" else ' style="background-color:#fff3cd"'
-            cells = (claim, paper, ours, status, note)
-            body.append(f"<tr{style}>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in cells) + "</tr>")
+        for row in self.rows:  # the verdict is each row's fourth cell
+            style = "" if row[3] == "reproduced" else ' style="background-color:#fff3cd"'
+            body.append(f"<tr{style}>{self._cells_html(row)}</tr>")
         return (
             f"<p><strong>{html.escape(self.title)}</strong>: {html.escape(self._summary())}</p>"
-            f'<table class="claims-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+            f'<table class="{self.css_class}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
         )
 
 
@@ -1069,6 +1075,9 @@ CHECK_COLUMNS = ("check", "paper", "ours", "verdict", "why", "held by")
 class CheckTable(ClaimTable):
     """The registry as independent checks, one row each (:func:`checks`):
     HTML in the book, deterministic plain text elsewhere."""
+
+    columns = CHECK_COLUMNS
+    css_class = "claims-table checks-table"
 
     def __init__(self, claims, title="Independent checks"):
         super().__init__(claims, title)
@@ -1094,22 +1103,15 @@ class CheckTable(ClaimTable):
                 lines.append(f"    why: {note}")
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in CHECK_COLUMNS)
-        body = []
-        for row in self.rows:
-            style = "" if row[3] == "reproduced" else ' style="background-color:#fff3cd"'
-            # a dotted name (speclib.formulas.moe.gemm_ridge_expr) may break after each dot and underscore, and
-            # nowhere else: a number's decimal point keeps its digits together
-            def breakable(v):
-                return re.sub(r"(\.(?=[A-Za-z_])|_)", r"\1<wbr>", html.escape(str(v)))
+    def _cells_html(self, row) -> str:
+        cells = "".join(f"<td>{_breakable(v)}</td>" for v in row[:-1])
+        return f"{cells}<td><code>{_breakable(row[-1])}</code></td>"
 
-            cells = "".join(f"<td>{breakable(v)}</td>" for v in row[:-1])
-            body.append(f"<tr{style}>{cells}<td><code>{breakable(row[-1])}</code></td></tr>")
-        return (
-            f"<p><strong>{html.escape(self.title)}</strong>: {html.escape(self._summary())}</p>"
-            f'<table class="claims-table checks-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-        )
+
+def _breakable(v) -> str:
+    """``v`` escaped for HTML, a dotted name in it (speclib.formulas.moe.gemm_ridge_expr) free to break after
+    each dot and underscore and nowhere else: a number's decimal point keeps its digits together."""
+    return re.sub(r"(\.(?=[A-Za-z_])|_)", r"\1<wbr>", html.escape(str(v)))
 
 
 def check_table(claims=None, source=None, title="Independent checks") -> CheckTable:
