@@ -489,7 +489,7 @@ def outside_the_layers(model="DeepSeek-V4-Flash") -> dict:
 
 
 def whole_step_gutter(model="DeepSeek-V4-Flash", hardware="B200", *, S=4096, c_draft=0.10, alpha=0.75, popularity=None,
-           max_batch=64, gamma_max=16) -> dict:
+                      max_batch=64, gamma_max=16) -> dict:
     """Where plain decoding beats every draft at small batch, on the whole
     step with each component its own roofline, at every whole batch up to
     ``max_batch``: the runs of gamma* = 0 as (first, last) under uniform
