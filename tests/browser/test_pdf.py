@@ -112,11 +112,31 @@ def test_one_document_of_many_pages(pdf, pages):
     assert size < 50e6
 
 
+#: DejaVu Sans, the face the PDF is set in: a line's box (what pdftotext's -bbox
+#: gives a word) is its ascent plus descent, 0.928 + 0.236 of the type's size.
+DEJAVU_BOX_PER_POINT = 0.928 + 0.236
+
+
+def test_body_type_is_a_book_s_size(pdf):
+    """The PDF is made shorter by setting it closer, not by shrinking its type
+    (scripts/_print_pdf.py scales the page): the most common word height, the
+    body text's, is 9 pt type or more (the screen's 16 px prints at 9.4 pt)."""
+    boxes = run("pdftotext", "-bbox", str(pdf), "-")
+    heights = Counter(round(float(y1) - float(y0), 1) for y0, y1 in
+                      re.findall(r'yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)"', boxes))
+    assert sum(heights.values()) > 10_000, "pdftotext -bbox found almost no words"
+    body = heights.most_common(1)[0][0] / DEJAVU_BOX_PER_POINT
+    print(f"PDF: body text set in {body:.1f} pt")
+    assert body >= 9.0, f"the body text is set in {body:.1f} pt, under 9 pt"
+
+
 @pytest.mark.parametrize("name", toc_files())
 def test_every_chapter_starts_a_page_with_its_title(pages, name):
     title = normalise(title_of(source_of(name)))
     # Numbered chapters carry their number ("1. The expert tax").
-    heading = re.compile(rf"^(\d+(\.\d+)*\.? )?{re.escape(title)}")
+    # pdftotext may read a stretched maths glyph of the page (a tall bar) before
+    # the first line; what is not a letter or digit is passed over.
+    heading = re.compile(rf"^[^\w(]*(\d+(\.\d+)*\.? )?{re.escape(title)}")
     starts = [i + 1 for i, page in enumerate(pages) if heading.match(page)]
     assert starts, f"no page starts with the title of {name}: {title!r}"
 
