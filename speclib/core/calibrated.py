@@ -187,6 +187,22 @@ class Calibration:
                 out.append(chip)
         return tuple(out)
 
+    def chip_factor(self, hardware) -> float:
+        """mu for ``hardware``, as :meth:`constants` takes it: the chip's own,
+        or, for a chip the fit did not see, the median of the fitted chips of
+        its generation, else its vendor's (refused for a vendor with none)."""
+        chip = self._chip(hardware)
+        if chip is not None:
+            return self.roofline_factor[chip]
+        peers = self.peers(hardware)
+        if peers:
+            return float(np.median([self.roofline_factor[p] for p in peers]))
+        vendor = getattr(hardware, "vendor", "")
+        if vendor not in self.vendor_factor:
+            raise ValueError(f"hardware {hardware.name!r} has no calibrated chip factor: its vendor {vendor!r} has "
+                             f"no fitted constants (calibrated on {', '.join(self.roofline_factor)})")
+        return self.vendor_factor[vendor]
+
     def constants(self, hardware, engine: str = DEFAULT_ENGINE) -> tuple:
         """(mu, a, d) for ``hardware`` served by ``engine``: the chip's own,
         or, for a chip the fit did not see, the median of the fitted chips of
