@@ -89,6 +89,17 @@ def test_without_speculative_runs_the_shipped_calibration_is_the_prior():
     assert "the prior" in fit.calibration.source
 
 
+def test_a_preset_chip_the_shipped_fit_did_not_see_takes_its_generations_factor():
+    # MI350X is in no shipped fit; the shipped step prices it at the median of the fitted chips of its
+    # generation (CDNA 4: MI355X alone), read here from the shipped file, not from the calibration object
+    data = json.loads(resources.files("speclib").joinpath("data", "calibration", "step_time.json").read_text())
+    assert "MI350X" not in data["roofline_factor"]
+    s = next(s for s in few_shot.sweeps() if s.id == "vllm-dspark-dsv4-flash-mi350x-k7")
+    fit = own_fit.fit_measurements(s.records(s.concurrencies[:3]), s.model, s.chip, tp=s.tp, engine=s.engine,
+                                   accept_length=3.0)
+    assert fit.calibration.roofline_factor == {"MI350X": pytest.approx(data["roofline_factor"]["MI355X"], rel=1e-12)}
+
+
 def test_the_baselines_are_their_definitions():
     # a speed-up exactly linear in log concurrency: the log-linear baseline is exact, the carried one is the
     # last fitted point's

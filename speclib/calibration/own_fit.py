@@ -14,6 +14,7 @@ import numpy as np
 from .._checks import checked_choice
 from ..core import calibrated as _cal
 from ..core.deployment import Deployment
+from ..presets import hardware as hardware_preset
 from ..presets import resolve
 from speclib.evidence.spec_runs import DEFAULT_DRAFT_SHARE
 from speclib.calibration.step_features import chip_key
@@ -60,10 +61,17 @@ class _Pricer:
     def __init__(self, m, hw, *, tp, layout, shipped):
         try:
             chip = chip_key(hw.name)
-        except ValueError:  # a chip from a hardware config, not a preset: its own name, and the roofline's speed
-            chip = hw.name
+            preset = hardware_preset(hw.name) == hw
+        except ValueError:  # a chip from a hardware config, not a preset: its own name
+            chip, preset = hw.name, False
+        mu = shipped.roofline_factor.get(chip, 1.0)  # a hardware config's chip the fit did not see: the roofline
+        if preset and chip not in shipped.roofline_factor:
+            try:  # a preset the shipped fit did not see (MI350X): its generation's factor, as the shipped step's
+                mu = shipped.chip_factor(hw)
+            except ValueError:  # a vendor with no fitted chip: the roofline's speed
+                pass
         self.chip, self.hw, self.shipped = chip, hw, shipped
-        self.mu = shipped.roofline_factor.get(chip, 1.0)
+        self.mu = mu
         self.nu = shipped.attention_factor(hw)
         self.step = Deployment(m, hw, tp=tp, **layout).parallel_step()
         self.moe_s = shipped.moe_layer(hw)

@@ -187,6 +187,22 @@ class Calibration:
                 out.append(chip)
         return tuple(out)
 
+    def chip_factor(self, hardware) -> float:
+        """mu for ``hardware``, as :meth:`constants` takes it: the chip's own,
+        or, for a chip the fit did not see, the median of the fitted chips of
+        its generation, else its vendor's (refused for a vendor with none)."""
+        chip = self._chip(hardware)
+        if chip is not None:
+            return self.roofline_factor[chip]
+        peers = self.peers(hardware)
+        if peers:
+            return float(np.median([self.roofline_factor[p] for p in peers]))
+        vendor = getattr(hardware, "vendor", "")
+        if vendor not in self.vendor_factor:
+            raise ValueError(f"hardware {hardware.name!r} has no calibrated chip factor: its vendor {vendor!r} has "
+                             f"no fitted constants (calibrated on {', '.join(self.roofline_factor)})")
+        return self.vendor_factor[vendor]
+
     def constants(self, hardware, engine: str = DEFAULT_ENGINE) -> tuple:
         """(mu, a, d) for ``hardware`` served by ``engine``: the chip's own,
         or, for a chip the fit did not see, the median of the fitted chips of
@@ -202,8 +218,8 @@ class Calibration:
             if not fixed and used not in vendor:
                 raise ValueError(f"engine {spelled(engine)!r} was not measured on {hardware.generation} or "
                                  f"{hardware.vendor} chips")
-            return (float(np.median([self.roofline_factor[p] for p in peers])),
-                    float(np.median(fixed)) if fixed else vendor[used], self.per_sequence_s)
+            return (self.chip_factor(hardware), float(np.median(fixed)) if fixed else vendor[used],
+                    self.per_sequence_s)
         if chip is not None:
             fixed = self.fixed_s[chip]
             if used not in fixed:
@@ -211,8 +227,8 @@ class Calibration:
                 if used not in vendor:
                     raise ValueError(f"engine {spelled(engine)!r} was not measured on {chip} (measured: "
                                      f"{', '.join(map(spelled, fixed))})")
-                return self.roofline_factor[chip], vendor[used], self.per_sequence_s
-            return self.roofline_factor[chip], fixed[used], self.per_sequence_s
+                return self.chip_factor(hardware), vendor[used], self.per_sequence_s
+            return self.chip_factor(hardware), fixed[used], self.per_sequence_s
         vendor = getattr(hardware, "vendor", "")
         if vendor not in self.vendor_factor:
             raise ValueError(f"hardware {hardware.name!r} has no calibrated step time: its vendor {vendor!r} has no "
@@ -223,7 +239,7 @@ class Calibration:
         if used not in fixed:
             raise ValueError(f"engine {spelled(engine)!r} was not measured on {vendor} chips (measured: "
                              f"{', '.join(map(spelled, fixed))})")
-        return self.vendor_factor[vendor], fixed[used], self.per_sequence_s
+        return self.chip_factor(hardware), fixed[used], self.per_sequence_s
 
     def fixed_fallback(self, hardware, engine: str):
         """The line that says ``hardware`` served by ``engine`` has no fixed
