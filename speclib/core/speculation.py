@@ -484,7 +484,9 @@ def outside_the_layers(model="DeepSeek-V4-Flash") -> dict:
                          f"no linear attention, no latent MoE); got {m.name}")
     total = m.outside_layers_params()
     head = int(nf.outside_layers_params(m.vocab_size, m.hidden_size, 0, 1))
-    assert m.step_architecture().dense_params == n_layers * m.attn_proj_params + total
+    if m.step_architecture().dense_params != n_layers * m.attn_proj_params + total:
+        raise RuntimeError(f"{m.name}: the whole step's dense weights are not its layers' attention projections plus "
+                           "the head and routers; what lies outside the layers is not the ledger's")
     return {"head": head, "routers": total - head, "total": total}
 
 

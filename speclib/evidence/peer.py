@@ -322,7 +322,9 @@ def side_by_side(tools=TOOLS) -> dict:
     out = {}
     for subset, errors in zip(SUBSETS, (decode, targets, speedup, fall, top)):
         sizes = {len(e) for e in errors.values()}
-        assert len(sizes) == 1, (subset, sizes)
+        if len(sizes) != 1:
+            raise RuntimeError(f"side_by_side: the tools place different numbers of points in {subset!r} "
+                               f"({sorted(sizes)}): their errors would not be on the same points")
         out[subset] = {"points": sizes.pop(),
                        "median_abs_error": {k: float(np.median(np.abs(e))) for k, e in errors.items()}}
     return out
