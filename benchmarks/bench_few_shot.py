@@ -6,7 +6,8 @@ of its sweep (speclib.calibration.few_shot): the issue's few-shot targets
     python benchmarks/bench_few_shot.py --brief    # the targets only
 
 Targets, on each sweep of five or more concurrencies fitted on its three
-smallest: the median |error| on the speed-up and on TPOT <= 5 % and at most
+smallest (the plan "spread", fitted on the smallest, the middle and the
+largest, is shown beside them: it predicts between its runs): the median |error| on the speed-up and on TPOT <= 5 % and at most
 half the carried-forward baseline's; the on/off decision right on >= 95 %
 of points. The InferenceX configurations have at most four concurrencies at
 which both arms were measured, so they are also shown fitted on their two
@@ -23,9 +24,11 @@ def _pct(x):
     return "  n/a" if x != x else f"{100 * x:5.1f}"
 
 
-def _table(n_fit, min_points):
-    rows = few_shot.summary(n_fit, min_points=min_points)
-    print(f"fitted on the {n_fit} smallest concurrencies, sweeps of {max(min_points, n_fit + 1)} or more:")
+def _table(n_fit, min_points, plan="smallest"):
+    rows = few_shot.summary(n_fit, min_points=min_points, plan=plan)
+    where = "smallest concurrencies" if plan == "smallest" else "concurrencies spread over the sweep"
+    print(f"fitted on {n_fit} {where}, sweeps of {max(min_points, n_fit + 1)} or more"
+          + (":" if plan == "smallest" else " ('carried forward': the nearest fitted run's):"))
     print(f"  {'family':<36} {'sweeps':>6} {'points':>6}  {'predictor':<16} {'speed-up':>9} {'TPOT':>6} "
           f"{'on/off':>7}")
     for fam, row in rows.items():
@@ -36,12 +39,13 @@ def _table(n_fit, min_points):
         print(f"  {'':<50}  sweeps meeting every target: {row['meets']} of {row['sweeps']}")
 
 
-def _sweeps(n_fit):
-    for r in few_shot.results(n_fit):
+def _sweeps(n_fit, plan="smallest"):
+    for r in few_shot.results(n_fit, plan):
         if not r.points:
             continue
         acc = f"{r.accept_length:.2f} tokens/verify" + (" (fitted)" if r.accept_fitted else "")
-        print(f"\n{r.sweep.id} (fit on {', '.join(map(str, r.sweep.concurrencies[:n_fit]))}; {acc}; "
+        fitted = [r.sweep.concurrencies[i] for i in few_shot.fitted_ranks(len(r.sweep.concurrencies), n_fit, plan)]
+        print(f"\n{r.sweep.id} (fit on {', '.join(map(str, fitted))}; {acc}; "
               f"largest fitted TPOT error {100 * r.fit_residual:.1f} %)")
         print(f"  {'conc':>5} {'speed-up':>9} {'fit':>6} {'carried':>8} {'loglin':>7}   "
               f"{'TPOT ms off/on':>15} {'fit':>13} {'carried':>13} {'loglin':>13}")
@@ -64,10 +68,12 @@ def main() -> None:
     _table(few_shot.N_FIT, few_shot.MIN_SCORED)
     print()
     _table(2, 3)
+    print()
+    _table(few_shot.N_FIT, few_shot.MIN_SCORED, "spread")
     if not args.brief:
-        for n_fit in (few_shot.N_FIT, 2):
-            print(f"\n--- each sweep, fitted on its {n_fit} smallest concurrencies ---")
-            _sweeps(n_fit)
+        for n_fit, plan in ((few_shot.N_FIT, "smallest"), (2, "smallest"), (few_shot.N_FIT, "spread")):
+            print(f"\n--- each sweep, fitted on {n_fit} of its concurrencies ({plan}) ---")
+            _sweeps(n_fit, plan)
 
 
 if __name__ == "__main__":

@@ -114,6 +114,51 @@ def test_the_baselines_are_their_definitions():
         assert p.carried_tpot == pytest.approx((14.0e3, 14.0e3 / (2.0 - 0.1 * np.log(4))), rel=1e-12)
 
 
+def test_a_spread_plan_fits_the_ends_and_between():
+    assert few_shot.fitted_ranks(7, 3, "spread") == (0, 3, 6)
+    assert few_shot.fitted_ranks(4, 2, "spread") == (0, 3)
+    assert few_shot.fitted_ranks(5, 3, "Spread") == (0, 2, 4)
+    assert few_shot.fitted_ranks(7, 3) == (0, 1, 2)
+    with pytest.raises(ValueError, match="plan must be one of 'smallest', 'spread'"):
+        few_shot.fitted_ranks(7, 3, "largest")
+
+
+def test_spread_baselines_are_the_nearest_fitted_run_and_a_line_through_them():
+    # fitted on 1, 8 and 64 of seven concurrencies: each other point is priced, none fitted, and its carried
+    # baseline is the measured value of the fitted run nearest in log concurrency (4 -> 8, 2 -> 1; 16 and 32
+    # -> 8 and 64), the log-linear one a line through the three fitted speed-ups
+    sweep = _synthetic_sweep(ACCEPT)
+    r = few_shot.few_shot(sweep, 3, "spread")
+    measured = {c: (plain, spec) for c, plain, spec in sweep.points}
+    assert [p.concurrency for p in r.points] == [2, 4, 16, 32]
+    nearest = {2: 1, 4: 8, 16: 8, 32: 64}
+    fitted_c = np.log([1.0, 8.0, 64.0])
+    fitted_s = [measured[c][0] / measured[c][1] for c in (1, 8, 64)]
+    slope, icpt = np.polyfit(fitted_c, fitted_s, 1)
+    for p in r.points:
+        plain, spec = measured[nearest[p.concurrency]]
+        assert p.carried_speedup == pytest.approx(plain / spec, rel=1e-12)
+        assert p.carried_tpot == pytest.approx((plain * 1e3, spec * 1e3), rel=1e-12)
+        assert p.loglinear_speedup == pytest.approx(icpt + slope * np.log(p.concurrency), rel=1e-12)
+    assert r.plan == "spread"
+
+
+def test_fitted_on_the_smallest_the_cost_of_an_extra_position_comes_out_low():
+    # the README's reading of why the smallest runs under-predict the speculative arm: on each engine sweep the
+    # fitted time per extra verified position is smaller fitted on the smallest three than on three spread
+    # over the sweep, and on the MI300X sweep it sits at its bound, zero
+    def e(s, plan):
+        ranks = few_shot.fitted_ranks(len(s.concurrencies), 3, plan)
+        fit, _, _ = few_shot._fit(s, s.records(tuple(s.concurrencies[i] for i in ranks)))
+        return fit.calibration.per_position_s
+    engine = [s for s in few_shot.sweeps() if s.family == few_shot.FAMILIES[1] and len(s.concurrencies) >= 5]
+    assert len(engine) == 2
+    for s in engine:
+        assert e(s, "smallest") < e(s, "spread")
+    mi300x = next(s for s in engine if s.chip == "MI300X")
+    assert e(mi300x, "smallest") == 0.0
+
+
 def test_a_decision_is_right_only_on_the_same_side_of_one():
     p = few_shot.Point(concurrency=256, speedup=0.9, tpot=(1.0, 1.1), fitted_speedup=1.2, fitted_tpot=(1.0, 0.8),
                        carried_speedup=0.95, carried_tpot=(1.0, 1.0), loglinear_speedup=1.0,
@@ -165,8 +210,9 @@ def test_the_command_line_leads_with_your_own_fit(capsys):
 def test_the_readme_table_is_what_few_shot_measures():
     from pathlib import Path
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    for n_fit, least, fam in ((3, 5, few_shot.FAMILIES[1]), (2, 3, few_shot.FAMILIES[0])):
-        row = few_shot.summary(n_fit, min_points=least)[fam]
+    for n_fit, least, fam, plan in ((3, 5, few_shot.FAMILIES[1], "smallest"), (2, 3, few_shot.FAMILIES[0], "smallest"),
+                                    (3, 5, few_shot.FAMILIES[1], "spread")):
+        row = few_shot.summary(n_fit, min_points=least, plan=plan)[fam]
         f = lambda q: " / ".join(f"{100 * row[p][q]:.1f}" for p in few_shot.PREDICTORS) + " %"  # noqa: E731
         line = f"| {f('speedup')} | {f('tpot')} | {100 * row['fitted']['decision']:.0f} % |"
         assert line in readme, line

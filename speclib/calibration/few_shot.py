@@ -30,6 +30,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from speclib._checks import checked_choice
 from speclib.evidence import engines as _eng
 from speclib.calibration import own_fit as _own
 from speclib.evidence import spec_runs as _spec
@@ -40,6 +41,10 @@ from speclib.calibration.step_fit import _cal_engine
 FAMILIES = ("InferenceX DeepSeek-R1, MTP on/off", "engine sweeps")
 #: Concurrencies fitted, by default: the smallest three.
 N_FIT = 3
+#: Which concurrencies of a sweep are fitted: its smallest (the issue's
+#: few-shot measurement: predict beyond them), or spread over it, the
+#: smallest, the largest and evenly between in rank (predict between them).
+PLANS = ("smallest", "spread")
 #: A sweep scored against the issue's targets has at least this many concurrencies.
 MIN_SCORED = 5
 #: Tokens per verify searched where a sweep reports none: this many steps per draft token.
@@ -206,9 +211,10 @@ class Point:
 
 @dataclass(frozen=True)
 class Result:
-    """A sweep fitted on its ``n_fit`` smallest concurrencies: the held-out
-    ``points``, the fit's accepted tokens per verify (fitted or the
-    source's), and ``error`` where the fit could not be made (no points)."""
+    """A sweep fitted on ``n_fit`` of its concurrencies (its smallest, or
+    spread over it: ``plan``, :data:`PLANS`): the held-out ``points``, the
+    fit's accepted tokens per verify (fitted or the source's), and ``error``
+    where the fit could not be made (no points)."""
 
     sweep: Sweep
     n_fit: int
@@ -217,6 +223,7 @@ class Result:
     accept_fitted: bool = False
     fit_residual: float = None  # the largest |relative error| of the fitted TPOTs
     error: str = ""
+    plan: str = "smallest"
 
     def scored(self, min_points: int = MIN_SCORED) -> bool:
         """Held to the targets: a sweep of ``min_points`` concurrencies or more, fitted."""
@@ -253,47 +260,65 @@ def _fit(sweep: Sweep, records):
     return best[1], best[2], True
 
 
-def few_shot(sweep: Sweep, n_fit: int = N_FIT) -> Result:
-    """``sweep`` fitted on its ``n_fit`` smallest concurrencies and priced at
-    the rest, beside the carried-forward and log-linear baselines."""
+def fitted_ranks(count: int, n_fit: int, plan: str = "smallest") -> tuple:
+    """The ranks (0 the smallest) of the ``n_fit`` concurrencies fitted out
+    of ``count``: the first ``n_fit``, or, spread, the first, the last and
+    evenly between them, rounded to the nearest rank."""
+    plan = checked_choice("plan", plan, PLANS)
+    if plan == "smallest":
+        return tuple(range(min(n_fit, count)))
+    return tuple(sorted({int(round(x)) for x in np.linspace(0, count - 1, n_fit)}))
+
+
+def few_shot(sweep: Sweep, n_fit: int = N_FIT, plan: str = "smallest") -> Result:
+    """``sweep`` fitted on ``n_fit`` of its concurrencies (:func:`fitted_ranks`
+    of ``plan``) and priced at the rest, beside two baselines from the
+    fitted points: the value at the nearest fitted concurrency (in log
+    concurrency; fitted on the smallest, the last one carried forward) and
+    a straight line in log concurrency through them."""
     if n_fit < 2:
         raise ValueError(f"n_fit must be at least 2 (the fixed and per-sequence times); got {n_fit!r}")
     cs = sweep.concurrencies
     if len(cs) <= n_fit:
-        return Result(sweep, n_fit, (), error=f"{len(cs)} concurrencies: none left to predict after fitting {n_fit}")
-    fitted_c = cs[:n_fit]
+        return Result(sweep, n_fit, (), error=f"{len(cs)} concurrencies: none left to predict after fitting {n_fit}",
+                      plan=plan)
+    ranks = fitted_ranks(len(cs), n_fit, plan)
+    fitted_c = tuple(cs[i] for i in ranks)
     try:
         fit, accept, accept_fitted = _fit(sweep, sweep.records(fitted_c))
     except ValueError as exc:
-        return Result(sweep, n_fit, (), error=str(exc))
+        return Result(sweep, n_fit, (), error=str(exc), plan=plan)
     c_fit = np.array(fitted_c, dtype=float)
-    plain_fit = np.array([p for _, p, _ in sweep.points[:n_fit]]) * 1e3
-    spec_fit = np.array([s for _, _, s in sweep.points[:n_fit]]) * 1e3
+    plain_fit = np.array([sweep.points[i][1] for i in ranks]) * 1e3
+    spec_fit = np.array([sweep.points[i][2] for i in ranks]) * 1e3
     speed_fit = plain_fit / spec_fit
     points = []
-    for c, plain, spec in sweep.points[n_fit:]:
+    for i, (c, plain, spec) in enumerate(sweep.points):
+        if i in ranks:
+            continue
         plain_ms, spec_ms = fit.predict(sweep.records((c,)), accept_length=accept)
+        near = int(np.argmin(np.abs(np.log(c_fit) - np.log(c))))
         points.append(Point(
             concurrency=int(c), speedup=plain / spec, tpot=(plain * 1e3, spec * 1e3),
             fitted_speedup=float(plain_ms / spec_ms), fitted_tpot=(float(plain_ms), float(spec_ms)),
-            carried_speedup=float(speed_fit[-1]), carried_tpot=(float(plain_fit[-1]), float(spec_fit[-1])),
+            carried_speedup=float(speed_fit[near]), carried_tpot=(float(plain_fit[near]), float(spec_fit[near])),
             loglinear_speedup=_loglinear(c_fit, speed_fit, c),
             loglinear_tpot=(_loglinear(c_fit, plain_fit, c), _loglinear(c_fit, spec_fit, c))))
     return Result(sweep, n_fit, tuple(points), accept_length=accept, accept_fitted=accept_fitted,
-                  fit_residual=float(max(abs(e) for *_, e in fit.residuals)))
+                  fit_residual=float(max(abs(e) for *_, e in fit.residuals)), plan=plan)
 
 
 @lru_cache(maxsize=None)
-def results(n_fit: int = N_FIT) -> tuple:
+def results(n_fit: int = N_FIT, plan: str = "smallest") -> tuple:
     """:func:`few_shot` on every sweep of :func:`sweeps`."""
-    return tuple(few_shot(s, n_fit) for s in sweeps())
+    return tuple(few_shot(s, n_fit, plan) for s in sweeps())
 
 
 #: The predictors, in the order the summary shows them.
 PREDICTORS = ("fitted", "carried", "loglinear")
 
 
-def summary(n_fit: int = N_FIT, family: str = None, min_points: int = MIN_SCORED) -> dict:
+def summary(n_fit: int = N_FIT, family: str = None, min_points: int = MIN_SCORED, plan: str = "smallest") -> dict:
     """Per family (or one): the sweeps of ``min_points`` concurrencies or
     more (:meth:`Result.scored`), and
     for each predictor the median over those sweeps' held-out points of the
@@ -303,7 +328,7 @@ def summary(n_fit: int = N_FIT, family: str = None, min_points: int = MIN_SCORED
     baseline's; decisions right on >= 95 % of points)."""
     out = {}
     for fam in ((family,) if family else FAMILIES):
-        scored = [r for r in results(n_fit) if r.sweep.family == fam and r.scored(min_points)]
+        scored = [r for r in results(n_fit, plan) if r.sweep.family == fam and r.scored(min_points)]
         points = [p for r in scored for p in r.points]
         row = {"sweeps": len(scored), "points": len(points)}
         for pred in PREDICTORS:

@@ -117,10 +117,13 @@ def public_sweep_table():
                                "of samples with and without speculation, as vLLM pull request #24243 printed them")
 
 
-#: How each few-shot predictor is named in the table.
-FEW_SHOT_NAMES = {"fitted": "speclib fit", "carried": "last speed-up carried forward", "loglinear": "log-linear"}
-#: The fits the table shows: (concurrencies fitted, the fewest a sweep needs to be shown).
-FEW_SHOT_FITS = ((3, 5), (2, 3))
+#: How each few-shot predictor is named in the table, by plan (the baseline from the fitted runs
+#: nearest a point is the last one carried forward when the smallest are fitted).
+FEW_SHOT_NAMES = {"smallest": {"fitted": "speclib fit", "carried": "last speed-up carried forward",
+                               "loglinear": "log-linear"},
+                  "spread": {"fitted": "speclib fit", "carried": "nearest run's speed-up", "loglinear": "log-linear"}}
+#: The fits the table shows: (concurrencies fitted, the fewest a sweep needs to be shown, plan).
+FEW_SHOT_FITS = ((3, 5, "smallest"), (2, 3, "smallest"), (3, 5, "spread"))
 
 
 def few_shot_table():
@@ -132,17 +135,18 @@ def few_shot_table():
     from ..tables import NumberTable
 
     rows = []
-    for n_fit, least in FEW_SHOT_FITS:
-        for fam, row in few_shot.summary(n_fit, min_points=least).items():
+    for n_fit, least, plan in FEW_SHOT_FITS:
+        for fam, row in few_shot.summary(n_fit, min_points=least, plan=plan).items():
             if not row["sweeps"]:
                 continue
             for pred in few_shot.PREDICTORS:
                 r = row[pred]
-                rows.append((fam, f"{n_fit} smallest", row["sweeps"], row["points"], FEW_SHOT_NAMES[pred],
+                rows.append((fam, f"{n_fit} {plan}", row["sweeps"], row["points"], FEW_SHOT_NAMES[plan][pred],
                              100 * r["speedup"], 100 * r["tpot"], 100 * r["decision"]))
     return NumberTable(("family", "fitted on", "sweeps", "points predicted", "predictor", "speed-up error (%)",
                         "TPOT error (%)", "on/off right (%)"), tuple(rows),
                        formats=("", "", "", "", "", ".1f", ".1f", ".0f"), align="llrrl",
-                       caption="The calibrated step fitted on a sweep's smallest concurrencies, priced at the rest: median |error| "
+                       caption="The calibrated step fitted on a sweep's smallest concurrencies, or on three spread over "
+                               "it (smallest, middle, largest), priced at the rest: median |error| "
                                "over the points predicted (TPOT: both arms), beside the two baselines on the same "
                                "points (speclib.calibration.few_shot)")

@@ -26,9 +26,10 @@ def add_parser(sub):
         "JSON lines or InferenceMAX JSON; runs without speculation and with it (their accept length measured). "
         "Prints each run's fitted TPOT and error and writes a calibration that --calibration reads. The shipped "
         "calibration is the prior: the chip's factors, and the speculative terms where no run speculated, stay at "
-        "its values. Fitted on a sweep's smallest concurrencies, the fit predicts each arm's TPOT at the others far "
-        "better than the last run carried forward, but the speed-up no better (benchmarks/bench_few_shot.py): "
-        "decide on/off by measuring at the concurrencies you serve.",
+        "its values. Fitted on three concurrencies spread over a sweep (its smallest, one between, its largest), "
+        "the fit predicts the speed-up between them better than the nearest run or a line through them; fitted "
+        "on the smallest only, each arm's TPOT past them far better than the last run carried forward, but the "
+        "speed-up no better (benchmarks/bench_few_shot.py): benchmark across the range you serve.",
         epilog=FIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     fitp.add_argument("files", nargs="+", metavar="FILE", help="benchmark result files")
