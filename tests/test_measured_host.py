@@ -137,3 +137,41 @@ def test_the_benchmark_prints_the_hold_out_on_a_subset():
         assert any(line.startswith(f"{by:10s} all") for line in text.splitlines()), by
     assert "independent estimate (sglangomni760): 0.90 ms" in text
     assert "decode TPOT held out by model family" in text and ("met" in text or "missed" in text)
+
+
+# --- the speculative runs priced by the measured step plus host work ---------------------
+
+def test_a_speculative_point_is_the_public_speed_up_of_the_measured_step_plus_the_host_time():
+    """An n-gram run (no drafter passes, no prefill in its loop): its speed-up
+    over its committed tokens is the public speclib.speedup's of a measured
+    deployment at c_draft 0 (over its own committed tokens), and a host time
+    h adds to both steps: (t1 + h) / (t_spec + h)."""
+    import speclib
+    from speclib.core import acceptance as acc
+    from speclib.core.deployment import Deployment
+    from speclib.evidence import spec_runs as s
+
+    run = s.spec_run("trtllm-ngram-llama4-scout")
+    assert run.passes(5) == 0 and not run.prefill_lengths
+    dep = Deployment("llama-4-scout", "B200", tp=8, engine="TRT", step_time="measured")
+    h = 2e-3
+    none, some = (mh.predict_spec_run(run, mh.HostFit({"TRT": a}, 0.0)) for a in (0.0, h))
+    for b, g, q0, qh in zip(none.batch, none.gamma, none.predicted, some.predicted):
+        n = float(acc.committed_numeric(np.asarray(0.7), np.asarray(float(g))))
+        ratio = float(speclib.speedup(0.7, int(g), int(b), run.context, c_draft=0.0, deployment=dep)) / n
+        assert q0 / run.committed(g, b) == pytest.approx(ratio, rel=1e-9)
+        t1 = float(speclib.tpot(int(b), run.context, deployment=dep))
+        assert qh / run.committed(g, b) == pytest.approx((t1 + h) / (t1 / ratio + h), rel=1e-9)
+
+
+def test_a_speculative_run_is_priced_without_its_familys_decode_runs(sample):
+    ids = ("sglang-docs", "vllm-eagle3-llama33-70b-h200")  # a DeepSeek run, a Llama run
+    base, _ = mh.spec_held_out("model", runs=sample, ids=ids)
+    deepseek = mh.with_truth(sample, [r.tpot_s * (3.0 if r.family == "DeepSeek" else 1.0) for r in sample])
+    again, _ = mh.spec_held_out("model", runs=deepseek, ids=ids)
+    by_id = {p.run.id: p for p in base.runs}
+    moved = {p.run.id: p for p in again.runs}
+    assert {p.run.family for p in base.runs} == {"DeepSeek", "Llama"}
+    np.testing.assert_allclose(moved["sglang-docs"].predicted, by_id["sglang-docs"].predicted, rtol=1e-12)
+    llama = "vllm-eagle3-llama33-70b-h200"
+    assert not np.allclose(moved[llama].predicted, by_id[llama].predicted, rtol=1e-4)
