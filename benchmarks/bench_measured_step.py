@@ -3,7 +3,10 @@
 measured decode runs beside the calibrated step on the same points.
 
 Run from the repository root:  python benchmarks/bench_measured_step.py
-(``--accuracy`` adds the decode runs' comparison).
+(``--accuracy`` adds the decode runs' comparison; ``--held-out`` the
+measured step plus the engine's host work fitted on the other runs, held out
+by chip, by model family and by engine, beside its baselines:
+:mod:`speclib.calibration.measured_host`).
 """
 from __future__ import annotations
 
@@ -51,9 +54,10 @@ def accuracy() -> None:
     points (the calibrated step was fitted on these runs: in-sample)."""
     from speclib.core.decode import tpot
     from speclib.evidence import decode_runs as dr
-    from speclib.silicon import tables as T
 
-    runs = [r for r in dr.decode_runs() if r.chip in T.SYSTEMS or r.chip in ("H100", "H200-SXM")]
+    from speclib.calibration.measured_host import table_runs
+
+    runs = list(table_runs())
     measured, sources = [], []
     for r in runs:
         d = r.deployment("measured")
@@ -79,10 +83,93 @@ def accuracy() -> None:
           "host work is in no table). The calibrated step is in-sample on these runs.")
 
 
+def _pct(x) -> str:
+    return "    -" if not np.isfinite(x) else f"{x:5.1%}"
+
+
+def speculative(decode_by_model=None) -> None:
+    """The speculative runs' speed-ups held out by model family and by chip,
+    priced by the measured step plus host work, beside the calibrated step's
+    stored hold-out and the null baselines on the same points."""
+    from speclib.calibration import held_out as ho
+    from speclib.calibration import measured_host as mh
+
+    global spec
+    for by in ("model", "chip"):
+        t0 = time.perf_counter()
+        held, tables = mh.spec_held_out(by)
+        took = time.perf_counter() - t0
+        rows = mh.spec_summaries(by, held, tables)
+        if by == "model":
+            spec = rows[0][4]
+        print(f"\nspeed-ups held out by {'model family' if by == 'model' else by}, the measured step plus host work "
+              f"(priced in {took:.1f} s), beside the calibrated step's stored hold-out on the same runs:")
+        print(f"{'runs':28s} {'runs':>5s} {'points':>7s} {'median |err|':>13s} {'per run':>8s} {'calibrated':>11s} "
+              f"{'per run':>8s}")
+        for name, n, pts, med, run_med, cmed, crun in rows:
+            print(f"{name:28s} {n:5d} {pts:7d} {_pct(med):>13s} {_pct(run_med):>8s} {_pct(cmed):>11s} {_pct(crun):>8s}")
+        mine = {(r[0], r[3]): r for r in ho.skill_of(held)}
+        theirs = {(r[0], r[3]): r for r in ho.stored_skill(by)["skill"]}
+        print(f"{'figure':58s} {'n':>4s} {'measured+host':>14s} {'calibrated':>11s} {'baseline':>10s}  baseline")
+        for key, r in mine.items():
+            if key[0].startswith("decode TPOT"):
+                continue  # the decode hold-out is printed above, on its own runs
+            c = theirs.get(key)
+            print(f"{r[0][:58]:58s} {r[1]:4d} {r[2]:>14s} {c[2] if c else '-':>11s} {r[4]:>10s}  {r[3]}"
+                  + ("" if c is None or c[1] == r[1] else f" (calibrated on {c[1]})"))
+
+
+spec = float("nan")
+
+
+def held_out(every: int = 1) -> None:
+    """The measured step plus the host work (a fixed time per step per
+    engine, a time per running sequence) fitted without the held-out unit,
+    beside the measured step alone, the null baseline and the calibrated
+    step's stored hold-out of the same grouping, on the same runs (every
+    ``every``-th run of the decode runs on chips with tables)."""
+    from speclib.calibration import measured_host as mh
+
+    runs = mh.table_runs()[::every]
+    print(f"\nTPOT held out, the measured step plus host work fitted without the unit ({len(runs)} runs on chips "
+          "with tables); median |error| per held-out unit:")
+    print(f"{'held out':10s} {'unit':10s} {'runs':>5s} {'measured+host':>14s} {'measured alone':>15s} "
+          f"{'null (chip, engine)':>20s} {'calibrated':>11s}")
+    held = {}
+    for by in mh.GROUPINGS:
+        held[by] = h = mh.held_out(by, runs)
+        for unit, n, host, alone, null, cal in h.rows():
+            print(f"{by:10s} {unit:10s} {n:5d} {_pct(host):>14s} {_pct(alone):>15s} {_pct(null):>20s} {_pct(cal):>11s}")
+    print("null: the median TPOT of the same chip and engine outside the unit (a chip held out: of the same engine); "
+          "calibrated: the shipped form's stored hold-out of the same grouping (none is stored by engine).")
+    print("\nthe host constants, each fold's (fitted without the unit) and on every run, beside the published estimate:")
+    print(f"{'fitted without':16s} {'runs':>5s} " + " ".join(f"{'a ' + e + ' (ms)':>14s}" for e in ("SGLang", "TRT", "vLLM"))
+          + f" {'d (us/seq)':>11s}")
+    folds = [(f"{by} {g}", f) for by, h in held.items() for g, f in h.fits.items()] + [("(every run)", mh.fit(runs))]
+    for name, f in folds:
+        cells = " ".join(f"{f.fixed_s[e] * 1e3:14.3f}" if e in f.fixed_s else f"{'(median)':>14s}"
+                         for e in ("SGLang", "TRT", "vLLM"))
+        print(f"{name:16s} {f.runs:5d} {cells} {f.per_sequence_s * 1e6:11.2f}")
+    est = mh.independent_estimate()
+    print(f"independent estimate ({est['source']}): {est['fixed_s'] * 1e3:.2f} ms a step + "
+          f"{est['per_sequence_s'] * 1e6:.0f} us a request; {est['what']}. None is published here for TensorRT-LLM "
+          "or vLLM.")
+    speculative(held["model"])
+    print("\ntargets (reported, never tuned to):")
+    for what, target, value, met in mh.targets(held["model"], spec):
+        print(f"  {what}: {value} (target {target}): " + ("not scored" if met is None else "met" if met else "missed"))
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--accuracy", action="store_true")
+    p.add_argument("--held-out", action="store_true", help="the measured step plus host work, held out")
+    p.add_argument("--every", type=int, default=1, help="with --held-out: every n-th run only (a quick check)")
+    p.add_argument("--no-timing", action="store_true", help="skip the timing table")
     a = p.parse_args()
-    timing()
+    if not a.no_timing:
+        timing()
     if a.accuracy:
         accuracy()
+    if a.held_out:
+        held_out(a.every)

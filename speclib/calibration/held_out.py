@@ -804,6 +804,14 @@ def _stored() -> dict:
     return json.loads(resources.files("speclib").joinpath(*HELD_OUT_FILE).read_text(encoding="utf-8"))
 
 
+def stored_decode_predicted(by: str = "model") -> np.ndarray:
+    """Each decode run's TPOT (s) held out ``by`` a grouping, as stored, in
+    the order of :func:`speclib.evidence.decode_runs.decode_runs` (NaN where
+    a run was not held out), read from the file alone."""
+    values = _stored()[checked_choice("by", by, GROUPINGS)]["decode_predicted"]
+    return np.array([np.nan if x is None else x for x in values], dtype=float)
+
+
 def stored_forms() -> tuple:
     """(the form kept, {form: (decision skill, error skill)}) of
     :func:`choose_form` on every run, as stored."""
