@@ -442,19 +442,22 @@ def spec_held_out(by: str = "model", runs=None, ids=None):
     return held, from_tables
 
 
-def spec_held_out_per_position(by: str = "model", runs=None, ids=None, train_ids=None, scale: str = "layers"):
+def spec_held_out_per_position(by: str = "model", runs=None, ids=None, train_ids=None, scale: str = "layers",
+                               spec=None):
     """As :func:`spec_held_out`, with the per-extra-position term e_pos
     (:meth:`MeasuredSpecSteps.extra`, scaled ``scale``) fitted, nested, on
     the speculative runs of ``train_ids`` (default: ``ids``) outside the
     held-out group, each priced with the host constants of the same fold
     (:func:`fit_per_position`): neither the group's decode runs nor its
-    speculative runs inform its prediction. Returns (HeldOut, {run id:
-    from tables}, {group: (e_pos, training runs, training points)})."""
+    speculative runs inform its prediction. ``spec``: the speculative runs
+    (default :func:`speclib.evidence.spec_runs.spec_runs`; a check passes a
+    changed copy). Returns (HeldOut, {run id: from tables}, {group: (e_pos,
+    training runs, training points)})."""
     scale = checked_choice("scale", scale, POSITION_SCALES)
-    return _spec_held_out(by, runs, ids, scale, train_ids)
+    return _spec_held_out(by, runs, ids, scale, train_ids, spec)
 
 
-def _spec_held_out(by, runs, ids, scale, train_ids=None):
+def _spec_held_out(by, runs, ids, scale, train_ids=None, spec=None):
     from speclib.calibration import held_out as _ho
     from speclib.evidence import decode_runs as _dec
     from speclib.evidence import spec_runs as _spec
@@ -465,7 +468,7 @@ def _spec_held_out(by, runs, ids, scale, train_ids=None):
     train_ids = ids if train_ids is None else set(train_ids)
     runs = tuple(table_runs() if runs is None else runs)
     unit = GROUPINGS[by]
-    every = _spec.spec_runs()
+    every = tuple(_spec.spec_runs() if spec is None else spec)
     fits, positions, preds, from_tables = {}, {}, [], {}
     for r in every:
         if r.id not in ids:
@@ -502,7 +505,7 @@ def _parts(run, scale: str) -> dict:
     {batch: (plain kernels + prefill, prefill, host engine key)}, and per
     (batch, gamma): (target step of its width + drafter passes, e_pos's
     seconds per second of e_pos). Computed once a run and scale."""
-    key = (run.id, scale)
+    key = (run.id, scale, run.model, run.chip, tuple((int(b), int(g)) for b, g, _ in run.points))
     if key not in _PARTS:
         from speclib.calibration.step_fit import _by_batch
 
@@ -540,7 +543,9 @@ def _spec_errors(run, host: HostFit, e: float, scale: str) -> np.ndarray:
         gv = [(g, v) for g, v in _by_batch(run)[b] if (b, g) not in _spec.run_inconsistent(run)]
         g = np.array([x for x, _ in gv], dtype=float)
         n = _acc.committed_numeric(ALPHA_GRID[:, None], g[None, :])
-        tt = np.array([[t(b, x, float(nn)) for x, nn in zip(g, row)] for row in n])
+        k = np.array([parts["points"][b, x][0] for x, _ in gv])
+        xe = np.array([parts["points"][b, x][1] for x, _ in gv])
+        tt = k[None, :] + hb[b] + e * xe[None, :] + n * parts["batches"][b][1]
         if run.quantity == "speedup":
             pred = n * (parts["batches"][b][0] + hb[b]) / tt
             meas = np.array([v for _, v in gv])
@@ -572,7 +577,11 @@ def fit_per_position(runs, host: HostFit, scale: str = "layers", upper: float = 
     (at most ``upper``) that minimises :func:`per_position_loss` (least
     squares on the relative speed-up error, each run's acceptance refitted
     under e where it is fitted): a grid of 61 values, then a golden-section
-    search between the best one's neighbours. Returns (e_pos, runs, scored points)."""
+    search between the best one's neighbours. The loss is piecewise in e
+    (an acceptance refitted on :data:`~speclib.calibration.step_fit.ALPHA_GRID`
+    jumps), so a coarser grid can land on another piece: with 31 values the
+    Qwen and Kimi folds by family find 131 us where 61 find 139. Returns
+    (e_pos, runs, scored points)."""
     runs = list(runs)
     if not runs:
         raise ValueError("fit_per_position needs at least one speculative run")
