@@ -125,7 +125,7 @@ def speculative(decode_by_model=None) -> None:
 spec = float("nan")
 
 
-def per_position(scales=("layers", "step")) -> None:
+def per_position(scales=("layers", "step"), ids=None) -> None:
     """The measured step plus host work plus one fitted per-extra-position
     term e_pos (:func:`speclib.calibration.measured_host.spec_held_out_per_position`),
     fitted nested on the speculative runs outside the held-out family (or
@@ -133,7 +133,8 @@ def per_position(scales=("layers", "step")) -> None:
     stored hold-out and the null baselines on the same points; then e_pos
     per fold beside its independent estimates. The first of ``scales`` is
     the term's form (per attention layer); the others are printed as a
-    sensitivity, not chosen between."""
+    sensitivity, not chosen between. ``ids``: only these speculative runs,
+    held out and trained on (a quick check; default every one)."""
     from speclib.calibration import held_out as ho
     from speclib.calibration import measured_host as mh
 
@@ -141,9 +142,9 @@ def per_position(scales=("layers", "step")) -> None:
     ref = est["layers_ref"]
     fitted = {}
     for by in ("model", "chip"):
-        base, base_tables = mh.spec_held_out(by)
+        base, base_tables = mh.spec_held_out(by, ids=ids)
         t0 = time.perf_counter()
-        held, tables, pos = mh.spec_held_out_per_position(by, scale=scales[0])
+        held, tables, pos = mh.spec_held_out_per_position(by, ids=ids, scale=scales[0])
         took = time.perf_counter() - t0
         fitted[by] = pos
         name = "model family" if by == "model" else by
@@ -170,7 +171,7 @@ def per_position(scales=("layers", "step")) -> None:
             print(f"{key:28s} {n:5d} {pts:7d} {_pct(med):>8s} {_pct(run_med):>8s} {_pct(b[3]):>10s} {_pct(b[4]):>8s} "
                   f"{_pct(cmed):>11s} {_pct(crun):>8s}")
         for scale in scales[1:]:
-            other, otables, opos = mh.spec_held_out_per_position(by, scale=scale)
+            other, otables, opos = mh.spec_held_out_per_position(by, ids=ids, scale=scale)
             k = {(r[0], r[3]): r for r in ho.skill_of(other)}
             direction = k[("the gain's direction with batch (sweeps)", "the gain falls with batch")][2]
             best = k[("best draft within \u00b11 ((run, batch) pairs)",
@@ -196,7 +197,7 @@ def per_position(scales=("layers", "step")) -> None:
           "a row, once a step (vllm40376).")
 
 
-def held_out(every: int = 1, per_position_scales=("layers", "step")) -> None:
+def held_out(every: int = 1, per_position_scales=("layers", "step"), spec_ids=None) -> None:
     """The measured step plus the host work (a fixed time per step per
     engine, a time per running sequence) fitted without the held-out unit,
     beside the measured step alone, the null baseline and the calibrated
@@ -230,7 +231,7 @@ def held_out(every: int = 1, per_position_scales=("layers", "step")) -> None:
           "or vLLM.")
     speculative(held["model"])
     if per_position_scales:
-        per_position(per_position_scales)
+        per_position(per_position_scales, spec_ids)
     print("\ntargets (reported, never tuned to):")
     for what, target, value, met in mh.targets(held["model"], spec):
         print(f"  {what}: {value} (target {target}): " + ("not scored" if met is None else "met" if met else "missed"))
@@ -244,10 +245,13 @@ if __name__ == "__main__":
     p.add_argument("--no-timing", action="store_true", help="skip the timing table")
     p.add_argument("--no-sensitivity", action="store_true",
                    help="with --held-out: skip e_pos scaled once a step (the per-layer form only)")
+    p.add_argument("--spec-ids", default=None,
+                   help="with --held-out: the e_pos block on these speculative runs only, comma-separated (a quick check)")
     a = p.parse_args()
     if not a.no_timing:
         timing()
     if a.accuracy:
         accuracy()
     if a.held_out:
-        held_out(a.every, ("layers",) if a.no_sensitivity else ("layers", "step"))
+        held_out(a.every, ("layers",) if a.no_sensitivity else ("layers", "step"),
+                 None if a.spec_ids is None else tuple(a.spec_ids.split(",")))
