@@ -6,7 +6,10 @@ Run from the repository root:  python benchmarks/bench_measured_step.py
 (``--accuracy`` adds the decode runs' comparison; ``--held-out`` the
 measured step plus the engine's host work fitted on the other runs, held out
 by chip, by model family and by engine, beside its baselines:
-:mod:`speclib.calibration.measured_host`).
+:mod:`speclib.calibration.measured_host`; then the speculative runs with
+one per-extra-position term e_pos fitted, nested, on the speculative runs
+outside the held-out family or chip; ``--no-sensitivity`` skips e_pos
+scaled once a step instead of per attention layer).
 """
 from __future__ import annotations
 
@@ -122,7 +125,79 @@ def speculative(decode_by_model=None) -> None:
 spec = float("nan")
 
 
-def held_out(every: int = 1) -> None:
+def per_position(scales=("layers", "step"), ids=None) -> None:
+    """The measured step plus host work plus one fitted per-extra-position
+    term e_pos (:func:`speclib.calibration.measured_host.spec_held_out_per_position`),
+    fitted nested on the speculative runs outside the held-out family (or
+    chip), beside the measured step plus host work, the calibrated step's
+    stored hold-out and the null baselines on the same points; then e_pos
+    per fold beside its independent estimates. The first of ``scales`` is
+    the term's form (per attention layer); the others are printed as a
+    sensitivity, not chosen between. ``ids``: only these speculative runs,
+    held out and trained on (a quick check; default every one)."""
+    from speclib.calibration import held_out as ho
+    from speclib.calibration import measured_host as mh
+
+    est = mh.per_position_estimates()
+    ref = est["layers_ref"]
+    fitted = {}
+    for by in ("model", "chip"):
+        base, base_tables = mh.spec_held_out(by, ids=ids)
+        t0 = time.perf_counter()
+        held, tables, pos = mh.spec_held_out_per_position(by, ids=ids, scale=scales[0])
+        took = time.perf_counter() - t0
+        fitted[by] = pos
+        name = "model family" if by == "model" else by
+        print(f"\nspeed-ups held out by {name}, the measured step plus host work plus e_pos (e B (T - 1), at "
+              f"{ref:.0f} attention layers, scaled by the target's), e_pos fitted on the speculative runs outside the "
+              f"{name} with that fold's host constants (priced in {took:.1f} s):")
+        mine = {(r[0], r[3]): r for r in ho.skill_of(held)}
+        host = {(r[0], r[3]): r for r in ho.skill_of(base)}
+        theirs = {(r[0], r[3]): r for r in ho.stored_skill(by)["skill"]}
+        print(f"{'figure':58s} {'n':>4s} {'+e_pos':>9s} {'meas+host':>10s} {'calibrated':>11s} {'baseline':>9s}  "
+              "baseline")
+        for key, r in mine.items():
+            if key[0].startswith("decode TPOT"):
+                continue
+            h, c = host.get(key), theirs.get(key)
+            print(f"{r[0][:58]:58s} {r[1]:4d} {r[2]:>9s} {h[2] if h else '-':>10s} {c[2] if c else '-':>11s} "
+                  f"{r[4]:>9s}  {r[3]}" + ("" if c is None or c[1] == r[1] else f" (calibrated on {c[1]})"))
+        rows = {r[0]: r for r in mh.spec_summaries(by, held, tables)}
+        brow = {r[0]: r for r in mh.spec_summaries(by, base, base_tables)}
+        print(f"{'runs':28s} {'runs':>5s} {'points':>7s} {'+e_pos':>8s} {'per run':>8s} {'meas+host':>10s} "
+              f"{'per run':>8s} {'calibrated':>11s} {'per run':>8s}")
+        for key, (_, n, pts, med, run_med, cmed, crun) in rows.items():
+            b = brow[key]
+            print(f"{key:28s} {n:5d} {pts:7d} {_pct(med):>8s} {_pct(run_med):>8s} {_pct(b[3]):>10s} {_pct(b[4]):>8s} "
+                  f"{_pct(cmed):>11s} {_pct(crun):>8s}")
+        for scale in scales[1:]:
+            other, otables, opos = mh.spec_held_out_per_position(by, ids=ids, scale=scale)
+            k = {(r[0], r[3]): r for r in ho.skill_of(other)}
+            direction = k[("the gain's direction with batch (sweeps)", "the gain falls with batch")][2]
+            best = k[("best draft within \u00b11 ((run, batch) pairs)",
+                      "the best constant draft, chosen without the group")][2]
+            med = mh.spec_summaries(by, other, otables)[0][3]
+            es = [e for e, _, _ in opos.values()]
+            print(f"sensitivity, e_pos once a step whatever the depth ({scale}): speed-up median |err| {_pct(med)}, "
+                  f"the gain's direction {direction}, best draft within \u00b11 {best}; e_pos "
+                  f"{min(es) * 1e6:.1f} to {max(es) * 1e6:.1f} us per extra position per sequence")
+    print(f"\ne_pos per fold (fitted without the unit's speculative and decode runs), us per extra position per "
+          f"sequence at {ref:.0f} attention layers (and per attention layer):")
+    print(f"{'fitted without':22s} {'spec runs':>9s} {'points':>7s} {'e_pos (us)':>11s} {'per layer':>10s}")
+    for by, pos in fitted.items():
+        for g, (e, n, pts) in pos.items():
+            print(f"{by + ' ' + g:22s} {n:9d} {pts:7d} {e * 1e6:11.1f} {e * 1e6 / ref:10.3f}")
+    cal = est["calibrated_s"]
+    print(f"independent estimates: the calibrated step's e {cal * 1e6:.1f} us at {est['calibrated_layers_ref']:.0f} "
+          f"attention layers ({cal * 1e6 / est['calibrated_layers_ref']:.3f} per layer; fitted on every speculative "
+          f"run with the calibrated kernels, so not independent of these runs); AIConfigurator's verify MLA block "
+          f"beside its decode's (median {est['peer_mla_median_us']:.2f} us per extra position per attention layer) "
+          f"plus the sampler: {est['peer_lo_s'] * 1e6:.1f} to {est['peer_hi_s'] * 1e6:.1f} us at {ref:.0f} layers; "
+          f"the sampler and rejection test alone {est['sampler_s'][0] * 1e6:.1f} to {est['sampler_s'][1] * 1e6:.0f} us "
+          "a row, once a step (vllm40376).")
+
+
+def held_out(every: int = 1, per_position_scales=("layers", "step"), spec_ids=None) -> None:
     """The measured step plus the host work (a fixed time per step per
     engine, a time per running sequence) fitted without the held-out unit,
     beside the measured step alone, the null baseline and the calibrated
@@ -155,6 +230,8 @@ def held_out(every: int = 1) -> None:
           f"{est['per_sequence_s'] * 1e6:.0f} us a request; {est['what']}. None is published here for TensorRT-LLM "
           "or vLLM.")
     speculative(held["model"])
+    if per_position_scales:
+        per_position(per_position_scales, spec_ids)
     print("\ntargets (reported, never tuned to):")
     for what, target, value, met in mh.targets(held["model"], spec):
         print(f"  {what}: {value} (target {target}): " + ("not scored" if met is None else "met" if met else "missed"))
@@ -166,10 +243,15 @@ if __name__ == "__main__":
     p.add_argument("--held-out", action="store_true", help="the measured step plus host work, held out")
     p.add_argument("--every", type=int, default=1, help="with --held-out: every n-th run only (a quick check)")
     p.add_argument("--no-timing", action="store_true", help="skip the timing table")
+    p.add_argument("--no-sensitivity", action="store_true",
+                   help="with --held-out: skip e_pos scaled once a step (the per-layer form only)")
+    p.add_argument("--spec-ids", default=None,
+                   help="with --held-out: the e_pos block on these speculative runs only, comma-separated (a quick check)")
     a = p.parse_args()
     if not a.no_timing:
         timing()
     if a.accuracy:
         accuracy()
     if a.held_out:
-        held_out(a.every)
+        held_out(a.every, ("layers",) if a.no_sensitivity else ("layers", "step"),
+                 None if a.spec_ids is None else tuple(a.spec_ids.split(",")))

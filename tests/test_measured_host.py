@@ -130,13 +130,21 @@ def test_targets_are_met_or_missed_from_the_family_hold_out(synthetic):
 
 def test_the_benchmark_prints_the_hold_out_on_a_subset():
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_measured_step.py"), "--no-timing",
-                          "--held-out", "--every", "25"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+                          "--held-out", "--every", "25", "--no-sensitivity", "--spec-ids",
+                          "lmsys-large,trtllm-ngram-llama4-scout,tokenspeed-dspark-kimik3-mi355x-1k1k"],
+                         capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     text = out.stdout
     for by in ("chip", "model", "engine"):
         assert any(line.startswith(f"{by:10s} all") for line in text.splitlines()), by
     assert "independent estimate (sglangomni760): 0.90 ms" in text
     assert "decode TPOT held out by model family" in text and ("met" in text or "missed" in text)
+    # the e_pos block: each fold's e_pos, trained on the other families' runs of the three
+    assert "plus e_pos" in text and "the calibrated step's e 116.5 us at 80 attention layers" in text
+    folds = [line.split() for line in text.splitlines() if line.startswith(("model ", "chip "))
+             and len(line.split()) == 6]
+    assert {f[1] for f in folds if f[0] == "model"} == {"DeepSeek", "Llama", "Kimi"}
+    assert all(int(f[2]) == 2 for f in folds if f[0] == "model")
 
 
 # --- the speculative runs priced by the measured step plus host work ---------------------
@@ -175,3 +183,110 @@ def test_a_speculative_run_is_priced_without_its_familys_decode_runs(sample):
     np.testing.assert_allclose(moved["sglang-docs"].predicted, by_id["sglang-docs"].predicted, rtol=1e-12)
     llama = "vllm-eagle3-llama33-70b-h200"
     assert not np.allclose(moved[llama].predicted, by_id[llama].predicted, rtol=1e-4)
+
+
+# --- one fitted per-extra-position term e_pos on top -------------------------------------
+
+import dataclasses  # noqa: E402
+
+#: Speculative runs of three families, engines and chips, every one a speed-up.
+E_IDS = ("lmsys-large", "sglang-mtp-deepseek-v3-mi300x-random", "inferencex-r1-mtp-h200-sglang-fp8-tp8-1k1k",
+         "vllm-v4pro-mi355x", "trtllm-ngram-llama4-scout", "sglang-eagle3-llama31-8b-h100-paper",
+         "tokenspeed-dspark-kimik3-mi355x-1k1k")
+#: Host constants (not fitted) the synthetic speculative runs are priced with.
+E_HOST = mh.HostFit({"SGLang": 1.0e-3, "TRT": 0.4e-3, "vLLM": 0.8e-3}, 12e-6)
+#: Llama-3.3-70B's layers: the calibrated step's L_ref, which e_pos is given at.
+L_REF = 80.0
+
+
+@pytest.fixture(scope="module")
+def e_runs():
+    from speclib.evidence import spec_runs as s
+
+    runs = [s.spec_run(i) for i in E_IDS]
+    assert {r.family for r in runs} == {"DeepSeek", "Llama", "Kimi"} and {r.quantity for r in runs} == {"speedup"}
+    return runs
+
+
+def by_hand(run, e, scale="layers"):
+    """``run`` with each speed-up set by hand: the committed tokens times the
+    plain step over the speculative step at e_pos 0 (both with E_HOST), with
+    e B (T - 1) added to the speculative step (times L_a / 80 per attention
+    layer); its acceptance as reported, so that none is refitted."""
+    steps = mh.MeasuredSpecSteps(run, E_HOST)
+    per = steps.step.architecture.attention_layers / L_REF if scale == "layers" else 1.0
+    pts = tuple((b, g, run.committed(g, b) * steps.plain(b)
+                 / (steps.spec(b, g) + e * b * (run.width(g) - 1.0) * per)) for b, g, _ in run.points)
+    return dataclasses.replace(run, points=pts, acceptance_reported=True)
+
+
+@pytest.mark.parametrize("scale", ["layers", "step"])
+def test_e_pos_adds_e_B_T_minus_1_to_the_speculative_step_only(e_runs, scale):
+    """Priced at the e_pos a hand-made run was built with, each point is its
+    own speed-up exactly; at e_pos 0 it is the measured step plus host work's."""
+    for run in e_runs[:3]:
+        made = by_hand(run, 80e-6, scale)
+        p = mh.predict_spec_run(made, E_HOST, 80e-6, scale)
+        np.testing.assert_allclose(p.predicted, p.measured, rtol=1e-9)
+        plain = mh.predict_spec_run(made, E_HOST)
+        assert (plain.predicted > p.predicted).all()  # each point verifies more than one position
+        np.testing.assert_allclose(plain.predicted, mh.predict_spec_run(by_hand(run, 0.0), E_HOST, 0.0).measured,
+                                   rtol=1e-9)
+
+
+@pytest.mark.parametrize("scale, chosen", [("layers", 90e-6), ("step", 40e-6), ("layers", 0.0)])
+def test_e_pos_is_recovered_from_speculative_runs_built_with_it(e_runs, scale, chosen):
+    made = [by_hand(r, chosen, scale) for r in e_runs]
+    e, n, points = mh.fit_per_position(made, E_HOST, scale)
+    assert n == len(made) and points == sum(len(r.points) for r in made)
+    assert e == pytest.approx(chosen, rel=1e-4, abs=1e-9)
+    assert mh.per_position_loss(made, E_HOST, e, scale) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_loss_searched_is_the_scored_points_of_the_public_pricing(e_runs):
+    """per_position_loss's fast route against predict_spec_run's scored
+    points, on runs as measured (acceptances refitted where they are)."""
+    for e in (0.0, 150e-6):
+        direct = 0.0
+        for r in e_runs:
+            p = mh.predict_spec_run(r, E_HOST, e)
+            direct += float((((p.predicted / p.measured - 1.0)[p.scored]) ** 2).sum())
+        assert mh.per_position_loss(e_runs, E_HOST, e) == pytest.approx(direct, rel=1e-12)
+
+
+def test_a_held_out_familys_own_speculative_runs_cannot_move_its_e_pos(sample, e_runs):
+    """Halving the DeepSeek runs' scored speed-ups (every point of a run
+    whose acceptance is reported; past the smallest batch where it is fitted
+    there) leaves DeepSeek's e_pos and held-out predictions as they were, and
+    moves Llama's e_pos, whose fit they are in."""
+    from speclib.evidence import spec_runs as s
+
+    def halved(r):
+        if r.family != "DeepSeek" or r.id not in E_IDS:
+            return r
+        low = min(r.batches) if s.alpha_fitted(r) else -1
+        return dataclasses.replace(r, points=tuple((b, g, v * (0.5 if b > low else 1.0)) for b, g, v in r.points))
+
+    every = s.spec_runs()
+    base, _, pos = mh.spec_held_out_per_position("model", runs=sample, ids=E_IDS, spec=every)
+    again, _, moved = mh.spec_held_out_per_position("model", runs=sample, ids=E_IDS,
+                                                   spec=tuple(halved(r) for r in every))
+    assert set(pos) == {"DeepSeek", "Llama", "Kimi"}
+    assert pos["DeepSeek"][1] == 3 and pos["Llama"][1] == 5  # each family's fold trains on the others' runs
+    assert moved["DeepSeek"] == pos["DeepSeek"]
+    assert abs(moved["Llama"][0] - pos["Llama"][0]) > 1e-6
+    old = {p.run.id: p for p in base.runs}
+    for p in again.runs:
+        if p.run.family == "DeepSeek":
+            np.testing.assert_allclose(p.predicted, old[p.run.id].predicted, rtol=1e-12)
+            assert not np.allclose(p.measured, old[p.run.id].measured)  # its own runs did change
+
+
+def test_e_pos_zero_is_the_measured_step_plus_host_work(sample, e_runs):
+    """spec_held_out (no e_pos) and a run priced at e_pos 0 are the same."""
+    held, _ = mh.spec_held_out("model", runs=sample, ids=E_IDS[:2])
+    fits = {}
+    for p in held.runs:
+        g = p.run.family
+        fits.setdefault(g, mh.fit([d for d in sample if d.family != g]))
+        np.testing.assert_array_equal(mh.predict_spec_run(p.run, fits[g], 0.0).predicted, p.predicted)

@@ -51,6 +51,24 @@ so that :func:`speclib.calibration.held_out.skill_of` sets its decisions
 beside the null baselines and the calibrated step's stored hold-out on the
 same points. Nothing prices a verified position past the first beyond what
 the tables hold: the decode runs (T = 1) cannot identify such a term.
+
+:func:`spec_held_out_per_position` adds the one term they cannot identify,
+e_pos B (T - 1) (the e term of :data:`speclib.formulas.step.engine_step_expr`),
+fitted by least squares on the relative speed-up error of the speculative
+runs outside the held-out family (or chip), each priced with that fold's
+host constants, so neither the group's decode runs nor its speculative runs
+reach its prediction (:func:`fit_per_position`). e_pos is given at L_ref
+attention layers and scaled by the target's (``scale="layers"``, the
+calibrated step's own scaling, :data:`speclib.formulas.step.fixed_by_layers_expr`):
+the larger part of what the tables miss is per layer (a verify's MLA block
+in NVIDIA's AIConfigurator tables costs a median 0.70 us more per extra
+position per attention layer than the decode kernel the measured step scales
+by the roofline's T / 1, some 56 us over 80 layers, against 0.7 to 16 us a row
+for the sampler and rejection test once a step), and it keeps e_pos in the
+calibrated e's unit. ``scale="step"`` (once a step, whatever the depth) is a
+sensitivity, not chosen between on the held-out score. One constant for
+every engine: a fold held out by family keeps 18 to 41 speculative runs,
+26 of the 42 SGLang's, too few of the others' for a constant each.
 """
 from __future__ import annotations
 
@@ -66,6 +84,10 @@ from speclib.calibration import baselines as _base
 from speclib.calibration.step_features import chip_key
 from speclib.calibration.step_fit import _nnls
 
+#: How the fitted per-extra-position term e_pos scales (:class:`MeasuredSpecSteps`):
+#: ``"layers"`` (the default), given at L_ref attention layers and scaled by the
+#: target's, as the calibrated step's e is; ``"step"``, once a step whatever the depth.
+POSITION_SCALES = ("layers", "step")
 #: The groupings a hold-out takes a whole unit out by, and the unit of a run.
 GROUPINGS = {"chip": lambda r: chip_key(r.chip), "model": lambda r: r.family, "engine": lambda r: r.engine}
 #: The hold-outs of the calibrated step stored under the same grouping
@@ -279,11 +301,13 @@ class MeasuredSpecSteps:
     the target's measured layer and head (:class:`speclib.silicon.step.MeasuredDrafter`'s rule).
     Nothing is fitted here but ``host``."""
 
-    def __init__(self, run, host: HostFit):
+    def __init__(self, run, host: HostFit, per_position_s: float = 0.0, scale: str = "layers"):
         from ..core.deployment import Deployment
         from speclib.calibration import step_features as _feat
 
         self.run, self.host = run, host
+        self.per_position_s = float(per_position_s)
+        self.scale = checked_choice("scale", scale, POSITION_SCALES)
         self.engine = _feat.engine_key(run.engine)
         self.features = _feat.SpecSteps(run)  # its layout, drafter preset and roofline draft pass
         dep = Deployment(run.model, run.chip, tp=self.features.tp, ep=run.ep, dp_attention=run.dp_attention,
@@ -326,11 +350,32 @@ class MeasuredSpecSteps:
         return passes * (self.features.draft_pass(B, positions)
                          + float(self.step.draft_layers(np.float64(B), positions, int(layers), moe)))
 
+    def per_position(self, per_position_s=None) -> float:
+        """e_pos at this run's target (seconds per verified position past the
+        first, per sequence): ``per_position_s`` (default this step's), given
+        at L_ref attention layers and scaled to the target's,
+        e L_a / L_ref (:data:`speclib.formulas.step.fixed_by_layers_expr`, as
+        the calibrated step scales its e), or as it stands with ``scale="step"``."""
+        e = self.per_position_s if per_position_s is None else float(per_position_s)
+        if self.scale == "step":
+            return e
+        from speclib.calibration.step_features import layers_ref
+
+        return float(nf.fixed_by_layers(e, float(self.step.architecture.attention_layers), layers_ref()))
+
+    def extra(self, B, gamma, per_position_s=None) -> float:
+        """Seconds of the fitted per-extra-position work in a step verifying
+        ``gamma``'s width: e_pos B (T - 1) (:func:`~speclib.formulas.numpy_functions.engine_step`
+        at that term alone); 0 where e_pos is 0 (the default)."""
+        z = 0.0
+        return float(nf.engine_step(z, z, z, z, self.per_position(per_position_s), float(B), self.run.width(gamma),
+                                    z, z, z, z))
+
     def spec(self, B, gamma, committed=None) -> float:
         run = self.run
         n = run.committed(gamma, B) if committed is None else committed
         return (self._target(B, run.width(gamma)) + self.draft(B, gamma) + self._host(B)
-                + n * self.features.prefill(B))
+                + n * self.features.prefill(B) + self.extra(B, gamma))
 
 
 def _fitted_alpha(steps: MeasuredSpecSteps) -> float:
@@ -356,17 +401,19 @@ def _fitted_alpha(steps: MeasuredSpecSteps) -> float:
     return float(ALPHA_GRID[np.argmin(((np.log(pred) - np.log(meas)) ** 2).sum(axis=1))])
 
 
-def predict_spec_run(run, host: HostFit):
+def predict_spec_run(run, host: HostFit, per_position_s: float = 0.0, scale: str = "layers"):
     """``run``'s points (a :class:`speclib.calibration.step_predictions.RunPrediction`)
-    priced by the measured step plus ``host``, scored as the calibrated
-    step's are (:func:`speclib.calibration.step_predictions.predict_run`): a
-    run whose acceptance is fitted takes it at its smallest batch, whose
-    points are not scored, nor the points its data contradict."""
+    priced by the measured step plus ``host`` (and, where ``per_position_s``
+    is not 0, the per-extra-position term, :meth:`MeasuredSpecSteps.extra`),
+    scored as the calibrated step's are
+    (:func:`speclib.calibration.step_predictions.predict_run`): a run whose
+    acceptance is fitted takes it at its smallest batch, whose points are
+    not scored, nor the points its data contradict."""
     from speclib.calibration.step_fit import _by_batch
     from speclib.calibration.step_predictions import RunPrediction
     from speclib.evidence import spec_runs as _spec
 
-    steps = MeasuredSpecSteps(run, host)
+    steps = MeasuredSpecSteps(run, host, per_position_s, scale)
     fitted_at = None
     if _spec.alpha_fitted(run):
         run = dataclasses.replace(run, alpha=_fitted_alpha(steps))
@@ -409,6 +456,26 @@ def spec_held_out(by: str = "model", runs=None, ids=None):
     runs (default: every one the stored hold-out has). Returns (that
     HeldOut, {run id: whether every part of its target's step is read from
     a table})."""
+    held, from_tables, _ = _spec_held_out(by, runs, ids, None)
+    return held, from_tables
+
+
+def spec_held_out_per_position(by: str = "model", runs=None, ids=None, train_ids=None, scale: str = "layers",
+                               spec=None):
+    """As :func:`spec_held_out`, with the per-extra-position term e_pos
+    (:meth:`MeasuredSpecSteps.extra`, scaled ``scale``) fitted, nested, on
+    the speculative runs of ``train_ids`` (default: ``ids``) outside the
+    held-out group, each priced with the host constants of the same fold
+    (:func:`fit_per_position`): neither the group's decode runs nor its
+    speculative runs inform its prediction. ``spec``: the speculative runs
+    (default :func:`speclib.evidence.spec_runs.spec_runs`; a check passes a
+    changed copy). Returns (HeldOut, {run id: from tables}, {group: (e_pos,
+    training runs, training points)})."""
+    scale = checked_choice("scale", scale, POSITION_SCALES)
+    return _spec_held_out(by, runs, ids, scale, train_ids, spec)
+
+
+def _spec_held_out(by, runs, ids, scale, train_ids=None, spec=None):
     from speclib.calibration import held_out as _ho
     from speclib.evidence import decode_runs as _dec
     from speclib.evidence import spec_runs as _spec
@@ -416,23 +483,165 @@ def spec_held_out(by: str = "model", runs=None, ids=None):
     by = checked_choice("by", by, tuple(STORED_GROUPING))
     stored = _ho.stored_held_out(by)
     ids = {p.run.id for p in stored.runs} if ids is None else set(ids)
+    train_ids = ids if train_ids is None else set(train_ids)
     runs = tuple(table_runs() if runs is None else runs)
     unit = GROUPINGS[by]
-    fits, preds, from_tables = {}, [], {}
-    for r in _spec.spec_runs():
+    every = tuple(_spec.spec_runs() if spec is None else spec)
+    fits, positions, preds, from_tables = {}, {}, [], {}
+    for r in every:
         if r.id not in ids:
             continue
         g = _ho.group_of(r, by)
         if g not in fits:
             fits[g] = fit([d for d in runs if unit(d) != g])
-        p = predict_spec_run(r, fits[g])
+            if scale is not None:
+                train = [s for s in every if s.id in train_ids and _ho.group_of(s, by) != g]
+                positions[g] = fit_per_position(train, fits[g], scale)
+        e = positions[g][0] if scale is not None else 0.0
+        p = predict_spec_run(r, fits[g], e, scale or "layers")
         preds.append(p)
         from_tables[r.id] = MeasuredSpecSteps(r, fits[g]).measured()
     dec = held_out(by, runs)
     at = dict(zip(dec.runs, dec.predicted))
     decode = np.array([at.get(r, np.nan) for r in _dec.decode_runs()], dtype=float)
     held = dataclasses.replace(stored, runs=tuple(preds), decode_predicted=decode, terms=(), forms={}, by=by)
-    return held, from_tables
+    return held, from_tables, positions
+
+
+# --- the per-extra-position term fitted on speculative runs ------------------------------
+
+#: The largest e_pos searched (seconds per extra position per sequence, at
+#: L_ref attention layers or per step): 25 times the calibrated step's e.
+PER_POSITION_MAX_S = 3e-3
+
+_PARTS: dict = {}
+
+
+def _parts(run, scale: str) -> dict:
+    """What of ``run``'s priced steps neither the host work nor e_pos nor
+    the acceptance changes (:class:`MeasuredSpecSteps` at no host work):
+    {batch: (plain kernels + prefill, prefill, host engine key)}, and per
+    (batch, gamma): (target step of its width + drafter passes, e_pos's
+    seconds per second of e_pos). Computed once a run and scale."""
+    key = (run.id, scale, run.model, run.chip, tuple((int(b), int(g)) for b, g, _ in run.points))
+    if key not in _PARTS:
+        from speclib.calibration.step_fit import _by_batch
+
+        steps = MeasuredSpecSteps(run, HostFit({}, 0.0), 0.0, scale)
+        zero = HostFit({steps.engine: 0.0}, 0.0)
+        steps.host = zero
+        batches, points = {}, {}
+        for b, gv in _by_batch(run).items():
+            batches[b] = (steps.plain(b), float(steps.features.prefill(b)))
+            for g, _ in gv:
+                points[b, g] = (steps._target(b, run.width(g)) + steps.draft(b, g), steps.extra(b, g, 1.0))
+        _PARTS[key] = {"engine": steps.engine, "batches": batches, "points": points}
+    return _PARTS[key]
+
+
+def _spec_errors(run, host: HostFit, e: float, scale: str) -> np.ndarray:
+    """Relative errors of ``run``'s scored points priced with host work
+    ``host`` and e_pos ``e``, by the route :func:`predict_spec_run` takes
+    (acceptance fitted at the smallest batch where the run's is, under the
+    same e_pos), from :func:`_parts`: fast enough to search e_pos over."""
+    from ..core import acceptance as _acc
+    from speclib.calibration.step_fit import ALPHA_GRID, _by_batch
+    from speclib.evidence import spec_runs as _spec
+
+    parts = _parts(run, scale)
+    hb = {b: float(host.host_time(parts["engine"], float(b))) for b in parts["batches"]}
+
+    def t(b, g, n):
+        k, x = parts["points"][b, g]
+        return k + hb[b] + e * x + n * parts["batches"][b][1]
+
+    fitted_at = None
+    if _spec.alpha_fitted(run):
+        b = min(_by_batch(run))
+        gv = [(g, v) for g, v in _by_batch(run)[b] if (b, g) not in _spec.run_inconsistent(run)]
+        g = np.array([x for x, _ in gv], dtype=float)
+        n = _acc.committed_numeric(ALPHA_GRID[:, None], g[None, :])
+        k = np.array([parts["points"][b, x][0] for x, _ in gv])
+        xe = np.array([parts["points"][b, x][1] for x, _ in gv])
+        tt = k[None, :] + hb[b] + e * xe[None, :] + n * parts["batches"][b][1]
+        if run.quantity == "speedup":
+            pred = n * (parts["batches"][b][0] + hb[b]) / tt
+            meas = np.array([v for _, v in gv])
+        else:
+            pred = (n / tt) / (n[:, :1] / tt[:, :1])
+            meas = np.array([v for _, v in gv]) / gv[0][1]
+        run = dataclasses.replace(run, alpha=float(ALPHA_GRID[np.argmin(((np.log(pred) - np.log(meas)) ** 2).sum(axis=1))]))
+        fitted_at = min(run.batches)
+    bad = _spec.run_inconsistent(run)
+    out = []
+    for b, gv in _by_batch(run).items():
+        rate = {g: run.committed(g, b) / t(b, g, run.committed(g, b)) for g, _ in gv}
+        if run.quantity == "speedup":
+            rows = [(g, v, rate[g] * (parts["batches"][b][0] + hb[b])) for g, v in gv]
+        else:
+            g0, v0 = gv[0]
+            rows = [(g, v / v0, rate[g] / rate[g0]) for g, v in gv[1:]]
+        out += [q / v - 1.0 for g, v, q in rows if b != fitted_at and (b, g) not in bad]
+    return np.array(out, dtype=float)
+
+
+def per_position_loss(runs, host: HostFit, e: float, scale: str = "layers") -> float:
+    """Sum over ``runs``' scored points of the squared relative speed-up error at e_pos ``e``."""
+    return float(sum(float((_spec_errors(r, host, e, scale) ** 2).sum()) for r in runs))
+
+
+def fit_per_position(runs, host: HostFit, scale: str = "layers", upper: float = PER_POSITION_MAX_S) -> tuple:
+    """e_pos fitted on the speculative ``runs`` under ``host``: the e >= 0
+    (at most ``upper``) that minimises :func:`per_position_loss` (least
+    squares on the relative speed-up error, each run's acceptance refitted
+    under e where it is fitted): a grid of 61 values, then a golden-section
+    search between the best one's neighbours. The loss is piecewise in e
+    (an acceptance refitted on :data:`~speclib.calibration.step_fit.ALPHA_GRID`
+    jumps), so a coarser grid can land on another piece: with 31 values the
+    Qwen and Kimi folds by family find 131 us where 61 find 139. Returns
+    (e_pos, runs, scored points)."""
+    runs = list(runs)
+    if not runs:
+        raise ValueError("fit_per_position needs at least one speculative run")
+    grid = np.linspace(0.0, upper, 61)
+    loss = [per_position_loss(runs, host, x, scale) for x in grid]
+    i = int(np.argmin(loss))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    r = (np.sqrt(5.0) - 1.0) / 2.0
+    c, d = hi - r * (hi - lo), lo + r * (hi - lo)
+    fc, fd = per_position_loss(runs, host, c, scale), per_position_loss(runs, host, d, scale)
+    for _ in range(30):
+        if fc <= fd:
+            hi, d, fd = d, c, fc
+            c = hi - r * (hi - lo)
+            fc = per_position_loss(runs, host, c, scale)
+        else:
+            lo, c, fc = c, d, fd
+            d = lo + r * (hi - lo)
+            fd = per_position_loss(runs, host, d, scale)
+    best = min([(loss[i], grid[i]), (fc, c), (fd, d)])[1]
+    points = sum(len(_spec_errors(x, host, best, scale)) for x in runs)
+    return float(best), len(runs), int(points)
+
+
+def per_position_estimates() -> dict:
+    """What e_pos is held against, seconds per extra position per sequence
+    at L_ref attention layers: the calibrated step's e
+    (:func:`speclib.core.calibrated.shipped_calibration`, fitted on every
+    speculative run, in-sample), the range NVIDIA's AIConfigurator's
+    measured verify-against-decode MLA block and the sampler's published
+    per-row cost give it (:func:`speclib.calibration.step_report.peer_verify_estimate`),
+    and the sampler alone (:data:`speclib.calibration.step_report.SAMPLER_S`,
+    seconds a row, once a step)."""
+    from ..core.calibrated import shipped_calibration
+    from speclib.calibration import step_report as _rep
+    from speclib.calibration.step_features import layers_ref
+
+    cal = shipped_calibration()
+    peer = _rep.peer_verify_estimate()
+    return {"calibrated_s": float(cal.per_position_s), "calibrated_layers_ref": float(cal.fixed_layers_ref or 0.0),
+            "layers_ref": layers_ref(), "peer_lo_s": peer["per_position_lo_s"], "peer_hi_s": peer["per_position_hi_s"],
+            "peer_mla_median_us": peer["mla_median_us"], "sampler_s": tuple(_rep.SAMPLER_S)}
 
 
 def spec_summaries(by: str = "model", held=None, from_tables=None) -> list:
