@@ -211,7 +211,7 @@ def test_the_readme_table_is_what_few_shot_measures():
     from pathlib import Path
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     for n_fit, least, fam, plan in ((3, 5, few_shot.FAMILIES[1], "smallest"), (2, 3, few_shot.FAMILIES[0], "smallest"),
-                                    (3, 5, few_shot.FAMILIES[1], "spread")):
+                                    (3, 5, few_shot.FAMILIES[1], "spread"), (2, 3, few_shot.FAMILIES[0], "spread")):
         row = few_shot.summary(n_fit, min_points=least, plan=plan)[fam]
         f = lambda q: " / ".join(f"{100 * row[p][q]:.1f}" for p in few_shot.PREDICTORS) + " %"  # noqa: E731
         line = f"| {f('speedup')} | {f('tpot')} | {100 * row['fitted']['decision']:.0f} % |"

@@ -46,10 +46,10 @@ from .commands.options import UsageError
 TOP_EPILOG = """\
 start from your own runs: benchmark three concurrencies spread over the range you serve (the
 smallest, one between, the largest) with and without speculation, fit the step to them (the shipped
-calibration is the fit's prior) and price with --calibration. Measured on every sweep in speclib's
-data, such a fit predicts the speed-up between its runs better than the nearest run or a line through
-them; fitted on the smallest runs only, it predicts TPOT past them but the speed-up no better than the
-last run carried forward (benchmarks/bench_few_shot.py).
+calibration is the fit's prior) and price with --calibration. Measured on the engine sweeps in
+speclib's data (the two with five or more concurrencies), such a fit predicts the speed-up between its
+runs better than the nearest run or a line through them; fitted on the smallest runs only, it predicts
+TPOT past them but the speed-up no better than the last run carried forward (benchmarks/bench_few_shot.py).
   speclib fit base-c4.json base-c16.json base-c64.json mtp-c4.json mtp-c16.json mtp-c64.json \\
       --model deepseek-v3 --hardware h200 --tp 8 --output mine.json
   speclib schedule --model deepseek-v3 --hardware h200 --tp 8 --calibration mine.json --alpha 0.7 --max-batch 64

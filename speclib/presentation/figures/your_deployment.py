@@ -123,7 +123,7 @@ FEW_SHOT_NAMES = {"smallest": {"fitted": "speclib fit", "carried": "last speed-u
                                "loglinear": "log-linear"},
                   "spread": {"fitted": "speclib fit", "carried": "nearest run's speed-up", "loglinear": "log-linear"}}
 #: The fits the table shows: (concurrencies fitted, the fewest a sweep needs to be shown, plan).
-FEW_SHOT_FITS = ((3, 5, "smallest"), (2, 3, "smallest"), (3, 5, "spread"))
+FEW_SHOT_FITS = ((3, 5, "smallest"), (2, 3, "smallest"), (3, 5, "spread"), (2, 3, "spread"))
 
 
 def few_shot_table():

@@ -27,7 +27,8 @@ def add_parser(sub):
         "Prints each run's fitted TPOT and error and writes a calibration that --calibration reads. The shipped "
         "calibration is the prior: the chip's factors, and the speculative terms where no run speculated, stay at "
         "its values. Fitted on three concurrencies spread over a sweep (its smallest, one between, its largest), "
-        "the fit predicts the speed-up between them better than the nearest run or a line through them; fitted "
+        "the fit predicts the speed-up between them better than the nearest run or a line through them on the "
+        "engine sweeps measured; fitted "
         "on the smallest only, each arm's TPOT past them far better than the last run carried forward, but the "
         "speed-up no better (benchmarks/bench_few_shot.py): benchmark across the range you serve.",
         epilog=FIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
