@@ -383,7 +383,7 @@ def _fitted_alpha(steps: MeasuredSpecSteps) -> float:
     measured step plus host work (:func:`speclib.calibration.step_fit.fit_alpha`'s
     grid and score)."""
     from ..core import acceptance as _acc
-    from speclib.calibration.step_fit import ALPHA_GRID, _by_batch
+    from speclib.calibration.step_fit import ALPHA_GRID, _by_batch, best_alpha
     from speclib.evidence import spec_runs as _spec
 
     run = steps.run
@@ -392,13 +392,7 @@ def _fitted_alpha(steps: MeasuredSpecSteps) -> float:
     g = np.array([x for x, _ in gv], dtype=float)
     n = _acc.committed_numeric(ALPHA_GRID[:, None], g[None, :])
     t = np.array([[steps.spec(b, x, committed=float(nn)) for x, nn in zip(g, row)] for row in n])
-    if run.quantity == "speedup":
-        pred = n * steps.plain(b) / t
-        meas = np.array([v for _, v in gv])
-    else:
-        pred = (n / t) / (n[:, :1] / t[:, :1])
-        meas = np.array([v for _, v in gv]) / gv[0][1]
-    return float(ALPHA_GRID[np.argmin(((np.log(pred) - np.log(meas)) ** 2).sum(axis=1))])
+    return best_alpha(run, gv, n, t, steps.plain(b))
 
 
 def predict_spec_run(run, host: HostFit, per_position_s: float = 0.0, scale: str = "layers"):
@@ -545,7 +539,7 @@ def _spec_errors(run, host: HostFit, e: float, scale: str) -> np.ndarray:
     (acceptance fitted at the smallest batch where the run's is, under the
     same e_pos), from :func:`_parts`: fast enough to search e_pos over."""
     from ..core import acceptance as _acc
-    from speclib.calibration.step_fit import ALPHA_GRID, _by_batch
+    from speclib.calibration.step_fit import ALPHA_GRID, _by_batch, best_alpha
     from speclib.evidence import spec_runs as _spec
 
     parts = _parts(run, scale)
@@ -564,13 +558,7 @@ def _spec_errors(run, host: HostFit, e: float, scale: str) -> np.ndarray:
         k = np.array([parts["points"][b, x][0] for x, _ in gv])
         xe = np.array([parts["points"][b, x][1] for x, _ in gv])
         tt = k[None, :] + hb[b] + e * xe[None, :] + n * parts["batches"][b][1]
-        if run.quantity == "speedup":
-            pred = n * (parts["batches"][b][0] + hb[b]) / tt
-            meas = np.array([v for _, v in gv])
-        else:
-            pred = (n / tt) / (n[:, :1] / tt[:, :1])
-            meas = np.array([v for _, v in gv]) / gv[0][1]
-        run = dataclasses.replace(run, alpha=float(ALPHA_GRID[np.argmin(((np.log(pred) - np.log(meas)) ** 2).sum(axis=1))]))
+        run = dataclasses.replace(run, alpha=best_alpha(run, gv, n, tt, parts["batches"][b][0] + hb[b]))
         fitted_at = min(run.batches)
     bad = _spec.run_inconsistent(run)
     out = []

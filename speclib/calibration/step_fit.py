@@ -479,11 +479,21 @@ def fit_alpha(f: Fit, run: SpecRun) -> float:
     gv, spec_steps, plain_step = _alpha_steps(run, f.form)
     g = np.array([x for x, _ in gv], dtype=float)
     t = np.array([f.time(features) for features in spec_steps])
-    n = _acc.committed_numeric(ALPHA_GRID[:, None], g[None, :])
+    return best_alpha(run, gv, _acc.committed_numeric(ALPHA_GRID[:, None], g[None, :]), t, f.time(plain_step))
+
+
+def best_alpha(run: SpecRun, gv, n, t, plain) -> float:
+    """The value of :data:`ALPHA_GRID` whose predictions best explain ``run``'s
+    points ``gv`` ((gamma, value) at one batch), least squares in log: ``n``
+    the tokens committed a step at each grid value and gamma (grid x gammas),
+    ``t`` the seconds of each speculative step (gammas, or grid x gammas where
+    the step depends on what it commits), ``plain`` the plain step's seconds.
+    A run of speed-ups is scored on n plain / t, one of throughputs on each
+    draft length's rate over the first's."""
     if run.quantity == "speedup":
         meas = np.array([v for _, v in gv])
-        pred = n * f.time(plain_step) / t
+        pred = n * plain / t
     else:
         meas = np.array([v for _, v in gv]) / gv[0][1]
-        pred = (n / t) / (n[:, :1] / t[0])
+        pred = (n / t) / (n[:, :1] / t[..., :1])
     return float(ALPHA_GRID[np.argmin(((np.log(pred) - np.log(meas)) ** 2).sum(axis=1))])
