@@ -98,9 +98,10 @@ STORED_GROUPING = {"chip": "chip", "model": "model"}
 def table_runs() -> tuple:
     """The measured decode runs (:func:`speclib.evidence.decode_runs.decode_runs`)
     on a chip that has measured kernel tables (the H100, H200, B200 and B300)."""
+    from ..presets import hardware
     from speclib.evidence import decode_runs as _dec
 
-    return tuple(r for r in _dec.decode_runs() if r.chip in _tables.SYSTEMS or r.chip in ("H100", "H200-SXM"))
+    return tuple(r for r in _dec.decode_runs() if hardware(r.chip).name in _tables.SYSTEMS)
 
 
 _KERNEL: dict = {}
