@@ -13,17 +13,26 @@ from speclib.evidence.spec_runs import SpecRun
 from speclib.calibration.step_predictions import RunPrediction
 
 
-def test_the_finite_sample_level_is_the_ceiling_rule():
-    assert cf.finite_sample_level(9, 0.8) == pytest.approx(8 / 9)  # ceil(10 x 0.8) = 8
-    assert cf.finite_sample_level(5, 0.8) == 1.0  # ceil(4.8) = 5: the largest of five units
-    assert cf.finite_sample_level(3, 0.8) > 1.0  # ceil(3.2) = 4 of 3: no finite interval
+def test_the_finite_sample_level_is_the_pooled_rule():
+    assert cf.finite_sample_level(9, 0.8) == pytest.approx(8 / 9)  # 10 x 0.8 / 9
+    assert cf.finite_sample_level(5, 0.8) == pytest.approx(0.96)  # 6 x 0.8 / 5: short of the largest score
+    assert cf.finite_sample_level(4, 0.8) == pytest.approx(1.0)  # 5 x 0.8 / 4: the largest
+    assert cf.finite_sample_level(3, 0.8) > 1.0  # 4 x 0.8 / 3: no finite interval
     assert math.isinf(cf.unit_quantile([0.1, 0.2, 0.3], ["a", "b", "c"], 0.8))
+
+
+def test_one_score_a_unit_is_the_usual_split_conformal_order_statistic():
+    rng = np.random.default_rng(3)
+    for n in (4, 5, 7, 9, 12):
+        scores = rng.random(n)
+        k = math.ceil((n + 1) * 0.8 - 1e-12)  # the ceil((n + 1)(1 - alpha))-th smallest, by hand
+        assert cf.unit_quantile(scores, list(range(n)), 0.8) == pytest.approx(np.sort(scores)[k - 1])
 
 
 def test_each_unit_weighs_the_same_whatever_its_points():
     scores = [0.1, 0.3, 0.2, 0.5, 0.6, 0.7, 0.8]
     units = ["A", "A", "B", "C", "C", "C", "C"]
-    # three units, level 0.5: ceil(4 x 0.5) / 3 = 2/3; weights A 1/6 each, B 1/3, C 1/12 each; sorted
+    # three units, level 0.5: 4 x 0.5 / 3 = 2/3; weights A 1/6 each, B 1/3, C 1/12 each; sorted
     # 0.1 (1/6), 0.2 (1/2), 0.3 (2/3): the third
     assert cf.unit_quantile(scores, units, 0.5) == pytest.approx(0.3)
 
@@ -40,10 +49,10 @@ def _coverage(rng, trials, n, level, within, rule):
     return out
 
 
-@pytest.mark.parametrize("within", [0.0, 0.5])
-def test_the_rule_covers_a_new_unit_in_a_monte_carlo_of_exchangeable_units(within):
+@pytest.mark.parametrize("n, within", [(9, 0.0), (9, 0.5), (5, 0.5)])
+def test_the_rule_covers_a_new_unit_in_a_monte_carlo_of_exchangeable_units(n, within):
     rng = np.random.default_rng(7)
-    n, level, trials = 9, 0.8, 3000
+    level, trials = 0.8, 3000
     cover = _coverage(rng, trials, n, level, within, lambda s, u: cf.unit_quantile(s, u, level))
     se = cover.std() / np.sqrt(trials)
     # at least the level on a unit none of the n was (an exchangeable unit's scores: the guarantee), and with
@@ -54,6 +63,11 @@ def test_the_rule_covers_a_new_unit_in_a_monte_carlo_of_exchangeable_units(withi
     # holds the level
     naive = _coverage(np.random.default_rng(7), trials, n, level, within, lambda s, u: np.quantile(s, level))
     assert naive.mean() < level - 3 * se
+    if n == 5:
+        # five units at 80 %: the ceiling rule read on pooled shares takes the largest score, and covers more
+        # than the pooled rule needs to
+        largest = _coverage(np.random.default_rng(7), trials, n, level, within, lambda s, u: np.max(s))
+        assert largest.mean() > cover.mean() + 3 * se
 
 
 def _run(alpha=0.7):
@@ -79,8 +93,11 @@ def test_the_stored_hold_outs_intervals_come_from_the_other_units_scores():
     deepseek = [p for p in held.runs if p.run.family == "DeepSeek"]
     others = [p for p in held.runs if p.run.family != "DeepSeek"]
     s = np.concatenate([cf.band_scores(p)[p.scored] for p in others])
-    # five other families: ceil(6 x 0.8) = 5 of 5, the largest of their scores
-    assert widths["DeepSeek"] == pytest.approx(s.max())
+    u = np.concatenate([[p.run.family] * int(p.scored.sum()) for p in others])
+    # five other families, each weighing a fifth: the smallest score whose pooled share reaches 6 x 0.8 / 5,
+    # found by brute force; short of the largest of their scores
+    assert widths["DeepSeek"] == pytest.approx(_brute_quantile(list(s), list(u)))
+    assert widths["DeepSeek"] < s.max()
     c = cf.calibrated(held, unit)
     p = next(q for q in c.runs if q.run.id == deepseek[0].run.id)
     lo, hi = cf.acceptance_band(deepseek[0])
@@ -92,10 +109,10 @@ def test_the_stored_hold_outs_intervals_come_from_the_other_units_scores():
 def _brute_quantile(scores, units, level=0.8):
     """The finite-sample unit quantile by brute force: every score tried as the half-width, each unit's share
     of points at or below it averaged over the units (each unit weighing the same), the smallest whose average
-    reaches ceil((n + 1) level) / n; None where that exceeds 1."""
+    reaches (n + 1) level / n; None where that exceeds 1."""
     names = sorted(set(units))
     n = len(names)
-    need = math.ceil((n + 1) * level - 1e-12) / n
+    need = (n + 1) * level / n
     if need > 1:
         return None
     for t in sorted(set(scores)):
@@ -154,7 +171,7 @@ def test_the_library_half_widths_are_the_brute_force_quantile_of_the_other_famil
         expect = _brute_quantile([s for _, s in others], [f for f, _ in others])
         assert stored["speedup"][fam] == pytest.approx(expect, rel=1e-9, abs=1e-12), fam
     assert stored["speedup_any"] == pytest.approx(_brute_quantile([s for _, s in pts], [f for f, _ in pts]))
-    # the plain decode TPOT's: held out on two families, too few for a finite 80 % interval (ceil(3 x 0.8) = 3 > 2)
+    # the plain decode TPOT's: held out on two families, too few for a finite 80 % interval (3 x 0.8 / 2 > 1)
     assert stored["decode_any"] is None and cal.half_width(speclib.Deployment("llama-3.1-8b", "h100").model,
                                                           "decode") == math.inf
 

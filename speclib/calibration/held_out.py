@@ -765,6 +765,29 @@ def write_held_out(path=None) -> dict:
     return data
 
 
+def rewrite_stored_intervals(path=None) -> dict:
+    """Recompute the intervals of the stored hold-outs from their stored
+    predictions (:func:`with_intervals`: the rule of
+    :mod:`speclib.calibration.conformal` as it is now) and write them, with
+    what they cover, back into ``data/calibration/held_out.json``; nothing
+    is refitted, no prediction changes."""
+    from pathlib import Path
+
+    target = Path(path) if path is not None else Path(__file__).resolve().parents[1].joinpath(*HELD_OUT_FILE)
+    data = json.loads(target.read_text(encoding="utf-8"))
+    for by in GROUPINGS:
+        held = with_intervals(stored_held_out(by))
+        for p in held.runs:
+            rec = data[by]["folds"][group_of(p.run, by)]["runs"][p.run.id]
+            for row, lo, hi in zip(rec["points"], p.lo, p.hi):
+                row[4], row[5] = float(lo), float(hi)
+        data[by]["coverage"] = _skill_record(held)["coverage"]
+    target.write_text(json.dumps(data, indent=None, separators=(",", ":")) + "\n", encoding="utf-8")
+    _stored.cache_clear()
+    stored_held_out.cache_clear()
+    return data
+
+
 def skill_of(held: HeldOut) -> list:
     """:func:`speclib.calibration.baselines.skill_rows` of ``held``, each run
     and decode run in the group it is held out with (a decode run held out
@@ -904,10 +927,11 @@ def library_intervals(held=None, level: float = _cal.INTERVAL_LEVEL, delta: floa
         return {f: unit_quantile(s[u != f], u[u != f], level) for f in sorted(set(u))}
 
     return {"about": "The log half-widths of speclib's own calibrated intervals beyond their acceptance band "
-                     f"(acceptance \u00b1{delta:g}): the finite-sample {100 * level:.0f} % quantile of the stored "
+                     f"(acceptance \u00b1{delta:g}): the pooled finite-sample {100 * level:.0f} % quantile of the stored "
                      "hold-out by model family's scores, each family weighing the same, per family over the other "
                      "families (cross-conformal), and over every family for a family the hold-out lacks. Written by "
-                     "`python -m speclib.calibration.held_out --write-calibration` from data/calibration/held_out.json; "
+                     "`python -m speclib.calibration.held_out --write-calibration` (or `--write-intervals`) from "
+                     "data/calibration/held_out.json; "
                      "tests/test_conformal.py recomputes it by brute force.",
             "level": level, "unit": "model family", "acceptance_range": delta,
             "speedup": per_family(scores, units), "speedup_any": unit_quantile(scores, units, level),
@@ -933,7 +957,13 @@ def _main(argv=None) -> int:  # pragma: no cover - a maintenance command
 
     parser = argparse.ArgumentParser(prog="python -m speclib.calibration.held_out")
     parser.add_argument("--write-calibration", action="store_true")
-    if parser.parse_args(argv).write_calibration:
+    parser.add_argument("--write-intervals", action="store_true",
+                        help="recompute the stored hold-outs' intervals from their stored predictions (no refit)")
+    args = parser.parse_args(argv)
+    if args.write_intervals and not args.write_calibration:
+        rewrite_stored_intervals()
+        write_library_intervals()
+    if args.write_calibration:
         write_calibration()
         write_held_out()
         _stored.cache_clear()  # the intervals read the hold-out just written

@@ -457,8 +457,8 @@ def half_width(model, kind: str = "speedup") -> float:
     :data:`INTERVAL_LEVEL` cross-conformal interval by model family of a
     prediction for ``model`` (a :class:`~speclib.presets.Model`):
     ``kind`` ``"speedup"`` (a speed-up) or ``"decode"`` (a plain decode
-    TPOT). A family the hold-out holds: the finite-sample quantile of the
-    other families' held-out scores, each family weighing the same (its own
+    TPOT). A family the hold-out holds: the pooled finite-sample quantile of
+    the other families' held-out scores, each family weighing the same (its own
     hold-out's interval); another: over every family. Infinite where the
     families are too few for the level."""
     data = stored_intervals()
@@ -483,7 +483,7 @@ def interval_name(model=None) -> str:
     w = half_width(model) if model is not None else None
     width = "" if w is None else (f"; \u00d7/\u00f7{math.exp(w):.2f} beyond acceptance's range, "
                                   f"{'calibrated on the other families' if held else 'over every family'}")
-    return (f"{100 * INTERVAL_LEVEL:.0f} % cross-conformal by model family (finite-sample rule on the stored "
+    return (f"{100 * INTERVAL_LEVEL:.0f} % cross-conformal by model family (pooled, finite-sample rule on the stored "
             f"hold-out; acceptance \u00b1{ACCEPTANCE_RANGE:g} per position{width}), coverage held out per family: "
             + coverage_line("family"))
 

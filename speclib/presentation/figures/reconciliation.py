@@ -179,6 +179,8 @@ def facts() -> dict:
     rows, points = stops_rows(), _stops_points()
     ats = [int(r[4].replace(",", "")) for r in rows if r[4][0].isdigit()]
     mays = [int(r[5].replace(",", "")) for r in rows if r[5][0].isdigit()]
+    surely = [int(r[6].replace(",", "")) for r in rows if r[6][0].isdigit()]
+    out.update(surely_count=len(surely), surely_lo=min(surely, default=0), surely_hi=max(surely, default=0))
     out.update(stops_lo=min(ats), stops_hi=max(ats), may_lo=min(mays), may_hi=max(mays), stops_count=len(ats),
                stops_total=len(rows), stops_where=common.join_and([f"{_where(r[1])} from batch {r[4]}" for r in rows
                                                         if r[4][0].isdigit()]))
