@@ -6,7 +6,9 @@ Run from the repository root:  python benchmarks/bench_measured_step.py
 (``--accuracy`` adds the decode runs' comparison; ``--held-out`` the
 measured step plus the engine's host work fitted on the other runs, held out
 by chip, by model family and by engine, beside its baselines:
-:mod:`speclib.calibration.measured_host`; then the speculative runs with
+:mod:`speclib.calibration.measured_host`; the nested choice between it and
+the calibrated step, by model family and by chip:
+:mod:`speclib.calibration.step_choice`; then the speculative runs with
 one per-extra-position term e_pos fitted, nested, on the speculative runs
 outside the held-out family or chip; ``--no-sensitivity`` skips e_pos
 scaled once a step instead of per attention layer).
@@ -197,6 +199,40 @@ def per_position(scales=("layers", "step"), ids=None) -> None:
           "a row, once a step (vllm40376).")
 
 
+def nested_choice(runs=None) -> None:
+    """The nested choice between the calibrated step and the measured step
+    plus host work (:mod:`speclib.calibration.step_choice`), held out by model
+    family and by chip: each fold's candidate chosen on the runs outside it
+    alone, its median |error| beside both candidates and the null on the
+    same runs, and each fold's choice with its inner scores."""
+    from speclib.calibration import step_choice as sc
+
+    for by in sc.GROUPINGS:
+        t0 = time.perf_counter()
+        c = sc.step_choice(by, runs)
+        took = time.perf_counter() - t0
+        name = "model family" if by == "model" else by
+        print(f"\ndecode TPOT held out by {name}, nested choice between the calibrated step and the measured step plus "
+              f"host work (each fold's candidate chosen on the runs outside it alone; computed in {took:.1f} s); "
+              "median |error| on the same runs:")
+        print(f"{'runs':34s} {'n':>5s} {'nested choice':>14s} {'measured+host':>14s} {'calibrated':>11s} {'null':>7s}")
+        for label, m in (("where the null has a prediction", c.medians()),
+                         ("every run (no null)", c.medians(null=False))):
+            print(f"{label:34s} {m['runs']:5d} {_pct(m['nested']):>14s} {_pct(m['measured+host']):>14s} "
+                  f"{_pct(m['calibrated']):>11s} {_pct(m['null']):>7s}")
+        print(f"{'fold':8s} {'runs':>5s} {'inner unit':>10s} {'inner pts':>9s} {'score m+h':>9s} {'score cal':>9s} "
+              f"{'chosen (nested)':>15s} {'nested':>7s} {'m+h':>6s} {'cal':>6s} | {'with null':>9s} {'nested':>7s} "
+              f"{'null':>6s}")
+        for F, n, unit, _, pts, score, chosen, m, mn in c.rows():
+            print(f"{F:8s} {n:5d} {unit:>10s} {pts:9d} {score['measured+host']:9.3f} {score['calibrated']:9.3f} "
+                  f"{chosen:>15s} {_pct(m['nested']):>7s} {_pct(m['measured+host']):>6s} {_pct(m['calibrated']):>6s} | "
+                  f"{mn['runs']:9d} {_pct(mn['nested']):>7s} {_pct(mn['null']):>6s}")
+    print("inner score: the median |error| over the fold's inner held-out runs over the null's on the same runs "
+          "(lower is better; a tie goes to the measured step); by model family the inner folds hold out a chip of the "
+          "other family, since holding out the only other family leaves no decode run. Per fold: the median |error| on "
+          "every run of the fold, then on those the null has a prediction for.")
+
+
 def held_out(every: int = 1, per_position_scales=("layers", "step"), spec_ids=None) -> None:
     """The measured step plus the host work (a fixed time per step per
     engine, a time per running sequence) fitted without the held-out unit,
@@ -229,6 +265,7 @@ def held_out(every: int = 1, per_position_scales=("layers", "step"), spec_ids=No
     print(f"independent estimate ({est['source']}): {est['fixed_s'] * 1e3:.2f} ms a step + "
           f"{est['per_sequence_s'] * 1e6:.0f} us a request; {est['what']}. None is published here for TensorRT-LLM "
           "or vLLM.")
+    nested_choice(runs)
     speculative(held["model"])
     if per_position_scales:
         per_position(per_position_scales, spec_ids)

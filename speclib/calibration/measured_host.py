@@ -43,6 +43,8 @@ group (a chip held out: of the same engine,
 calibrated step held out the same way, as stored
 (:func:`speclib.calibration.held_out.stored_decode_predicted`), where a
 stored hold-out of that grouping exists (by chip and by model family).
+Which of the two to price a held-out group's decode TPOT with is chosen,
+nested, in :mod:`speclib.calibration.step_choice`.
 
 :func:`spec_held_out` prices the speculative runs the calibrated step is
 held out on with the measured step plus the host constants fitted on the
