@@ -285,3 +285,30 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(capsys, tmp_path, extr
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err
     assert not out_file.exists() and not plot.exists()
+
+
+def test_the_cost_figure_says_how_far_its_curves_run_from_the_points_drawn_with_them():
+    """The live cost figure at B200, TensorRT-LLM and 8k/1k draws curves well above InferenceX's points, though
+    its step was fitted on them; the panel says by how much, each ratio read here by hand: the drawn curve at
+    each measured point's speed, linear in log-log between its two neighbours, over the measured throughput."""
+    import math
+
+    from speclib.presentation.figures import cost_of_a_token as cost
+
+    d = cost.configuration("B200", "TRT", "8k1k")
+    ratios = {}
+    for arm in ("plain", "mtp"):
+        pts = sorted(zip(d[f"{arm}_speed"], d[f"{arm}_x"]))
+        got = []
+        for s, x in zip(d[f"measured_{arm}_speed"], d[f"measured_{arm}_x"]):
+            for (s0, x0), (s1, x1) in zip(pts, pts[1:]):
+                if s0 <= s <= s1:
+                    t = (math.log(s) - math.log(s0)) / (math.log(s1) - math.log(s0))
+                    got.append(math.exp(math.log(x0) + t * (math.log(x1) - math.log(x0))) / x)
+                    break
+        ratios[arm] = float(np.median(got))
+    assert ratios["plain"] > 1.5 and ratios["mtp"] > 1.5  # the curves run well above the points
+    assert f"{ratios['plain']:.2f}\u00d7 (plain)" in d["note"] and f"{ratios['mtp']:.2f}\u00d7 (MTP)" in d["note"]
+    # every configuration InferenceX measured says it, whatever the ratio; one it did not says that instead
+    assert cost.configuration("H200", "SGLang", "1k1k")["note"].startswith("curves over points")
+    assert "did not measure" in cost.configuration("B300", "TRT", "8k1k")["note"]

@@ -90,7 +90,33 @@ def configuration(chip: str, engine: str, workload: str) -> dict:
         got = getattr(m, arm) if m is not None else None
         out[f"measured_{arm}_speed"] = got.speed_per_user if got is not None else np.array([np.nan])
         out[f"measured_{arm}_x"] = got.throughput_per_gpu if got is not None else np.array([np.nan])
+    if m is not None and dep is not None:
+        out["note"] = fit_note(out)
     return out
+
+
+def drawn_over_measured(d: dict) -> dict:
+    """{arm: the median, over the measured points of ``d`` (a
+    :func:`configuration`) the drawn curve reaches, of the drawn throughput
+    per GPU at the point's speed per user over the measured one} (NaN where
+    the curve reaches none): how far the curves the figure draws lie from the
+    points it draws with them, though it was fitted on them."""
+    out = {}
+    for arm in ("plain", "mtp"):
+        r = _ev.matched_error(d[f"measured_{arm}_speed"], d[f"measured_{arm}_x"], d[f"{arm}_speed"], d[f"{arm}_x"])
+        r = r[np.isfinite(r)]
+        out[arm] = float(np.median(r) + 1.0) if r.size else float("nan")
+    return out
+
+
+def fit_note(d: dict) -> str:
+    """What the panel says of a measured configuration: where its curves run
+    against the points drawn with them (:func:`drawn_over_measured`)."""
+    r = drawn_over_measured(d)
+    said = [f"{r[arm]:.2f}\u00d7 ({name})" for arm, name in (("plain", "plain"), ("mtp", "MTP")) if np.isfinite(r[arm])]
+    if not said:
+        return "the curves reach none of the measured points' speeds"
+    return "curves over points at the same speed: " + ", ".join(said)
 
 
 def _costs(xp, d: dict, price, target) -> dict:
@@ -154,7 +180,7 @@ def _frontier_panel(title="throughput against interactivity", measured=True, fix
                    Points("measured_mtp_speed", "measured_mtp_x", label="InferenceX, MTP on", color=MTP, marker="s",
                           filled=False, size=6, when="has_measured", gid="measured_mtp")]
     series += [VLine("target", text="target", color="#555555", dash="dotted", gid="target"),
-               Text(0.98, 0.97, "{note}", coords="axes", align="right", gid="note")]
+               Text(0.02, 0.03, "{note}", coords="axes", align="left", gid="note")]
     return Panel(Axis("tokens per second per user", "log", *x, ticks="number"),
                  Axis("output tokens per second per GPU", "log", *y, ticks="number"), tuple(series), title=title,
                  legend="below")
