@@ -310,5 +310,5 @@ def test_the_cost_figure_says_how_far_its_curves_run_from_the_points_drawn_with_
     assert ratios["plain"] > 1.5 and ratios["mtp"] > 1.5  # the curves run well above the points
     assert f"{ratios['plain']:.2f}\u00d7 (plain)" in d["note"] and f"{ratios['mtp']:.2f}\u00d7 (MTP)" in d["note"]
     # every configuration InferenceX measured says it, whatever the ratio; one it did not says that instead
-    assert cost.configuration("H200", "SGLang", "1k1k")["note"].startswith("curves over points")
+    assert cost.configuration("H200", "SGLang", "1k1k")["note"].startswith("drawn / measured at the same speed")
     assert "did not measure" in cost.configuration("B300", "TRT", "8k1k")["note"]

@@ -73,7 +73,7 @@ def configuration(chip: str, engine: str, workload: str) -> dict:
             dep = None
         alpha = _ev.engine_alpha(engine, gamma)
         label = f"TP8, MTP \u03b3 = {gamma}, \u03b1 = {alpha:.2f} (the median of the engine's configurations)"
-        note = "InferenceX did not measure this configuration with MTP on and off: the model alone"
+        note = "InferenceX did not measure this configuration\nwith MTP on and off: the model alone"
     nan = np.full(len(FIGURE_CONCURRENCIES), np.nan)
     out = {"label": label, "note": note, "measured": m is not None,
            "concurrency": np.asarray(FIGURE_CONCURRENCIES, dtype=float)}
@@ -116,7 +116,7 @@ def fit_note(d: dict) -> str:
     said = [f"{r[arm]:.2f}\u00d7 ({name})" for arm, name in (("plain", "plain"), ("mtp", "MTP")) if np.isfinite(r[arm])]
     if not said:
         return "the curves reach none of the measured points' speeds"
-    return "curves over points at the same speed: " + ", ".join(said)
+    return "drawn / measured at the same speed:\n" + ", ".join(said)
 
 
 def _costs(xp, d: dict, price, target) -> dict:
@@ -180,7 +180,7 @@ def _frontier_panel(title="throughput against interactivity", measured=True, fix
                    Points("measured_mtp_speed", "measured_mtp_x", label="InferenceX, MTP on", color=MTP, marker="s",
                           filled=False, size=6, when="has_measured", gid="measured_mtp")]
     series += [VLine("target", text="target", color="#555555", dash="dotted", gid="target"),
-               Text(0.02, 0.03, "{note}", coords="axes", align="left", gid="note")]
+               Text(0.02, 0.08, "{note}", coords="axes", align="left", gid="note")]
     return Panel(Axis("tokens per second per user", "log", *x, ticks="number"),
                  Axis("output tokens per second per GPU", "log", *y, ticks="number"), tuple(series), title=title,
                  legend="below")
