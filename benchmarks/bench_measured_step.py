@@ -10,7 +10,8 @@ by chip, by model family and by engine, beside its baselines:
 the calibrated step, by model family and by chip:
 :mod:`speclib.calibration.step_choice`; then the speculative runs with
 one per-extra-position term e_pos fitted, nested, on the speculative runs
-outside the held-out family or chip; ``--no-sensitivity`` skips e_pos
+outside the held-out family or chip; then the same nested choice for the
+speculative speed-ups, read from its stored file; ``--no-sensitivity`` skips e_pos
 scaled once a step instead of per attention layer).
 """
 from __future__ import annotations
@@ -233,6 +234,60 @@ def nested_choice(runs=None) -> None:
           "every run of the fold, then on those the null has a prediction for.")
 
 
+def nested_spec_choice() -> None:
+    """The nested choice between the calibrated step and the measured step
+    plus host work plus e_pos for the speculative speed-ups
+    (:func:`speclib.calibration.step_choice.stored_spec_choice`, stored:
+    minutes to compute), held out by model family and by chip: each fold's
+    choice and inner scores, then the nested choice beside both candidates'
+    outer hold-outs and the null baselines, on the same points."""
+    from speclib.calibration import held_out as ho
+    from speclib.calibration import step_choice as sc
+
+    M, C = sc.CANDIDATES
+    for by in sc.GROUPINGS:
+        t0 = time.perf_counter()
+        c = sc.stored_spec_choice(by)
+        took = time.perf_counter() - t0
+        name = "model family" if by == "model" else by
+        print(f"\nspeed-ups held out by {name}, nested choice between the calibrated step and the measured step plus "
+              f"host work plus e_pos (each fold's candidate chosen on inner folds outside it alone, by the form "
+              f"choice's rule; read from {'/'.join(sc.SPEC_CHOICE_FILE)} in {took:.1f} s):")
+        print(f"{'fold':8s} {'runs':>4s} {'inner groups (skipped)':48s} {'runs':>4s} {'pts':>4s} "
+              f"{'dec m+h':>8s} {'dec cal':>8s} {'err m+h':>8s} {'err cal':>8s} {'med m+h':>8s} {'med cal':>8s} "
+              f"{'chosen (nested)':>15s}")
+        for F in sorted(c.chosen):
+            n = sum(g == F for g in c.groups.values())
+            ig = ",".join(c.inner_groups[F]) + (f" ({','.join(c.skipped[F])})" if c.skipped[F] else "")
+            (dm, em, mm), (dc, ec, mc) = c.scores[F][M], c.scores[F][C]
+            print(f"{F:8s} {n:4d} {ig:48s} {c.points[F][0]:4d} {c.points[F][1]:4d} {dm:+8.3f} {dc:+8.3f} "
+                  f"{em:+8.3f} {ec:+8.3f} {_pct(mm):>8s} {_pct(mc):>8s} {c.chosen[F]:>15s}")
+        same = c.same()
+        sums = {k: h.summary() for k, h in same.items()}
+        print(f"{'on the same runs and points':40s} {'nested':>9s} {'m+h+e_pos':>10s} {'calibrated':>11s}")
+        rows = (("runs", lambda s: f"{s['runs']:d}"), ("points", lambda s: f"{s['points']:d}"),
+                ("speed-up median |err| (points)", lambda s: _pct(s["median_abs_error"])),
+                ("per run, median of medians", lambda s: _pct(s["run_median_abs_error"])),
+                ("gain on the right side of 1x", lambda s: _pct(s["sign_right"])),
+                ("direction with batch right (sweeps)", lambda s: f"{s['direction_right']}/{s['direction_sweeps']}"),
+                ("best draft within one (pairs)", lambda s: f"{s['best_gamma_within_1']}/{s['best_gamma_points']}"))
+        for label, f in rows:
+            print(f"{label:40s} {f(sums['nested']):>9s} {f(sums[M]):>10s} {f(sums[C]):>11s}")
+        skill = {k: {(r[0], r[3]): r for r in ho.skill_of(h)} for k, h in same.items()}
+        print(f"{'figure (nested, same points)':58s} {'n':>4s} {'nested':>9s} {'m+h+e_pos':>10s} {'calibrated':>11s} "
+              f"{'baseline':>9s}  baseline")
+        for key, r in skill["nested"].items():
+            if key[0].startswith("decode TPOT"):
+                continue  # the decode choice is printed above, on its own runs
+            print(f"{r[0][:58]:58s} {r[1]:4d} {r[2]:>9s} {skill[M][key][2]:>10s} {skill[C][key][2]:>11s} "
+                  f"{r[4]:>9s}  {r[3]}")
+    print("inner scores: dec, the decisions' skill over the null baselines (higher is better), err, the error skill "
+          "over the speed-up as measured at the smallest batch, as the calibrated step's form is chosen "
+          "(held_out.choose_from; a tie goes to the measured step, the simpler); med, the median over runs of each "
+          "run's median |error| (shown, not chosen on). Skipped: no decode run left outside the fold and the inner "
+          "group to fit the host work on.")
+
+
 def held_out(every: int = 1, per_position_scales=("layers", "step"), spec_ids=None) -> None:
     """The measured step plus the host work (a fixed time per step per
     engine, a time per running sequence) fitted without the held-out unit,
@@ -269,6 +324,8 @@ def held_out(every: int = 1, per_position_scales=("layers", "step"), spec_ids=No
     speculative(held["model"])
     if per_position_scales:
         per_position(per_position_scales, spec_ids)
+    if spec_ids is None:
+        nested_spec_choice()
     print("\ntargets (reported, never tuned to):")
     for what, target, value, met in mh.targets(held["model"], spec):
         print(f"  {what}: {value} (target {target}): " + ("not scored" if met is None else "met" if met else "missed"))

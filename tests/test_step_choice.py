@@ -193,3 +193,117 @@ def test_the_medians_stand_on_the_same_runs(by_chip):
     assert m["null"] == pytest.approx(err(by_chip.null))
     for k in (M, C):
         assert m[k] == pytest.approx(err(by_chip.outer[k]))
+
+
+# --- the speculative speed-ups: the same nested choice -------------------------------------
+
+import dataclasses  # noqa: E402
+
+from speclib.evidence import spec_runs as sr  # noqa: E402
+
+
+def _spec_setup(off, preds=None):
+    """Outer and inner predictions of the stored hold-out by family's runs (the
+    truth as stored), each candidate's predictions the truth times (1 +
+    ``off[candidate]`` x a fixed spread a point): no fit, only the chooser."""
+    preds = list(ho.stored_held_out("model").runs if preds is None else preds)
+    groups = {p.run.id: p.run.family for p in preds}
+
+    def cand(c):
+        return [dataclasses.replace(p, predicted=p.measured * (1.0 + off[c] * (1.0 + 0.5 * np.cos(np.arange(p.measured.size)))))
+                for p in preds]
+
+    outer = {c: {p.run.id: p for p in cand(c)} for c in (M, C)}
+    inner = {F: {c: cand(c) for c in (M, C)} for F in set(groups.values())}  # F's own runs left in: dropped by the chooser
+    return groups, outer, inner
+
+
+def test_the_speculative_choice_follows_the_inner_scores():
+    for worse, better in ((M, C), (C, M)):
+        groups, outer, inner = _spec_setup({worse: 0.4, better: -0.02})
+        chosen, scores, points, predicted = sc.choose_spec(groups, outer, inner, (M, C))
+        assert set(chosen.values()) == {better}
+        for F in chosen:
+            assert scores[F][better][1] > scores[F][worse][1]  # the error skill
+            assert scores[F][better][2] < scores[F][worse][2]  # the median |error|
+    # a tie (the same predictions) goes to the measured step, and to the first named
+    groups, outer, inner = _spec_setup({M: 0.1, C: 0.1})
+    assert set(sc.choose_spec(groups, outer, inner, (M, C))[0].values()) == {M}
+    assert set(sc.choose_spec(groups, outer, inner, (C, M))[0].values()) == {C}
+
+
+def test_a_folds_measured_speedups_never_reach_its_own_choice():
+    setup = _spec_setup({M: 0.05, C: 0.08})
+    base = sc.choose_spec(*setup, (M, C))
+    groups, outer, inner = setup
+    for F in ("DeepSeek", "Kimi"):
+        def move(p):  # F's measured speed-ups changed, every prediction kept
+            return dataclasses.replace(p, measured=p.measured * np.linspace(0.2, 5.0, p.measured.size)) \
+                if groups[p.run.id] == F else p
+
+        moved_outer = {c: {k: move(p) for k, p in v.items()} for c, v in outer.items()}
+        moved_inner = {G: {c: [move(p) for p in v] for c, v in cells.items()} for G, cells in inner.items()}
+        chosen, scores, points, predicted = sc.choose_spec(groups, moved_outer, moved_inner, (M, C))
+        assert chosen[F] == base[0][F] and scores[F] == base[1][F] and points[F] == base[2][F]
+        assert all(predicted[k].predicted is base[3][k].predicted for k, g in groups.items() if g == F)
+        # the same change does reach the other folds' inner scores (the check can fail)
+        assert any(scores[G] != base[1][G] for G in scores if G != F)
+
+
+def test_a_stored_inner_cell_is_the_candidates_fitted_without_both_groups_whatever_fs_measured_speedups():
+    """One cell recomputed (F Qwen, G gpt by family) with F's measured speed-ups
+    changed: the measured step's e_pos is fitted on the speculative runs outside
+    F and G, so G's predictions are the stored ones."""
+    F, G = "Qwen", "gpt"
+    spec = tuple(dataclasses.replace(r, points=tuple((b, g, v * (0.3 + i)) for i, (b, g, v) in enumerate(r.points)))
+                 if r.family == F else r for r in sr.spec_runs())
+    cell = sc.spec_inner_cell("model", F, G, ho.stored_held_out("model").forms[F], spec=spec)
+    stored = sc.stored_spec_choice("model")
+    for c in (M, C):
+        mine = [p for p in stored.inner[F][c] if p.run.family == G]
+        assert [p.run.id for p in cell[c]] == [p.run.id for p in mine] and mine
+        for p, q in zip(cell[c], mine):
+            np.testing.assert_allclose(p.predicted, q.predicted, rtol=1e-6)
+            np.testing.assert_array_equal(p.scored, q.scored)
+    assert sc.spec_inner_cell("model", "DeepSeek", "Llama", None) is None  # no decode run left: skipped
+
+
+@pytest.fixture(scope="module", params=["model", "chip"])
+def spec_choice(request):
+    return sc.stored_spec_choice(request.param)
+
+
+def test_the_nested_predictions_of_a_fold_are_its_chosen_candidates_outer_ones(spec_choice):
+    c = spec_choice
+    nested = {p.run.id: p for p in c.held.runs}
+    assert set(nested) == set(c.groups)
+    for F, pick in c.chosen.items():
+        outer = {p.run.id: p for p in c.outer[pick].runs}
+        for rid, g in c.groups.items():
+            if g == F:
+                assert nested[rid] is outer[rid]
+    assert c.held.by == c.by and np.isnan(c.held.decode_predicted).all()
+
+
+def test_both_candidates_are_scored_on_the_same_points(spec_choice):
+    c = spec_choice
+    for F in c.chosen:
+        assert F not in c.inner_groups[F] and F not in c.skipped[F]
+        a, b = sc.same_points(*([p for p in c.inner[F][k] if c.groups[p.run.id] != F] for k in (M, C)))
+        assert [p.run.id for p in a] == [p.run.id for p in b]
+        assert all(np.array_equal(p.scored, q.scored) and set(p.best) == set(q.best) for p, q in zip(a, b))
+        assert c.points[F] == (len(a), sum(int(p.scored.sum()) for p in a)) and c.points[F][1] > 0
+        pick, skill = ho.choose_from({M: a, C: b}, size=sc.CANDIDATES.index, unit_of=lambda p: ho.group_of(p.run, c.by))
+        assert pick == c.chosen[F]
+        assert {k: skill[k] for k in (M, C)} == {k: c.scores[F][k][:2] for k in (M, C)}
+    # the nested choice and its candidates' outer hold-outs are summarised on the same points
+    same = c.same()
+    keys = [[(p.run.id, tuple(p.scored)) for p in h.runs] for h in same.values()]
+    assert keys[0] == keys[1] == keys[2]
+
+
+def test_same_points_cuts_to_what_every_candidate_scores():
+    p, q = ho.stored_held_out("model").runs[:2]
+    unscored = dataclasses.replace(p, scored=np.zeros_like(p.scored))
+    a, b = sc.same_points([p, q], [unscored])
+    assert [x.run.id for x in a] == [p.run.id] and not a[0].scored.any() and not b[0].scored.any()

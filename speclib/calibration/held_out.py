@@ -379,14 +379,19 @@ def decision_se(preds: dict) -> float:
     return _bootstrap_skill(list(counts[best]), lambda rows: _bl.decision_skill(np.array(rows)))
 
 
-def choose_from(preds: dict) -> tuple:
+def choose_from(preds: dict, size=None, unit_of=None) -> tuple:
     """:func:`choose_form`'s rule on ``preds``, {form: its runs' predictions
     held out by model family}: (the form chosen, {form: (decision skill,
-    error skill)})."""
+    error skill)}). ``size``: what step 3 counts (default :func:`form_size`;
+    :mod:`speclib.calibration.step_choice` passes a candidate's rank);
+    ``unit_of``: the group a prediction was held out with, which the best
+    constant draft is chosen without (default its model family)."""
     from speclib.calibration import baselines as _bl  # noqa: F811
 
+    size = form_size if size is None else size
+    unit_of = _family if unit_of is None else unit_of
     candidates = tuple(preds)
-    counts = {f: _bl.decision_counts(p, _family) for f, p in preds.items()}
+    counts = {f: _bl.decision_counts(p, unit_of) for f, p in preds.items()}
     errors = {f: [_bl.persistence_errors(q) for q in p] for f, p in preds.items()}
     decisions = {f: _bl.decision_skill(counts[f]) for f in candidates}
     skill = {f: _bl.error_skill(errors[f]) for f in candidates}
@@ -396,7 +401,7 @@ def choose_from(preds: dict) -> tuple:
         list(candidates)
     accurate = max(good, key=lambda f: skill[f])
     bar = skill[accurate] - _bootstrap_skill(errors[accurate], _bl.error_skill)
-    chosen = min((f for f in good if skill[f] >= bar), key=lambda f: (form_size(f), -decisions[f], -skill[f]))
+    chosen = min((f for f in good if skill[f] >= bar), key=lambda f: (size(f), -decisions[f], -skill[f]))
     return chosen, {f: (decisions[f], skill[f]) for f in candidates}
 
 
