@@ -527,7 +527,9 @@ def main(argv=None) -> int:
             print(f"{tool.package} is not importable here: the stored predictions "
                   f"({reader.peer_file(args.tool)[-1]}, {stored['peer']['name']} {stored['peer']['version']}):\n")
         print(reader.report(stored))
-        print("\n" + reader.side_by_side_report())
+        from speclib.calibration import measured_host
+
+        print("\n" + reader.side_by_side_report(extra_decode={measured_host.PEER_LABEL: measured_host.peer_decode_points}))
         return 0
     _quiet()
     data = run_peer(estimate, log=lambda s: print(s, flush=True), tool=args.tool)

@@ -290,3 +290,22 @@ def test_e_pos_zero_is_the_measured_step_plus_host_work(sample, e_runs):
         g = p.run.family
         fits.setdefault(g, mh.fit([d for d in sample if d.family != g]))
         np.testing.assert_array_equal(mh.predict_spec_run(p.run, fits[g], 0.0).predicted, p.predicted)
+
+
+def test_the_peers_side_by_side_takes_the_measured_step_on_the_same_runs():
+    """The measured step plus host work, held out by chip, beside the peers: one row per peer row, the peer's
+    measured TPOT kept, speclib's the host hold-out's prediction of that run (found here by its chip, engine,
+    concurrency and workload, not by the function's own index)."""
+    from speclib.evidence import peer
+
+    pts = mh.peer_decode_points()
+    assert [p[:7] for p in pts] == [p[:7] for p in peer.decode_points()]
+    held = mh.held_out("chip")
+    keyed = {peer.run_key(r): q for r, q in zip(held.runs, held.predicted)}
+    rows = peer._data(None)["decode"]["rows"]
+    for row, p in list(zip(rows, pts))[:25]:
+        assert p[7] == pytest.approx(1e3 * keyed[peer.run_key(row)], rel=1e-12)
+        assert p[8] == pytest.approx(p[7] / p[6] - 1, rel=1e-12)
+    s = peer.side_by_side(extra_decode={mh.PEER_LABEL: mh.peer_decode_points})
+    assert mh.PEER_LABEL in s["decode TPOT"]["median_abs_error"]
+    assert mh.PEER_LABEL not in s["MTP speed-up"]["median_abs_error"]

@@ -221,7 +221,7 @@ def run_key(run) -> tuple:
 #: speclib's own predictions of the decode runs: the shipped calibration
 #: through the public :func:`speclib.core.decode.tpot` (fitted on these runs
 #: among others), or each chip's runs predicted by the fit without that chip.
-OURS = ("calibrated", "held out by chip", "measured step + host work, held out by chip")
+OURS = ("calibrated", "held out by chip")
 
 
 def ours_decode_points(how: str = "held out by chip", data: dict = None) -> list:
@@ -237,19 +237,8 @@ def ours_decode_points(how: str = "held out by chip", data: dict = None) -> list
     index = {run_key(r): i for i, r in enumerate(runs)}
     rows = _data(data)["decode"]["rows"]
     idx = [index[run_key(r)] for r in rows]
-    if how == OURS[0]:
-        pred = calibrated_tpot([runs[i] for i in idx])
-    elif how == OURS[1]:
-        pred = stored_held_out("chip").decode_predicted[idx]
-    else:  # the kernel tables' step plus the host work fitted without the run's chip
-        from speclib.calibration import measured_host
-
-        held = measured_host.held_out("chip")
-        by_run = dict(zip(held.runs, held.predicted))
-        missing = [runs[i].label for i in idx if runs[i] not in by_run]
-        if missing:
-            raise RuntimeError(f"ours_decode_points: no measured step for {missing[0]} (a chip without tables)")
-        pred = np.array([by_run[runs[i]] for i in idx])
+    pred = (calibrated_tpot([runs[i] for i in idx]) if how == OURS[0]
+            else stored_held_out("chip").decode_predicted[idx])
     return [(*p[:7], 1e3 * float(q), 1e3 * float(q) / p[6] - 1) for p, q in zip(decode_points(data), pred)]
 
 
@@ -297,15 +286,16 @@ def decode_summary(points=None, subset=None) -> dict:
 SUBSETS = ("decode TPOT", "decode TPOT, fp8 on TP8", "MTP speed-up", "MTP fall of the gain", "MTP fall of the gain, largest concurrency")
 
 
-def side_by_side(tools=TOOLS) -> dict:
+def side_by_side(tools=TOOLS, extra_decode=None) -> dict:
     """speclib and each peer of ``tools`` scored on the same points: the runs
     and MTP points every one of the peers places. {subset (:data:`SUBSETS`):
     {"points": n, "median_abs_error": {source: value}}}, the sources being
     each peer by name, speclib's calibrated step held out by chip (decode;
-    also in-sample, "speclib, calibrated") and held out by model family (MTP),
-    and (decode) the measured step plus the host work fitted without the
-    run's chip (:func:`speclib.calibration.measured_host.held_out`), which
-    prices each op from the same kind of tables as the peers."""
+    also in-sample, "speclib, calibrated") and held out by model family (MTP).
+    ``extra_decode``: {label: a function of a peer's file returning
+    :func:`ours_decode_points`-like rows for its runs}, more decode sources
+    scored on the same runs (the caller's: the measured step's lives in
+    :func:`speclib.calibration.measured_host.peer_decode_points`)."""
     from .._checks import checked_choice
 
     tools = [checked_choice("tools", t, TOOLS) for t in ((tools,) if isinstance(tools, str) else tools)]
@@ -316,9 +306,10 @@ def side_by_side(tools=TOOLS) -> dict:
     decode = {names[t]: [p for r, p in zip(f["decode"]["rows"], decode_points(f)) if run_key(r) in keys]
               for t, f in files.items()}
     rows = files[tools[0]]["decode"]["rows"]
-    for how, label in zip(OURS, ("speclib, calibrated", "speclib, held out by chip",
-                                 "speclib, measured step + host work held out by chip")):
+    for how, label in zip(OURS, ("speclib, calibrated", "speclib, held out by chip")):
         decode[label] = [p for r, p in zip(rows, ours_decode_points(how, files[tools[0]])) if run_key(r) in keys]
+    for label, points in (extra_decode or {}).items():
+        decode[label] = [p for r, p in zip(rows, points(files[tools[0]])) if run_key(r) in keys]
     decode, targets = ({k: [p[-1] for p in pts if keep(p)] for k, pts in decode.items()}
                        for keep in (lambda p: True, fp8_tp8))
     # MTP: the (configuration, concurrency) points every peer priced
@@ -345,10 +336,10 @@ def side_by_side(tools=TOOLS) -> dict:
     return out
 
 
-def side_by_side_report(tools=TOOLS) -> str:
+def side_by_side_report(tools=TOOLS, extra_decode=None) -> str:
     """:func:`side_by_side` in words (``benchmarks/bench_peer.py`` prints it)."""
     out = ["speclib and the peers on the same points (the runs and MTP points every peer places), median |error|:"]
-    for subset, s in side_by_side(tools).items():
+    for subset, s in side_by_side(tools, extra_decode).items():
         out.append(f"  {subset} ({s['points']} points): " + "; ".join(
             f"{name} {100 * v:.1f} %" for name, v in s["median_abs_error"].items()))
     return "\n".join(out)
