@@ -664,23 +664,20 @@ def peer_decode_points(data=None) -> list:
     """:func:`speclib.evidence.peer.decode_points` of a peer's file
     (``data``: its parsed file, or the default peer's) with the measured
     step plus the host work fitted without each run's chip
-    (:func:`held_out` by chip) in place of the peer's TPOT: the one speclib
+    (:func:`held_out` by chip) in place of the peer's TPOT
+    (:func:`speclib.evidence.peer.priced_decode_points`): the one speclib
     step that, like the peers, prices each op from measured tables, on the
     same runs. A run on a chip without tables raises."""
-    from speclib.calibration.step_fit import decode_rows
     from speclib.evidence import peer as _peer
 
-    runs, _ = decode_rows()
-    index = {_peer.run_key(r): i for i, r in enumerate(runs)}
-    rows = _peer._data(data)["decode"]["rows"]
     held = held_out("chip")
     by_run = dict(zip(held.runs, held.predicted))
-    out = []
-    for row, p in zip(rows, _peer.decode_points(data)):
-        run = runs[index[_peer.run_key(row)]]
-        if run not in by_run:
-            raise RuntimeError(f"peer_decode_points: no measured step for {run.chip} {run.engine} (a chip without tables)")
-        q = float(by_run[run])
-        out.append((*p[:7], 1e3 * q, 1e3 * q / p[6] - 1))
-    return out
 
+    def tpot(runs, idx):
+        missing = [r for r in runs if r not in by_run]
+        if missing:
+            raise RuntimeError(f"peer_decode_points: no measured step for {missing[0].chip} {missing[0].engine} "
+                               "(a chip without tables)")
+        return [by_run[r] for r in runs]
+
+    return _peer.priced_decode_points(tpot, data)

@@ -224,22 +224,31 @@ def run_key(run) -> tuple:
 OURS = ("calibrated", "held out by chip")
 
 
+def priced_decode_points(tpot, data: dict = None) -> list:
+    """:func:`decode_points` with another TPOT in place of the peer's, for the
+    same runs: ``tpot(runs, idx)`` gives the TPOT (s) of each of ``runs``
+    (:func:`speclib.calibration.step_fit.decode_rows`' decode runs, the peer's
+    rows found among them in ``idx``, their indices)."""
+    from speclib.calibration.step_fit import decode_rows
+
+    runs, _ = decode_rows()
+    index = {run_key(r): i for i, r in enumerate(runs)}
+    idx = [index[run_key(r)] for r in _data(data)["decode"]["rows"]]
+    pred = tpot([runs[i] for i in idx], idx)
+    return [(*p[:7], 1e3 * float(q), 1e3 * float(q) / p[6] - 1) for p, q in zip(decode_points(data), pred)]
+
+
 def ours_decode_points(how: str = "held out by chip", data: dict = None) -> list:
     """:func:`decode_points` with speclib's TPOT in place of the peer's, for the
     same runs (``how``: one of :data:`OURS`)."""
     from .._checks import checked_choice
     from speclib.calibration.held_out import stored_held_out
-    from speclib.calibration.step_fit import decode_rows
     from speclib.evidence.decode_runs import calibrated_tpot
 
     how = checked_choice("how", how, OURS)
-    runs, _ = decode_rows()
-    index = {run_key(r): i for i, r in enumerate(runs)}
-    rows = _data(data)["decode"]["rows"]
-    idx = [index[run_key(r)] for r in rows]
-    pred = (calibrated_tpot([runs[i] for i in idx]) if how == OURS[0]
-            else stored_held_out("chip").decode_predicted[idx])
-    return [(*p[:7], 1e3 * float(q), 1e3 * float(q) / p[6] - 1) for p, q in zip(decode_points(data), pred)]
+    if how == OURS[0]:
+        return priced_decode_points(lambda runs, idx: calibrated_tpot(runs), data)
+    return priced_decode_points(lambda runs, idx: stored_held_out("chip").decode_predicted[idx], data)
 
 
 #: The columns :func:`decode_table` can group by.
