@@ -725,14 +725,20 @@ def _dumps(data: dict) -> str:
 HELD_OUT_FILE = ("data", "calibration", "held_out.json")
 
 
+def prediction_record(p: RunPrediction, bounds: bool = True) -> dict:
+    """A :class:`RunPrediction` as stored: its acceptance, its points
+    (batch, gamma, measured, predicted, [lo, hi,] scored) and its best draft
+    lengths by batch; ``bounds=False`` leaves the interval out (read back
+    as NaN by :func:`_prediction`)."""
+    cols = (p.batch, p.gamma, p.measured, p.predicted) + ((p.lo, p.hi) if bounds else ()) + (p.scored,)
+    return {"alpha": float(p.run.alpha),
+            "points": [[int(row[0]), int(row[1]), *(float(x) for x in row[2:-1]), bool(row[-1])] for row in zip(*cols)],
+            "best": [[int(b), int(mb), int(qb)] for b, (mb, qb) in sorted(p.best.items())]}
+
+
 def _fold_record(form: Form, preds: dict) -> dict:
     return {"form": {"terms": list(form.terms), "fixed": form.fixed, "pooled": list(form.pooled)},
-            "runs": {rid: {"alpha": p.run.alpha,
-                           "points": [[int(b), int(g), float(m), float(q), float(lo), float(hi), bool(ok)]
-                                      for b, g, m, q, lo, hi, ok in zip(p.batch, p.gamma, p.measured, p.predicted,
-                                                                        p.lo, p.hi, p.scored)],
-                           "best": [[int(b), int(mb), int(qb)] for b, (mb, qb) in p.best.items()]}
-                     for rid, p in preds.items()}}
+            "runs": {rid: prediction_record(p) for rid, p in preds.items()}}
 
 
 def write_held_out(path=None) -> dict:
@@ -872,10 +878,13 @@ def stored_decode_ablation() -> list:
 
 
 def _prediction(run: SpecRun, record: dict) -> RunPrediction:
-    pts = np.array(record["points"], dtype=float).reshape(-1, 7)
+    """:func:`prediction_record` read back (a record without bounds: lo and hi NaN)."""
+    pts = np.array(record["points"], dtype=float)
+    pts = pts.reshape(-1, pts.shape[-1] if pts.size else 7)
+    lo, hi = (pts[:, 4], pts[:, 5]) if pts.shape[1] == 7 else (np.full(len(pts), np.nan),) * 2
     return RunPrediction(dataclasses.replace(run, alpha=record["alpha"]), pts[:, 0].astype(int), pts[:, 1].astype(int),
                          pts[:, 2], pts[:, 3], {int(b): (int(mb), int(qb)) for b, mb, qb in record["best"]},
-                         pts[:, 6].astype(bool), pts[:, 4], pts[:, 5])
+                         pts[:, -1].astype(bool), lo, hi)
 
 
 @lru_cache(maxsize=None)

@@ -462,20 +462,15 @@ def _assemble(by, stored, measured, groups, inner, inner_groups, skipped) -> Spe
 
 
 def _record(p) -> dict:
-    return {"id": p.run.id, "alpha": float(p.run.alpha),
-            "points": [[int(b), int(g), float(m), float(q), bool(ok)]
-                       for b, g, m, q, ok in zip(p.batch, p.gamma, p.measured, p.predicted, p.scored)],
-            "best": [[int(b), int(mb), int(qb)] for b, (mb, qb) in sorted(p.best.items())]}
+    from speclib.calibration import held_out as _ho
+
+    return {"id": p.run.id, **_ho.prediction_record(p, bounds=False)}
 
 
 def _prediction(rec: dict, runs: dict):
-    from speclib.calibration.step_predictions import RunPrediction
+    from speclib.calibration import held_out as _ho
 
-    pts = np.array(rec["points"], dtype=float).reshape(-1, 5)
-    nan = np.full(len(pts), np.nan)
-    return RunPrediction(dataclasses.replace(runs[rec["id"]], alpha=rec["alpha"]), pts[:, 0].astype(int),
-                         pts[:, 1].astype(int), pts[:, 2], pts[:, 3],
-                         {int(b): (int(mb), int(qb)) for b, mb, qb in rec["best"]}, pts[:, 4].astype(bool), nan, nan)
+    return _ho._prediction(runs[rec["id"]], rec)
 
 
 def write_spec_choice(path=None) -> dict:
