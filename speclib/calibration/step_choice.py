@@ -376,8 +376,9 @@ def spec_inner_cell(by: str, F, G, form, runs=None, spec=None, ids=None):
     train = [s for s in every if s.id in ids and _ho.group_of(s, by) not in (F, G)]
     e = _mh.fit_per_position(train, host, "layers")[0]
     f = _ho._fold(by, F).join(_ho._fold(by, G)).fit(form)
+    wanted = {r.id for r in mine}
     return {"measured+host": [_mh.predict_spec_run(r, host, e, "layers") for r in mine],
-            "calibrated": [predict_run(f, r) for r in _spec.spec_runs() if r.id in {x.id for x in mine}]}
+            "calibrated": [predict_run(f, r) for r in _spec.spec_runs() if r.id in wanted]}
 
 
 @dataclass(frozen=True)
